@@ -1,0 +1,10 @@
+package main
+
+import "github.com/spf13/cobra"
+
+// commands lists perfcast's subcommands.
+func commands(g *globalFlags) []*cobra.Command {
+	return []*cobra.Command{
+		newCheckCmd(),
+	}
+}

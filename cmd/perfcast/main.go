@@ -1,0 +1,108 @@
+// Command perfcast turns the traces a running system emits into a performance
+// model and answers capacity questions with it.
+//
+// Exit status: 0 when results were produced, 1 when the work failed, 2 for a
+// usage error. Errors are printed to standard error, one line each.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes the command line and returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRootCmd(stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	var u usageError
+	if errors.As(err, &u) {
+		fmt.Fprintf(stderr, "perfcast: %v\n", u.err)
+		fmt.Fprintf(stderr, "Run 'perfcast --help' for usage.\n")
+		return 2
+	}
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintln(stderr, "perfcast: interrupted")
+		return 1
+	}
+	fmt.Fprintf(stderr, "perfcast: %v\n", err)
+	return 1
+}
+
+// usageError marks a mistake in the command line, which exits with status 2.
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+// usagef returns a usage error.
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// args wraps a cobra argument check so that its failure is a usage error.
+func args(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, a []string) error {
+		if err := check(cmd, a); err != nil {
+			return usageError{err}
+		}
+		return nil
+	}
+}
+
+// globalFlags are the flags every command has.
+type globalFlags struct {
+	verbose bool
+	quiet   bool
+}
+
+func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
+	var g globalFlags
+	root := &cobra.Command{
+		Use:   "perfcast",
+		Short: "Performance models from traces, and capacity answers from models",
+		Long: `perfcast turns the traces a running system already emits into a performance
+model, and answers capacity questions with it: response-time percentiles,
+throughput and utilization at other loads, on other hardware, with other pool
+sizes, replicas or locks; the bottleneck and the load where it saturates.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			level := slog.LevelWarn
+			if g.verbose {
+				level = slog.LevelDebug
+			}
+			if g.quiet {
+				level = slog.LevelError
+			}
+			slog.SetDefault(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})))
+		},
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log what perfcast does")
+	root.PersistentFlags().BoolVarP(&g.quiet, "quiet", "q", false, "print results only: no progress, no warnings on standard error")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	for _, c := range commands(&g) {
+		root.AddCommand(c)
+	}
+	return root
+}

@@ -1,0 +1,184 @@
+package model
+
+// Demands is the expected load one request of a workload puts on the system:
+// how often it reaches each operation and how much service it asks of each
+// resource. Expectations run through loops (mean count), branches and
+// switches (probabilities), parallel blocks (every list), synchronous calls
+// and asynchronous sends. They are the visit counts and service demands of the
+// queueing network the model stands for.
+type Demands struct {
+	// Visits is the expected number of executions of each operation
+	// (`component/operation`) per request.
+	Visits map[string]float64
+	// Service is the expected service time per request at each active
+	// resource (`HOST.cpu`, `HOST.disk.NAME`), summed over the host's replicas,
+	// with CPU demands divided by the host's speed.
+	Service map[string]float64
+	// Delay is the expected total pure delay per request (delay steps).
+	Delay float64
+	// Holds is the expected number of acquisitions of each passive resource
+	// per request (hold steps and acquire steps).
+	Holds map[string]float64
+}
+
+// Demands computes the expected demands of one request of workload w. The
+// model must be valid (no call cycles).
+func (m *Model) Demands(w *Workload) *Demands {
+	a := &demandWalk{m: m, w: w, out: &Demands{
+		Visits:  map[string]float64{},
+		Service: map[string]float64{},
+		Holds:   map[string]float64{},
+	}, fixed: map[string]string{}}
+	a.steps(w.Steps, nil, 1)
+	return a.out
+}
+
+// OperationDemands computes the expected demands of one execution of op,
+// including what its calls and sends cause, as seen by workload w (which
+// decides the switches; nil takes every switch's default).
+func (m *Model) OperationDemands(op *Operation, w *Workload) *Demands {
+	a := &demandWalk{m: m, w: w, out: &Demands{
+		Visits:  map[string]float64{},
+		Service: map[string]float64{},
+		Holds:   map[string]float64{},
+	}, fixed: map[string]string{}}
+	a.operation(op, 1, 0)
+	return a.out
+}
+
+type demandWalk struct {
+	m   *Model
+	w   *Workload
+	out *Demands
+	// fixed holds the parameter values decided by enclosing switches: a
+	// request draws each parameter once, so a switch inside a case of a
+	// switch on the same parameter has no choice left.
+	fixed map[string]string
+}
+
+// maxDemandDepth guards the recursion against models that were not validated.
+const maxDemandDepth = 256
+
+func (a *demandWalk) operation(op *Operation, weight float64, depth int) {
+	if depth > maxDemandDepth {
+		return
+	}
+	a.out.Visits[op.ID()] += weight
+	a.stepsAt(op.Steps, a.m.Component(op.Component), weight, depth)
+}
+
+func (a *demandWalk) steps(steps []Step, c *Component, weight float64) {
+	a.stepsAt(steps, c, weight, 0)
+}
+
+func (a *demandWalk) stepsAt(steps []Step, c *Component, weight float64, depth int) {
+	if weight == 0 {
+		return
+	}
+	for i := range steps {
+		a.step(&steps[i], c, weight, depth)
+	}
+}
+
+func (a *demandWalk) host(c *Component) *Host {
+	if c == nil {
+		return nil
+	}
+	return a.m.Host(c.Host)
+}
+
+func (a *demandWalk) step(s *Step, c *Component, weight float64, depth int) {
+	switch s.Kind {
+	case StepCPU:
+		if h := a.host(c); h != nil {
+			speed := h.CPU.Speed
+			if speed <= 0 {
+				speed = 1
+			}
+			a.out.Service[CPUResource(h.Name)] += weight * s.Demand.Mean() / speed
+		}
+	case StepDisk:
+		if h := a.host(c); h != nil {
+			if d := h.Disk(s.Disk); d != nil {
+				a.out.Service[DiskResource(h.Name, d.Name)] += weight * s.Demand.Mean()
+			}
+		}
+	case StepDelay:
+		a.out.Delay += weight * s.Demand.Mean()
+	case StepCall, StepSend:
+		if op := a.m.Operation(s.Target); op != nil {
+			a.operation(op, weight, depth+1)
+		}
+	case StepLoop:
+		a.stepsAt(s.Steps, c, weight*s.Times.Mean(), depth)
+	case StepBranch:
+		for _, b := range s.Branches {
+			a.stepsAt(b.Steps, c, weight*b.P, depth)
+		}
+	case StepParallel:
+		for _, list := range s.Parallel {
+			a.stepsAt(list, c, weight, depth)
+		}
+	case StepHold:
+		a.out.Holds[s.Resource] += weight
+		a.stepsAt(s.Steps, c, weight, depth)
+	case StepAcquire:
+		a.out.Holds[s.Resource] += weight
+	case StepRelease:
+	case StepSwitch:
+		a.switchStep(s, c, weight, depth)
+	}
+}
+
+func (a *demandWalk) switchStep(s *Step, c *Component, weight float64, depth int) {
+	pick := func(value string) []Step {
+		for _, cs := range s.Cases {
+			if cs.Value == value {
+				return cs.Steps
+			}
+		}
+		return s.Default
+	}
+	if s.On == "class" {
+		if a.w == nil {
+			a.stepsAt(s.Default, c, weight, depth)
+			return
+		}
+		a.stepsAt(pick(a.w.Name), c, weight, depth)
+		return
+	}
+	if v, ok := a.fixed[s.On]; ok {
+		a.stepsAt(pick(v), c, weight, depth)
+		return
+	}
+	var p *Param
+	if a.w != nil {
+		p = a.w.Param(s.On)
+	}
+	if p == nil {
+		a.stepsAt(s.Default, c, weight, depth)
+		return
+	}
+	for i, v := range p.Values {
+		a.fixed[s.On] = v
+		a.stepsAt(pick(v), c, weight*p.Probs[i], depth)
+	}
+	delete(a.fixed, s.On)
+}
+
+// Servers is the number of servers of an active resource (`HOST.cpu` or
+// `HOST.disk.NAME`) over all replicas of its host, or 0 when the name is
+// unknown.
+func (m *Model) Servers(resource string) int {
+	for _, h := range m.Hosts {
+		if resource == CPUResource(h.Name) {
+			return h.CPU.Cores * h.Replicas
+		}
+		for _, d := range h.Disks {
+			if resource == DiskResource(h.Name, d.Name) {
+				return d.Servers * h.Replicas
+			}
+		}
+	}
+	return 0
+}

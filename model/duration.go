@@ -1,0 +1,327 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// durUnit is one duration unit: its suffix and how many of it make a second
+// (perSec, for units shorter than a second) or how many seconds it lasts (sec).
+// Exactly one of perSec and sec is set; parsing divides by perSec or multiplies
+// by sec, so that the conversion is a single correctly rounded operation.
+type durUnit struct {
+	suffix string
+	perSec float64
+	sec    float64
+}
+
+// durUnits lists the accepted suffixes, longest first where one suffix ends
+// another ("ms" before "s").
+var durUnits = []durUnit{
+	{suffix: "ns", perSec: 1e9},
+	{suffix: "us", perSec: 1e6},
+	{suffix: "\u00b5s", perSec: 1e6}, // micro sign
+	{suffix: "\u03bcs", perSec: 1e6}, // Greek small letter mu
+	{suffix: "ms", perSec: 1e3},
+	{suffix: "s", sec: 1},
+	{suffix: "m", sec: 60},
+	{suffix: "h", sec: 3600},
+}
+
+const durationHint = `want a number of seconds or a number with unit ns, us, ms, s, m or h, like "2.5ms"`
+
+// ParseDuration reads a duration and returns it in seconds. The text is a
+// non-negative decimal number followed by a unit (ns, us, µs, ms, s, m, h), as
+// in "250us", "2.5ms", "1.2s", "2m", or a bare number, which is seconds ("0.5",
+// "1e-3"). Surrounding white space is ignored. Negative, infinite and
+// unreadable values are errors.
+func ParseDuration(s string) (float64, error) {
+	t := strings.TrimSpace(s)
+	if t == "" {
+		return 0, errors.New("empty duration (" + durationHint + ")")
+	}
+	num, u := t, durUnit{sec: 1}
+	for _, cand := range durUnits {
+		if strings.HasSuffix(t, cand.suffix) {
+			num, u = strings.TrimSpace(t[:len(t)-len(cand.suffix)]), cand
+			break
+		}
+	}
+	v, err := numParseNonNeg(num)
+	if err != nil {
+		return 0, numError(err, "duration", s, durationHint)
+	}
+	if u.perSec != 0 {
+		v /= u.perSec
+	} else {
+		v *= u.sec
+	}
+	if math.IsInf(v, 0) {
+		return 0, fmt.Errorf("duration %q is too large", s)
+	}
+	return v, nil
+}
+
+// Reasons numParseNonNeg gives for rejecting a number; numError phrases them.
+var (
+	numErrNegative = errors.New("negative")
+	numErrSyntax   = errors.New("invalid")
+	numErrTooLarge = errors.New("too large")
+)
+
+// numError phrases a numParseNonNeg failure for a value of the given kind
+// ("duration", "rate") written as text.
+func numError(err error, kind, text, hint string) error {
+	switch err {
+	case numErrNegative:
+		return fmt.Errorf("negative %s %q", kind, text)
+	case numErrTooLarge:
+		return fmt.Errorf("%s %q is too large", kind, text)
+	}
+	return fmt.Errorf("invalid %s %q (%s)", kind, text, hint)
+}
+
+// numParseNonNeg reads a plain non-negative decimal number: digits with an
+// optional point and exponent. It rejects signs, hexadecimal, underscores and
+// the names of special values that strconv.ParseFloat would accept. The error
+// is numErrNegative, numErrSyntax or numErrTooLarge.
+func numParseNonNeg(s string) (float64, error) {
+	if strings.HasPrefix(s, "-") && len(s) > 1 && numIsDecimal(s[1:]) {
+		return 0, numErrNegative
+	}
+	if !numIsDecimal(s) {
+		return 0, numErrSyntax
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		if errors.Is(err, strconv.ErrRange) && v != 0 {
+			return 0, numErrTooLarge
+		}
+		if !errors.Is(err, strconv.ErrRange) {
+			return 0, numErrSyntax
+		}
+		// Underflow: ParseFloat returns 0 with ErrRange; a value too small
+		// to represent is zero for every purpose here.
+	}
+	return v, nil
+}
+
+// numIsDecimal reports whether s has the form DIGITS[.DIGITS][e[+-]DIGITS] with at
+// least one digit in the mantissa (".5" and "5." are allowed).
+func numIsDecimal(s string) bool {
+	i, digits := 0, 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+		digits++
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+			digits++
+		}
+	}
+	if digits == 0 {
+		return false
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		exp := 0
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+			exp++
+		}
+		if exp == 0 {
+			return false
+		}
+	}
+	return i == len(s)
+}
+
+// FormatDuration writes a duration given in seconds in the unit (ns, us, ms or
+// s) that puts the number in [1, 1000) where possible, with the fewest digits
+// that ParseDuration reads back to exactly the same float64. Whole numbers of
+// hours or minutes of at least one minute are written in h or m ("2m", "1h").
+// Zero is "0s". Negative or non-finite input, which no ParseDuration result
+// can be, is written with strconv's 'g' format and an "s" suffix.
+func FormatDuration(sec float64) string {
+	if sec == 0 {
+		return "0s"
+	}
+	if sec < 0 || math.IsNaN(sec) || math.IsInf(sec, 0) {
+		return strconv.FormatFloat(sec, 'g', -1, 64) + "s"
+	}
+	if sec >= 60 && sec < 1<<53 && sec == math.Trunc(sec) {
+		for _, u := range [...]durUnit{{suffix: "h", sec: 3600}, {suffix: "m", sec: 60}} {
+			n := sec / u.sec
+			if n == math.Trunc(n) && n*u.sec == sec {
+				return strconv.FormatFloat(n, 'f', -1, 64) + u.suffix
+			}
+		}
+	}
+	var k int // decimal exponent of the unit: seconds = number / 10^k
+	var suffix string
+	switch {
+	case sec >= 1:
+		k, suffix = 0, "s"
+	case sec >= 1e-3:
+		k, suffix = 3, "ms"
+	case sec >= 1e-6:
+		k, suffix = 6, "us"
+	default:
+		k, suffix = 9, "ns"
+	}
+	if k == 0 {
+		return numFormat(sec) + suffix
+	}
+	if s, ok := numFormatScaled(sec, k, suffix, ParseDuration); ok {
+		return s
+	}
+	// Plain seconds always read back exactly: the shortest decimal form of a
+	// float64 parses to that float64 and the unit multiplies by one.
+	return numFormat(sec) + "s"
+}
+
+// numFormatScaled writes v multiplied by 10^k followed by suffix, using the fewest
+// significant digits for which parse reads the text back to exactly v. The
+// scaling is done on the decimal digits, not in floating point, so no rounding
+// happens before the check. It reports false if no precision works (which
+// happens when the unit conversion in parse rounds differently).
+func numFormatScaled(v float64, k int, suffix string, parse func(string) (float64, error)) (string, bool) {
+	for prec := 0; prec < 17; prec++ {
+		e := strconv.FormatFloat(v, 'e', prec, 64) // d.ddde±XX
+		i := strings.IndexByte(e, 'e')
+		exp, err := strconv.Atoi(e[i+1:])
+		if err != nil {
+			return "", false
+		}
+		n, err := strconv.ParseFloat(e[:i]+"e"+strconv.Itoa(exp+k), 64)
+		if err != nil || math.IsInf(n, 0) {
+			continue
+		}
+		s := numFormat(n) + suffix
+		if got, err := parse(s); err == nil && got == v {
+			return s, true
+		}
+	}
+	return "", false
+}
+
+// numFormat writes a non-negative finite number with the fewest digits that
+// read back exactly, in plain decimal notation unless that would be very long.
+func numFormat(v float64) string {
+	if v == 0 {
+		return "0"
+	}
+	if v >= 1e-4 && v < 1e21 {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+// rateUnits are the accepted time units of a rate, after the slash.
+var rateUnits = []durUnit{
+	{suffix: "s", sec: 1},
+	{suffix: "m", sec: 60},
+	{suffix: "h", sec: 3600},
+}
+
+const rateHint = `want a number per second or a number followed by /s, /m or /h, like "50/s"`
+
+// ParseRate reads a rate and returns it in events per second. The text is a
+// non-negative number followed by "/s", "/m" (per minute) or "/h" (per hour),
+// as in "50/s" or "3000/m", or a bare number, which is per second.
+// Surrounding white space is ignored. Negative, infinite and unreadable values
+// are errors.
+func ParseRate(s string) (float64, error) {
+	t := strings.TrimSpace(s)
+	if t == "" {
+		return 0, errors.New("empty rate (" + rateHint + ")")
+	}
+	num, per := t, 1.0
+	if i := strings.IndexByte(t, '/'); i >= 0 {
+		num = strings.TrimSpace(t[:i])
+		unit := strings.TrimSpace(t[i+1:])
+		per = 0
+		for _, u := range rateUnits {
+			if unit == u.suffix {
+				per = u.sec
+			}
+		}
+		if per == 0 {
+			return 0, fmt.Errorf("invalid rate %q: unknown time unit %q (%s)", s, unit, rateHint)
+		}
+	}
+	v, err := numParseNonNeg(num)
+	if err != nil {
+		return 0, numError(err, "rate", s, rateHint)
+	}
+	return v / per, nil
+}
+
+// FormatRate writes a rate given in events per second as "N/s", with the
+// fewest digits that ParseRate reads back to exactly the same float64. A rate
+// that is a short number per minute or per hour but a long one per second
+// (10/h) is written in that unit instead. Zero is "0/s".
+func FormatRate(perSec float64) string {
+	if perSec < 0 || math.IsNaN(perSec) || math.IsInf(perSec, 0) {
+		return strconv.FormatFloat(perSec, 'g', -1, 64) + "/s"
+	}
+	plain := numFormat(perSec) + "/s"
+	if numSigDigits(plain) <= 6 {
+		return plain
+	}
+	best, bestDigits := plain, numSigDigits(plain)
+	for _, u := range rateUnits[1:] {
+		n := perSec * u.sec
+		if math.IsInf(n, 0) {
+			continue
+		}
+		s := numFormat(n) + "/" + u.suffix
+		if got, err := ParseRate(s); err == nil && got == perSec {
+			if d := numSigDigits(s); d < bestDigits {
+				best, bestDigits = s, d
+			}
+		}
+	}
+	return best
+}
+
+// numSigDigits counts the digits of the mantissa of a number written by
+// numFormat, without leading zeros: a measure of how readable it is.
+func numSigDigits(s string) int {
+	n, started := 0, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == 'e' || c == '/' || (c < '0' || c > '9') && c != '.' {
+			break
+		}
+		if c == '.' {
+			continue
+		}
+		if c != '0' {
+			started = true
+		}
+		if started {
+			n++
+		}
+	}
+	// Trailing zeros of an integer ("3000") are not precision either.
+	if !strings.Contains(s, ".") {
+		for i := len(s) - 1; i >= 0 && n > 1; i-- {
+			if s[i] >= '1' && s[i] <= '9' {
+				break
+			}
+			if s[i] == '0' {
+				n--
+			}
+		}
+	}
+	return n
+}

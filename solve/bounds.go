@@ -1,0 +1,263 @@
+package solve
+
+import (
+	"math"
+	"sort"
+
+	"github.com/perfcast/perfcast/model"
+)
+
+// Bound is what the utilization law says about a model's open workloads
+// before any solving: the load each resource carries from the open arrivals
+// alone, and whether some resource cannot carry it.
+type Bound struct {
+	// Utilization is, per resource, the fraction of its capacity the open
+	// workloads need: Σ rate × demand / servers. For thread pools and passive
+	// resources the demand is a lower bound on the holding time (the work done
+	// while holding, without any queueing), so a value ≥ 1 is a certain
+	// overload while a value below 1 is no promise.
+	Utilization map[string]float64
+	// Stable is false when some resource's utilization reaches 1.
+	Stable bool
+	// Bottleneck is the resource with the highest utilization ("" when no
+	// open workload puts load anywhere).
+	Bottleneck string
+	// Saturation, when not Stable, gives the open rates at which the
+	// bottleneck reaches full utilization, every open rate scaled alike.
+	Saturation *Saturation
+}
+
+// Bounds applies the utilization law to the open workloads of a valid model.
+// Closed workloads are left out: they are always stable.
+func Bounds(m *model.Model) *Bound {
+	b := &Bound{Utilization: map[string]float64{}, Stable: true}
+	capacity := resourceCapacity(m)
+	minTime := map[string]float64{}
+	for _, w := range m.Workloads {
+		if w.Open == nil || w.Open.Rate == 0 {
+			continue
+		}
+		d := m.Demands(w)
+		for r, s := range d.Service {
+			if n := capacity[r]; n > 0 {
+				b.Utilization[r] += w.Open.Rate * s / float64(n)
+			}
+		}
+		// Thread pools: every execution of an operation holds a thread
+		// for at least its own work.
+		ids := sortedKeys(d.Visits)
+		for _, id := range ids {
+			op := m.Operation(id)
+			c := m.Component(op.Component)
+			if c == nil || c.Threads == model.Unlimited {
+				continue
+			}
+			t, ok := minTime[id]
+			if !ok {
+				t = minOperationTime(m, op, w, 0)
+				minTime[id] = t
+			}
+			r := model.ThreadsResource(c.Name)
+			b.Utilization[r] += w.Open.Rate * d.Visits[id] * t / float64(capacity[r])
+		}
+		// Passive resources held by hold steps: at least the work inside.
+		holdTimes := map[string]float64{}
+		collectHolds(m, w, w.Steps, nil, 1, holdTimes, 0)
+		for r, t := range holdTimes {
+			if n := capacity[r]; n > 0 {
+				b.Utilization[r] += w.Open.Rate * t / float64(n)
+			}
+		}
+	}
+	var top float64
+	for _, r := range sortedKeys(b.Utilization) {
+		if u := b.Utilization[r]; u > top {
+			top, b.Bottleneck = u, r
+		}
+	}
+	if top >= 1 {
+		b.Stable = false
+		at := map[string]float64{}
+		for _, w := range m.Workloads {
+			if w.Open != nil && w.Open.Rate > 0 {
+				at["workload."+w.Name+".open.rate"] = w.Open.Rate / top
+			}
+		}
+		b.Saturation = &Saturation{Resource: b.Bottleneck, At: at}
+	}
+	return b
+}
+
+// resourceCapacity returns the number of servers of every resource over all
+// replicas: cores, disk servers, threads, units of passive resources.
+func resourceCapacity(m *model.Model) map[string]int {
+	c := map[string]int{}
+	for _, h := range m.Hosts {
+		c[model.CPUResource(h.Name)] = h.CPU.Cores * h.Replicas
+		for _, d := range h.Disks {
+			c[model.DiskResource(h.Name, d.Name)] = d.Servers * h.Replicas
+		}
+	}
+	for _, comp := range m.Components {
+		if comp.Threads != model.Unlimited {
+			replicas := 1
+			if h := m.Host(comp.Host); h != nil {
+				replicas = h.Replicas
+			}
+			c[model.ThreadsResource(comp.Name)] = comp.Threads * replicas
+		}
+	}
+	for _, p := range m.Passive {
+		replicas := 1
+		if h := m.Host(p.Host); h != nil && p.Host != "" {
+			replicas = h.Replicas
+		}
+		c[p.Name] = p.Capacity * replicas
+	}
+	return c
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// maxBoundDepth guards the recursions below.
+const maxBoundDepth = 256
+
+// minOperationTime is a lower bound on the mean time one execution of op
+// takes: its service and delays without any queueing, the longest list of a
+// parallel block, synchronous calls included, sends free.
+func minOperationTime(m *model.Model, op *model.Operation, w *model.Workload, depth int) float64 {
+	if depth > maxBoundDepth {
+		return 0
+	}
+	return minStepsTime(m, m.Component(op.Component), w, op.Steps, depth)
+}
+
+func minStepsTime(m *model.Model, c *model.Component, w *model.Workload, steps []model.Step, depth int) float64 {
+	var t float64
+	for i := range steps {
+		t += minStepTime(m, c, w, &steps[i], depth)
+	}
+	return t
+}
+
+func minStepTime(m *model.Model, c *model.Component, w *model.Workload, s *model.Step, depth int) float64 {
+	switch s.Kind {
+	case model.StepCPU:
+		speed := 1.0
+		if c != nil {
+			if h := m.Host(c.Host); h != nil && h.CPU.Speed > 0 {
+				speed = h.CPU.Speed
+			}
+		}
+		return s.Demand.Mean() / speed
+	case model.StepDisk, model.StepDelay:
+		return s.Demand.Mean()
+	case model.StepCall:
+		if op := m.Operation(s.Target); op != nil {
+			return minOperationTime(m, op, w, depth+1)
+		}
+	case model.StepLoop:
+		return s.Times.Mean() * minStepsTime(m, c, w, s.Steps, depth)
+	case model.StepBranch:
+		var t float64
+		for _, br := range s.Branches {
+			t += br.P * minStepsTime(m, c, w, br.Steps, depth)
+		}
+		return t
+	case model.StepParallel:
+		var t float64
+		for _, list := range s.Parallel {
+			t = math.Max(t, minStepsTime(m, c, w, list, depth))
+		}
+		return t
+	case model.StepHold:
+		return minStepsTime(m, c, w, s.Steps, depth)
+	case model.StepSwitch:
+		var t float64
+		for _, b := range switchBodies(w, s) {
+			t += b.p * minStepsTime(m, c, w, b.steps, depth)
+		}
+		return t
+	}
+	return 0
+}
+
+// weightedSteps is one body a switch step may take, with its probability.
+type weightedSteps struct {
+	steps []model.Step
+	p     float64
+}
+
+// switchBodies lists the bodies a switch step may take for a request of
+// workload w, with their probabilities. Nested switches on one parameter are
+// treated as independent draws, which keeps this a bound-grade estimate.
+func switchBodies(w *model.Workload, s *model.Step) []weightedSteps {
+	pick := func(v string) []model.Step {
+		for _, cs := range s.Cases {
+			if cs.Value == v {
+				return cs.Steps
+			}
+		}
+		return s.Default
+	}
+	if s.On == "class" {
+		if w == nil {
+			return []weightedSteps{{s.Default, 1}}
+		}
+		return []weightedSteps{{pick(w.Name), 1}}
+	}
+	var p *model.Param
+	if w != nil {
+		p = w.Param(s.On)
+	}
+	if p == nil {
+		return []weightedSteps{{s.Default, 1}}
+	}
+	out := make([]weightedSteps, len(p.Values))
+	for i, v := range p.Values {
+		out[i] = weightedSteps{pick(v), p.Probs[i]}
+	}
+	return out
+}
+
+// collectHolds adds, per passive resource, the expected holding time per
+// request implied by hold steps (the minimal time of their bodies), weighted
+// by how often they run.
+func collectHolds(m *model.Model, w *model.Workload, steps []model.Step, c *model.Component, weight float64, out map[string]float64, depth int) {
+	if depth > maxBoundDepth || weight == 0 {
+		return
+	}
+	for i := range steps {
+		s := &steps[i]
+		switch s.Kind {
+		case model.StepHold:
+			out[s.Resource] += weight * float64(s.Units) * minStepsTime(m, c, w, s.Steps, depth)
+			collectHolds(m, w, s.Steps, c, weight, out, depth)
+		case model.StepCall, model.StepSend:
+			if op := m.Operation(s.Target); op != nil {
+				collectHolds(m, w, op.Steps, m.Component(op.Component), weight, out, depth+1)
+			}
+		case model.StepLoop:
+			collectHolds(m, w, s.Steps, c, weight*s.Times.Mean(), out, depth)
+		case model.StepBranch:
+			for _, br := range s.Branches {
+				collectHolds(m, w, br.Steps, c, weight*br.P, out, depth)
+			}
+		case model.StepParallel:
+			for _, list := range s.Parallel {
+				collectHolds(m, w, list, c, weight, out, depth)
+			}
+		case model.StepSwitch:
+			for _, b := range switchBodies(w, s) {
+				collectHolds(m, w, b.steps, c, weight*b.p, out, depth)
+			}
+		}
+	}
+}
