@@ -320,7 +320,7 @@ func ParseCount(s string) (Count, error) {
 		if !ok {
 			return Count{}, errors.New("geometric needs a mean, like geometric(3)")
 		}
-		mean, err := numParseNonNeg(text)
+		mean, err := numParseNonNeg(text, 0)
 		if err != nil {
 			return Count{}, fmt.Errorf("geometric needs a mean >= 0 written as a number, got %q", text)
 		}

@@ -94,7 +94,13 @@ func yamlErrorMessage(err error) string {
 
 type decoder struct {
 	errorSink
+	// nsteps counts decoded steps, so that YAML aliases that refer to each
+	// other cannot make a small file expand into an enormous model.
+	nsteps int
 }
+
+// maxSteps bounds the number of steps in one model.
+const maxSteps = 1 << 18
 
 func (d *decoder) pos(n *yaml.Node, path string) Pos {
 	return Pos{Line: n.Line, Col: n.Column, Path: path}
@@ -604,6 +610,12 @@ func (d *decoder) steps(n *yaml.Node, path string) []Step {
 
 func (d *decoder) step(n *yaml.Node, path string) (Step, bool) {
 	s := Step{Pos: d.pos(n, path)}
+	if d.nsteps++; d.nsteps > maxSteps {
+		if d.nsteps == maxSteps+1 {
+			d.add(s.Pos, "more than %d steps (YAML aliases expand to too large a model)", maxSteps)
+		}
+		return s, false
+	}
 	fs := d.fields(n, path)
 	if n.Kind != yaml.MappingNode {
 		return s, false
@@ -805,7 +817,9 @@ func repairFlow(n *yaml.Node, depth int) {
 
 func isPlain(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Style == 0 }
 
-func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Tag == "!!null" && n.Value == "" }
+func isNull(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.Tag == "!!null" && n.Value == ""
+}
 
 func openParens(n *yaml.Node) bool {
 	return isPlain(n) && strings.Count(n.Value, "(") > strings.Count(n.Value, ")")

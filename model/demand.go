@@ -1,5 +1,10 @@
 package model
 
+import (
+	"sort"
+	"strings"
+)
+
 // Demands is the expected load one request of a workload puts on the system:
 // how often it reaches each operation and how much service it asks of each
 // resource. Expectations run through loops (mean count), branches and
@@ -28,7 +33,7 @@ func (m *Model) Demands(w *Workload) *Demands {
 		Visits:  map[string]float64{},
 		Service: map[string]float64{},
 		Holds:   map[string]float64{},
-	}, fixed: map[string]string{}}
+	}, fixed: map[string]string{}, memo: map[string]*Demands{}}
 	a.steps(w.Steps, nil, 1)
 	return a.out
 }
@@ -41,7 +46,7 @@ func (m *Model) OperationDemands(op *Operation, w *Workload) *Demands {
 		Visits:  map[string]float64{},
 		Service: map[string]float64{},
 		Holds:   map[string]float64{},
-	}, fixed: map[string]string{}}
+	}, fixed: map[string]string{}, memo: map[string]*Demands{}}
 	a.operation(op, 1, 0)
 	return a.out
 }
@@ -50,6 +55,10 @@ type demandWalk struct {
 	m   *Model
 	w   *Workload
 	out *Demands
+	// memo holds the demands of one execution of an operation, by operation
+	// and the parameter values fixed when it runs, so that a model whose
+	// calls fan out and join again is walked in time linear in its size.
+	memo map[string]*Demands
 	// fixed holds the parameter values decided by enclosing switches: a
 	// request draws each parameter once, so a switch inside a case of a
 	// switch on the same parameter has no choice left.
@@ -60,11 +69,54 @@ type demandWalk struct {
 const maxDemandDepth = 256
 
 func (a *demandWalk) operation(op *Operation, weight float64, depth int) {
-	if depth > maxDemandDepth {
+	if depth > maxDemandDepth || weight == 0 {
 		return
 	}
-	a.out.Visits[op.ID()] += weight
-	a.stepsAt(op.Steps, a.m.Component(op.Component), weight, depth)
+	if depth == 0 {
+		a.out.Visits[op.ID()] += weight
+		a.stepsAt(op.Steps, a.m.Component(op.Component), weight, depth+1)
+		return
+	}
+	key := a.memoKey(op)
+	one, ok := a.memo[key]
+	if !ok {
+		sub := &demandWalk{m: a.m, w: a.w, memo: a.memo, fixed: a.fixed, out: &Demands{
+			Visits:  map[string]float64{},
+			Service: map[string]float64{},
+			Holds:   map[string]float64{},
+		}}
+		sub.out.Visits[op.ID()] = 1
+		sub.stepsAt(op.Steps, a.m.Component(op.Component), 1, depth)
+		one = sub.out
+		a.memo[key] = one
+	}
+	for k, v := range one.Visits {
+		a.out.Visits[k] += weight * v
+	}
+	for k, v := range one.Service {
+		a.out.Service[k] += weight * v
+	}
+	for k, v := range one.Holds {
+		a.out.Holds[k] += weight * v
+	}
+	a.out.Delay += weight * one.Delay
+}
+
+func (a *demandWalk) memoKey(op *Operation) string {
+	if len(a.fixed) == 0 {
+		return op.ID()
+	}
+	names := make([]string, 0, len(a.fixed))
+	for k := range a.fixed {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString(op.ID())
+	for _, k := range names {
+		b.WriteString("\x00" + k + "=" + a.fixed[k])
+	}
+	return b.String()
 }
 
 func (a *demandWalk) steps(steps []Step, c *Component, weight float64) {

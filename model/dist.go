@@ -751,7 +751,7 @@ func distParamValue(name string, p distParam, text string) (float64, error) {
 		}
 		return float64(k), nil
 	case p.isCV:
-		v, err := numParseNonNeg(text)
+		v, err := numParseNonNeg(text, 0)
 		switch err {
 		case nil:
 			if v > distMaxCV {

@@ -8,24 +8,26 @@ import (
 	"strings"
 )
 
-// durUnit is one duration unit: its suffix and how many of it make a second
-// (perSec, for units shorter than a second) or how many seconds it lasts (sec).
-// Exactly one of perSec and sec is set; parsing divides by perSec or multiplies
-// by sec, so that the conversion is a single correctly rounded operation.
+// durUnit is one duration unit: its suffix and either the power of ten that
+// makes a second of it (pow10, for units shorter than a second: 3 for ms) or
+// how many seconds it lasts (sec, for s, m and h). Parsing shifts the decimal
+// exponent of the number by pow10 before converting it, so that a value in a
+// sub-second unit is the float64 nearest to the exact decimal number of
+// seconds; it multiplies by sec otherwise.
 type durUnit struct {
 	suffix string
-	perSec float64
+	pow10  int
 	sec    float64
 }
 
 // durUnits lists the accepted suffixes, longest first where one suffix ends
 // another ("ms" before "s").
 var durUnits = []durUnit{
-	{suffix: "ns", perSec: 1e9},
-	{suffix: "us", perSec: 1e6},
-	{suffix: "\u00b5s", perSec: 1e6}, // micro sign
-	{suffix: "\u03bcs", perSec: 1e6}, // Greek small letter mu
-	{suffix: "ms", perSec: 1e3},
+	{suffix: "ns", pow10: 9},
+	{suffix: "us", pow10: 6},
+	{suffix: "\u00b5s", pow10: 6}, // micro sign
+	{suffix: "\u03bcs", pow10: 6}, // Greek small letter mu
+	{suffix: "ms", pow10: 3},
 	{suffix: "s", sec: 1},
 	{suffix: "m", sec: 60},
 	{suffix: "h", sec: 3600},
@@ -50,13 +52,11 @@ func ParseDuration(s string) (float64, error) {
 			break
 		}
 	}
-	v, err := numParseNonNeg(num)
+	v, err := numParseNonNeg(num, u.pow10)
 	if err != nil {
 		return 0, numError(err, "duration", s, durationHint)
 	}
-	if u.perSec != 0 {
-		v /= u.perSec
-	} else {
+	if u.pow10 == 0 {
 		v *= u.sec
 	}
 	if math.IsInf(v, 0) {
@@ -86,14 +86,31 @@ func numError(err error, kind, text, hint string) error {
 
 // numParseNonNeg reads a plain non-negative decimal number: digits with an
 // optional point and exponent. It rejects signs, hexadecimal, underscores and
-// the names of special values that strconv.ParseFloat would accept. The error
-// is numErrNegative, numErrSyntax or numErrTooLarge.
-func numParseNonNeg(s string) (float64, error) {
+// the names of special values that strconv.ParseFloat would accept. The
+// number read is s divided by 10^pow10, rounded once. The error is
+// numErrNegative, numErrSyntax or numErrTooLarge.
+func numParseNonNeg(s string, pow10 int) (float64, error) {
 	if strings.HasPrefix(s, "-") && len(s) > 1 && numIsDecimal(s[1:]) {
 		return 0, numErrNegative
 	}
 	if !numIsDecimal(s) {
 		return 0, numErrSyntax
+	}
+	if pow10 != 0 {
+		mant, exp := s, 0
+		if i := strings.IndexAny(s, "eE"); i >= 0 {
+			mant = s[:i]
+			var err error
+			if exp, err = strconv.Atoi(s[i+1:]); err != nil {
+				// Too many digits for an int: far beyond the range of
+				// float64 either way, which ParseFloat will see.
+				exp = 1 << 30
+				if s[i+1] == '-' {
+					exp = -exp
+				}
+			}
+		}
+		s = mant + "e" + strconv.Itoa(exp-pow10)
 	}
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil {
@@ -146,9 +163,10 @@ func numIsDecimal(s string) bool {
 
 // FormatDuration writes a duration given in seconds in the unit (ns, us, ms or
 // s) that puts the number in [1, 1000) where possible, with the fewest digits
-// that ParseDuration reads back to exactly the same float64. Whole numbers of
-// hours or minutes of at least one minute are written in h or m ("2m", "1h").
-// Zero is "0s". Negative or non-finite input, which no ParseDuration result
+// that ParseDuration reads back to exactly the same float64. A whole number of
+// hours or minutes is written in h or m when that takes no more digits than
+// seconds ("2m", "1h", "61m", but "90s"). Durations below a picosecond are
+// written in seconds ("1e-15s"). Zero is "0s". Negative or non-finite input, which no ParseDuration result
 // can be, is written with strconv's 'g' format and an "s" suffix.
 func FormatDuration(sec float64) string {
 	if sec == 0 {
@@ -158,17 +176,20 @@ func FormatDuration(sec float64) string {
 		return strconv.FormatFloat(sec, 'g', -1, 64) + "s"
 	}
 	if sec >= 60 && sec < 1<<53 && sec == math.Trunc(sec) {
+		plain := numFormat(sec)
 		for _, u := range [...]durUnit{{suffix: "h", sec: 3600}, {suffix: "m", sec: 60}} {
 			n := sec / u.sec
 			if n == math.Trunc(n) && n*u.sec == sec {
-				return strconv.FormatFloat(n, 'f', -1, 64) + u.suffix
+				if s := numFormat(n); numSigDigits(s) <= numSigDigits(plain) {
+					return s + u.suffix
+				}
 			}
 		}
 	}
 	var k int // decimal exponent of the unit: seconds = number / 10^k
 	var suffix string
 	switch {
-	case sec >= 1:
+	case sec >= 1 || sec < 1e-12:
 		k, suffix = 0, "s"
 	case sec >= 1e-3:
 		k, suffix = 3, "ms"
@@ -180,37 +201,44 @@ func FormatDuration(sec float64) string {
 	if k == 0 {
 		return numFormat(sec) + suffix
 	}
-	if s, ok := numFormatScaled(sec, k, suffix, ParseDuration); ok {
-		return s
-	}
-	// Plain seconds always read back exactly: the shortest decimal form of a
-	// float64 parses to that float64 and the unit multiplies by one.
-	return numFormat(sec) + "s"
+	return numFormatScaled(sec, k, suffix)
 }
 
-// numFormatScaled writes v multiplied by 10^k followed by suffix, using the fewest
-// significant digits for which parse reads the text back to exactly v. The
-// scaling is done on the decimal digits, not in floating point, so no rounding
-// happens before the check. It reports false if no precision works (which
-// happens when the unit conversion in parse rounds differently).
-func numFormatScaled(v float64, k int, suffix string, parse func(string) (float64, error)) (string, bool) {
-	for prec := 0; prec < 17; prec++ {
-		e := strconv.FormatFloat(v, 'e', prec, 64) // d.ddde±XX
-		i := strings.IndexByte(e, 'e')
-		exp, err := strconv.Atoi(e[i+1:])
-		if err != nil {
-			return "", false
+// numFormatScaled writes v×10^k followed by suffix, for a unit that
+// ParseDuration reads by shifting the decimal exponent back by k. The digits
+// are the shortest decimal that reads back to v in seconds (strconv's
+// shortest formatting), moved k places without arithmetic, so the text
+// denotes exactly that decimal number of seconds and parses back to v; and no
+// text with fewer digits could, since it would also be a shorter decimal for v.
+func numFormatScaled(v float64, k int, suffix string) string {
+	e := strconv.FormatFloat(v, 'e', -1, 64) // d.ddde±XX
+	i := strings.IndexByte(e, 'e')
+	exp, _ := strconv.Atoi(e[i+1:])
+	return numShiftedDecimal(e[:i], exp+k) + suffix
+}
+
+// numShiftedDecimal writes mant×10^exp, where mant is "d" or "d.ddd", in plain
+// decimal notation when exp is moderate and in exponent notation otherwise,
+// without changing the digits.
+func numShiftedDecimal(mant string, exp int) string {
+	digits := strings.Replace(mant, ".", "", 1)
+	if exp < -6 || exp >= 21 {
+		if len(digits) > 1 {
+			return digits[:1] + "." + digits[1:] + "e" + strconv.Itoa(exp)
 		}
-		n, err := strconv.ParseFloat(e[:i]+"e"+strconv.Itoa(exp+k), 64)
-		if err != nil || math.IsInf(n, 0) {
-			continue
-		}
-		s := numFormat(n) + suffix
-		if got, err := parse(s); err == nil && got == v {
-			return s, true
-		}
+		return digits + "e" + strconv.Itoa(exp)
 	}
-	return "", false
+	var s string
+	switch point := exp + 1; {
+	case point <= 0:
+		s = "0." + strings.Repeat("0", -point) + digits
+	case point >= len(digits):
+		return digits + strings.Repeat("0", point-len(digits))
+	default:
+		s = digits[:point] + "." + digits[point:]
+	}
+	s = strings.TrimRight(s, "0")
+	return strings.TrimSuffix(s, ".")
 }
 
 // numFormat writes a non-negative finite number with the fewest digits that
@@ -258,7 +286,7 @@ func ParseRate(s string) (float64, error) {
 			return 0, fmt.Errorf("invalid rate %q: unknown time unit %q (%s)", s, unit, rateHint)
 		}
 	}
-	v, err := numParseNonNeg(num)
+	v, err := numParseNonNeg(num, 0)
 	if err != nil {
 		return 0, numError(err, "rate", s, rateHint)
 	}
@@ -267,8 +295,8 @@ func ParseRate(s string) (float64, error) {
 
 // FormatRate writes a rate given in events per second as "N/s", with the
 // fewest digits that ParseRate reads back to exactly the same float64. A rate
-// that is a short number per minute or per hour but a long one per second
-// (10/h) is written in that unit instead. Zero is "0/s".
+// that takes more than six digits per second but at most six per minute or
+// per hour (10/h) is written in that unit instead. Zero is "0/s".
 func FormatRate(perSec float64) string {
 	if perSec < 0 || math.IsNaN(perSec) || math.IsInf(perSec, 0) {
 		return strconv.FormatFloat(perSec, 'g', -1, 64) + "/s"
@@ -283,10 +311,19 @@ func FormatRate(perSec float64) string {
 		if math.IsInf(n, 0) {
 			continue
 		}
-		s := numFormat(n) + "/" + u.suffix
-		if got, err := ParseRate(s); err == nil && got == perSec {
-			if d := numSigDigits(s); d < bestDigits {
-				best, bestDigits = s, d
+		// n is rounded; look for the shortest number near it, of at most
+		// six digits, that reads back exactly.
+		for prec := 0; prec < 6; prec++ {
+			m, err := strconv.ParseFloat(strconv.FormatFloat(n, 'e', prec, 64), 64)
+			if err != nil {
+				continue
+			}
+			s := numFormat(m) + "/" + u.suffix
+			if got, err := ParseRate(s); err == nil && got == perSec {
+				if d := numSigDigits(s); d < bestDigits {
+					best, bestDigits = s, d
+				}
+				break
 			}
 		}
 	}

@@ -32,11 +32,11 @@ type Bound struct {
 func Bounds(m *model.Model) *Bound {
 	b := &Bound{Utilization: map[string]float64{}, Stable: true}
 	capacity := resourceCapacity(m)
-	minTime := map[string]float64{}
 	for _, w := range m.Workloads {
 		if w.Open == nil || w.Open.Rate == 0 {
 			continue
 		}
+		bw := &boundWalk{m: m, w: w, minMemo: map[*model.Operation]float64{}, holdMemo: map[*model.Operation]map[string]float64{}}
 		d := m.Demands(w)
 		for r, s := range d.Service {
 			if n := capacity[r]; n > 0 {
@@ -52,17 +52,13 @@ func Bounds(m *model.Model) *Bound {
 			if c == nil || c.Threads == model.Unlimited {
 				continue
 			}
-			t, ok := minTime[id]
-			if !ok {
-				t = minOperationTime(m, op, w, 0)
-				minTime[id] = t
-			}
+			t := bw.minOperationTime(op, 0)
 			r := model.ThreadsResource(c.Name)
 			b.Utilization[r] += w.Open.Rate * d.Visits[id] * t / float64(capacity[r])
 		}
 		// Passive resources held by hold steps: at least the work inside.
 		holdTimes := map[string]float64{}
-		collectHolds(m, w, w.Steps, nil, 1, holdTimes, 0)
+		bw.collectHolds(w.Steps, nil, 1, holdTimes, 0)
 		for r, t := range holdTimes {
 			if n := capacity[r]; n > 0 {
 				b.Utilization[r] += w.Open.Rate * t / float64(n)
@@ -129,25 +125,40 @@ func sortedKeys[V any](m map[string]V) []string {
 // maxBoundDepth guards the recursions below.
 const maxBoundDepth = 256
 
+// boundWalk computes lower bounds of holding times for one workload, each
+// operation once.
+type boundWalk struct {
+	m        *model.Model
+	w        *model.Workload
+	minMemo  map[*model.Operation]float64
+	holdMemo map[*model.Operation]map[string]float64
+}
+
 // minOperationTime is a lower bound on the mean time one execution of op
 // takes: its service and delays without any queueing, the longest list of a
 // parallel block, synchronous calls included, sends free.
-func minOperationTime(m *model.Model, op *model.Operation, w *model.Workload, depth int) float64 {
+func (b *boundWalk) minOperationTime(op *model.Operation, depth int) float64 {
 	if depth > maxBoundDepth {
 		return 0
 	}
-	return minStepsTime(m, m.Component(op.Component), w, op.Steps, depth)
+	if t, ok := b.minMemo[op]; ok {
+		return t
+	}
+	t := b.minStepsTime(b.m.Component(op.Component), op.Steps, depth)
+	b.minMemo[op] = t
+	return t
 }
 
-func minStepsTime(m *model.Model, c *model.Component, w *model.Workload, steps []model.Step, depth int) float64 {
+func (b *boundWalk) minStepsTime(c *model.Component, steps []model.Step, depth int) float64 {
 	var t float64
 	for i := range steps {
-		t += minStepTime(m, c, w, &steps[i], depth)
+		t += b.minStepTime(c, &steps[i], depth)
 	}
 	return t
 }
 
-func minStepTime(m *model.Model, c *model.Component, w *model.Workload, s *model.Step, depth int) float64 {
+func (b *boundWalk) minStepTime(c *model.Component, s *model.Step, depth int) float64 {
+	m, w := b.m, b.w
 	switch s.Kind {
 	case model.StepCPU:
 		speed := 1.0
@@ -161,28 +172,28 @@ func minStepTime(m *model.Model, c *model.Component, w *model.Workload, s *model
 		return s.Demand.Mean()
 	case model.StepCall:
 		if op := m.Operation(s.Target); op != nil {
-			return minOperationTime(m, op, w, depth+1)
+			return b.minOperationTime(op, depth+1)
 		}
 	case model.StepLoop:
-		return s.Times.Mean() * minStepsTime(m, c, w, s.Steps, depth)
+		return s.Times.Mean() * b.minStepsTime(c, s.Steps, depth)
 	case model.StepBranch:
 		var t float64
 		for _, br := range s.Branches {
-			t += br.P * minStepsTime(m, c, w, br.Steps, depth)
+			t += br.P * b.minStepsTime(c, br.Steps, depth)
 		}
 		return t
 	case model.StepParallel:
 		var t float64
 		for _, list := range s.Parallel {
-			t = math.Max(t, minStepsTime(m, c, w, list, depth))
+			t = math.Max(t, b.minStepsTime(c, list, depth))
 		}
 		return t
 	case model.StepHold:
-		return minStepsTime(m, c, w, s.Steps, depth)
+		return b.minStepsTime(c, s.Steps, depth)
 	case model.StepSwitch:
 		var t float64
-		for _, b := range switchBodies(w, s) {
-			t += b.p * minStepsTime(m, c, w, b.steps, depth)
+		for _, ws := range switchBodies(w, s) {
+			t += ws.p * b.minStepsTime(c, ws.steps, depth)
 		}
 		return t
 	}
@@ -230,7 +241,8 @@ func switchBodies(w *model.Workload, s *model.Step) []weightedSteps {
 // collectHolds adds, per passive resource, the expected holding time per
 // request implied by hold steps (the minimal time of their bodies), weighted
 // by how often they run.
-func collectHolds(m *model.Model, w *model.Workload, steps []model.Step, c *model.Component, weight float64, out map[string]float64, depth int) {
+func (b *boundWalk) collectHolds(steps []model.Step, c *model.Component, weight float64, out map[string]float64, depth int) {
+	m := b.m
 	if depth > maxBoundDepth || weight == 0 {
 		return
 	}
@@ -238,25 +250,33 @@ func collectHolds(m *model.Model, w *model.Workload, steps []model.Step, c *mode
 		s := &steps[i]
 		switch s.Kind {
 		case model.StepHold:
-			out[s.Resource] += weight * float64(s.Units) * minStepsTime(m, c, w, s.Steps, depth)
-			collectHolds(m, w, s.Steps, c, weight, out, depth)
+			out[s.Resource] += weight * float64(s.Units) * b.minStepsTime(c, s.Steps, depth)
+			b.collectHolds(s.Steps, c, weight, out, depth)
 		case model.StepCall, model.StepSend:
 			if op := m.Operation(s.Target); op != nil {
-				collectHolds(m, w, op.Steps, m.Component(op.Component), weight, out, depth+1)
+				one, ok := b.holdMemo[op]
+				if !ok {
+					one = map[string]float64{}
+					b.collectHolds(op.Steps, m.Component(op.Component), 1, one, depth+1)
+					b.holdMemo[op] = one
+				}
+				for r, t := range one {
+					out[r] += weight * t
+				}
 			}
 		case model.StepLoop:
-			collectHolds(m, w, s.Steps, c, weight*s.Times.Mean(), out, depth)
+			b.collectHolds(s.Steps, c, weight*s.Times.Mean(), out, depth)
 		case model.StepBranch:
 			for _, br := range s.Branches {
-				collectHolds(m, w, br.Steps, c, weight*br.P, out, depth)
+				b.collectHolds(br.Steps, c, weight*br.P, out, depth)
 			}
 		case model.StepParallel:
 			for _, list := range s.Parallel {
-				collectHolds(m, w, list, c, weight, out, depth)
+				b.collectHolds(list, c, weight, out, depth)
 			}
 		case model.StepSwitch:
-			for _, b := range switchBodies(w, s) {
-				collectHolds(m, w, b.steps, c, weight*b.p, out, depth)
+			for _, ws := range switchBodies(b.w, s) {
+				b.collectHolds(ws.steps, c, weight*ws.p, out, depth)
 			}
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -34,7 +35,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	var u usageError
-	if errors.As(err, &u) {
+	if strings.HasPrefix(err.Error(), "unknown command") {
+		u = usageError{err}
+	}
+	if u.err != nil || errors.As(err, &u) {
 		fmt.Fprintf(stderr, "perfcast: %v\n", u.err)
 		fmt.Fprintf(stderr, "Run 'perfcast --help' for usage.\n")
 		return 2
@@ -43,7 +47,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "perfcast: interrupted")
 		return 1
 	}
-	fmt.Fprintf(stderr, "perfcast: %v\n", err)
+	for _, line := range strings.Split(err.Error(), "\n") {
+		fmt.Fprintf(stderr, "perfcast: %s\n", line)
+	}
 	return 1
 }
 

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// perfcast runs the command line in-process and returns its exit status and
+// outputs.
+func perfcast(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestCheckExamples(t *testing.T) {
+	files, _ := filepath.Glob("../../examples/models/*.yaml")
+	if len(files) == 0 {
+		t.Fatal("no examples")
+	}
+	for _, f := range files {
+		code, out, errs := perfcast(t, "check", f)
+		if code != 0 {
+			t.Fatalf("check %s: exit %d: %s", f, code, errs)
+		}
+		for _, want := range []string{"valid", "HOST", "COMPONENT", "WORKLOAD", "service demand per request"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("check %s: summary lacks %q:\n%s", f, want, out)
+			}
+		}
+	}
+}
+
+func TestCheckPrintRoundTrips(t *testing.T) {
+	code, out, errs := perfcast(t, "check", "--print", "yaml", "../../examples/models/shop.yaml")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	file := filepath.Join(t.TempDir(), "shop.yaml")
+	if err := os.WriteFile(file, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, again, errs := perfcast(t, "check", "--print", "yaml", file)
+	if code != 0 || again != out {
+		t.Fatalf("printed model does not round-trip (exit %d, %s)", code, errs)
+	}
+}
+
+func TestExitStatus(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("perfcast: 1\nhosts: {a: {cpu: {cores: 0}}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{"check", bad}, 1, "bad.yaml:2:"},
+		{[]string{"check", "no-such-file.yaml"}, 1, "no-such-file.yaml"},
+		{[]string{"check"}, 2, "accepts 1 arg"},
+		{[]string{"chek"}, 2, "unknown command"},
+		{[]string{"check", "--no-such-flag", bad}, 2, "unknown flag"},
+		{[]string{"check", "--print", "xml", "../../examples/models/shop.yaml"}, 2, "yaml or json"},
+	}
+	for _, tc := range cases {
+		code, _, errs := perfcast(t, tc.args...)
+		if code != tc.code {
+			t.Errorf("%v: exit %d, want %d (%s)", tc.args, code, tc.code, errs)
+		}
+		if !strings.Contains(errs, tc.err) {
+			t.Errorf("%v: stderr %q lacks %q", tc.args, errs, tc.err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(errs), "\n") {
+			if strings.Contains(line, "panic") || strings.Contains(line, "goroutine") {
+				t.Errorf("%v: %s", tc.args, line)
+			}
+		}
+	}
+}
