@@ -69,28 +69,28 @@ func ConstCount(n int) Count {
 }
 
 // countGeometric returns the geometric count with the given mean whose support
-// starts at min (0 or 1), checking the arguments.
-func countGeometric(mean float64, min int) (Count, error) {
-	if min != 0 && min != 1 {
-		return Count{}, fmt.Errorf("geometric min must be 0 or 1, got %d", min)
+// starts at from (0 or 1), checking the arguments.
+func countGeometric(mean float64, from int) (Count, error) {
+	if from != 0 && from != 1 {
+		return Count{}, fmt.Errorf("geometric min must be 0 or 1, got %d", from)
 	}
-	if math.IsNaN(mean) || math.IsInf(mean, 0) || mean < float64(min) {
-		if min == 1 {
+	if math.IsNaN(mean) || math.IsInf(mean, 0) || mean < float64(from) {
+		if from == 1 {
 			return Count{}, fmt.Errorf("geometric needs mean >= 1 (or min=0 for counts from 0), got %s", strconv.FormatFloat(mean, 'g', -1, 64))
 		}
 		return Count{}, fmt.Errorf("geometric needs mean >= 0, got %s", strconv.FormatFloat(mean, 'g', -1, 64))
 	}
-	// Success probability q: mean = min + (1−q)/q, so q = 1/(mean − min + 1).
-	q := 1 / (mean - float64(min) + 1)
-	return Count{Kind: CountGeometric, n: min, mean: mean, lnFail: math.Log1p(-q)}, nil
+	// Success probability q: mean = from + (1−q)/q, so q = 1/(mean − from + 1).
+	q := 1 / (mean - float64(from) + 1)
+	return Count{Kind: CountGeometric, n: from, mean: mean, lnFail: math.Log1p(-q)}, nil
 }
 
-// countUniform returns the uniform count on the integers min..max.
-func countUniform(min, max int) (Count, error) {
-	if min < 0 || max < min {
-		return Count{}, fmt.Errorf("uniform count needs 0 <= min <= max, got min %d and max %d", min, max)
+// countUniform returns the uniform count on the integers lo..hi.
+func countUniform(lo, hi int) (Count, error) {
+	if lo < 0 || hi < lo {
+		return Count{}, fmt.Errorf("uniform count needs 0 <= min <= max, got min %d and max %d", lo, hi)
 	}
-	return Count{Kind: CountUniform, n: min, hi: max}, nil
+	return Count{Kind: CountUniform, n: lo, hi: hi}, nil
 }
 
 // NewPMF returns the count that is values[i] with probability probs[i].
@@ -324,13 +324,13 @@ func ParseCount(s string) (Count, error) {
 		if err != nil {
 			return Count{}, fmt.Errorf("geometric needs a mean >= 0 written as a number, got %q", text)
 		}
-		min := 1
+		from := 1
 		if text, ok := args["min"]; ok {
-			if min, err = countInt(text); err != nil || min > 1 {
+			if from, err = countInt(text); err != nil || from > 1 {
 				return Count{}, fmt.Errorf("geometric min must be 0 or 1, got %q", text)
 			}
 		}
-		return countGeometric(mean, min)
+		return countGeometric(mean, from)
 	}
 	var bounds [2]int
 	for i, key := range sig {
@@ -348,6 +348,9 @@ func ParseCount(s string) (Count, error) {
 // countInt reads a whole number ≥ 0.
 func countInt(s string) (int, error) {
 	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if errors.Is(err, strconv.ErrRange) {
+		return 0, fmt.Errorf("%q is too large", s)
+	}
 	if err != nil {
 		if _, ferr := strconv.ParseFloat(strings.TrimSpace(s), 64); ferr == nil {
 			return 0, fmt.Errorf("%q is not a whole number", s)

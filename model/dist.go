@@ -76,7 +76,8 @@ type Dist struct {
 	//   erlang (k ≤ distErlangDirect): a = mean/k
 	//   gamma and erlang (large k): Marsaglia–Tsang d = a, c = b, scale = s, shape < 1: inv = 1/shape
 	//   lognormal: a = mu, b = sigma
-	//   hyperexp: a = p (probability of the first phase), b, s = phase means
+	//   hyperexp: a = 1 − p (probability of the second, longer phase),
+	//             b, s = means of the first and second phases
 	a, b, s, inv float64
 
 	// Tables. empirical: tabX = values, tabW = weights (nil for equal);
@@ -186,9 +187,13 @@ func Hyperexp(mean, cv float64) (Dist, error) {
 	if !(cv > 1) {
 		return Dist{}, fmt.Errorf("hyperexp needs cv > 1, got %s (use exp for cv = 1, erlang or gamma below)", strconv.FormatFloat(cv, 'g', -1, 64))
 	}
+	// With s = √((cv²−1)/(cv²+1)), p = (1+s)/2 and 1−p = (1−s)/2 =
+	// (1−s²)/(2(1+s)) = 1/((cv²+1)(1+s)), which keeps its precision when p
+	// is close to 1.
 	c2 := cv * cv
-	p := (1 + math.Sqrt(1-2/(c2+1))) / 2 // (c²−1)/(c²+1), rearranged
-	return Dist{Kind: DistHyperexp, mean: mean + 0, cv: cv, a: p, b: mean / (2 * p), s: mean / (2 * (1 - p))}, nil
+	sq := math.Sqrt(1 - 2/(c2+1))
+	q := 1 / ((c2 + 1) * (1 + sq))
+	return Dist{Kind: DistHyperexp, mean: mean + 0, cv: cv, a: q, b: mean / (2 * (1 - q)), s: mean / (2 * q)}, nil
 }
 
 // NewEmpirical returns the distribution that takes values[i] seconds with
@@ -438,9 +443,9 @@ func (d Dist) Sample(r *rand.Rand) float64 {
 		return math.Exp(d.a + d.b*r.NormFloat64())
 	case DistHyperexp:
 		if r.Float64() < d.a {
-			return r.ExpFloat64() * d.b
+			return r.ExpFloat64() * d.s
 		}
-		return r.ExpFloat64() * d.s
+		return r.ExpFloat64() * d.b
 	case DistEmpirical:
 		return d.tabX[d.pick(r)]
 	case DistHistogram:
@@ -448,7 +453,7 @@ func (d Dist) Sample(r *rand.Rand) float64 {
 		lo, hi := d.tabX[i], d.tabX[i+1]
 		x := lo + r.Float64()*(hi-lo)
 		if x >= hi { // rounding can reach the open upper bound
-			x = lo
+			x = math.Nextafter(hi, lo)
 		}
 		return x
 	}
@@ -468,7 +473,7 @@ func (d Dist) pick(r *rand.Rand) int {
 			lo = m + 1
 		}
 	}
-	if lo > d.last { // u rounded up to the total
+	if lo > d.last { // u rounded up to a subnormal total
 		lo = d.last
 	}
 	return lo
@@ -758,7 +763,7 @@ func distParamValue(name string, p distParam, text string) (float64, error) {
 				return 0, fmt.Errorf("%s needs cv <= %g, got %s", name, float64(distMaxCV), text)
 			}
 			return v, nil
-		case numErrNegative:
+		case errNumNegative:
 			return 0, fmt.Errorf("%s needs cv >= 0, got %s", name, text)
 		}
 		return 0, fmt.Errorf("%s needs cv to be a number, got %q", name, text)

@@ -67,18 +67,18 @@ func ParseDuration(s string) (float64, error) {
 
 // Reasons numParseNonNeg gives for rejecting a number; numError phrases them.
 var (
-	numErrNegative = errors.New("negative")
-	numErrSyntax   = errors.New("invalid")
-	numErrTooLarge = errors.New("too large")
+	errNumNegative = errors.New("negative")
+	errNumSyntax   = errors.New("invalid")
+	errNumTooLarge = errors.New("too large")
 )
 
 // numError phrases a numParseNonNeg failure for a value of the given kind
 // ("duration", "rate") written as text.
 func numError(err error, kind, text, hint string) error {
 	switch err {
-	case numErrNegative:
+	case errNumNegative:
 		return fmt.Errorf("negative %s %q", kind, text)
-	case numErrTooLarge:
+	case errNumTooLarge:
 		return fmt.Errorf("%s %q is too large", kind, text)
 	}
 	return fmt.Errorf("invalid %s %q (%s)", kind, text, hint)
@@ -88,13 +88,13 @@ func numError(err error, kind, text, hint string) error {
 // optional point and exponent. It rejects signs, hexadecimal, underscores and
 // the names of special values that strconv.ParseFloat would accept. The
 // number read is s divided by 10^pow10, rounded once. The error is
-// numErrNegative, numErrSyntax or numErrTooLarge.
+// errNumNegative, errNumSyntax or errNumTooLarge.
 func numParseNonNeg(s string, pow10 int) (float64, error) {
 	if strings.HasPrefix(s, "-") && len(s) > 1 && numIsDecimal(s[1:]) {
-		return 0, numErrNegative
+		return 0, errNumNegative
 	}
 	if !numIsDecimal(s) {
-		return 0, numErrSyntax
+		return 0, errNumSyntax
 	}
 	if pow10 != 0 {
 		mant, exp := s, 0
@@ -115,10 +115,10 @@ func numParseNonNeg(s string, pow10 int) (float64, error) {
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil {
 		if errors.Is(err, strconv.ErrRange) && v != 0 {
-			return 0, numErrTooLarge
+			return 0, errNumTooLarge
 		}
 		if !errors.Is(err, strconv.ErrRange) {
-			return 0, numErrSyntax
+			return 0, errNumSyntax
 		}
 		// Underflow: ParseFloat returns 0 with ErrRange; a value too small
 		// to represent is zero for every purpose here.

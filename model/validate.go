@@ -475,7 +475,7 @@ func (v *validator) cycles() {
 	visit = func(op *Operation) {
 		state[op] = active
 		stack = append(stack, op.ID())
-		walkSteps(op.Steps, func(s *Step) {
+		Walk(op.Steps, func(s *Step) {
 			if s.Kind != StepCall && s.Kind != StepSend {
 				return
 			}
@@ -506,22 +506,22 @@ func (v *validator) cycles() {
 	}
 }
 
-// walkSteps calls f for every step of a list, depth first, nested bodies
+// Walk calls f for every step of a list, depth first, nested bodies
 // included.
-func walkSteps(steps []Step, f func(*Step)) {
+func Walk(steps []Step, f func(*Step)) {
 	for i := range steps {
 		s := &steps[i]
 		f(s)
-		walkSteps(s.Steps, f)
+		Walk(s.Steps, f)
 		for _, b := range s.Branches {
-			walkSteps(b.Steps, f)
+			Walk(b.Steps, f)
 		}
 		for _, list := range s.Parallel {
-			walkSteps(list, f)
+			Walk(list, f)
 		}
 		for _, c := range s.Cases {
-			walkSteps(c.Steps, f)
+			Walk(c.Steps, f)
 		}
-		walkSteps(s.Default, f)
+		Walk(s.Default, f)
 	}
 }

@@ -6,5 +6,6 @@ import "github.com/spf13/cobra"
 func commands(g *globalFlags) []*cobra.Command {
 	return []*cobra.Command{
 		newCheckCmd(),
+		newExtractCmd(g),
 	}
 }

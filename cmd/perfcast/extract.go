@@ -1,0 +1,118 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/perfcast/perfcast/extract"
+	"github.com/perfcast/perfcast/model"
+)
+
+func newExtractCmd(g *globalFlags) *cobra.Command {
+	var (
+		out, configPath, name string
+		metrics               []string
+		jsonReport            bool
+	)
+	cmd := &cobra.Command{
+		Use:   "extract TRACES... -o MODEL",
+		Short: "Build a model from traces",
+		Long: `Build a performance model from traces: components and hosts from where spans
+ran, operations and their calls (branches, loops, parallel blocks, asynchronous
+sends, external calls) from the observed call sequences, CPU demands from the
+span attribute perfcast.cpu.time (or, without it, from each operation's own
+time, with a warning), and open workloads from the requests' entry operations.
+
+TRACES are files or directories in any format perfcast reads (OTLP JSON or
+protobuf, Zipkin v2, Jaeger JSON; gzip included), or - for standard input.
+The extraction report (evidence and warnings) goes to standard error, or to
+standard output as JSON with --json.`,
+		Args: args(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			if out == "" {
+				return usagef("extract needs -o MODEL (or -o - for standard output)")
+			}
+			var cfg *extract.Config
+			if configPath != "" {
+				c, err := extract.LoadConfig(configPath)
+				if err != nil {
+					return err
+				}
+				cfg = c
+			}
+			if name == "" {
+				name = strings.TrimSuffix(filepath.Base(out), filepath.Ext(out))
+				if out == "-" {
+					name = "extracted"
+				}
+			}
+			res, err := extract.Run(cmd.Context(), a, name, cfg)
+			if err != nil {
+				return err
+			}
+			if len(metrics) > 0 {
+				res.Report.Warnings = append(res.Report.Warnings, "--metrics given, but this version does not use utilization metrics yet: CPU demands come from the traces alone")
+			}
+			if err := writeModel(cmd.OutOrStdout(), out, res.Model); err != nil {
+				return err
+			}
+			if jsonReport {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(res.Report)
+			}
+			if !g.quiet {
+				writeReport(cmd.ErrOrStderr(), res.Report, out)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the model to this `file` (- for standard output)")
+	cmd.Flags().StringVar(&configPath, "config", "", "extraction configuration `file` (hosts' cores, component names)")
+	cmd.Flags().StringArrayVar(&metrics, "metrics", nil, "utilization metrics `file` (CSV, Prometheus or OTLP JSON); repeatable")
+	cmd.Flags().StringVar(&name, "name", "", "the model's name (default: from the output file name)")
+	cmd.Flags().BoolVar(&jsonReport, "json", false, "print the extraction report as JSON on standard output")
+	return cmd
+}
+
+// writeModel writes a model to a file, or to w for "-".
+func writeModel(w io.Writer, path string, m *model.Model) error {
+	if path == "-" {
+		return m.Encode(w, model.YAML)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write model: %w", err)
+	}
+	format := model.YAML
+	if strings.HasSuffix(path, ".json") {
+		format = model.JSON
+	}
+	if err := m.Encode(f, format); err != nil {
+		f.Close()
+		return fmt.Errorf("write model %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// writeReport prints the extraction report for a person.
+func writeReport(w io.Writer, r *extract.Report, out string) {
+	share := 0.0
+	if r.Spans > 0 {
+		share = float64(r.Modeled) / float64(r.Spans)
+	}
+	fmt.Fprintf(w, "extracted %s: %d components, %d operations, %d workloads from %d traces (%d spans, %.0f%% modeled) over %s\n",
+		out, r.Components, r.Operations, r.Workloads, r.Traces, r.Spans, share*100, formatSeconds(r.Duration))
+	for _, e := range r.Evidence {
+		fmt.Fprintf(w, "  found: %s\n", e)
+	}
+	for _, warn := range r.Warnings {
+		fmt.Fprintf(w, "  warning: %s\n", warn)
+	}
+}

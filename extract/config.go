@@ -1,0 +1,88 @@
+package extract
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/perfcast/perfcast/ingest"
+)
+
+// Config is what a user tells extraction that traces do not say. Every field
+// is optional.
+//
+//	hosts:                  # cores (and speed) of the machines, by host name
+//	  web-1: {cores: 4}
+//	rename:                 # component names, by service.name
+//	  checkout-service: checkout
+//	no_id_folding: false    # keep /item/42 as it is
+type Config struct {
+	Hosts map[string]HostConfig `yaml:"hosts"`
+	// Rename maps service names to component names.
+	Rename map[string]string `yaml:"rename"`
+	// NoIDFolding keeps identifiers in operation names.
+	NoIDFolding bool `yaml:"no_id_folding"`
+}
+
+// HostConfig describes one machine.
+type HostConfig struct {
+	Cores int     `yaml:"cores"`
+	Speed float64 `yaml:"speed"`
+}
+
+// LoadConfig reads a configuration file. Unknown keys are errors.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	var c Config
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &c, nil
+}
+
+// component is the component a span belongs to.
+func (c *Config) component(sp *ingest.Span) string {
+	name := sp.Service
+	if name == "" {
+		name = "unknown"
+	}
+	if c != nil {
+		if r, ok := c.Rename[name]; ok {
+			name = r
+		}
+	}
+	// The first slash of a reference ends the component name.
+	return strings.ReplaceAll(name, "/", "-")
+}
+
+// operation is the operation name of a span that starts an operation: the
+// HTTP route for HTTP servers, else the span name, identifiers folded.
+func (c *Config) operation(sp *ingest.Span) string {
+	name := sp.Name
+	if sp.HTTPRoute != "" {
+		name = sp.HTTPRoute
+		if sp.HTTPMethod != "" {
+			name = sp.HTTPMethod + " " + sp.HTTPRoute
+		}
+	}
+	if c == nil || !c.NoIDFolding {
+		name = foldIDs(name)
+	}
+	if name == "" {
+		name = "unnamed"
+	}
+	return name
+}
+
+// opID is `component/operation` for a span that starts an operation.
+func (c *Config) opID(sp *ingest.Span) string {
+	return c.component(sp) + "/" + c.operation(sp)
+}

@@ -1,0 +1,364 @@
+package extract
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/perfcast/perfcast/ingest"
+	"github.com/perfcast/perfcast/ingest/ingesttest"
+	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/trace"
+)
+
+// shopGen generates traces of a known system without contention, so that
+// every parameter extraction should recover is known exactly:
+//
+//	front/GET /page (class page, 60 % of arrivals):
+//	    cpu exp(2ms) measured; loop {1: 0.5, 3: 0.5} call catalog/GetItem
+//	    (network 0.2 ms each way); p 0.3 external db call exp(5ms);
+//	    p 0.2 send worker/process
+//	front/GET /home (class home): cpu exp(1ms); call catalog/GetItem once
+//	catalog/GetItem: cpu gamma(1ms, cv=0.5), 0.5 ms off-CPU wait
+//	worker/process: cpu exp(3ms)
+//
+// catalog runs on two machines; arrivals are Poisson at 50/s.
+type shopGen struct {
+	r    *rand.Rand
+	now  int64
+	next uint64
+	cpu  bool
+}
+
+const (
+	genRate    = 50.0
+	pageShare  = 0.6
+	networkNS  = 200_000
+	catalogOff = 0.5e-3
+)
+
+func (g *shopGen) id() ingest.SpanID {
+	g.next++
+	var s ingest.SpanID
+	for i := 0; i < 8; i++ {
+		s[i] = byte(g.next >> (56 - 8*i))
+	}
+	return s
+}
+
+func (g *shopGen) exp(mean float64) int64 { return int64(g.r.ExpFloat64() * mean * 1e9) }
+
+func (g *shopGen) span(tid ingest.TraceID, parent ingest.SpanID, kind ingest.Kind, svc, host, name string, start int64) *ingest.Span {
+	return &ingest.Span{TraceID: tid, SpanID: g.id(), ParentID: parent, Kind: kind, Service: svc, Host: host,
+		Name: name, Start: start, CPUTime: math.NaN()}
+}
+
+// trace returns the spans of one request arriving now.
+func (g *shopGen) trace() []*ingest.Span {
+	var tid ingest.TraceID
+	g.next++
+	tid[0] = 1
+	for i := 0; i < 8; i++ {
+		tid[8+i] = byte(g.next >> (56 - 8*i))
+	}
+	var spans []*ingest.Span
+	page := g.r.Float64() < pageShare
+	name := "GET /home"
+	if page {
+		name = "GET /page"
+	}
+	root := g.span(tid, ingest.SpanID{}, ingest.KindServer, "front", "web", name, g.now)
+	spans = append(spans, root)
+	t := g.now
+	cpuMean := 1e-3
+	if page {
+		cpuMean = 2e-3
+	}
+	cpu := g.exp(cpuMean)
+	t += cpu
+	if g.cpu {
+		root.CPUTime = float64(cpu) / 1e9
+	}
+	calls := 1
+	if page && g.r.Float64() < 0.5 {
+		calls = 3
+	}
+	for i := 0; i < calls; i++ {
+		cl := g.span(tid, root.SpanID, ingest.KindClient, "front", "web", "GET", t)
+		host := "cat-1"
+		if g.next%2 == 0 {
+			host = "cat-2"
+		}
+		sv := g.span(tid, cl.SpanID, ingest.KindServer, "catalog", host, "GetItem", t+networkNS)
+		c := int64(model.Gamma(1e-3, 0.5).Sample(g.r) * 1e9)
+		if g.cpu {
+			sv.CPUTime = float64(c) / 1e9
+		}
+		sv.End = sv.Start + c + int64(catalogOff*1e9)
+		cl.End = sv.End + networkNS
+		t = cl.End
+		spans = append(spans, cl, sv)
+	}
+	if page && g.r.Float64() < 0.3 {
+		db := g.span(tid, root.SpanID, ingest.KindClient, "front", "web", "SELECT items", t)
+		db.DBSystem = "postgresql"
+		db.End = t + g.exp(5e-3)
+		t = db.End
+		spans = append(spans, db)
+	}
+	if page && g.r.Float64() < 0.2 {
+		pr := g.span(tid, root.SpanID, ingest.KindProducer, "front", "web", "publish", t)
+		pr.End = t + 10_000
+		co := g.span(tid, pr.SpanID, ingest.KindConsumer, "worker", "wk", "process", t+1_000_000)
+		c := g.exp(3e-3)
+		co.End = co.Start + c
+		if g.cpu {
+			co.CPUTime = float64(c) / 1e9
+		}
+		t = pr.End
+		spans = append(spans, pr, co)
+	}
+	root.End = t
+	return spans
+}
+
+// generate makes n requests at Poisson arrivals.
+func generate(seed uint64, n int, cpu bool) []*ingest.Span {
+	g := &shopGen{r: rand.New(rand.NewPCG(seed, 7)), now: 1_700_000_000_000_000_000, cpu: cpu}
+	var all []*ingest.Span
+	for i := 0; i < n; i++ {
+		g.now += g.exp(1 / genRate)
+		all = append(all, g.trace()...)
+	}
+	return all
+}
+
+func fold(t *testing.T, spans []*ingest.Span) *State {
+	t.Helper()
+	st := NewState()
+	a := trace.New(trace.Options{}, func(tr *trace.Tree) error {
+		st.Fold(tr, nil)
+		return nil
+	})
+	for _, s := range spans {
+		if err := a.Add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// within checks an estimate against the truth with a tolerance of z
+// standard errors.
+func within(t *testing.T, what string, got, want, stderr float64) {
+	t.Helper()
+	if math.Abs(got-want) > 4*stderr+1e-9 {
+		t.Errorf("%s = %g, want %g ± %g (4 standard errors)", what, got, want, 4*stderr)
+	}
+}
+
+func findStep(steps []model.Step, kind model.StepKind) *model.Step {
+	for i := range steps {
+		if steps[i].Kind == kind {
+			return &steps[i]
+		}
+	}
+	return nil
+}
+
+func TestExtractRecoversKnownModel(t *testing.T) {
+	const n = 20000
+	st := fold(t, generate(1, n, true))
+	m, rep := st.Model("shop", nil)
+	if err := m.Validate(); err != nil {
+		t.Fatalf("invalid model: %v\n%s", err, m.Marshal())
+	}
+	if !rep.CPUMeasured {
+		t.Errorf("report says CPU was not measured")
+	}
+	// Hosts: catalog on two machines.
+	cat := m.Component("catalog")
+	if cat == nil {
+		t.Fatalf("no catalog component:\n%s", m.Marshal())
+	}
+	if h := m.Host(cat.Host); h == nil || h.Replicas != 2 {
+		t.Errorf("catalog host %+v, want 2 replicas", h)
+	}
+	// Workloads: rates 50*0.6 and 50*0.4 with binomial standard errors.
+	page, home := m.Workload("GET /page"), m.Workload("GET /home")
+	if page == nil || home == nil {
+		t.Fatalf("workloads %v", m.Workloads)
+	}
+	within(t, "page rate", page.Open.Rate, genRate*pageShare, genRate*math.Sqrt(pageShare*(1-pageShare)/n)+genRate/math.Sqrt(n))
+	within(t, "home rate", home.Open.Rate, genRate*(1-pageShare), genRate*math.Sqrt(pageShare*(1-pageShare)/n)+genRate/math.Sqrt(n))
+
+	// GET /page: cpu exp(2ms), loop {1: .5, 3: .5} of a network delay and
+	// a call, branch 0.3 for the database, send with p 0.2.
+	op := m.Operation("front/GET /page")
+	if op == nil {
+		t.Fatalf("no front/GET /page:\n%s", m.Marshal())
+	}
+	npage := float64(n) * pageShare
+	cpu := findStep(op.Steps, model.StepCPU)
+	if cpu == nil {
+		t.Fatalf("no cpu step:\n%s", m.Marshal())
+	}
+	within(t, "page cpu mean", cpu.Demand.Mean(), 2e-3, 2e-3/math.Sqrt(npage))
+	d := m.Demands(page)
+	within(t, "GetItem visits per page", d.Visits["catalog/GetItem"], 2, 1/math.Sqrt(npage))
+	within(t, "worker visits per page", d.Visits["worker/process"], 0.2, math.Sqrt(0.16/npage))
+	// Delays: the database (p 0.3, mean 5 ms), and per GetItem call the
+	// network (0.4 ms) and GetItem's time off the CPU (0.5 ms).
+	within(t, "delay per page", d.Delay, 0.3*5e-3+2*(0.4e-3+catalogOff),
+		math.Sqrt((0.3*2*25e-6-0.3*0.3*25e-6)/npage)+0.9e-3/math.Sqrt(npage))
+	// The loop keeps its PMF, not a mean.
+	var loop *model.Step
+	model.Walk(op.Steps, func(s *model.Step) {
+		if s.Kind == model.StepLoop {
+			loop = s
+		}
+	})
+	if loop == nil {
+		t.Fatalf("no loop in GET /page:\n%s", m.Marshal())
+	}
+	values, probs := loop.Times.PMF()
+	if len(values) != 2 || values[0] != 1 || values[1] != 3 {
+		t.Fatalf("loop pmf values %v, want [1 3]", values)
+	}
+	within(t, "loop P(1)", probs[0], 0.5, math.Sqrt(0.25/npage))
+	// Branch probabilities of the database call and the send: the four
+	// variants (db yes/no × send yes/no) for each loop shape are folded
+	// into one branch; check the marginals through the demands above and
+	// the variant count here.
+	// The loop, common to all variants, comes before the branch.
+	if op.Steps[1].Kind != model.StepLoop {
+		t.Errorf("want the loop factored out of the branch:\n%s", m.Marshal())
+	}
+	br := findStep(op.Steps, model.StepBranch)
+	if br == nil || len(br.Branches) != 4 {
+		t.Errorf("want a branch of 4 variants (database × send), got %+v", br)
+	}
+	// GetItem: gamma(1ms, cv 0.5) CPU and 0.5 ms off the CPU.
+	gi := m.Operation("catalog/GetItem")
+	ncalls := npage*2 + float64(n)*(1-pageShare)
+	gcpu := findStep(gi.Steps, model.StepCPU)
+	within(t, "GetItem cpu mean", gcpu.Demand.Mean(), 1e-3, 0.5e-3/math.Sqrt(ncalls))
+	within(t, "GetItem cpu cv", gcpu.Demand.CV(), 0.5, 0.02)
+	off := findStep(gi.Steps, model.StepDelay)
+	if off == nil {
+		t.Fatalf("no off-CPU delay in GetItem:\n%s", m.Marshal())
+	}
+	within(t, "GetItem off-cpu", off.Demand.Mean(), catalogOff, 1e-6)
+	// The send goes to the worker, whose CPU is exp(3ms).
+	wp := m.Operation("worker/process")
+	if wp == nil {
+		t.Fatalf("no worker/process")
+	}
+	within(t, "worker cpu", findStep(wp.Steps, model.StepCPU).Demand.Mean(), 3e-3, 3e-3/math.Sqrt(npage*0.2))
+	if share := float64(rep.Modeled) / float64(rep.Spans); share < 0.99 {
+		t.Errorf("model accounts for %.3f of the spans, want all", share)
+	}
+}
+
+func TestExtractMergeEqualsWhole(t *testing.T) {
+	spans := generate(2, 3000, true)
+	whole := fold(t, spans)
+	// Split by trace: the first half of the requests and the rest.
+	cut := len(spans) / 2
+	for cut < len(spans) && spans[cut].TraceID == spans[cut-1].TraceID {
+		cut++
+	}
+	a, b := fold(t, spans[:cut]), fold(t, spans[cut:])
+	a.Merge(b)
+	m1, _ := whole.Model("x", nil)
+	m2, _ := a.Model("x", nil)
+	if y1, y2 := m1.Marshal(), m2.Marshal(); !bytes.Equal(y1, y2) {
+		t.Errorf("merged state gives another model:\n%s\n---\n%s", y1, y2)
+	}
+}
+
+func TestExtractWithoutCPUWarns(t *testing.T) {
+	st := fold(t, generate(3, 2000, false))
+	m, rep := st.Model("x", nil)
+	if rep.CPUMeasured || len(rep.Warnings) == 0 {
+		t.Errorf("want a warning that CPU is assumed; report %+v", rep)
+	}
+	// Own time of GetItem is its CPU plus its wait: 1.5 ms.
+	gi := m.Operation("catalog/GetItem")
+	within(t, "GetItem own time as cpu", findStep(gi.Steps, model.StepCPU).Demand.Mean(), 1.5e-3, 0.5e-3/math.Sqrt(2000))
+}
+
+func TestExtractDeterministic(t *testing.T) {
+	spans := generate(4, 2000, true)
+	m1, _ := fold(t, spans).Model("x", nil)
+	m2, _ := fold(t, spans).Model("x", nil)
+	if !bytes.Equal(m1.Marshal(), m2.Marshal()) {
+		t.Error("same traces, different models")
+	}
+}
+
+func TestRunOnFile(t *testing.T) {
+	spans := generate(5, 500, true)
+	var buf bytes.Buffer
+	if err := ingesttest.WriteOTLPJSON(&buf, spans, 50); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "traces.jsonl")
+	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), []string{file}, "shop", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Report.Traces != 500 || res.Model.Operation("front/GET /page") == nil {
+		t.Errorf("traces %d, model:\n%s", res.Report.Traces, res.Model.Marshal())
+	}
+}
+
+func TestFoldIDs(t *testing.T) {
+	for in, want := range map[string]string{
+		"GET /item/42":       "GET /item/{id}",
+		"GET /item/42/parts": "GET /item/{id}/parts",
+		"GET /u/0f8fad5b-d9cb-469f-a165-70867728950e": "GET /u/{id}",
+		"GET /items":             "GET /items",
+		"GetItem":                "GetItem",
+		"GET /a/1/b/2":           "GET /a/{id}/b/{id}",
+		"GET /v2/items":          "GET /v2/items",
+		"/blob/deadbeefcafe0123": "/blob/{id}",
+	} {
+		if got := foldIDs(in); got != want {
+			t.Errorf("foldIDs(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestFitSample(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	for _, tc := range []struct {
+		truth model.Dist
+		kind  model.DistKind
+	}{
+		{model.Exp(2e-3), model.DistExp},
+		{model.Det(1e-3), model.DistDet},
+		{model.Gamma(1e-3, 0.3), model.DistGamma},
+		{model.Lognormal(1e-3, 2), model.DistLognormal},
+	} {
+		s := newSample()
+		for i := 0; i < 20000; i++ {
+			s.add(tc.truth.Sample(r))
+		}
+		f := fitSample(s)
+		if f.dist.Kind != tc.kind {
+			t.Errorf("%v: fitted %v (distances %v)", tc.truth, f.dist, f.alternatives)
+		}
+		within(t, tc.truth.String()+" mean", f.dist.Mean(), tc.truth.Mean(), math.Sqrt(tc.truth.Var()/20000)+tc.truth.Mean()*5e-4)
+	}
+}

@@ -1,0 +1,558 @@
+package extract
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/perfcast/perfcast/model"
+)
+
+// Thresholds of model generation.
+const (
+	// minProbability drops call variants rarer than this; the others are
+	// renormalized.
+	minProbability = 1e-4
+	// minLatency is the smallest mean network or off-CPU time worth a delay
+	// step, in seconds.
+	minLatency = 20e-6
+	// classSwitchP is the significance level of the chi-square test that
+	// keeps per-class behavior of an operation apart.
+	classSwitchP = 1e-3
+	// coreBusyLimit is the utilization above which more cores are assumed
+	// than one, when the configuration does not say.
+	coreBusyLimit = 0.8
+)
+
+// Report is what extraction found and on what evidence, and what it had to
+// assume.
+type Report struct {
+	Traces     int64 `json:"traces"`
+	Spans      int64 `json:"spans"`
+	Modeled    int64 `json:"modeled_spans"`
+	Partial    int64 `json:"partial_traces"`
+	Components int   `json:"components"`
+	Operations int   `json:"operations"`
+	Workloads  int   `json:"workloads"`
+	// Duration is the observed time between the first and last request, in
+	// seconds.
+	Duration float64 `json:"duration"`
+	// CPUMeasured tells whether demands come from measured CPU times.
+	CPUMeasured bool `json:"cpu_measured"`
+	// Evidence lists, per construct, what it was inferred from.
+	Evidence []string `json:"evidence"`
+	Warnings []string `json:"warnings"`
+	// Fits records which distribution was fitted to each demand, and the
+	// Kolmogorov–Smirnov distance of every candidate.
+	Fits map[string]map[string]float64 `json:"fits,omitempty"`
+}
+
+func (r *Report) warnf(format string, args ...any) {
+	r.Warnings = append(r.Warnings, fmt.Sprintf(format, args...))
+}
+
+func (r *Report) evidencef(format string, args ...any) {
+	r.Evidence = append(r.Evidence, fmt.Sprintf(format, args...))
+}
+
+// Model generates the model the state describes, with a report of the
+// evidence and the assumptions. name names the model.
+func (s *State) Model(name string, cfg *Config) (*model.Model, *Report) {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	g := &generator{s: s, cfg: cfg, m: &model.Model{Version: model.Version, Name: name},
+		rep: &Report{Traces: s.Traces, Spans: s.Spans, Modeled: s.Modeled, Partial: s.Partial,
+			Evidence: []string{}, Warnings: []string{}, Fits: map[string]map[string]float64{}}}
+	g.rep.Duration = s.span()
+	g.placeComponents()
+	g.operations()
+	g.workloads()
+	g.cores()
+	g.rep.Components = len(g.m.Components)
+	g.rep.Workloads = len(g.m.Workloads)
+	if s.Partial > 0 {
+		g.rep.warnf("%d of %d traces are partial (a parent span is missing); their pieces were modeled as separate requests", s.Partial, s.Traces)
+	}
+	return g.m, g.rep
+}
+
+type generator struct {
+	s   *State
+	cfg *Config
+	m   *model.Model
+	rep *Report
+	// hostOf maps a component to its model host.
+	hostOf map[string]*model.Host
+	// configured holds the hosts whose cores the configuration gives.
+	configured map[*model.Host]bool
+}
+
+// placeComponents makes the hosts: components that ran on the same set of
+// machines share a host; a component on several machines is one host with
+// replicas.
+func (g *generator) placeComponents() {
+	g.hostOf = map[string]*model.Host{}
+	g.configured = map[*model.Host]bool{}
+	comps := sortedKeys(g.s.placement)
+	byKey := map[string]*model.Host{}
+	for _, comp := range comps {
+		pl := g.s.placement[comp]
+		machines := sortedKeys(pl.hosts)
+		var hostName string
+		replicas := 1
+		switch {
+		case len(machines) == 1:
+			hostName = machines[0]
+			if n := len(pl.instances); n > 1 {
+				g.rep.evidencef("component %s: %d instances on one machine %s, modeled as one replica", comp, n, hostName)
+			}
+		case len(machines) > 1:
+			hostName = comp
+			replicas = len(machines)
+			g.rep.evidencef("component %s: ran on %d machines (%s): %d replicas", comp, replicas, strings.Join(machines, ", "), replicas)
+		default:
+			hostName = comp
+			if n := len(pl.instances); n > 1 {
+				replicas = n
+				g.rep.evidencef("component %s: %d instances (service.instance.id / k8s.pod.name): %d replicas", comp, n, n)
+			}
+		}
+		key := strings.Join(machines, "\x00")
+		if key == "" {
+			key = "component\x00" + comp
+		}
+		h := byKey[key]
+		if h == nil {
+			h = &model.Host{Name: hostSafe(hostName), Replicas: replicas, Balancer: model.RoundRobin,
+				CPU: model.CPU{Cores: 1, Speed: 1, Scheduling: model.PS}}
+			if hc, ok := g.cfg.Hosts[hostName]; ok {
+				if hc.Cores > 0 {
+					h.CPU.Cores = hc.Cores
+					g.configured[h] = true
+				}
+				if hc.Speed > 0 {
+					h.CPU.Speed = hc.Speed
+				}
+			}
+			byKey[key] = h
+			g.m.Hosts = append(g.m.Hosts, h)
+		}
+		g.hostOf[comp] = h
+	}
+	// Host names must be unique.
+	seen := map[string]int{}
+	for _, h := range g.m.Hosts {
+		if n := seen[h.Name]; n > 0 {
+			h.Name = fmt.Sprintf("%s-%d", h.Name, n+1)
+		}
+		seen[h.Name]++
+	}
+}
+
+// hostSafe makes a machine name usable in resource names and --set paths,
+// where dots separate keys.
+func hostSafe(name string) string {
+	return strings.NewReplacer(".", "-", " ", "-", "/", "-").Replace(name)
+}
+
+func (g *generator) operations() {
+	comps := map[string]*model.Component{}
+	ids := sortedKeys(g.s.ops)
+	noCPU := []string{}
+	for _, id := range ids {
+		op := g.s.ops[id]
+		c := comps[op.component]
+		if c == nil {
+			host := g.hostOf[op.component]
+			c = &model.Component{Name: op.component, Host: host.Name, Queue: model.QueueUnlimited, OnFull: model.Block}
+			comps[op.component] = c
+			g.m.Components = append(g.m.Components, c)
+		}
+		o := &model.Operation{Name: op.name, Component: op.component}
+		// CPU first, then the calls, then the time spent off the CPU.
+		var cpu, off *sample
+		if op.cpu.n == op.count && op.count > 0 {
+			cpu, off = op.cpu, op.offCPU
+		} else {
+			cpu = op.self
+			noCPU = append(noCPU, id)
+		}
+		if f := g.fit(id+" cpu", cpu); cpu.mean() > 0 {
+			o.Steps = append(o.Steps, model.Step{Kind: model.StepCPU, Demand: f})
+		}
+		o.Steps = append(o.Steps, g.behavior(id, op)...)
+		if off != nil && off.mean() >= minLatency {
+			o.Steps = append(o.Steps, model.Step{Kind: model.StepDelay, Demand: g.fit(id+" off-cpu", off)})
+			g.rep.evidencef("%s: %.3gms of its own time is off the CPU (own time minus perfcast.cpu.time): modeled as a delay", id, off.mean()*1e3)
+		}
+		c.Operations = append(c.Operations, o)
+		g.rep.Operations++
+	}
+	g.rep.CPUMeasured = len(noCPU) == 0 && len(ids) > 0
+	if len(noCPU) > 0 {
+		g.rep.warnf("no CPU time (perfcast.cpu.time) on %d of %d operations; their own time (duration minus calls) is taken as CPU demand, which overstates CPU where they wait for locks, I/O or unmodeled systems: %s",
+			len(noCPU), len(ids), abbreviate(noCPU, 8))
+	}
+}
+
+func abbreviate(list []string, n int) string {
+	if len(list) <= n {
+		return strings.Join(list, ", ")
+	}
+	return strings.Join(list[:n], ", ") + fmt.Sprintf(" and %d more", len(list)-n)
+}
+
+func (g *generator) fit(what string, s *sample) model.Dist {
+	f := fitSample(s)
+	if len(f.alternatives) > 0 {
+		g.rep.Fits[what] = f.alternatives
+	}
+	return f.dist
+}
+
+// behavior turns the observed call variants of an operation into steps:
+// a branch over variants, loops for repeated calls, parallel blocks, sends,
+// and delays for external calls. Where the variants depend on the request
+// class significantly, a switch on class keeps them apart.
+func (g *generator) behavior(id string, op *opStats) []model.Step {
+	classes := sortedKeys(op.variants)
+	merged := map[string]*variant{}
+	for _, class := range classes {
+		for sig, v := range op.variants[class] {
+			w := merged[sig]
+			if w == nil {
+				w = &variant{elems: cloneShape(v.elems)}
+				merged[sig] = w
+			}
+			w.count += v.count
+			mergeElems(w.elems, v.elems)
+		}
+	}
+	if len(classes) > 1 && classesDiffer(op.variants, merged) {
+		sw := model.Step{Kind: model.StepSwitch, On: "class"}
+		for _, class := range classes {
+			sw.Cases = append(sw.Cases, model.Case{Value: g.workloadName(class), Steps: g.variantSteps(op.variants[class])})
+		}
+		sort.Slice(sw.Cases, func(i, j int) bool { return sw.Cases[i].Value < sw.Cases[j].Value })
+		g.rep.evidencef("%s: its calls depend on the request class (chi-square p < %g): a switch on class", id, classSwitchP)
+		return []model.Step{sw}
+	}
+	if len(merged) > 1 {
+		g.rep.evidencef("%s: %d call variants: a branch", id, len(merged))
+	}
+	return g.variantSteps(merged)
+}
+
+func cloneShape(elems []*elem) []*elem {
+	out := make([]*elem, len(elems))
+	for i, e := range elems {
+		c := &elem{kind: e.kind, target: e.target, times: map[int]int64{}, latency: newSample()}
+		for _, l := range e.lists {
+			c.lists = append(c.lists, cloneShape(l))
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// classesDiffer tests whether the variant frequencies of an operation differ
+// between request classes, by a chi-square test of independence.
+func classesDiffer(byClass map[string]map[string]*variant, merged map[string]*variant) bool {
+	if len(merged) < 2 {
+		return false
+	}
+	var total float64
+	for _, v := range merged {
+		total += float64(v.count)
+	}
+	var chi float64
+	for _, vs := range byClass {
+		var rowTotal float64
+		for _, v := range vs {
+			rowTotal += float64(v.count)
+		}
+		for sig, v := range merged {
+			expected := rowTotal * float64(v.count) / total
+			if expected == 0 {
+				continue
+			}
+			var obs float64
+			if w := vs[sig]; w != nil {
+				obs = float64(w.count)
+			}
+			chi += (obs - expected) * (obs - expected) / expected
+		}
+	}
+	df := float64((len(byClass) - 1) * (len(merged) - 1))
+	p := 1 - distuv.ChiSquared{K: df}.CDF(chi)
+	return p < classSwitchP
+}
+
+func (g *generator) variantSteps(vs map[string]*variant) []model.Step {
+	sigs := sortedKeys(vs)
+	var total int64
+	for _, v := range vs {
+		total += v.count
+	}
+	// Most frequent first; ties by signature, for determinism.
+	sort.SliceStable(sigs, func(i, j int) bool { return vs[sigs[i]].count > vs[sigs[j]].count })
+	var kept []*variant
+	for _, sig := range sigs {
+		if float64(vs[sig].count)/float64(total) >= minProbability {
+			kept = append(kept, vs[sig])
+		}
+	}
+	if len(kept) == 1 {
+		return g.elemSteps(kept[0].elems)
+	}
+	// Elements every variant starts or ends with are taken out of the
+	// branch, their statistics pooled: the branch keeps what differs.
+	shortest := len(kept[0].elems)
+	for _, v := range kept {
+		shortest = min(shortest, len(v.elems))
+	}
+	prefix := 0
+	for prefix < shortest && sameAt(kept, func(v *variant) *elem { return v.elems[prefix] }) {
+		prefix++
+	}
+	suffix := 0
+	for suffix < shortest-prefix && sameAt(kept, func(v *variant) *elem { return v.elems[len(v.elems)-1-suffix] }) {
+		suffix++
+	}
+	pooled := func(pick func(v *variant) []*elem) []*elem {
+		out := cloneShape(pick(kept[0]))
+		for _, v := range kept {
+			mergeElems(out, pick(v))
+		}
+		return out
+	}
+	steps := g.elemSteps(pooled(func(v *variant) []*elem { return v.elems[:prefix] }))
+	counts := make([]int64, len(kept))
+	for i, v := range kept {
+		counts[i] = v.count
+	}
+	probs := roundedProbs(counts)
+	br := model.Step{Kind: model.StepBranch}
+	for i, v := range kept {
+		br.Branches = append(br.Branches, model.Branch{P: probs[i], Steps: g.elemSteps(v.elems[prefix : len(v.elems)-suffix])})
+	}
+	steps = append(steps, br)
+	return append(steps, g.elemSteps(pooled(func(v *variant) []*elem { return v.elems[len(v.elems)-suffix:] }))...)
+}
+
+// sameAt reports whether every variant has the same element at the place
+// pick chooses.
+func sameAt(vs []*variant, pick func(v *variant) *elem) bool {
+	first := elemSignature(pick(vs[0]))
+	for _, v := range vs[1:] {
+		if elemSignature(pick(v)) != first {
+			return false
+		}
+	}
+	return true
+}
+
+func elemSignature(e *elem) string {
+	var b strings.Builder
+	writeElemSig(&b, []*elem{e})
+	return b.String()
+}
+
+func writeElemSig(b *strings.Builder, elems []*elem) {
+	for i, e := range elems {
+		if i > 0 {
+			b.WriteByte(';')
+		}
+		fmt.Fprintf(b, "%d:%s", e.kind, e.target)
+		if len(e.lists) > 0 {
+			b.WriteByte('[')
+			for j, l := range e.lists {
+				if j > 0 {
+					b.WriteByte('|')
+				}
+				writeElemSig(b, l)
+			}
+			b.WriteByte(']')
+		}
+	}
+}
+
+// roundedProbs turns counts into probabilities rounded to four decimals, the
+// first (largest) absorbing the rounding so that they sum to one; none is
+// rounded to zero.
+func roundedProbs(counts []int64) []float64 {
+	var total int64
+	largest := 0
+	for i, c := range counts {
+		total += c
+		if c > counts[largest] {
+			largest = i
+		}
+	}
+	probs := make([]float64, len(counts))
+	sum := 0.0
+	for i, c := range counts {
+		probs[i] = math.Max(math.Round(float64(c)/float64(total)*1e4)/1e4, 1e-4)
+		if i != largest {
+			sum += probs[i]
+		}
+	}
+	probs[largest] = math.Round((1-sum)*1e4) / 1e4
+	return probs
+}
+
+func (g *generator) elemSteps(elems []*elem) []model.Step {
+	var steps []model.Step
+	for _, e := range elems {
+		var body []model.Step
+		switch e.kind {
+		case elemCall:
+			if e.latency.mean() >= minLatency {
+				body = append(body, model.Step{Kind: model.StepDelay, Demand: g.fit("network to "+e.target, e.latency)})
+			}
+			body = append(body, model.Step{Kind: model.StepCall, Target: e.target})
+		case elemSend:
+			body = append(body, model.Step{Kind: model.StepSend, Target: e.target})
+		case elemExternal:
+			body = append(body, model.Step{Kind: model.StepDelay, Demand: g.fit("external "+e.target, e.latency)})
+		case elemParallel:
+			par := model.Step{Kind: model.StepParallel}
+			for _, l := range e.lists {
+				par.Parallel = append(par.Parallel, g.elemSteps(l))
+			}
+			body = append(body, par)
+		}
+		if len(e.times) == 1 && e.times[1] > 0 {
+			steps = append(steps, body...)
+			continue
+		}
+		values := make([]int, 0, len(e.times))
+		for k := range e.times {
+			values = append(values, k)
+		}
+		sort.Ints(values)
+		counts := make([]int64, len(values))
+		for i, k := range values {
+			counts[i] = e.times[k]
+		}
+		count, err := model.NewPMF(values, roundedProbs(counts))
+		if err != nil {
+			count = model.ConstCount(1)
+		}
+		steps = append(steps, model.Step{Kind: model.StepLoop, Times: count, Steps: body})
+	}
+	return steps
+}
+
+// workloadName names the workload of an entry operation: the operation's
+// name, or `component operation` when two components have an operation of
+// that name.
+func (g *generator) workloadName(entry string) string {
+	comp, name := splitID(entry)
+	for id := range g.s.entries {
+		c, n := splitID(id)
+		if n == name && c != comp {
+			return comp + " " + name
+		}
+	}
+	return name
+}
+
+func (g *generator) workloads() {
+	span := g.s.span()
+	for _, id := range sortedKeys(g.s.entries) {
+		e := g.s.entries[id]
+		w := &model.Workload{Name: g.workloadName(id), Steps: []model.Step{{Kind: model.StepCall, Target: id}}}
+		rate := 0.0
+		if span > 0 {
+			rate = round(float64(e.count)/span, 4)
+		}
+		cv := arrivalCV(e, rate)
+		w.Open = &model.Open{Rate: rate, CV: cv}
+		if cv != 1 {
+			g.rep.evidencef("workload %s: arrival counts per second vary %.2g times as much as Poisson arrivals would: interarrival cv %.2g", w.Name, cv*cv, cv)
+		}
+		g.m.Workloads = append(g.m.Workloads, w)
+	}
+	if span == 0 {
+		g.rep.warnf("fewer than two requests, or all at one instant: arrival rates are unknown and set to 0")
+	}
+}
+
+// arrivalCV estimates the interarrival coefficient of variation from the
+// dispersion of arrival counts in one-second windows: for a renewal process
+// the index of dispersion of counts tends to cv² over windows long compared
+// with the interarrival time. Without at least 30 windows and 10 arrivals per
+// window, or when the estimate is within 15 % of 1, arrivals are taken as
+// Poisson (cv 1).
+func arrivalCV(e *entryStats, rate float64) float64 {
+	if rate < 10 || len(e.perSecond) < 30 {
+		return 1
+	}
+	secs := make([]int64, 0, len(e.perSecond))
+	for s := range e.perSecond {
+		secs = append(secs, s)
+	}
+	sort.Slice(secs, func(i, j int) bool { return secs[i] < secs[j] })
+	// Whole seconds only: leave out the first and last, which are partial.
+	var n, sum, sq float64
+	for sec := secs[0] + 1; sec < secs[len(secs)-1]; sec++ {
+		c := float64(e.perSecond[sec])
+		n++
+		sum += c
+		sq += c * c
+	}
+	if n < 30 {
+		return 1
+	}
+	mean := sum / n
+	variance := (sq - n*mean*mean) / (n - 1)
+	cv := math.Sqrt(math.Max(variance, 0) / mean)
+	if math.Abs(cv-1) < 0.15 {
+		return 1
+	}
+	return round(math.Min(math.Max(cv, 0.2), 5), 2)
+}
+
+// cores sets the cores of hosts the configuration says nothing about: one,
+// unless the CPU demand the model puts on the host at the observed load
+// would keep more than 80 % of a core busy.
+func (g *generator) cores() {
+	if len(g.m.Workloads) == 0 {
+		return
+	}
+	busy := map[string]float64{}
+	for _, w := range g.m.Workloads {
+		d := g.m.Demands(w)
+		for r, v := range d.Service {
+			busy[r] += w.Open.Rate * v
+		}
+	}
+	var assumed []string
+	for _, h := range g.m.Hosts {
+		if g.configured[h] {
+			continue
+		}
+		perReplica := busy[model.CPUResource(h.Name)] / float64(h.Replicas)
+		if perReplica > coreBusyLimit {
+			h.CPU.Cores = int(math.Ceil(perReplica / coreBusyLimit))
+		}
+		assumed = append(assumed, fmt.Sprintf("%s=%d", h.Name, h.CPU.Cores))
+	}
+	if len(assumed) > 0 {
+		g.rep.warnf("cores per host assumed (give them in --config hosts: NAME: {cores: N}): %s", strings.Join(assumed, ", "))
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,537 @@
+package extract
+
+import (
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/perfcast/perfcast/ingest"
+	"github.com/perfcast/perfcast/trace"
+)
+
+// State is the aggregate of everything extraction learns from call trees.
+// Its memory grows with the size of the model (operations, call variants,
+// classes), not with the number of spans; two states folded from disjoint
+// sets of traces merge into the state of their union, so extraction can run
+// in parts, in parallel, or live.
+type State struct {
+	Traces int64
+	Spans  int64
+	// Modeled counts the spans that became part of the model: operations,
+	// calls, sends and external calls. The rest were folded into the
+	// operation that contains them (internal spans) or skipped.
+	Modeled int64
+	// Partial counts partial traces (a parent missing).
+	Partial int64
+	// WithCPU counts operation executions that carried a measured CPU time.
+	WithCPU int64
+	// First and Last are the earliest and latest request arrival, in Unix
+	// nanoseconds.
+	First, Last int64
+
+	ops     map[string]*opStats
+	entries map[string]*entryStats
+	// placement records, per component, on which hosts and instances its
+	// operations ran.
+	placement map[string]*placement
+}
+
+// NewState returns an empty state.
+func NewState() *State {
+	return &State{
+		First:     math.MaxInt64,
+		Last:      math.MinInt64,
+		ops:       map[string]*opStats{},
+		entries:   map[string]*entryStats{},
+		placement: map[string]*placement{},
+	}
+}
+
+// opStats aggregates the executions of one operation.
+type opStats struct {
+	component, name string
+	count           int64
+	resp            *sample // duration
+	self            *sample // own time: duration minus synchronous children
+	cpu             *sample // measured CPU time, when present
+	offCPU          *sample // own time minus CPU time, when CPU time is present
+	// variants are the observed sequences of calls, by request class (the
+	// entry operation of the request) and then by signature.
+	variants map[string]map[string]*variant
+}
+
+// variant is one observed control flow of an operation: a sequence of
+// elements, consecutive repetitions of one element folded into a loop.
+type variant struct {
+	count int64
+	elems []*elem
+}
+
+// elemKind tells what one element of a variant is.
+type elemKind uint8
+
+const (
+	elemCall elemKind = iota + 1
+	elemSend
+	elemExternal
+	elemParallel
+)
+
+// elem is one element of a variant with its statistics.
+type elem struct {
+	kind elemKind
+	// target is `component/operation` for calls and sends, a description
+	// for external calls.
+	target string
+	// lists are the branches of a parallel element.
+	lists [][]*elem
+	// times counts how often the element repeated in a row.
+	times map[int]int64
+	// latency is the caller-side time outside the callee: the network for
+	// a call, the whole call for an external one.
+	latency *sample
+}
+
+// entryStats aggregates the requests of one class, named by its entry
+// operation.
+type entryStats struct {
+	op    string
+	count int64
+	resp  *sample
+	// perSecond counts arrivals per second since the Unix epoch, to measure
+	// the rate and its burstiness.
+	perSecond map[int64]int64
+}
+
+// placement is where one component ran.
+type placement struct {
+	hosts     map[string]int64
+	instances map[string]int64
+}
+
+// Fold adds one call tree to the state.
+func (s *State) Fold(t *trace.Tree, cfg *Config) {
+	s.Traces++
+	s.Spans += int64(t.Spans)
+	if t.Partial {
+		s.Partial++
+	}
+	for _, root := range t.Roots {
+		for _, n := range entryNodes(root) {
+			entry := cfg.opID(n.Span)
+			s.entry(entry, n)
+			s.operation(n, entry, cfg)
+		}
+	}
+}
+
+// entryNodes returns the nodes where requests enter the system: the root
+// itself, or, when the root is a client (a load generator or a front end
+// instrumented only as a client), the operations it calls.
+func entryNodes(root *trace.Node) []*trace.Node {
+	if root.Span.Kind != ingest.KindClient && root.Span.Kind != ingest.KindProducer {
+		return []*trace.Node{root}
+	}
+	var out []*trace.Node
+	for _, c := range root.Children {
+		if isOperation(c, root) {
+			out = append(out, c)
+		} else {
+			out = append(out, entryNodes(c)...)
+		}
+	}
+	if len(out) == 0 {
+		return []*trace.Node{root}
+	}
+	return out
+}
+
+func (s *State) entry(id string, root *trace.Node) {
+	e := s.entries[id]
+	if e == nil {
+		e = &entryStats{op: id, resp: newSample(), perSecond: map[int64]int64{}}
+		s.entries[id] = e
+	}
+	e.count++
+	e.resp.add(seconds(root.Duration()))
+	e.perSecond[floorDiv(root.Span.Start, 1e9)]++
+	s.First = min(s.First, root.Span.Start)
+	s.Last = max(s.Last, root.Span.Start)
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+func seconds(ns int64) float64 { return float64(ns) / 1e9 }
+
+// operation folds one execution of an operation, rooted at node n, into the
+// state, then the operations it calls.
+func (s *State) operation(n *trace.Node, class string, cfg *Config) {
+	id := cfg.opID(n.Span)
+	comp, name := splitID(id)
+	op := s.ops[id]
+	if op == nil {
+		op = &opStats{component: comp, name: name, resp: newSample(), self: newSample(),
+			cpu: newSample(), offCPU: newSample(), variants: map[string]map[string]*variant{}}
+		s.ops[id] = op
+	}
+	op.count++
+	s.Modeled++
+	pl := s.placement[comp]
+	if pl == nil {
+		pl = &placement{hosts: map[string]int64{}, instances: map[string]int64{}}
+		s.placement[comp] = pl
+	}
+	if n.Span.Host != "" {
+		pl.hosts[n.Span.Host]++
+	}
+	if n.Span.Instance != "" {
+		pl.instances[n.Span.Instance]++
+	}
+
+	// Collect the elements: calls, sends and external calls, looking
+	// through spans internal to this operation.
+	var found []found
+	var cpu float64
+	var hasCPU bool
+	if n.Span.HasCPUTime() {
+		cpu, hasCPU = n.Span.CPUTime, true
+	}
+	var walk func(parent *trace.Node)
+	walk = func(parent *trace.Node) {
+		for _, c := range parent.Children {
+			switch {
+			case c.Async && isOperation(c, parent):
+				found = append(found, foundElem(elemSend, c, cfg.opID(c.Span)))
+				s.operation(c, class, cfg)
+			case isOperation(c, parent):
+				found = append(found, foundElem(elemCall, c, cfg.opID(c.Span)))
+				s.operation(c, class, cfg)
+			case c.Span.Kind == ingest.KindClient || c.Span.Kind == ingest.KindProducer:
+				servers := 0
+				for _, g := range c.Children {
+					if isOperation(g, c) {
+						servers++
+					}
+				}
+				if servers == 0 {
+					if c.Span.Kind == ingest.KindClient {
+						s.Modeled++
+						found = append(found, foundElem(elemExternal, c, externalName(c.Span)))
+					} else {
+						// A message sent to no traced consumer costs
+						// only the producer's own time.
+						walk(c)
+					}
+					continue
+				}
+				s.Modeled++
+				for _, g := range c.Children {
+					if !isOperation(g, c) {
+						continue
+					}
+					kind := elemCall
+					if g.Async || c.Span.Kind == ingest.KindProducer {
+						kind = elemSend
+					}
+					f := foundElem(kind, g, cfg.opID(g.Span))
+					if kind == elemCall {
+						// The caller waits for the whole client span: the
+						// network and queueing outside the server count as
+						// latency of the call.
+						f.start, f.end = c.Span.Start, c.Span.End
+						f.latency = math.Max(0, seconds(c.Duration()-g.Duration()))
+					}
+					found = append(found, f)
+					s.operation(g, class, cfg)
+				}
+			default:
+				// An internal span: its time is the operation's own, its
+				// children are the operation's calls.
+				s.Modeled++
+				if !hasCPU && c.Span.HasCPUTime() {
+					cpu += c.Span.CPUTime
+				}
+				walk(c)
+			}
+		}
+	}
+	walk(n)
+
+	dur := n.Duration()
+	op.resp.add(seconds(dur))
+	self := seconds(dur - covered(n.Span.Start, n.Span.End, found))
+	op.self.add(self)
+	if hasCPU || cpu > 0 {
+		s.WithCPU++
+		op.cpu.add(cpu)
+		op.offCPU.add(self - cpu)
+	}
+
+	elems := sequence(found)
+	sig := signature(elems)
+	byClass := op.variants[class]
+	if byClass == nil {
+		byClass = map[string]*variant{}
+		op.variants[class] = byClass
+	}
+	v := byClass[sig]
+	if v == nil {
+		v = &variant{elems: shape(elems)}
+		byClass[sig] = v
+	}
+	v.count++
+	v.record(elems)
+}
+
+// isOperation reports whether node c, a child of parent, starts an
+// operation of its own: a server or consumer span, a root, or a span of
+// another service than its parent's (a hop with no client span).
+func isOperation(c, parent *trace.Node) bool {
+	switch c.Span.Kind {
+	case ingest.KindServer, ingest.KindConsumer:
+		return true
+	case ingest.KindClient, ingest.KindProducer:
+		return false
+	}
+	return parent != nil && c.Span.Service != parent.Span.Service
+}
+
+// found is one element of one execution, before loops are folded.
+type found struct {
+	kind       elemKind
+	target     string
+	start, end int64
+	latency    float64
+	// async elements do not hold the caller.
+	async bool
+}
+
+func foundElem(kind elemKind, n *trace.Node, target string) found {
+	f := found{kind: kind, target: target, start: n.Span.Start, end: n.Span.End, async: kind == elemSend}
+	if kind == elemExternal {
+		f.latency = seconds(n.Duration())
+	}
+	return f
+}
+
+// covered is the time within [start, end] during which the operation waited
+// for synchronous elements, overlapping ones counted once.
+func covered(start, end int64, fs []found) int64 {
+	type iv struct{ s, e int64 }
+	var ivs []iv
+	for _, f := range fs {
+		if f.async {
+			continue
+		}
+		s, e := max(f.start, start), min(f.end, end)
+		if e > s {
+			ivs = append(ivs, iv{s, e})
+		}
+	}
+	sort.Slice(ivs, func(i, j int) bool { return ivs[i].s < ivs[j].s })
+	var total, cur int64 = 0, start
+	for _, v := range ivs {
+		s := max(v.s, cur)
+		if v.e > s {
+			total += v.e - s
+			cur = v.e
+		}
+	}
+	return total
+}
+
+// occurrence is one element of one execution after folding: what it is and
+// how many times it repeated.
+type occurrence struct {
+	kind    elemKind
+	target  string
+	times   int
+	latency []float64
+	lists   [][]occurrence
+}
+
+// sequence orders one execution's elements by start time, groups the
+// synchronous ones that overlap into parallel elements, and folds
+// consecutive repetitions of one element into a count.
+func sequence(fs []found) []occurrence {
+	sort.SliceStable(fs, func(i, j int) bool {
+		if fs[i].start != fs[j].start {
+			return fs[i].start < fs[j].start
+		}
+		return fs[i].target < fs[j].target
+	})
+	var out []occurrence
+	for i := 0; i < len(fs); {
+		f := fs[i]
+		if f.async {
+			out = appendOcc(out, occurrence{kind: f.kind, target: f.target, times: 1})
+			i++
+			continue
+		}
+		// Gather the synchronous elements overlapping this one.
+		group := []found{f}
+		end := f.end
+		j := i + 1
+		for ; j < len(fs); j++ {
+			g := fs[j]
+			if g.async {
+				continue
+			}
+			if g.start >= end {
+				break
+			}
+			group = append(group, g)
+			end = max(end, g.end)
+		}
+		// Async elements inside the group's span stay in order after it.
+		var asyncs []found
+		for k := i + 1; k < j; k++ {
+			if fs[k].async {
+				asyncs = append(asyncs, fs[k])
+			}
+		}
+		if len(group) == 1 {
+			out = appendOcc(out, occurrence{kind: f.kind, target: f.target, times: 1, latency: []float64{f.latency}})
+		} else {
+			par := occurrence{kind: elemParallel, times: 1}
+			for _, g := range group {
+				par.lists = append(par.lists, []occurrence{{kind: g.kind, target: g.target, times: 1, latency: []float64{g.latency}}})
+			}
+			// Lists in a canonical order, so that the same fork reads the
+			// same whichever branch started first.
+			sort.SliceStable(par.lists, func(a, b int) bool { return par.lists[a][0].target < par.lists[b][0].target })
+			out = appendOcc(out, par)
+		}
+		for _, a := range asyncs {
+			out = appendOcc(out, occurrence{kind: a.kind, target: a.target, times: 1})
+		}
+		i = j
+	}
+	return out
+}
+
+// appendOcc appends o, folding it into the last occurrence when it repeats
+// it.
+func appendOcc(out []occurrence, o occurrence) []occurrence {
+	if n := len(out); n > 0 && out[n-1].kind != elemParallel && o.kind != elemParallel &&
+		out[n-1].kind == o.kind && out[n-1].target == o.target {
+		out[n-1].times++
+		out[n-1].latency = append(out[n-1].latency, o.latency...)
+		return out
+	}
+	return append(out, o)
+}
+
+// signature is a text key for the shape of a sequence: its elements
+// without repetition counts.
+func signature(occ []occurrence) string {
+	var b strings.Builder
+	writeSig(&b, occ)
+	return b.String()
+}
+
+func writeSig(b *strings.Builder, occ []occurrence) {
+	for i, o := range occ {
+		if i > 0 {
+			b.WriteByte(';')
+		}
+		switch o.kind {
+		case elemParallel:
+			b.WriteString("P[")
+			for j, l := range o.lists {
+				if j > 0 {
+					b.WriteByte('|')
+				}
+				writeSig(b, l)
+			}
+			b.WriteByte(']')
+		default:
+			b.WriteString(strconv.Itoa(int(o.kind)))
+			b.WriteByte(':')
+			b.WriteString(o.target)
+		}
+	}
+}
+
+// shape makes the aggregate elements for a new variant.
+func shape(occ []occurrence) []*elem {
+	out := make([]*elem, len(occ))
+	for i, o := range occ {
+		e := &elem{kind: o.kind, target: o.target, times: map[int]int64{}, latency: newSample()}
+		for _, l := range o.lists {
+			e.lists = append(e.lists, shape(l))
+		}
+		out[i] = e
+	}
+	return out
+}
+
+// record adds one execution's occurrences to the variant's elements.
+func (v *variant) record(occ []occurrence) {
+	recordElems(v.elems, occ)
+}
+
+func recordElems(elems []*elem, occ []occurrence) {
+	for i, o := range occ {
+		e := elems[i]
+		e.times[o.times]++
+		for _, l := range o.latency {
+			e.latency.add(l)
+		}
+		for j, l := range o.lists {
+			recordElems(e.lists[j], l)
+		}
+	}
+}
+
+// externalName describes a call to an uninstrumented system.
+func externalName(sp *ingest.Span) string {
+	peer := sp.PeerService
+	if peer == "" {
+		peer = sp.DBSystem
+	}
+	if peer == "" {
+		peer = sp.ServerAddress
+	}
+	if peer == "" {
+		return sp.Name
+	}
+	return peer + ": " + sp.Name
+}
+
+func splitID(id string) (component, operation string) {
+	i := strings.IndexByte(id, '/')
+	if i < 0 {
+		return id, ""
+	}
+	return id[:i], id[i+1:]
+}
+
+var (
+	numberSegment = regexp.MustCompile(`/[0-9]+(/|$)`)
+	uuidSegment   = regexp.MustCompile(`/[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(/|$)`)
+	hexSegment    = regexp.MustCompile(`/[0-9a-fA-F]{16,}(/|$)`)
+)
+
+// foldIDs replaces path segments that are identifiers (numbers, UUIDs, long
+// hex strings) by `{id}`, so that `/item/42` and `/item/43` are one
+// operation.
+func foldIDs(name string) string {
+	if !strings.Contains(name, "/") {
+		return name
+	}
+	for _, re := range []*regexp.Regexp{uuidSegment, hexSegment, numberSegment} {
+		for re.MatchString(name) {
+			name = re.ReplaceAllString(name, "/{id}$1")
+		}
+	}
+	return name
+}
