@@ -7,5 +7,6 @@ func commands(g *globalFlags) []*cobra.Command {
 	return []*cobra.Command{
 		newCheckCmd(),
 		newExtractCmd(g),
+		newPredictCmd(),
 	}
 }

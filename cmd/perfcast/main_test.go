@@ -83,3 +83,21 @@ func TestExitStatus(t *testing.T) {
 		}
 	}
 }
+
+func TestPredictExamples(t *testing.T) {
+	files, _ := filepath.Glob("../../examples/models/*.yaml")
+	for _, f := range files {
+		for _, solver := range []string{"auto", "mva", "sim"} {
+			code, out, errs := perfcast(t, "predict", "--solver", solver, "--requests", "20000", "--json", f)
+			if code != 0 {
+				t.Fatalf("predict --solver %s %s: exit %d: %s", solver, f, code, errs)
+			}
+			if !strings.Contains(out, `"perfcast": 1`) || !strings.Contains(out, `"stable": true`) {
+				t.Errorf("predict --solver %s %s: %s", solver, f, out)
+			}
+		}
+	}
+	if code, _, _ := perfcast(t, "predict", "--solver", "magic", "../../examples/models/shop.yaml"); code != 2 {
+		t.Errorf("unknown solver: exit %d, want 2", code)
+	}
+}

@@ -1,0 +1,86 @@
+package mva
+
+import (
+	"context"
+	"testing"
+
+	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/solve"
+)
+
+// benchDemand is a fixed spread of demands in [1 ms, 10 ms).
+func benchDemand(i, j int) float64 {
+	return 0.001 * (1 + float64((i*7919+j*104729)%900)/100)
+}
+
+// BenchmarkExactSingleClass is exact MVA for one class of 10 000 users on
+// 50 single-server stations.
+func BenchmarkExactSingleClass(b *testing.B) {
+	benchExactSingle(b, 0)
+}
+
+// BenchmarkExactSingleClassMultiServer is the same with 10 of the 50
+// stations having 4 servers (load-dependent).
+func BenchmarkExactSingleClassMultiServer(b *testing.B) {
+	benchExactSingle(b, 10)
+}
+
+func benchExactSingle(b *testing.B, multi int) {
+	K := 50
+	st := make([]station, K)
+	d := make([]float64, K)
+	for k := range st {
+		st[k] = station{servers: 1, copies: 1}
+		if k < multi {
+			st[k].servers = 4
+		}
+		d[k] = benchDemand(k, 0)
+	}
+	cn := &closedNet{stations: st, users: []float64{10000}, think: []float64{1}, demand: [][]float64{d}}
+	b.ResetTimer()
+	for b.Loop() {
+		cn.solve(defaultSolveOptions())
+	}
+}
+
+// BenchmarkApproxMultiClass is approximate MVA for 20 classes of 50 users
+// each on 100 stations, 20 of them with 4 servers.
+func BenchmarkApproxMultiClass(b *testing.B) {
+	K, C := 100, 20
+	st := make([]station, K)
+	for k := range st {
+		st[k] = station{servers: 1, copies: 1}
+		if k%5 == 0 {
+			st[k].servers = 4
+		}
+	}
+	cn := &closedNet{stations: st, users: make([]float64, C), think: make([]float64, C), demand: matrix(C, K)}
+	for c := 0; c < C; c++ {
+		cn.users[c] = 50
+		cn.think[c] = 0.5
+		for k := 0; k < K; k++ {
+			cn.demand[c][k] = benchDemand(k, c+1) / 4
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		s := cn.solve(defaultSolveOptions())
+		if !s.converged || s.method != methodSchweitzer {
+			b.Fatal(s.method, s.converged)
+		}
+	}
+}
+
+// BenchmarkSolveShop is a whole Solve of the shop example (closed, pools,
+// fork/join, a send).
+func BenchmarkSolveShop(b *testing.B) {
+	m, err := model.Load("/work/shared/examples/shop.yaml")
+	if err != nil {
+		b.Skip(err)
+	}
+	for b.Loop() {
+		if _, err := New().Solve(context.Background(), m, solve.Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

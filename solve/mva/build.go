@@ -1,0 +1,251 @@
+package mva
+
+import (
+	"github.com/perfcast/perfcast/model"
+)
+
+// pool is a resource held while other work runs: a passive resource (lock,
+// connection pool, semaphore) or a component's thread pool.
+type pool struct {
+	// name is the result name: the passive resource's name or
+	// `COMPONENT.threads`.
+	name string
+	// capacity is the number of units per copy; 0 for an unlimited thread
+	// pool.
+	capacity int
+	// copies is the number of independent instances (the host's replicas
+	// for a pool placed on a host, or for a component's threads).
+	copies int
+	// component is set for thread pools.
+	component string
+	// queue is the waiting room of a thread pool per copy
+	// (model.QueueUnlimited when unlimited), onFull its policy.
+	queue  int
+	onFull model.OnFull
+}
+
+// limited reports whether requests may wait for the pool.
+func (p *pool) limited() bool { return p.capacity > 0 }
+
+// classInfo is what one workload puts on the network per request.
+type classInfo struct {
+	w   *model.Workload
+	dem *model.Demands
+	// demand, visits and second are per station, summed over the copies of
+	// the station (divide by copies for one instance).
+	demand, visits, second []float64
+	// acq[p] is the expected number of acquisitions of pool p per request;
+	// units[p] the expected units they take.
+	acq, units []float64
+	// sends and forks record whether the workload reaches send and parallel
+	// steps.
+	sends, forks bool
+}
+
+// built is a model turned into the structures the solver works on.
+type built struct {
+	m        *model.Model
+	stations []station
+	stIndex  map[string]int
+	pools    []*pool
+	poolIdx  map[string]int
+	classes  []*classInfo
+	// hostCPU and hostDisk map a host (and disk) to its station.
+	hostCPU  map[string]int
+	hostDisk map[string]map[string]int
+}
+
+// build turns a valid model into stations, pools and per-class demands.
+func build(m *model.Model) *built {
+	b := &built{m: m, stIndex: map[string]int{}, poolIdx: map[string]int{}, hostCPU: map[string]int{}, hostDisk: map[string]map[string]int{}}
+	for _, h := range m.Hosts {
+		replicas := max(h.Replicas, 1)
+		b.hostCPU[h.Name] = len(b.stations)
+		b.stIndex[model.CPUResource(h.Name)] = len(b.stations)
+		b.stations = append(b.stations, station{
+			name:    model.CPUResource(h.Name),
+			servers: max(h.CPU.Cores, 1),
+			copies:  replicas,
+			fcfs:    h.CPU.Scheduling == model.FCFS,
+		})
+		b.hostDisk[h.Name] = map[string]int{}
+		for _, d := range h.Disks {
+			b.hostDisk[h.Name][d.Name] = len(b.stations)
+			b.stIndex[model.DiskResource(h.Name, d.Name)] = len(b.stations)
+			// Random-order service has the mean wait of FCFS.
+			b.stations = append(b.stations, station{
+				name:    model.DiskResource(h.Name, d.Name),
+				servers: max(d.Servers, 1),
+				copies:  replicas,
+				fcfs:    true,
+			})
+		}
+	}
+	for _, c := range m.Components {
+		p := &pool{name: model.ThreadsResource(c.Name), capacity: c.Threads, copies: b.replicas(c.Host), component: c.Name, queue: c.Queue, onFull: c.OnFull}
+		b.poolIdx[p.name] = len(b.pools)
+		b.pools = append(b.pools, p)
+	}
+	for _, ps := range m.Passive {
+		copies := 1
+		if ps.Host != "" {
+			copies = b.replicas(ps.Host)
+		}
+		p := &pool{name: ps.Name, capacity: max(ps.Capacity, 1), copies: copies, queue: model.QueueUnlimited}
+		b.poolIdx[p.name] = len(b.pools)
+		b.pools = append(b.pools, p)
+	}
+	for _, w := range m.Workloads {
+		ci := &classInfo{
+			w:      w,
+			dem:    m.Demands(w),
+			demand: make([]float64, len(b.stations)),
+			visits: make([]float64, len(b.stations)),
+			second: make([]float64, len(b.stations)),
+			acq:    make([]float64, len(b.pools)),
+			units:  make([]float64, len(b.pools)),
+		}
+		for r, s := range ci.dem.Service {
+			if k, ok := b.stIndex[r]; ok {
+				ci.demand[k] = s
+			}
+		}
+		v := &visitWalk{b: b, ci: ci, fixed: map[string]string{}}
+		v.steps(w.Steps, nil, 1, 0)
+		b.classes = append(b.classes, ci)
+	}
+	return b
+}
+
+func (b *built) replicas(host string) int {
+	if h := b.m.Host(host); h != nil {
+		return max(h.Replicas, 1)
+	}
+	return 1
+}
+
+// visitWalk counts, per request of one workload, the visits and second
+// moments of service at every station and the acquisitions of every pool.
+// (Expected demands come from model.Demands.)
+type visitWalk struct {
+	b     *built
+	ci    *classInfo
+	fixed map[string]string
+}
+
+func (v *visitWalk) steps(steps []model.Step, c *model.Component, weight float64, depth int) {
+	if weight == 0 || depth > maxDepth {
+		return
+	}
+	for i := range steps {
+		s := &steps[i]
+		switch s.Kind {
+		case model.StepCPU, model.StepDisk:
+			k, speed := v.b.stationOf(s, c)
+			if k < 0 {
+				continue
+			}
+			mean := s.Demand.Mean() / speed
+			v.ci.visits[k] += weight
+			v.ci.second[k] += weight * (s.Demand.Var()/(speed*speed) + mean*mean)
+		case model.StepCall, model.StepSend:
+			if s.Kind == model.StepSend {
+				v.ci.sends = true
+			}
+			op := v.b.m.Operation(s.Target)
+			if op == nil {
+				continue
+			}
+			v.ci.acq[v.b.poolIdx[model.ThreadsResource(op.Component)]] += weight
+			v.ci.units[v.b.poolIdx[model.ThreadsResource(op.Component)]] += weight
+			v.steps(op.Steps, v.b.m.Component(op.Component), weight, depth+1)
+		case model.StepLoop:
+			v.steps(s.Steps, c, weight*s.Times.Mean(), depth)
+		case model.StepBranch:
+			for _, br := range s.Branches {
+				v.steps(br.Steps, c, weight*br.P, depth)
+			}
+		case model.StepParallel:
+			v.ci.forks = true
+			for _, list := range s.Parallel {
+				v.steps(list, c, weight, depth)
+			}
+		case model.StepHold, model.StepAcquire:
+			if p, ok := v.b.poolIdx[s.Resource]; ok {
+				v.ci.acq[p] += weight
+				v.ci.units[p] += weight * float64(max(s.Units, 1))
+			}
+			v.steps(s.Steps, c, weight, depth)
+		case model.StepSwitch:
+			forCases(v.ci.w, s, v.fixed, func(body []model.Step, p float64) {
+				v.steps(body, c, weight*p, depth)
+			})
+		}
+	}
+}
+
+// maxDepth guards recursions against models that were not validated.
+const maxDepth = 256
+
+// stationOf returns the station a cpu or disk step of component c uses, and
+// the speed its demand is divided by; -1 when there is none.
+func (b *built) stationOf(s *model.Step, c *model.Component) (int, float64) {
+	if c == nil {
+		return -1, 1
+	}
+	h := b.m.Host(c.Host)
+	if h == nil {
+		return -1, 1
+	}
+	if s.Kind == model.StepCPU {
+		speed := h.CPU.Speed
+		if speed <= 0 {
+			speed = 1
+		}
+		return b.hostCPU[h.Name], speed
+	}
+	d := h.Disk(s.Disk)
+	if d == nil {
+		return -1, 1
+	}
+	return b.hostDisk[h.Name][d.Name], 1
+}
+
+// forCases calls f with each body a switch step takes for a request of
+// workload w, and its probability. A parameter decided by an enclosing
+// switch (in fixed) is not drawn again.
+func forCases(w *model.Workload, s *model.Step, fixed map[string]string, f func(body []model.Step, p float64)) {
+	pick := func(value string) []model.Step {
+		for _, cs := range s.Cases {
+			if cs.Value == value {
+				return cs.Steps
+			}
+		}
+		return s.Default
+	}
+	if s.On == "class" {
+		if w == nil {
+			f(s.Default, 1)
+		} else {
+			f(pick(w.Name), 1)
+		}
+		return
+	}
+	if v, ok := fixed[s.On]; ok {
+		f(pick(v), 1)
+		return
+	}
+	var p *model.Param
+	if w != nil {
+		p = w.Param(s.On)
+	}
+	if p == nil {
+		f(s.Default, 1)
+		return
+	}
+	for i, v := range p.Values {
+		fixed[s.On] = v
+		f(pick(v), p.Probs[i])
+	}
+	delete(fixed, s.On)
+}

@@ -1,0 +1,368 @@
+package mva
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/solve"
+)
+
+func parse(t *testing.T, src string) *model.Model {
+	t.Helper()
+	m, err := model.Parse([]byte(src), "test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func solveModel(t *testing.T, m *model.Model) *solve.Result {
+	t.Helper()
+	r, err := New().Solve(context.Background(), m, solve.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func near(t *testing.T, what string, got, want, tol float64) {
+	t.Helper()
+	if e := relErr(got, want); e > tol || math.IsNaN(got) {
+		t.Errorf("%s = %.12g, want %.12g (rel. error %.2g)", what, got, want, e)
+	}
+}
+
+func TestOpenMM1(t *testing.T) {
+	for _, rate := range []float64{10, 50, 90} {
+		m := parse(t, `perfcast: 1
+hosts: {h: {}}
+components:
+  c: {host: h, operations: {op: {steps: [{cpu: exp(10ms)}]}}}
+workload:
+  w: {open: {rate: `+ftoa(rate)+`}, steps: [{call: c/op}]}
+`)
+		r := solveModel(t, m)
+		rho := rate * 0.010
+		near(t, "R", r.Workloads["w"].ResponseTime.Mean, 0.010/(1-rho), 1e-9)
+		near(t, "U", r.Resources["h.cpu"].Utilization, rho, 1e-12)
+		near(t, "wait", r.Resources["h.cpu"].Wait.Mean, 0.010/(1-rho)-0.010, 1e-9)
+		near(t, "Lq", *r.Resources["h.cpu"].QueueLength, rho*rho/(1-rho), 1e-9)
+	}
+}
+
+func ftoa(f float64) string { return strings.TrimRight(strings.TrimRight(strconvF(f), "0"), ".") }
+
+// erlangCDirect is the Erlang C formula written with the sum over states.
+func erlangCDirect(c int, a float64) float64 {
+	sum, term := 0.0, 1.0
+	for k := 0; k < c; k++ {
+		if k > 0 {
+			term *= a / float64(k)
+		}
+		sum += term
+	}
+	last := term * a / float64(c) // a^c/c!
+	top := last * float64(c) / (float64(c) - a)
+	return top / (sum + top)
+}
+
+func TestOpenMMcErlangC(t *testing.T) {
+	for _, cores := range []int{2, 4, 16} {
+		for _, load := range []float64{0.3, 0.7, 0.95} {
+			S := 0.020
+			rate := load * float64(cores) / S
+			for _, sched := range []string{"fcfs", "ps"} {
+				m := parse(t, `perfcast: 1
+hosts: {h: {cpu: {cores: `+ftoa(float64(cores))+`, scheduling: `+sched+`}}}
+components:
+  c: {host: h, operations: {op: {steps: [{cpu: exp(20ms)}]}}}
+workload:
+  w: {open: {rate: `+ftoa(rate)+`}, steps: [{call: c/op}]}
+`)
+				r := solveModel(t, m)
+				a := rate * S
+				W := erlangCDirect(cores, a) * S / (float64(cores) - a)
+				near(t, sched+" R", r.Workloads["w"].ResponseTime.Mean, S+W, 1e-9)
+				near(t, sched+" busy", r.Resources["h.cpu"].Busy, a, 1e-12)
+			}
+		}
+	}
+}
+
+func TestReplicasRandomSplit(t *testing.T) {
+	for _, bal := range []string{"random", "round-robin"} {
+		m := parse(t, `perfcast: 1
+hosts: {h: {replicas: 3, balancer: `+bal+`, cpu: {cores: 2}}}
+components:
+  c: {host: h, operations: {op: {steps: [{cpu: exp(30ms)}]}}}
+workload:
+  w: {open: {rate: 150}, steps: [{call: c/op}]}
+`)
+		r := solveModel(t, m)
+		a := 150.0 / 3 * 0.030 // per replica
+		W := erlangCDirect(2, a) * 0.030 / (2 - a)
+		near(t, bal+" R", r.Workloads["w"].ResponseTime.Mean, 0.030+W, 1e-9)
+		u := r.Resources["h.cpu"]
+		near(t, "U", u.Utilization, a/2, 1e-12)
+		if len(u.PerReplica) != 3 || relErr(u.PerReplica[2], a/2) > 1e-12 {
+			t.Errorf("per_replica %v", u.PerReplica)
+		}
+	}
+}
+
+func TestOpenMG1PollaczekKhinchine(t *testing.T) {
+	// A FCFS disk with hyperexponential service (cv 2): M/G/1.
+	m := parse(t, `perfcast: 1
+hosts: {h: {disks: {d: {servers: 1, scheduling: fcfs}}}}
+components:
+  c: {host: h, operations: {op: {steps: [{disk: "hyperexp(6ms, cv=2)"}]}}}
+workload:
+  w: {open: {rate: 100}, steps: [{call: c/op}]}
+`)
+	r := solveModel(t, m)
+	S, cv, rate := 0.006, 2.0, 100.0
+	rho := rate * S
+	W := rate * S * S * (1 + cv*cv) / (2 * (1 - rho))
+	near(t, "R", r.Workloads["w"].ResponseTime.Mean, S+W, 1e-9)
+}
+
+func TestVisitsThroughStructure(t *testing.T) {
+	m := parse(t, `perfcast: 1
+hosts: {h: {cpu: {speed: 2}, disks: {d: {}}}}
+components:
+  a:
+    host: h
+    operations:
+      top:
+        steps:
+          - loop: {times: "geometric(3)", steps: [{call: b/x}]}
+          - branch:
+              - {p: 0.25, steps: [{call: b/y}, {call: b/y}]}
+              - {p: 0.75, steps: []}
+          - switch: {on: size, cases: {big: [{loop: {times: 4, steps: [{disk: exp(2ms)}]}}]}, default: [{cpu: exp(8ms)}]}
+  b:
+    host: h
+    operations:
+      x: {steps: [{cpu: exp(4ms)}]}
+      y: {steps: [{disk: exp(1ms)}, {switch: {on: class, cases: {w: [{cpu: exp(2ms)}]}, default: []}}]}
+workload:
+  w:
+    open: {rate: 10}
+    params: {size: {pmf: {big: 0.4, small: 0.6}}}
+    steps: [{call: a/top}]
+`)
+	b := build(m)
+	ci := b.classes[0]
+	cpu, disk := b.stIndex["h.cpu"], b.stIndex["h.disk.d"]
+	// Visits: x 3 times, y 0.5 times.
+	near(t, "visits b/x", ci.dem.Visits["b/x"], 3, 1e-12)
+	near(t, "visits b/y", ci.dem.Visits["b/y"], 0.5, 1e-12)
+	// CPU visits: 3 (x) + 0.5 (y, class w) + 0.6 (default); disk: 0.5 + 0.4·4.
+	near(t, "cpu visits", ci.visits[cpu], 3+0.5+0.6, 1e-12)
+	near(t, "disk visits", ci.visits[disk], 0.5+1.6, 1e-12)
+	near(t, "cpu demand", ci.demand[cpu], (3*0.004+0.5*0.002+0.6*0.008)/2, 1e-12)
+	near(t, "disk demand", ci.demand[disk], 0.5*0.001+1.6*0.002, 1e-12)
+	// Operation throughputs in the result.
+	r := solveModel(t, m)
+	near(t, "X b/x", r.Operations["b/x"].Throughput, 30, 1e-12)
+	near(t, "X b/y", r.Operations["b/y"].Throughput, 5, 1e-12)
+	near(t, "U cpu", r.Resources["h.cpu"].Utilization, 10*ci.demand[cpu], 1e-12)
+	// Response time: each visit's time composed along the structure, M/M/1
+	// with PS (cpu) and the M/G/1 (disk).
+	uc := 10 * ci.demand[cpu]
+	stretch := 1 / (1 - uc)
+	ud := 10 * ci.demand[disk]
+	// Disk service per visit: mixture of exp(1ms) (0.5) and exp(2ms) (1.6).
+	rate := 10 * ci.visits[disk]
+	m2 := 10 * (0.5*2*0.001*0.001 + 1.6*2*0.002*0.002)
+	W := m2 / (2 * (1 - ud))
+	_ = rate
+	want := ci.demand[cpu]*stretch + ci.demand[disk] + ci.visits[disk]*W
+	near(t, "R", r.Workloads["w"].ResponseTime.Mean, want, 1e-9)
+}
+
+func TestClosedModelMatchesConvolution(t *testing.T) {
+	m := parse(t, `perfcast: 1
+hosts:
+  web: {replicas: 2, cpu: {cores: 2}}
+  db: {cpu: {cores: 1}, disks: {d: {}}}
+components:
+  f: {host: web, operations: {get: {steps: [{cpu: exp(12ms)}, {call: s/q}, {delay: exp(5ms)}]}}}
+  s: {host: db, operations: {q: {steps: [{cpu: exp(6ms)}, {disk: exp(9ms)}]}}}
+workload:
+  u: {closed: {users: 40, think: "uniform(0.5s, 1.5s)"}, steps: [{call: f/get}]}
+`)
+	r := solveModel(t, m)
+	stations := []station{{servers: 2, copies: 2}, {servers: 1, copies: 1}, {servers: 1, copies: 1}, {servers: 0, copies: 1}}
+	d := []float64{0.006, 0.006, 0.009, 0.005}
+	X := buzen(stations, d, 1.0, 40)
+	near(t, "X", r.Workloads["u"].Throughput, X, 1e-9)
+	near(t, "R", r.Workloads["u"].ResponseTime.Mean, 40/X-1.0, 1e-9)
+	if r.MVA == nil || r.MVA.Method != methodExact || !r.MVA.Converged {
+		t.Errorf("mva info %+v", r.MVA)
+	}
+}
+
+func TestClosedTwoClassMatchesEnumeration(t *testing.T) {
+	m := parse(t, `perfcast: 1
+hosts:
+  h: {cpu: {cores: 2}, disks: {d: {}}}
+components:
+  c:
+    host: h
+    operations:
+      a: {steps: [{cpu: exp(20ms)}, {disk: exp(10ms)}]}
+      b: {steps: [{cpu: exp(5ms)}, {disk: exp(30ms)}]}
+workload:
+  one: {closed: {users: 4, think: exp(100ms)}, steps: [{call: c/a}]}
+  two: {closed: {users: 3, think: 0}, steps: [{call: c/b}]}
+`)
+	r := solveModel(t, m)
+	stations := []station{{servers: 2, copies: 1}, {servers: 1, copies: 1}}
+	want := enumerate(stations, [][]float64{{0.020, 0.010}, {0.005, 0.030}}, []float64{0.1, 0}, []int{4, 3})
+	near(t, "X one", r.Workloads["one"].Throughput, want[0], 1e-9)
+	near(t, "X two", r.Workloads["two"].Throughput, want[1], 1e-9)
+}
+
+// TestPoolAloneIsMMc: a pool whose holders only wait (a delay) is an M/M/c
+// queue with the delay as service.
+func TestPoolAloneIsMMc(t *testing.T) {
+	m := parse(t, `perfcast: 1
+hosts: {h: {}}
+components:
+  c: {host: h, operations: {op: {steps: [{hold: {resource: p, steps: [{delay: exp(50ms)}]}}]}}}
+passive:
+  p: {capacity: 4}
+workload:
+  w: {open: {rate: 60}, steps: [{call: c/op}]}
+`)
+	r := solveModel(t, m)
+	a := 60 * 0.050
+	W := erlangCDirect(4, a) * 0.050 / (4 - a)
+	near(t, "R", r.Workloads["w"].ResponseTime.Mean, 0.050+W, 1e-6)
+	near(t, "pool U", r.Resources["p"].Utilization, a/4, 1e-9)
+	near(t, "pool wait", r.Resources["p"].Wait.Mean, W, 1e-6)
+	if !r.MVA.Converged {
+		t.Error("not converged")
+	}
+}
+
+// TestClosedPoolAloneIsExact: a closed class holding a pool around a delay
+// is a closed network of a multi-server station and a think time.
+func TestClosedPoolAloneIsExact(t *testing.T) {
+	m := parse(t, `perfcast: 1
+hosts: {h: {}}
+components:
+  c: {host: h, threads: 3, operations: {op: {steps: [{delay: exp(40ms)}]}}}
+workload:
+  w: {closed: {users: 12, think: exp(100ms)}, steps: [{call: c/op}]}
+`)
+	r := solveModel(t, m)
+	X := buzen([]station{{servers: 3, copies: 1}}, []float64{0.040}, 0.1, 12)
+	near(t, "X", r.Workloads["w"].Throughput, X, 1e-6)
+	near(t, "threads U", r.Resources["c.threads"].Utilization, X*0.040/3, 1e-6)
+}
+
+func TestParallelJoin(t *testing.T) {
+	m := parse(t, `perfcast: 1
+hosts: {h: {}}
+components:
+  c: {host: h, operations: {op: {steps: [{parallel: [[{delay: exp(10ms)}], [{delay: exp(30ms)}]]}]}}}
+workload:
+  w: {open: {rate: 1}, steps: [{call: c/op}]}
+`)
+	r := solveModel(t, m)
+	// E[max] of exponentials with means a, b: a + b − ab/(a+b).
+	near(t, "R", r.Workloads["w"].ResponseTime.Mean, 0.010+0.030-0.010*0.030/0.040, 1e-12)
+}
+
+func TestSaturation(t *testing.T) {
+	m := parse(t, `perfcast: 1
+hosts: {h: {}}
+components:
+  c: {host: h, operations: {op: {steps: [{cpu: exp(10ms)}]}}}
+workload:
+  w: {open: {rate: 150}, steps: [{call: c/op}]}
+`)
+	r := solveModel(t, m)
+	if r.Stable || r.Bottleneck != "h.cpu" || r.Saturation == nil {
+		t.Fatalf("stable %v bottleneck %q saturation %+v", r.Stable, r.Bottleneck, r.Saturation)
+	}
+	near(t, "saturation rate", r.Saturation.At["workload.w.open.rate"], 100, 1e-9)
+	// A lock overloaded only once the queueing at the CPU is counted.
+	m = parse(t, `perfcast: 1
+hosts: {h: {cpu: {cores: 2}}}
+components:
+  c: {host: h, operations: {op: {steps: [{hold: {resource: l, steps: [{cpu: exp(10ms)}]}}]}}}
+passive:
+  l: {capacity: 1}
+workload:
+  w: {open: {rate: 95}, steps: [{call: c/op}]}
+`)
+	r = solveModel(t, m)
+	if r.Stable || r.Bottleneck != "l" || r.Saturation == nil || r.Saturation.Resource != "l" {
+		t.Fatalf("stable %v bottleneck %q saturation %+v", r.Stable, r.Bottleneck, r.Saturation)
+	}
+	// The lock saturates where λ·h(λ) = 1 with h the M/M/2 response time.
+	lo, hi := 0.0, 100.0
+	for range 100 {
+		mid := (lo + hi) / 2
+		a := mid * 0.010
+		h := 0.010 + erlangCDirect(2, a)*0.010/(2-a)
+		if mid*h < 1 {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	near(t, "lock saturation rate", r.Saturation.At["workload.w.open.rate"], lo, 1e-5)
+}
+
+func TestExamplesSolve(t *testing.T) {
+	files, _ := filepath.Glob("/work/shared/examples/*.yaml")
+	if len(files) == 0 {
+		files, _ = filepath.Glob("../../examples/*.yaml")
+	}
+	for _, f := range files {
+		m, err := model.Load(f)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		r := solveModel(t, m)
+		if !r.Stable || r.MVA == nil || !r.MVA.Converged {
+			t.Errorf("%s: stable %v mva %+v warnings %v", f, r.Stable, r.MVA, r.Warnings)
+		}
+		ok, reasons := Supports(m)
+		t.Logf("%s: supported %v %v; method %s in %d iterations", filepath.Base(f), ok, reasons, r.MVA.Method, r.MVA.Iterations)
+		for name, w := range r.Workloads {
+			if !(w.ResponseTime.Mean > 0) || w.ResponseTime.P95 != nil || w.ResponseTime.CI95 != nil {
+				t.Errorf("%s: workload %s: %+v", f, name, w.ResponseTime)
+			}
+		}
+	}
+}
+
+func TestSupportsReasons(t *testing.T) {
+	m := parse(t, `perfcast: 1
+hosts: {h: {}}
+components:
+  c: {host: h, threads: 2, queue: 3, on_full: drop, operations: {op: {steps: [{cpu: exp(10ms)}]}}}
+workload:
+  w: {open: {rate: 80, cv: 2}, steps: [{call: c/op}]}
+`)
+	ok, reasons := Supports(m)
+	if ok || len(reasons) != 2 {
+		t.Fatalf("ok %v reasons %q", ok, reasons)
+	}
+	if !strings.Contains(reasons[0], "cv") || !strings.Contains(reasons[1], "drops") {
+		t.Errorf("reasons %q", reasons)
+	}
+	r := solveModel(t, m)
+	if len(r.Warnings) < 2 {
+		t.Errorf("warnings %q", r.Warnings)
+	}
+}

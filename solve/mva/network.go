@@ -1,0 +1,240 @@
+package mva
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// station is a service center of a queueing network. A station with
+// copies > 1 stands for that many identical instances (the replicas of a
+// host), each receiving 1/copies of every class's visits; demands, visits
+// and residence times are those of one instance.
+type station struct {
+	name string
+	// servers per instance; 0 makes an infinite-server (delay) station.
+	servers int
+	// copies is the number of identical instances (≥ 1).
+	copies int
+	// fcfs marks a first-come-first-served station, where the mean wait is
+	// the same for every class and depends on the variability of service
+	// (for open classes); other stations are processor sharing.
+	fcfs bool
+}
+
+// class is a request class of a queueing network: open with an arrival
+// rate, or closed with a population and a think time.
+type class struct {
+	name  string
+	open  bool
+	rate  float64
+	users float64
+	think float64
+}
+
+// network is a multi-class queueing network with per-class demands.
+type network struct {
+	stations []station
+	classes  []class
+	// demand[c][k] is class c's service demand per request at one instance
+	// of station k (seconds), visits[c][k] its visits, second[c][k] the sum
+	// over those visits of E[S²] (for the open FCFS correction).
+	demand, visits, second [][]float64
+}
+
+// newNetwork returns a network with zero demands.
+func newNetwork(stations []station, classes []class) *network {
+	n := &network{stations: stations, classes: classes}
+	n.demand = matrix(len(classes), len(stations))
+	n.visits = matrix(len(classes), len(stations))
+	n.second = matrix(len(classes), len(stations))
+	return n
+}
+
+func matrix(rows, cols int) [][]float64 {
+	out := make([][]float64, rows)
+	flat := make([]float64, rows*cols)
+	for i := range out {
+		out[i] = flat[i*cols : (i+1)*cols : (i+1)*cols]
+	}
+	return out
+}
+
+// solution is the mean-value solution of a network.
+type solution struct {
+	// X[c] is the throughput of class c (requests per second).
+	X []float64
+	// R[c][k] is class c's residence time per request at one instance of
+	// station k.
+	R [][]float64
+	// U[k] is the utilization of one server of one instance of station k.
+	U []float64
+	// method names the algorithm used for the closed classes.
+	method     string
+	iterations int
+	converged  bool
+	// saturated is the index of a station the open classes overload, or -1.
+	saturated int
+}
+
+// solveOptions tune the network solver.
+type solveOptions struct {
+	// exactStates is the largest closed state space Π(N_c+1) solved by
+	// exact multi-class MVA; larger ones use approximate MVA.
+	exactStates int
+	// forceApprox selects approximate MVA even where exact MVA would do
+	// (for measuring its error).
+	forceApprox bool
+	// tol and maxIter control approximate MVA.
+	tol     float64
+	maxIter int
+}
+
+func defaultSolveOptions() solveOptions {
+	return solveOptions{exactStates: 20000, tol: 1e-10, maxIter: 100000}
+}
+
+// errSaturated says that the open classes overload a station.
+var errSaturated = errors.New("open workload exceeds a station's capacity")
+
+// solve computes the mean-value solution of a network: open classes by the
+// M/M/c (and, at FCFS stations, M/G/c) formulas, closed classes by exact or
+// approximate MVA on demands inflated by 1/(1 − U_open), the standard
+// treatment of mixed networks.
+func (n *network) solve(o solveOptions) (*solution, error) {
+	K, C := len(n.stations), len(n.classes)
+	sol := &solution{X: make([]float64, C), R: matrix(C, K), U: make([]float64, K), saturated: -1, converged: true}
+
+	// Utilization by open classes.
+	uOpen := make([]float64, K)
+	for c, cl := range n.classes {
+		if !cl.open {
+			continue
+		}
+		sol.X[c] = cl.rate
+		for k, st := range n.stations {
+			if st.servers > 0 {
+				uOpen[k] += cl.rate * n.demand[c][k] / float64(st.servers)
+			}
+		}
+	}
+	for k := range n.stations {
+		if uOpen[k] >= 1 {
+			sol.saturated = k
+			return sol, fmt.Errorf("station %s: %w (utilization %.4g)", n.stations[k].name, errSaturated, uOpen[k])
+		}
+	}
+
+	// Closed classes on inflated demands.
+	var closedIdx []int
+	for c, cl := range n.classes {
+		if !cl.open && cl.users > 0 {
+			closedIdx = append(closedIdx, c)
+		}
+	}
+	qClosed := make([]float64, K)
+	uClosed := make([]float64, K)
+	if len(closedIdx) > 0 {
+		cn := &closedNet{stations: n.stations, think: make([]float64, len(closedIdx)), users: make([]float64, len(closedIdx)), demand: matrix(len(closedIdx), K)}
+		for i, c := range closedIdx {
+			cn.think[i] = n.classes[c].think
+			cn.users[i] = n.classes[c].users
+			for k, st := range n.stations {
+				d := n.demand[c][k]
+				if st.servers > 0 {
+					d /= 1 - uOpen[k]
+				}
+				cn.demand[i][k] = d
+			}
+		}
+		cs := cn.solve(o)
+		sol.method, sol.iterations, sol.converged = cs.method, cs.iterations, cs.converged
+		for i, c := range closedIdx {
+			sol.X[c] = cs.X[i]
+			for k, st := range n.stations {
+				sol.R[c][k] = cs.R[i][k]
+				qClosed[k] += cs.X[i] * cs.R[i][k]
+				if st.servers > 0 {
+					uClosed[k] += cs.X[i] * n.demand[c][k] / float64(st.servers)
+				}
+			}
+		}
+	} else {
+		sol.method = "open"
+	}
+
+	// Open classes.
+	for k, st := range n.stations {
+		sol.U[k] = uOpen[k] + uClosed[k]
+		anyOpen := false
+		for c, cl := range n.classes {
+			if cl.open && n.demand[c][k] > 0 {
+				anyOpen = true
+			}
+		}
+		if !anyOpen {
+			continue
+		}
+		if st.servers == 0 {
+			for c, cl := range n.classes {
+				if cl.open {
+					sol.R[c][k] = n.demand[c][k]
+				}
+			}
+			continue
+		}
+		if st.fcfs && len(closedIdx) == 0 {
+			w := n.fcfsWait(k, uOpen[k])
+			for c, cl := range n.classes {
+				if cl.open {
+					sol.R[c][k] = n.demand[c][k] + n.visits[c][k]*w
+				}
+			}
+			continue
+		}
+		var stretch float64
+		if st.servers == 1 {
+			stretch = (1 + qClosed[k]) / (1 - uOpen[k])
+		} else {
+			rho := math.Min(uOpen[k]+uClosed[k], 1)
+			s := float64(st.servers)
+			stretch = 1 + mmcWaitFactor(st.servers, rho*s)
+		}
+		for c, cl := range n.classes {
+			if cl.open {
+				sol.R[c][k] = n.demand[c][k] * stretch
+			}
+		}
+	}
+	return sol, nil
+}
+
+// fcfsWait is the mean wait per visit at an FCFS station k, with open
+// classes only, whose servers are busy a fraction rho of the time: M/G/c by
+// the Allen–Cunneen formula (Pollaczek–Khinchine, exact, for one server),
+// with the mean and squared coefficient of variation of service over every
+// class's visits.
+func (n *network) fcfsWait(k int, rho float64) float64 {
+	var rate, work, second float64
+	for c, cl := range n.classes {
+		if !cl.open {
+			continue
+		}
+		rate += cl.rate * n.visits[c][k]
+		work += cl.rate * n.demand[c][k]
+		second += cl.rate * n.second[c][k]
+	}
+	if rate == 0 {
+		return 0
+	}
+	if rho >= 1 {
+		return math.Inf(1)
+	}
+	mean := work / rate
+	scv := 1.0
+	if mean > 0 && second > 0 {
+		scv = math.Max(second/rate/(mean*mean)-1, 0)
+	}
+	s := n.stations[k].servers
+	return mmcWaitFactor(s, rho*float64(s)) * mean * (1 + scv) / 2
+}

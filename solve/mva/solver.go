@@ -1,0 +1,215 @@
+package mva
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/solve"
+)
+
+// Solver is the analytical solver. Its zero value is ready to use.
+type Solver struct{}
+
+// New returns the analytical solver, named "mva" in results.
+func New() solve.Solver { return Solver{} }
+
+// Name returns "mva".
+func (Solver) Name() string { return "mva" }
+
+// Solve computes mean throughputs, response times, utilizations, waits and
+// queue lengths of a valid model. Percentiles and confidence intervals are
+// left out: a mean-value analysis does not give them. When the model lies
+// outside what the solver treats faithfully (see Supports), it still answers
+// and says why in the warnings. Options are ignored: the result is
+// deterministic.
+func (s Solver) Solve(ctx context.Context, m *model.Model, _ solve.Options) (*solve.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	res := solve.NewResult(m, s.Name())
+	b := build(m)
+	o := defaultLayerOptions()
+	st, err := solveLayers(ctx, b, o)
+	_, reasons := supports(b, st)
+	for _, r := range reasons {
+		res.Warnings = append(res.Warnings, "outside the analytical solver's reach: "+r)
+	}
+	res.Warnings = append(res.Warnings, approximations(b)...)
+	if err != nil {
+		if !errors.Is(err, errUnstable) {
+			return nil, fmt.Errorf("mva: %w", err)
+		}
+		return unstable(ctx, m, b, st, res)
+	}
+	fill(res, st)
+	if !st.converged {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the layered fixed point did not converge in %d iterations (last relative change %.3g); results are approximate", st.iterations, st.residual))
+	}
+	return res, nil
+}
+
+// unstable fills the result of a model whose open workloads overload a
+// resource: the utilization law's verdict when it sees the overload,
+// otherwise the overloaded pool found by the layers and the open rates at
+// which it saturates, found by bisection on a common factor.
+func unstable(ctx context.Context, m *model.Model, b *built, st *state, res *solve.Result) (*solve.Result, error) {
+	res.Stable = false
+	bd := solve.Bounds(m)
+	if !bd.Stable {
+		res.Bottleneck, res.Saturation = bd.Bottleneck, bd.Saturation
+		for r, u := range bd.Utilization {
+			res.Resources[r] = &solve.ResourceResult{Utilization: u}
+		}
+		return res, nil
+	}
+	res.Bottleneck = st.saturated
+	lo, hi := 0.0, 1.0
+	o := defaultLayerOptions()
+	o.maxIter = 500
+	for range 40 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		mid := (lo + hi) / 2
+		o.scale = mid
+		if _, err := solveLayers(ctx, b, o); err != nil {
+			if !errors.Is(err, errUnstable) {
+				return nil, fmt.Errorf("mva: %w", err)
+			}
+			hi = mid
+		} else {
+			lo = mid
+		}
+		if hi-lo < 1e-6*hi {
+			break
+		}
+	}
+	at := map[string]float64{}
+	for _, w := range m.Workloads {
+		if w.Open != nil && w.Open.Rate > 0 {
+			at["workload."+w.Name+".open.rate"] = w.Open.Rate * lo
+		}
+	}
+	res.Saturation = &solve.Saturation{Resource: st.saturated, At: at}
+	return res, nil
+}
+
+// fill writes a converged layered solution into the result.
+func fill(res *solve.Result, st *state) {
+	b := st.b
+	method := st.hw.method
+	if st.usesPools {
+		method += methodLayeredNote
+	}
+	res.MVA = &solve.MVAInfo{Method: method, Iterations: st.iterations, Converged: st.converged, Residual: st.residual}
+	opRuns := map[string]float64{}
+	opTotal := map[string]float64{}
+	for c, ci := range b.classes {
+		x := st.X[c]
+		wr := &solve.WorkloadResult{Throughput: x, ResponseTime: solve.Times{Mean: st.R[c]}}
+		if !ci.sends {
+			wr.CompletionTime = &solve.Times{Mean: st.R[c]}
+		}
+		res.Workloads[ci.w.Name] = wr
+		tw := st.walks[c]
+		for id, n := range tw.opRuns {
+			opRuns[id] += x * n
+			opTotal[id] += x * tw.opTotal[id]
+		}
+	}
+	for id, n := range opRuns {
+		or := &solve.OperationResult{Throughput: n}
+		if n > 0 {
+			or.ResponseTime.Mean = opTotal[id] / n
+		}
+		res.Operations[id] = or
+	}
+	top := -1.0
+	consider := func(name string, u float64) {
+		if u > top || (u == top && name < res.Bottleneck) {
+			top, res.Bottleneck = u, name
+		}
+	}
+	for k, s := range b.stations {
+		var busy, visits, waiting float64
+		for c, ci := range b.classes {
+			x := st.X[c]
+			busy += x * ci.demand[k]
+			visits += x * ci.visits[k]
+			waiting += x * math.Max(float64(s.copies)*st.hw.R[c][k]-ci.demand[k], 0)
+		}
+		servers := float64(s.servers * s.copies)
+		rr := &solve.ResourceResult{Utilization: busy / servers, Busy: busy, QueueLength: solve.Float(waiting)}
+		if visits > 0 {
+			rr.Wait = &solve.Times{Mean: waiting / visits}
+		} else {
+			rr.Wait = &solve.Times{}
+		}
+		rr.PerReplica = perReplica(rr.Utilization, s.copies)
+		res.Resources[s.name] = rr
+		consider(s.name, rr.Utilization)
+	}
+	for p, pl := range b.pools {
+		var busy, acq, waiting float64
+		for c, ci := range b.classes {
+			x := st.X[c]
+			if ci.acq[p] == 0 {
+				continue
+			}
+			busy += x * ci.units[p] * st.hold[c][p]
+			acq += x * ci.acq[p]
+			waiting += x * ci.acq[p] * st.wait[c][p]
+		}
+		if !pl.limited() {
+			if pl.component != "" {
+				continue
+			}
+		}
+		rr := &solve.ResourceResult{Busy: busy, QueueLength: solve.Float(waiting), Wait: &solve.Times{}}
+		if pl.limited() {
+			rr.Utilization = busy / float64(pl.capacity*pl.copies)
+			rr.PerReplica = perReplica(rr.Utilization, pl.copies)
+			consider(pl.name, rr.Utilization)
+		}
+		if acq > 0 {
+			rr.Wait.Mean = waiting / acq
+		}
+		res.Resources[pl.name] = rr
+	}
+}
+
+func perReplica(u float64, copies int) []float64 {
+	if copies <= 1 {
+		return nil
+	}
+	out := make([]float64, copies)
+	for i := range out {
+		out[i] = u
+	}
+	return out
+}
+
+// approximations lists, as warnings, the approximations a model's solution
+// rests on beyond product form.
+func approximations(b *built) []string {
+	var out []string
+	for _, h := range b.m.Hosts {
+		if h.Replicas > 1 && h.Balancer == model.LeastBusy {
+			out = append(out, fmt.Sprintf("host %s: least-busy balancing is approximated as a random split, which overestimates waits", h.Name))
+		}
+	}
+	for _, ci := range b.classes {
+		if ci.forks {
+			out = append(out, fmt.Sprintf("workload %s: parallel lists are joined by the mean maximum of exponential branch times", ci.w.Name))
+		}
+		if ci.sends {
+			out = append(out, fmt.Sprintf("workload %s: completion_time is omitted, asynchronous sends add load only", ci.w.Name))
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,153 @@
+package mva
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/perfcast/perfcast/model"
+)
+
+// Thresholds of Supports.
+const (
+	// maxLoss is the largest probability of finding a finite queue full
+	// that the solver, which does not model losses or blocking, ignores.
+	maxLoss = 1e-3
+	// arrivalCVSlack is how far an open workload's arrival cv may be from
+	// 1 (Poisson).
+	arrivalCVSlack = 0.05
+	// fcfsCVLow and fcfsCVHigh bound the service cv at FCFS stations that
+	// closed workloads visit, where MVA takes service as exponential.
+	fcfsCVLow, fcfsCVHigh = 0.5, 2.0
+)
+
+// Supports reports whether a valid model lies within the analytical
+// solver's honest reach, and if not, why. The solver treats faithfully:
+// open workloads with Poisson arrivals; closed workloads with any think-time
+// distribution (mean-value results of product-form networks do not depend
+// on it); processor-sharing and round-robin CPUs (round-robin as processor
+// sharing); FCFS and random-order stations, with any service distribution
+// for open workloads (M/G/c) and near-exponential service for closed ones;
+// replicas with random or round-robin balancing (as a random split) and
+// least-busy (likewise, an overestimate of waits); pools, locks and threads
+// (layered approximation); parallel lists (mean maximum of exponential
+// branch times); sends (load only). It does not model losses or blocking at
+// finite queues, burstier or smoother than Poisson arrivals, nor
+// acquisitions of several units at once beyond a coarse approximation: a
+// model that needs them is reported here when they matter.
+//
+// Supports solves the model to judge whether a finite queue ever fills; it
+// takes about as long as one Solve.
+func Supports(m *model.Model) (ok bool, reasons []string) {
+	b := build(m)
+	st, err := solveLayers(context.Background(), b, defaultLayerOptions())
+	if err != nil && !errors.Is(err, errUnstable) {
+		return false, []string{err.Error()}
+	}
+	if err != nil {
+		st.saturated = firstNonEmpty(st.saturated, "a resource")
+	}
+	return supports(b, st)
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// supports lists the reasons a model is outside the solver's reach, given
+// its layered solution (which may be unstable).
+func supports(b *built, st *state) (bool, []string) {
+	var reasons []string
+	for _, w := range b.m.Workloads {
+		if w.Open != nil && w.Open.CV > 0 && math.Abs(w.Open.CV-1) > arrivalCVSlack {
+			reasons = append(reasons, fmt.Sprintf("workload %s: arrivals with cv %.3g are not Poisson; mean waits would be misjudged", w.Name, w.Open.CV))
+		}
+	}
+	for p, pl := range b.pools {
+		var acq, units float64
+		for _, ci := range b.classes {
+			acq += ci.acq[p]
+			units += ci.units[p]
+		}
+		if pl.component == "" && acq > 0 && units > acq*(1+1e-9) {
+			reasons = append(reasons, fmt.Sprintf("passive resource %s: acquisitions of several units are only coarsely approximated", pl.name))
+		}
+	}
+	// FCFS stations visited by closed workloads with far from exponential
+	// service.
+	for k, s := range b.stations {
+		if !s.fcfs {
+			continue
+		}
+		var v, d, m2 float64
+		for _, ci := range b.classes {
+			if ci.w.Closed != nil {
+				v += ci.visits[k]
+				d += ci.demand[k]
+				m2 += ci.second[k]
+			}
+		}
+		if v == 0 || d == 0 {
+			continue
+		}
+		mean := d / v
+		cv := math.Sqrt(math.Max(m2/v/(mean*mean)-1, 0))
+		if cv < fcfsCVLow || cv > fcfsCVHigh {
+			reasons = append(reasons, fmt.Sprintf("station %s: FCFS service with cv %.2g visited by a closed workload; MVA takes it as exponential", s.name, cv))
+		}
+	}
+	// Finite queues.
+	for p, pl := range b.pools {
+		if pl.component == "" || !pl.limited() || pl.queue == model.QueueUnlimited {
+			continue
+		}
+		what := "blocks senders"
+		if pl.onFull == model.Drop {
+			what = "drops requests"
+		}
+		if st == nil || st.hw == nil || st.saturated != "" {
+			reasons = append(reasons, fmt.Sprintf("component %s: the queue of %d %s when full, and the model is overloaded", pl.component, pl.queue, what))
+			continue
+		}
+		var rate, work float64
+		for c, ci := range b.classes {
+			rate += st.X[c] * ci.acq[p]
+			work += st.X[c] * ci.acq[p] * st.hold[c][p]
+		}
+		if rate == 0 {
+			continue
+		}
+		full := mmckFull(pl.capacity, pl.capacity+pl.queue, work/float64(pl.copies))
+		if full > maxLoss {
+			reasons = append(reasons, fmt.Sprintf("component %s: the queue of %d is full %.2g of the time (M/M/c/K estimate) and %s then, which the solver does not model", pl.component, pl.queue, full, what))
+		}
+	}
+	return len(reasons) == 0, reasons
+}
+
+// mmckFull is the probability that an M/M/c/K queue with offered load a
+// (λ·S) holds K jobs.
+func mmckFull(c, K int, a float64) float64 {
+	if a <= 0 {
+		return 0
+	}
+	// log of the unnormalized probabilities, summed stably.
+	logA := math.Log(a)
+	lt := 0.0 // log p_0
+	maxL, terms := 0.0, make([]float64, 0, K+1)
+	terms = append(terms, 0)
+	for n := 1; n <= K; n++ {
+		lt += logA - math.Log(float64(min(n, c)))
+		terms = append(terms, lt)
+		maxL = math.Max(maxL, lt)
+	}
+	var sum float64
+	for _, t := range terms {
+		sum += math.Exp(t - maxL)
+	}
+	return math.Exp(terms[K]-maxL) / sum
+}

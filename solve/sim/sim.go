@@ -1,0 +1,856 @@
+// Package sim is perfcast's discrete-event simulator, the reference solver:
+// it runs every construct of a model (multi-core CPUs under processor
+// sharing, FCFS or round robin; disks; delays; thread pools with bounded
+// queues that block or drop; locks and pools; replicas behind balancers;
+// loops, branches, fork/join, asynchronous sends and request parameters) and
+// reports means, percentiles and 95 % confidence intervals.
+//
+// # Engine
+//
+// A replication is a single-threaded event loop over a calendar (a 4-ary heap
+// ordered by time, then by scheduling order, so that runs are deterministic).
+// A model is first compiled into a flat program; a request's threads of
+// execution are small pooled structs with a program counter and a stack of
+// frames, so that the steady state does not allocate. Processor sharing uses
+// virtual time: n jobs on c cores each progress at min(1, c/n), and a job
+// leaves when the station's virtual clock reaches its arrival value plus its
+// demand, which makes each arrival and departure O(log n).
+//
+// # Statistics
+//
+// Independent replications run in parallel, each from its own random stream
+// (PCG seeded with the seed and the replication index). The number of
+// replications and the requests each simulates depend only on the options'
+// Seed, Requests and Precision, never on Workers, so results are the same
+// whatever the parallelism. Means, throughputs and utilizations get 95 %
+// confidence intervals from the Student t distribution over the replication
+// means; percentiles come from DDSketches (relative accuracy 0.5 %) merged
+// over the replications.
+//
+// # Warm-up
+//
+// Every replication starts empty, so its first requests see a system less
+// loaded than in steady state. Before the replications, a pilot replication
+// (its own random stream) records the response times of its requests in
+// completion order; MSER-5 (the truncation point that minimizes the marginal
+// standard error of the batch means of five) over that sequence gives the
+// number of requests d to discard. Each replication then discards its first
+// max(d, 100) completed requests and starts all its statistics, time
+// integrals included, at that moment; the number is reported as
+// sim.warmup_cut. If MSER-5 puts the cut in the second half of the pilot, the
+// pilot is run again four times longer (twice at most) before a warning says
+// the warm-up may be underestimated.
+//
+// # Stopping
+//
+// With Options.Requests set, that many requests (after warm-up, over all
+// replications) are split evenly among min(10, Requests/1000) replications
+// (at least 2). Otherwise rounds of replications of 20 000 requests run until
+// the 95 % half-width of every reported mean (response-time means and
+// throughputs of workloads and operations, utilizations) is within Precision
+// of it; utilizations are judged against max(u, 0.05) so that an idle
+// resource does not demand endless precision. The rounds stop at 500
+// replications with a warning.
+//
+// # Saturation
+//
+// An open workload that needs more than a resource can give (by the
+// utilization law, solve.Bounds) is not simulated: the result is
+// `stable: false` with the bottleneck and the rate that saturates it. Loads
+// the static bound cannot see (a thread pool or lock saturated by its holding
+// times) are caught at run time: when the requests in the system grow beyond
+// any steady-state figure, or every request waits for another, the run stops
+// and reports `stable: false` with the resource that has the most waiting.
+//
+// # Drops
+//
+// A request that meets a full queue of a component with on_full: drop fails:
+// the task that was to enter unwinds, giving back threads and passive
+// resources, and the request is counted in the workload's `dropped` rate (per
+// second) instead of its throughput, response and completion times. A
+// dropped asynchronous task does not stop its request's main path, but the
+// request counts as dropped.
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/DataDog/sketches-go/ddsketch"
+	"github.com/DataDog/sketches-go/ddsketch/mapping"
+	"github.com/DataDog/sketches-go/ddsketch/store"
+	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/solve"
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// New returns the simulator.
+func New() solve.Solver { return simulator{} }
+
+type simulator struct{}
+
+// Name implements solve.Solver.
+func (simulator) Name() string { return "sim" }
+
+// Tuning constants; see the package documentation.
+const (
+	// sketchAccuracy is the relative accuracy of the percentile sketches.
+	sketchAccuracy = 0.005
+	// maxReplications bounds the replications of a run until precision.
+	maxReplications = 500
+	// precisionReps and precisionPerRep shape the first round of a run until
+	// precision.
+	precisionReps   = 10
+	precisionPerRep = 20000
+	// minPerRep is the smallest number of requests per replication worth a
+	// replication of its own when Requests is given.
+	minPerRep = 1000
+	// fixedReps is the number of replications when Requests is given and
+	// large enough.
+	fixedReps = 10
+	// pilotMin and pilotMax bound the pilot replication's length.
+	pilotMin = 5000
+	pilotMax = 100000
+	// minCut is the least number of requests a replication discards.
+	minCut = 100
+	// utilFloor is the utilization below which precision is judged in
+	// absolute terms (relative to utilFloor).
+	utilFloor = 0.05
+	// liveBase is the number of live tasks beyond any steady-state estimate
+	// at which a run is declared to have no steady state.
+	liveBase = 100000
+	// pilotStream is the PCG stream of the first pilot; replications use
+	// their index.
+	pilotStream = 1 << 62
+)
+
+// Resource instance kinds.
+const (
+	resStation uint8 = iota
+	resPool
+	resPassive
+)
+
+func newSketch() *ddsketch.DDSketch {
+	m, err := mapping.NewCubicallyInterpolatedMapping(sketchAccuracy)
+	if err != nil {
+		panic(err) // the accuracy is a valid constant
+	}
+	return ddsketch.NewDDSketch(m, store.NewDenseStore(), store.NewDenseStore())
+}
+
+// resDesc is a reported resource and where its instances are.
+type resDesc struct {
+	name     string
+	kind     uint8
+	inst     []int // instance index per replica
+	servers  int   // per instance
+	replicas int
+}
+
+// resources lists the reported resources in a fixed order.
+func resources(p *program) []resDesc {
+	var out []resDesc
+	for _, h := range p.hosts {
+		per := 1 + len(h.disks)
+		d := resDesc{name: model.CPUResource(h.name), kind: resStation, servers: int(h.cores), replicas: int(h.replicas)}
+		for r := 0; r < int(h.replicas); r++ {
+			d.inst = append(d.inst, int(h.station)+r*per)
+		}
+		out = append(out, d)
+		for i, disk := range h.disks {
+			d := resDesc{name: model.DiskResource(h.name, disk.name), kind: resStation, servers: int(disk.servers), replicas: int(h.replicas)}
+			for r := 0; r < int(h.replicas); r++ {
+				d.inst = append(d.inst, int(h.station)+r*per+1+i)
+			}
+			out = append(out, d)
+		}
+	}
+	for _, c := range p.comps {
+		if c.threads == 0 {
+			continue
+		}
+		n := int(p.hosts[c.host].replicas)
+		d := resDesc{name: model.ThreadsResource(c.name), kind: resPool, servers: int(c.threads), replicas: n}
+		for r := 0; r < n; r++ {
+			d.inst = append(d.inst, int(c.pool)+r)
+		}
+		out = append(out, d)
+	}
+	for _, pi := range p.passives {
+		n := 1
+		if pi.host >= 0 {
+			n = int(p.hosts[pi.host].replicas)
+		}
+		d := resDesc{name: pi.name, kind: resPassive, servers: int(pi.capacity), replicas: n}
+		for r := 0; r < n; r++ {
+			d.inst = append(d.inst, int(pi.inst)+r)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// repOut is what one replication observed.
+type repOut struct {
+	t        float64 // measured simulated time (after warm-up)
+	events   int64
+	requests int64
+	st       stats
+	res      [][]acct // per resDesc, per replica
+	trace    []float64
+	unstable *instability
+}
+
+// instability says why a replication was stopped.
+type instability struct {
+	resource string
+	deadlock bool
+	ratio    float64 // departures / arrivals at the resource (0: unknown)
+	live     int
+}
+
+// collect extracts a replication's observations from its engine.
+func collect(e *engine, descs []resDesc) *repOut {
+	o := &repOut{t: e.now - e.tCut, events: e.events, requests: e.mainEnds - e.cut, st: e.st, trace: e.trace}
+	o.res = make([][]acct, len(descs))
+	for i, d := range descs {
+		o.res[i] = make([]acct, len(d.inst))
+		for r, in := range d.inst {
+			switch d.kind {
+			case resStation:
+				o.res[i][r] = e.stations[in].acct
+			case resPool:
+				o.res[i][r] = e.pools[in].acct
+			default:
+				o.res[i][r] = e.passives[in].acct
+			}
+		}
+	}
+	if e.overflow || e.deadlock {
+		o.unstable = blame(e, descs)
+	}
+	return o
+}
+
+// blame finds the resource with the most requests waiting.
+func blame(e *engine, descs []resDesc) *instability {
+	u := &instability{deadlock: e.deadlock, live: e.live}
+	best := -1
+	for _, d := range descs {
+		n := 0
+		var in, out int64
+		for _, i := range d.inst {
+			n += e.waitingAt(d.kind, i)
+			var a *acct
+			switch d.kind {
+			case resStation:
+				a = &e.stations[i].acct
+			case resPool:
+				a = &e.pools[i].acct
+			default:
+				a = &e.passives[i].acct
+			}
+			in += a.in
+			out += a.out
+		}
+		if n > best {
+			best = n
+			u.resource = d.name
+			u.ratio = 0
+			if in > 0 {
+				u.ratio = float64(out) / float64(in)
+			}
+		}
+	}
+	// Unbounded components (no thread limit) do not queue; the requests in
+	// the system then pile up at a station or a lock, found above.
+	return u
+}
+
+// config is a resolved run configuration.
+type config struct {
+	seed      uint64
+	workers   int
+	precision float64
+	liveLimit int
+}
+
+// Solve implements solve.Solver.
+func (simulator) Solve(ctx context.Context, m *model.Model, opts solve.Options) (*solve.Result, error) {
+	start := time.Now()
+	res := solve.NewResult(m, "sim")
+	cfg := config{seed: opts.Seed, workers: opts.Workers, precision: opts.Precision}
+	if cfg.seed == 0 {
+		cfg.seed = 1
+	}
+	if cfg.workers <= 0 {
+		cfg.workers = runtime.GOMAXPROCS(0)
+	}
+	if !(cfg.precision > 0) {
+		cfg.precision = 0.02
+	}
+	if opts.Requests < 0 {
+		return nil, fmt.Errorf("simulate %s: negative number of requests %d", modelName(m), opts.Requests)
+	}
+
+	b := solve.Bounds(m)
+	if !b.Stable {
+		res.Stable = false
+		res.Bottleneck = b.Bottleneck
+		res.Saturation = b.Saturation
+		res.Warnings = append(res.Warnings, fmt.Sprintf(
+			"the open workloads need %.3g times what %s can serve (utilization law); not simulated",
+			b.Utilization[b.Bottleneck], b.Bottleneck))
+		res.Sim = &solve.SimInfo{Seed: cfg.seed, WallSeconds: time.Since(start).Seconds()}
+		return res, nil
+	}
+
+	p, err := compile(m)
+	if err != nil {
+		return nil, fmt.Errorf("simulate %s: %w", modelName(m), err)
+	}
+	descs := resources(p)
+	cfg.liveLimit = liveLimit(m)
+
+	if !hasLoad(p) {
+		res.Warnings = append(res.Warnings, "no workload sends requests (all open rates and user counts are zero)")
+		fillIdle(res, p, descs)
+		res.Sim = &solve.SimInfo{Seed: cfg.seed, WallSeconds: time.Since(start).Seconds()}
+		return res, nil
+	}
+
+	r := &runner{p: p, descs: descs, cfg: cfg, ctx: ctx, progress: opts.Progress}
+	if err := r.run(opts.Requests); err != nil {
+		return nil, err
+	}
+	if r.unstable != nil {
+		reportUnstable(res, m, r.unstable)
+	} else {
+		r.fill(res)
+	}
+	res.Warnings = append(res.Warnings, r.warnings...)
+	res.Sim = &solve.SimInfo{
+		Seed:         cfg.seed,
+		Replications: len(r.outs),
+		Requests:     r.requests,
+		Events:       r.events,
+		SimTime:      r.simTime,
+		WallSeconds:  time.Since(start).Seconds(),
+		WarmupCut:    float64(r.cut),
+	}
+	return res, nil
+}
+
+func modelName(m *model.Model) string {
+	switch {
+	case m.File != "":
+		return m.File
+	case m.Name != "":
+		return m.Name
+	}
+	return "model"
+}
+
+// hasLoad reports whether some workload sends requests at all.
+func hasLoad(p *program) bool {
+	for _, w := range p.workloads {
+		if w.open && w.rate > 0 || !w.open && w.users > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// liveLimit is the number of tasks in the system beyond which a run has no
+// steady state: far above what Little's law gives for the open workloads
+// with no queueing at all, plus the closed populations.
+func liveLimit(m *model.Model) int {
+	n := 0.0
+	for _, w := range m.Workloads {
+		switch {
+		case w.Open != nil && w.Open.Rate > 0:
+			d := m.Demands(w)
+			t := d.Delay
+			for _, s := range d.Service {
+				t += s
+			}
+			visits := 1.0
+			for _, v := range d.Visits {
+				visits += v
+			}
+			n += w.Open.Rate*t + visits
+		case w.Closed != nil:
+			n += float64(w.Closed.Users)
+		}
+	}
+	return liveBase + int(math.Min(100*n, 1e8))
+}
+
+// runner runs the replications of one Solve.
+type runner struct {
+	p        *program
+	descs    []resDesc
+	cfg      config
+	ctx      context.Context
+	progress func(float64)
+
+	cut      int64
+	outs     []*repOut
+	warnings []string
+	unstable *instability
+	requests int64
+	events   int64
+	simTime  float64
+
+	// Sketches merged over all replications so far.
+	wlSk, opSk []*ddsketch.DDSketch
+}
+
+// run plans and runs the replications: a pilot for the warm-up, then either
+// a fixed split of the requests or rounds until precision.
+func (r *runner) run(requests int64) error {
+	reps, perRep := 0, int64(precisionPerRep)
+	if requests > 0 {
+		reps = int(min(int64(fixedReps), max(requests/minPerRep, 2)))
+		if requests < 2 {
+			reps = 1
+		}
+		perRep = (requests + int64(reps) - 1) / int64(reps)
+	}
+	if err := r.pilot(perRep); err != nil || r.unstable != nil {
+		return err
+	}
+	r.wlSk = make([]*ddsketch.DDSketch, len(r.p.workloads))
+	for i := range r.wlSk {
+		r.wlSk[i] = newSketch()
+	}
+	r.opSk = make([]*ddsketch.DDSketch, len(r.p.ops))
+	for i := range r.opSk {
+		r.opSk[i] = newSketch()
+	}
+	if requests > 0 {
+		quotas := make([]int64, reps)
+		for i := range quotas {
+			quotas[i] = requests / int64(reps)
+			if int64(i) < requests%int64(reps) {
+				quotas[i]++
+			}
+		}
+		return r.round(quotas, 1)
+	}
+	quotas := make([]int64, precisionReps)
+	for i := range quotas {
+		quotas[i] = precisionPerRep
+	}
+	for {
+		if err := r.round(quotas, float64(len(r.outs)+len(quotas))/float64(maxReplications)); err != nil || r.unstable != nil {
+			return err
+		}
+		f := r.precisionFactor()
+		if f <= 1 {
+			return nil
+		}
+		n := len(r.outs)
+		if n >= maxReplications {
+			r.warnings = append(r.warnings, fmt.Sprintf(
+				"stopped at %d replications before every mean reached the requested precision %.3g (the worst half-width is %.3g times too wide)",
+				n, r.cfg.precision, math.Sqrt(f)))
+			return nil
+		}
+		// Half-widths shrink as 1/√replications: aim 10 % past the need.
+		want := int(math.Ceil(float64(n)*f*1.1)) - n
+		want = max(want, 2)
+		want = min(want, maxReplications-n)
+		quotas = quotas[:0]
+		for range want {
+			quotas = append(quotas, precisionPerRep)
+		}
+	}
+}
+
+// pilot runs the pilot replication(s) and sets the warm-up cut.
+func (r *runner) pilot(perRep int64) error {
+	n := min(max(perRep, pilotMin), pilotMax)
+	for attempt := 0; ; attempt++ {
+		e := newEngine(r.p, r.cfg.seed, pilotStream+uint64(attempt), 0, n, r.cfg.liveLimit)
+		e.trace = make([]float64, 0, n)
+		if err := e.run(r.ctx); err != nil {
+			return err
+		}
+		r.events += e.events
+		if e.overflow || e.deadlock {
+			r.unstable = blame(e, r.descs)
+			return nil
+		}
+		d, ok := mser5(e.trace)
+		if ok || attempt == 2 {
+			if !ok {
+				r.warnings = append(r.warnings, fmt.Sprintf(
+					"the warm-up did not settle within a pilot of %d requests; the first %d of each replication are discarded, which may be too few",
+					n, d))
+			}
+			r.cut = max(int64(d), minCut)
+			return nil
+		}
+		n *= 4
+	}
+}
+
+// mser5 returns the number of observations to discard from the front of x by
+// MSER-5: over batch means of five, the truncation d (in batches) that
+// minimizes the squared standard error of the remaining mean,
+// Σ_{i>d}(y_i − ȳ_d)² / (n−d)², among d ≤ n/2. ok is false when the minimum
+// is at the end of that range, which means the sequence is too short to show
+// the end of the transient.
+func mser5(x []float64) (discard int, ok bool) {
+	const b = 5
+	n := len(x) / b
+	if n < 4 {
+		return 0, true
+	}
+	y := make([]float64, n)
+	for i := range y {
+		s := 0.0
+		for _, v := range x[i*b : i*b+b] {
+			s += v
+		}
+		y[i] = s / b
+	}
+	// Suffix sums, with values centred on the overall mean for precision.
+	mu := 0.0
+	for _, v := range y {
+		mu += v
+	}
+	mu /= float64(n)
+	s1 := make([]float64, n+1)
+	s2 := make([]float64, n+1)
+	for i := n - 1; i >= 0; i-- {
+		v := y[i] - mu
+		s1[i] = s1[i+1] + v
+		s2[i] = s2[i+1] + v*v
+	}
+	best, bestD := math.Inf(1), 0
+	limit := n / 2
+	for d := 0; d <= limit; d++ {
+		k := float64(n - d)
+		sse := s2[d] - s1[d]*s1[d]/k
+		if stat := sse / (k * k); stat < best {
+			best, bestD = stat, d
+		}
+	}
+	return bestD * b, bestD < limit
+}
+
+// round runs replications with the given quotas, in parallel, and adds them
+// to the runner's observations in index order.
+func (r *runner) round(quotas []int64, progressAfter float64) error {
+	first := len(r.outs)
+	outs := make([]*repOut, len(quotas))
+	errs := make([]error, len(quotas))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	finished := 0
+	for range min(r.cfg.workers, len(quotas)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				e := newEngine(r.p, r.cfg.seed, uint64(first+i), r.cut, quotas[i], r.cfg.liveLimit)
+				if err := e.run(r.ctx); err != nil {
+					errs[i] = err
+					continue
+				}
+				outs[i] = collect(e, r.descs)
+				if r.progress != nil {
+					mu.Lock()
+					finished++
+					done := float64(first+finished) / float64(first+len(quotas)) * progressAfter
+					r.progress(math.Min(done, 1))
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := range quotas {
+		if r.ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	for _, o := range outs {
+		r.events += o.events
+		if o.unstable != nil && r.unstable == nil {
+			r.unstable = o.unstable
+		}
+		r.outs = append(r.outs, o)
+		r.requests += o.requests
+		r.simTime += o.t
+		for i, s := range o.st.wlSk {
+			if err := r.wlSk[i].MergeWith(s); err != nil {
+				return err
+			}
+		}
+		for i, s := range o.st.opSk {
+			if err := r.opSk[i].MergeWith(s); err != nil {
+				return err
+			}
+		}
+		// The sketches are merged; free them.
+		o.st.wlSk, o.st.opSk = nil, nil
+	}
+	return nil
+}
+
+// estimate is a mean over replications with its 95 % half-width.
+type estimate struct {
+	mean, hw float64
+	n        int
+}
+
+func (e estimate) ci() *[2]float64 {
+	if e.n < 2 || math.IsNaN(e.hw) {
+		return nil
+	}
+	return &[2]float64{e.mean - e.hw, e.mean + e.hw}
+}
+
+// estimateOf computes the mean and Student-t 95 % half-width of the values
+// that are not NaN.
+func estimateOf(values []float64) estimate {
+	var s float64
+	n := 0
+	for _, v := range values {
+		if !math.IsNaN(v) {
+			s += v
+			n++
+		}
+	}
+	if n == 0 {
+		return estimate{mean: math.NaN(), hw: math.NaN()}
+	}
+	mean := s / float64(n)
+	if n < 2 {
+		return estimate{mean: mean, hw: math.NaN(), n: n}
+	}
+	var ss float64
+	for _, v := range values {
+		if !math.IsNaN(v) {
+			ss += (v - mean) * (v - mean)
+		}
+	}
+	sd := math.Sqrt(ss / float64(n-1))
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n - 1)}.Quantile(0.975)
+	return estimate{mean: mean, hw: t * sd / math.Sqrt(float64(n)), n: n}
+}
+
+// series collects one value per replication.
+func (r *runner) series(f func(o *repOut) float64) estimate {
+	v := make([]float64, len(r.outs))
+	for i, o := range r.outs {
+		v[i] = f(o)
+	}
+	return estimateOf(v)
+}
+
+func ratio(a float64, n int64) float64 {
+	if n == 0 {
+		return math.NaN()
+	}
+	return a / float64(n)
+}
+
+// utilization is a resource's busy fraction in one replication, over all
+// replicas (rep < 0) or of one.
+func utilization(o *repOut, d *resDesc, i, rep int) float64 {
+	if o.t <= 0 {
+		return math.NaN()
+	}
+	if rep >= 0 {
+		return o.res[i][rep].area / (float64(d.servers) * o.t)
+	}
+	var a float64
+	for _, x := range o.res[i] {
+		a += x.area
+	}
+	return a / (float64(d.servers*d.replicas) * o.t)
+}
+
+// precisionFactor is the largest (half-width / allowed half-width)² over the
+// reported means: 1 or less when every one is precise enough.
+func (r *runner) precisionFactor() float64 {
+	worst := 0.0
+	check := func(e estimate, scale float64) {
+		if e.n < 2 || math.IsNaN(e.hw) || !(scale > 0) {
+			return
+		}
+		if f := e.hw / (r.cfg.precision * scale); f*f > worst {
+			worst = f * f
+		}
+	}
+	for w := range r.p.workloads {
+		x := r.series(func(o *repOut) float64 { return float64(o.st.wlN[w]) / o.t })
+		check(x, math.Abs(x.mean))
+		rt := r.series(func(o *repOut) float64 { return ratio(o.st.wlRT[w], o.st.wlN[w]) })
+		check(rt, math.Abs(rt.mean))
+	}
+	for op := range r.p.ops {
+		x := r.series(func(o *repOut) float64 { return float64(o.st.opN[op]) / o.t })
+		if x.mean == 0 {
+			continue
+		}
+		check(x, math.Abs(x.mean))
+		rt := r.series(func(o *repOut) float64 { return ratio(o.st.opRT[op], o.st.opN[op]) })
+		check(rt, math.Abs(rt.mean))
+	}
+	for i := range r.descs {
+		d := &r.descs[i]
+		u := r.series(func(o *repOut) float64 { return utilization(o, d, i, -1) })
+		if u.mean > 0 {
+			check(u, math.Max(u.mean, utilFloor))
+		}
+	}
+	return worst
+}
+
+// quantiles are the reported percentiles.
+var quantiles = [...]float64{0.50, 0.90, 0.95, 0.99}
+
+// times builds a Times from a mean estimate and a sketch.
+func times(e estimate, sk *ddsketch.DDSketch) solve.Times {
+	t := solve.Times{Mean: e.mean, CI95: e.ci()}
+	if sk != nil && sk.GetCount() > 0 {
+		var q [len(quantiles)]float64
+		for i, p := range quantiles {
+			v, err := sk.GetValueAtQuantile(p)
+			if err != nil {
+				return t
+			}
+			q[i] = v
+		}
+		t.P50, t.P90, t.P95, t.P99 = solve.Float(q[0]), solve.Float(q[1]), solve.Float(q[2]), solve.Float(q[3])
+	}
+	return t
+}
+
+// fill writes the aggregated observations into res.
+func (r *runner) fill(res *solve.Result) {
+	for w, wi := range r.p.workloads {
+		x := r.series(func(o *repOut) float64 { return float64(o.st.wlN[w]) / o.t })
+		rt := r.series(func(o *repOut) float64 { return ratio(o.st.wlRT[w], o.st.wlN[w]) })
+		ct := r.series(func(o *repOut) float64 { return ratio(o.st.wlCT[w], o.st.wlCTN[w]) })
+		dr := r.series(func(o *repOut) float64 { return float64(o.st.wlDropped[w]) / o.t })
+		wr := &solve.WorkloadResult{Throughput: x.mean, ThroughputCI95: x.ci(), Dropped: dr.mean}
+		if !math.IsNaN(rt.mean) {
+			wr.ResponseTime = times(rt, r.wlSk[w])
+		}
+		if !math.IsNaN(ct.mean) {
+			wr.CompletionTime = &solve.Times{Mean: ct.mean, CI95: ct.ci()}
+		}
+		res.Workloads[wi.name] = wr
+	}
+	for op, oi := range r.p.ops {
+		x := r.series(func(o *repOut) float64 { return float64(o.st.opN[op]) / o.t })
+		if !(x.mean > 0) {
+			continue
+		}
+		rt := r.series(func(o *repOut) float64 { return ratio(o.st.opRT[op], o.st.opN[op]) })
+		res.Operations[oi.id] = &solve.OperationResult{Throughput: x.mean, ResponseTime: times(rt, r.opSk[op])}
+	}
+	top := -1.0
+	for i := range r.descs {
+		d := &r.descs[i]
+		u := r.series(func(o *repOut) float64 { return utilization(o, d, i, -1) })
+		rr := &solve.ResourceResult{Utilization: u.mean, UtilizationCI95: u.ci(), Busy: u.mean * float64(d.servers*d.replicas)}
+		if d.replicas > 1 {
+			for rep := range d.replicas {
+				rr.PerReplica = append(rr.PerReplica, r.series(func(o *repOut) float64 { return utilization(o, d, i, rep) }).mean)
+			}
+		}
+		var ws float64
+		var wn int64
+		for _, o := range r.outs {
+			for _, a := range o.res[i] {
+				ws += a.waitSum
+				wn += a.waitN
+			}
+		}
+		if wn > 0 {
+			rr.Wait = &solve.Times{Mean: math.Max(ws/float64(wn), 0)}
+		}
+		res.Resources[d.name] = rr
+		if u.mean > top {
+			top, res.Bottleneck = u.mean, d.name
+		}
+	}
+	if top <= 0 {
+		res.Bottleneck = ""
+	}
+}
+
+// fillIdle writes the result of a model without load.
+func fillIdle(res *solve.Result, p *program, descs []resDesc) {
+	for _, w := range p.workloads {
+		res.Workloads[w.name] = &solve.WorkloadResult{}
+	}
+	for _, d := range descs {
+		rr := &solve.ResourceResult{}
+		if d.replicas > 1 {
+			rr.PerReplica = make([]float64, d.replicas)
+		}
+		res.Resources[d.name] = rr
+	}
+}
+
+// reportUnstable writes the result of a run stopped for lack of a steady
+// state.
+func reportUnstable(res *solve.Result, m *model.Model, u *instability) {
+	res.Stable = false
+	res.Bottleneck = u.resource
+	if u.deadlock {
+		res.Warnings = append(res.Warnings, fmt.Sprintf(
+			"deadlock: every request in the system waits for another (most wait at %s); results would mean nothing", u.resource))
+		return
+	}
+	res.Warnings = append(res.Warnings, fmt.Sprintf(
+		"no steady state: %d requests piled up in the system, most of them waiting at %s; stopped the simulation", u.live, u.resource))
+	if u.ratio > 0 && u.ratio < 1 {
+		at := map[string]float64{}
+		for _, w := range m.Workloads {
+			if w.Open != nil && w.Open.Rate > 0 {
+				at["workload."+w.Name+".open.rate"] = w.Open.Rate * u.ratio
+			}
+		}
+		if len(at) > 0 {
+			res.Saturation = &solve.Saturation{Resource: u.resource, At: at}
+			res.Warnings = append(res.Warnings, fmt.Sprintf(
+				"the saturation rate of %s is estimated from the rate at which it served requests before the stop", u.resource))
+		}
+	}
+}
+
+// sortedNames is used by tests and text output to list map keys in order.
+func sortedNames[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

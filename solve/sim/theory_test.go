@@ -1,0 +1,392 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"testing"
+)
+
+// singleQueue is a model with one operation of the given steps on host h,
+// called by one open workload.
+func singleQueue(host, comp, steps string, rate float64) string {
+	return fmt.Sprintf(`perfcast: 1
+hosts: {h: %s}
+components:
+  c: {host: h%s, operations: {op: {steps: %s}}}
+workload:
+  w: {open: {rate: %g}, steps: [{call: c/op}]}
+`, host, comp, steps, rate)
+}
+
+func TestMM1FCFS(t *testing.T) {
+	const lambda, s = 700.0, 1e-3
+	r := run(t, singleQueue(`{cpu: {scheduling: fcfs}}`, "", `[{cpu: exp(1ms)}]`, lambda), 400000)
+	w := wl(t, r, "w")
+	mean := 1 / (1/s - lambda)
+	within(t, "mean response", w.ResponseTime.Mean, w.ResponseTime.CI95, mean, 0)
+	within(t, "throughput", w.Throughput, w.ThroughputCI95, lambda, 0)
+	cpu := res(t, r, "h.cpu")
+	within(t, "utilization", cpu.Utilization, cpu.UtilizationCI95, lambda*s, 0)
+	// The sojourn time of M/M/1 FCFS is exponential with rate μ − λ.
+	tol := percentileTolerance(halfWidth(w.ResponseTime.CI95) / w.ResponseTime.Mean)
+	withinRel(t, "p50", *w.ResponseTime.P50, math.Ln2*mean, tol)
+	withinRel(t, "p95", *w.ResponseTime.P95, -math.Log(0.05)*mean, tol)
+	// The operation is the whole request here.
+	o := op(t, r, "c/op")
+	within(t, "operation mean", o.ResponseTime.Mean, o.ResponseTime.CI95, mean, 0)
+	// Waiting time in queue: ρ/(μ−λ).
+	withinRel(t, "cpu wait", cpu.Wait.Mean, lambda*s*mean, 3*halfWidth(w.ResponseTime.CI95)/(lambda*s*mean))
+}
+
+// TestMMc checks Erlang C against every kind of multi-server resource: FCFS
+// and PS cores (with exponential demands both have the birth–death process
+// of M/M/c, hence its mean by Little's law), disk servers, a thread pool
+// whose operation is a delay, and a passive resource of six units taken two
+// at a time.
+func TestMMc(t *testing.T) {
+	const c, lambda, s = 3, 2400.0, 1e-3
+	cases := []struct {
+		name, host, comp, steps, res string
+		util                         float64
+	}{
+		{"cpu-fcfs", `{cpu: {cores: 3, scheduling: fcfs}}`, "", `[{cpu: exp(1ms)}]`, "h.cpu", lambda * s / c},
+		{"cpu-ps", `{cpu: {cores: 3}}`, "", `[{cpu: exp(1ms)}]`, "h.cpu", lambda * s / c},
+		{"disk", `{disks: {d: {servers: 3}}}`, "", `[{disk: exp(1ms)}]`, "h.disk.d", lambda * s / c},
+		{"threads", `{}`, ", threads: 3", `[{delay: exp(1ms)}]`, "c.threads", lambda * s / c},
+		{"units", `{}`, "", `[{hold: {resource: p, units: 2, steps: [{delay: exp(1ms)}]}}]`, "p", lambda * s / c},
+	}
+	want := mmcResponse(c, lambda, s)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			src := singleQueue(tc.host, tc.comp, tc.steps, lambda)
+			if tc.name == "units" {
+				src += "passive: {p: {capacity: 6}}\n"
+			}
+			r := run(t, src, 300000)
+			w := wl(t, r, "w")
+			within(t, "mean response", w.ResponseTime.Mean, w.ResponseTime.CI95, want, 0)
+			x := res(t, r, tc.res)
+			within(t, "utilization", x.Utilization, x.UtilizationCI95, tc.util, 0)
+		})
+	}
+}
+
+// TestMD1 checks Pollaczek–Khinchine under FCFS and the insensitivity of
+// processor sharing (M/D/1-PS has the mean of M/M/1-PS, S/(1−ρ)), a lock
+// (capacity 1) held around a constant delay, scoped and unscoped, and a
+// round-robin CPU with a quantum of 1/50 of the demand, which approaches PS.
+func TestMD1(t *testing.T) {
+	const lambda, s = 700.0, 1e-3
+	rho := lambda * s
+	pk := s + rho*s/(2*(1-rho))
+	ps := s / (1 - rho)
+	cases := []struct {
+		name, host, steps string
+		want              float64
+		n                 int64
+		floor             float64
+	}{
+		{"fcfs", `{cpu: {scheduling: fcfs}}`, `[{cpu: det(1ms)}]`, pk, 300000, 0},
+		{"ps", `{}`, `[{cpu: det(1ms)}]`, ps, 300000, 0},
+		{"lock", `{}`, `[{hold: {resource: lock, steps: [{delay: det(1ms)}]}}]`, pk, 300000, 0},
+		{"acquire", `{}`, `[{acquire: lock}, {delay: det(1ms)}, {release: lock}]`, pk, 300000, 0},
+		// Round robin with quantum q differs from PS by O(q); with q = S/50
+		// a 2 % allowance covers that bias.
+		{"rr", `{cpu: {scheduling: rr, quantum: 20us}}`, `[{cpu: det(1ms)}]`, ps, 100000, 0.02 * ps},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			src := singleQueue(tc.host, "", tc.steps, lambda) + "passive: {lock: {capacity: 1}}\n"
+			r := run(t, src, tc.n)
+			w := wl(t, r, "w")
+			within(t, "mean response", w.ResponseTime.Mean, w.ResponseTime.CI95, tc.want, tc.floor)
+		})
+	}
+}
+
+// TestRandomReplicas: Poisson arrivals split at random over r replicas make
+// r independent M/M/1 queues with rate λ/r.
+func TestRandomReplicas(t *testing.T) {
+	const lambda, s, reps = 2100.0, 1e-3, 3
+	r := run(t, singleQueue(`{replicas: 3, balancer: random, cpu: {scheduling: fcfs}}`, "", `[{cpu: exp(1ms)}]`, lambda), 400000)
+	w := wl(t, r, "w")
+	within(t, "mean response", w.ResponseTime.Mean, w.ResponseTime.CI95, 1/(1/s-lambda/reps), 0)
+	cpu := res(t, r, "h.cpu")
+	within(t, "utilization", cpu.Utilization, cpu.UtilizationCI95, lambda*s/reps, 0)
+	if len(cpu.PerReplica) != reps {
+		t.Fatalf("per_replica has %d entries, want %d", len(cpu.PerReplica), reps)
+	}
+	for i, u := range cpu.PerReplica {
+		// A replica's utilization has about √r times the half-width of the
+		// average over replicas.
+		within(t, fmt.Sprintf("replica %d utilization", i), u, cpu.UtilizationCI95, lambda*s/reps, ciFactor*math.Sqrt(reps)*halfWidth(cpu.UtilizationCI95))
+	}
+}
+
+// TestLeastBusy: joining the least busy replica beats random choice, and
+// keeps replicas evenly loaded.
+func TestLeastBusy(t *testing.T) {
+	const lambda = 1600.0
+	random := run(t, singleQueue(`{replicas: 2, balancer: random, cpu: {scheduling: fcfs}}`, "", `[{cpu: exp(1ms)}]`, lambda), 200000)
+	least := run(t, singleQueue(`{replicas: 2, balancer: least-busy, cpu: {scheduling: fcfs}}`, "", `[{cpu: exp(1ms)}]`, lambda), 200000)
+	rr, lr := wl(t, random, "w").ResponseTime, wl(t, least, "w").ResponseTime
+	if !(lr.CI95[1] < rr.CI95[0]) {
+		t.Errorf("least-busy mean %.4g %v is not below random %.4g %v", lr.Mean, *lr.CI95, rr.Mean, *rr.CI95)
+	}
+	// Random split: each replica M/M/1 at 0.8, mean 5 ms; joining the
+	// shorter queue must do at least as well as round robin would, far
+	// better than 5 ms.
+	within(t, "random mean", rr.Mean, rr.CI95, 1/(1000-lambda/2), 0)
+}
+
+// TestForkJoin: the join of two independent exponential delays waits for
+// the larger, whose mean is 1.5/μ.
+func TestForkJoin(t *testing.T) {
+	r := run(t, `perfcast: 1
+workload:
+  w:
+    open: {rate: 200/s}
+    steps:
+      - parallel:
+          - [{delay: exp(10ms)}]
+          - [{delay: exp(10ms)}]
+`, 200000)
+	w := wl(t, r, "w")
+	within(t, "mean response", w.ResponseTime.Mean, w.ResponseTime.CI95, 0.015, 0)
+	// P(max ≤ x) = (1 − e^{−μx})², so the median solves it = 1/2.
+	median := -0.01 * math.Log(1-math.Sqrt(0.5))
+	withinRel(t, "p50", *w.ResponseTime.P50, median, percentileTolerance(halfWidth(w.ResponseTime.CI95)/w.ResponseTime.Mean))
+}
+
+// TestGammaArrivals checks open arrivals with cv ≠ 1 against GI/M/1: the
+// sojourn time is exponential with rate μ(1−σ), σ the root in (0, 1) of
+// σ = A*(μ(1−σ)), where A*(s) = (1+θs)^(−k) is the Laplace transform of the
+// gamma interarrival time with shape k = 1/cv² and scale θ = cv²/λ.
+func TestGammaArrivals(t *testing.T) {
+	const lambda, mu = 600.0, 1000.0
+	for _, cv := range []float64{0.5, 2} {
+		t.Run(fmt.Sprintf("cv=%g", cv), func(t *testing.T) {
+			k, theta := 1/(cv*cv), cv*cv/lambda
+			sigma := 0.5
+			for range 10000 {
+				sigma = math.Pow(1+theta*mu*(1-sigma), -k)
+			}
+			src := fmt.Sprintf(`perfcast: 1
+hosts: {h: {cpu: {scheduling: fcfs}}}
+components:
+  c: {host: h, operations: {op: {steps: [{cpu: exp(1ms)}]}}}
+workload:
+  w: {open: {rate: %g, cv: %g}, steps: [{call: c/op}]}
+`, lambda, cv)
+			r := run(t, src, 300000)
+			w := wl(t, r, "w")
+			within(t, "mean response", w.ResponseTime.Mean, w.ResponseTime.CI95, 1/(mu*(1-sigma)), 0)
+			within(t, "throughput", w.Throughput, w.ThroughputCI95, lambda, 0)
+		})
+	}
+}
+
+// TestNearlyDeterministicArrivals: arrivals every 10 ms (cv 0.001) at a
+// server that needs 8 ms never queue, so the response is exactly 8 ms.
+func TestNearlyDeterministicArrivals(t *testing.T) {
+	r := run(t, `perfcast: 1
+hosts: {h: {cpu: {scheduling: fcfs}}}
+components:
+  c: {host: h, operations: {op: {steps: [{cpu: det(8ms)}]}}}
+workload:
+  w: {open: {rate: 100/s, cv: 0.001}, steps: [{call: c/op}]}
+`, 20000)
+	w := wl(t, r, "w")
+	withinRel(t, "mean response", w.ResponseTime.Mean, 0.008, numFloor)
+	// With Poisson arrivals the same server makes requests wait.
+	p := wl(t, run(t, singleQueue(`{cpu: {scheduling: fcfs}}`, "", `[{cpu: det(8ms)}]`, 100), 20000), "w")
+	if !(p.ResponseTime.Mean > 0.008*1.5) {
+		t.Errorf("Poisson arrivals: mean %.4g, want the M/D/1 value %.4g", p.ResponseTime.Mean, 0.008+0.8*0.008/(2*0.2))
+	}
+}
+
+// TestSpeed: a CPU twice as fast halves the demand: M/M/1 with μ = 2/S.
+func TestSpeed(t *testing.T) {
+	const lambda = 1400.0
+	r := run(t, singleQueue(`{cpu: {scheduling: fcfs, speed: 2}}`, "", `[{cpu: exp(1ms)}]`, lambda), 300000)
+	w := wl(t, r, "w")
+	within(t, "mean response", w.ResponseTime.Mean, w.ResponseTime.CI95, 1/(2000-lambda), 0)
+}
+
+// TestRandomOrderDisk: serving in random order keeps the M/M/1 mean (it is
+// work-conserving and blind to service times) but spreads the times: its
+// p99 lies above FCFS's, whose sojourn is exponential.
+func TestRandomOrderDisk(t *testing.T) {
+	const lambda = 800.0
+	r := run(t, singleQueue(`{disks: {d: {scheduling: random}}}`, "", `[{disk: exp(1ms)}]`, lambda), 400000)
+	w := wl(t, r, "w")
+	mean := 1 / (1000 - lambda)
+	within(t, "mean response", w.ResponseTime.Mean, w.ResponseTime.CI95, mean, 0)
+	fcfsP99 := -math.Log(0.01) * mean
+	if !(*w.ResponseTime.P99 > fcfsP99*1.1) {
+		t.Errorf("random order p99 %.4g is not above the FCFS p99 %.4g", *w.ResponseTime.P99, fcfsP99)
+	}
+}
+
+// TestBlockingQueue: a single thread with no queue that blocks the sender is
+// a FCFS server with the senders waiting in order: M/M/1.
+func TestBlockingQueue(t *testing.T) {
+	const lambda = 700.0
+	r := run(t, singleQueue(`{}`, ", threads: 1, queue: 0, on_full: block", `[{delay: exp(1ms)}]`, lambda), 300000)
+	w := wl(t, r, "w")
+	within(t, "mean response", w.ResponseTime.Mean, w.ResponseTime.CI95, 1/(1000-lambda), 0)
+	th := res(t, r, "c.threads")
+	within(t, "thread utilization", th.Utilization, th.UtilizationCI95, 0.7, 0)
+}
+
+// TestDropMM1K: one thread, a queue of K−1 and drop on full is M/M/1/K. The
+// thread is entered while the caller holds a pool of its own component,
+// which the drops must give back (a leak would exhaust it and stall the
+// run).
+func TestDropMM1K(t *testing.T) {
+	const lambda, mu, k = 900.0, 1000.0, 4
+	src := fmt.Sprintf(`perfcast: 1
+hosts: {h: {}}
+components:
+  front:
+    host: h
+    operations:
+      x: {steps: [{hold: {resource: conn, steps: [{call: c/op}]}}]}
+  c:
+    host: h
+    threads: 1
+    queue: %d
+    on_full: drop
+    operations:
+      op: {steps: [{delay: exp(1ms)}]}
+passive:
+  conn: {capacity: 50}
+workload:
+  w: {open: {rate: %g}, steps: [{call: front/x}]}
+`, k-1, lambda)
+	r := run(t, src, 300000)
+	rho := lambda / mu
+	pk := (1 - rho) * math.Pow(rho, k) / (1 - math.Pow(rho, k+1))
+	w := wl(t, r, "w")
+	within(t, "throughput", w.Throughput, w.ThroughputCI95, lambda*(1-pk), 0)
+	// The arrivals are Poisson: the dropped rate's relative standard error
+	// is about that of a count of λ·P_K·T events; four of them, on top of
+	// the throughput's own interval, bound the check.
+	T := r.Sim.SimTime
+	se := math.Sqrt(lambda * pk / T)
+	if d := math.Abs(w.Dropped - lambda*pk); d > 4*se+ciFactor*halfWidth(w.ThroughputCI95) {
+		t.Errorf("dropped %.4g/s, theory %.4g/s (blocking probability %.4f)", w.Dropped, lambda*pk, pk)
+	}
+	// Mean number in M/M/1/K over the accepted rate gives the mean sojourn.
+	var n, norm float64
+	for j := 0; j <= k; j++ {
+		p := math.Pow(rho, float64(j))
+		n += float64(j) * p
+		norm += p
+	}
+	within(t, "mean response", w.ResponseTime.Mean, w.ResponseTime.CI95, n/norm/(lambda*(1-pk)), 0)
+}
+
+// TestVisits: operation throughputs are the workload rates times the
+// expected visits through loops, branches, switches on a request parameter
+// and on the class, and sends.
+func TestVisits(t *testing.T) {
+	src := `perfcast: 1
+hosts: {h: {cpu: {cores: 64}}}
+components:
+  a:
+    host: h
+    operations:
+      x:
+        steps:
+          - loop: {times: geometric(3), steps: [{call: b/y}]}
+          - branch:
+              - {p: 0.3, steps: [{call: b/z}]}
+              - {p: 0.7, steps: []}
+          - switch:
+              on: size
+              cases:
+                small: [{call: b/s}]
+                large: [{loop: {times: 2, steps: [{call: b/l}]}}]
+          - switch: {on: class, cases: {w1: [{call: b/c1}]}}
+  b:
+    host: h
+    operations:
+      y: {steps: [{cpu: exp(1ms)}]}
+      z: {steps: [{cpu: exp(1ms)}]}
+      s: {steps: [{cpu: exp(1ms)}]}
+      l: {steps: [{cpu: exp(1ms)}]}
+      c1: {steps: [{cpu: exp(1ms)}]}
+workload:
+  w1:
+    open: {rate: 100/s}
+    params: {size: {pmf: {small: 0.8, large: 0.2}}}
+    steps: [{call: a/x}]
+  w2:
+    open: {rate: 50/s}
+    params: {size: {pmf: {small: 0.8, large: 0.2}}}
+    steps: [{call: a/x}, {send: b/y}]
+`
+	r := run(t, src, 200000)
+	m := parse(t, src)
+	const l1, l2 = 100.0, 50.0
+	// Expected visits and second moments of the visit count per request.
+	// geometric(3) from 1: mean 3, variance 2·3 = 6, E[V²] = 15; plus one
+	// send in w2: E[(G+1)²] = 15 + 2·3 + 1 = 22.
+	type want struct{ rate, m2 float64 }
+	wants := map[string]want{
+		"a/x":  {l1 + l2, l1 + l2},
+		"b/y":  {3*l1 + 4*l2, 15*l1 + 22*l2},
+		"b/z":  {0.3 * (l1 + l2), 0.3 * (l1 + l2)},
+		"b/s":  {0.8 * (l1 + l2), 0.8 * (l1 + l2)},
+		"b/l":  {2 * 0.2 * (l1 + l2), 4 * 0.2 * (l1 + l2)},
+		"b/c1": {l1, l1},
+	}
+	// The expected visits agree with the model's own demand walk.
+	for _, w := range m.Workloads {
+		for id, v := range m.Demands(w).Visits {
+			_ = v
+			if _, ok := wants[id]; !ok {
+				t.Errorf("model visits %s, not expected", id)
+			}
+		}
+	}
+	dw1, dw2 := m.Demands(m.Workload("w1")), m.Demands(m.Workload("w2"))
+	for id, x := range wants {
+		if got := l1*dw1.Visits[id] + l2*dw2.Visits[id]; math.Abs(got-x.rate) > 1e-9*x.rate {
+			t.Errorf("%s: model demand walk gives %.6g visits/s, hand count %.6g", id, got, x.rate)
+		}
+	}
+	// An operation's count over the measured time T is compound Poisson:
+	// variance Σ λ·E[V²]·T. Four standard errors bound the rate.
+	T := r.Sim.SimTime
+	for id, x := range wants {
+		o := op(t, r, id)
+		se := math.Sqrt(x.m2 / T)
+		if d := math.Abs(o.Throughput - x.rate); d > 4*se {
+			t.Errorf("%s throughput %.5g, want %.5g (%.1f standard errors)", id, o.Throughput, x.rate, d/se)
+		}
+	}
+	if _, ok := r.Operations["b/missing"]; ok {
+		t.Error("unexpected operation")
+	}
+}
+
+// TestSendCompletion: a send does not delay the response but does delay
+// the completion time, here exactly (delays only, no queueing).
+func TestSendCompletion(t *testing.T) {
+	r := run(t, `perfcast: 1
+hosts: {h: {}}
+components:
+  a: {host: h, operations: {x: {steps: [{delay: det(1ms)}, {send: a/y}]}, y: {steps: [{delay: det(5ms)}]}}}
+workload:
+  w: {open: {rate: 100/s}, steps: [{call: a/x}]}
+`, 20000)
+	w := wl(t, r, "w")
+	withinRel(t, "response", w.ResponseTime.Mean, 0.001, numFloor)
+	withinRel(t, "completion", w.CompletionTime.Mean, 0.006, numFloor)
+	// a/y lags a/x by the sends still running when a replication stops
+	// (about rate × 5 ms ≈ 0.5 each), a few in the 20000 requests.
+	n := float64(r.Sim.Requests)
+	withinRel(t, "a/y throughput", op(t, r, "a/y").Throughput, wl(t, r, "w").Throughput, 3*float64(r.Sim.Replications)/n)
+}
