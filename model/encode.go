@@ -428,3 +428,16 @@ func writeJSON(buf *bytes.Buffer, n *yaml.Node, indent string) error {
 	}
 	return nil
 }
+
+// Clone returns a deep copy of a model, made by encoding and decoding it.
+func (m *Model) Clone() (*Model, error) {
+	var buf bytes.Buffer
+	if err := m.Encode(&buf, YAML); err != nil {
+		return nil, err
+	}
+	c, err := Decode(buf.Bytes(), m.File)
+	if err != nil {
+		return nil, fmt.Errorf("clone model: %w", err)
+	}
+	return c, nil
+}

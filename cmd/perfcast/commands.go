@@ -8,5 +8,6 @@ func commands(g *globalFlags) []*cobra.Command {
 		newCheckCmd(),
 		newExtractCmd(g),
 		newPredictCmd(),
+		newSweepCmd(),
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/perfcast/perfcast/solve"
 	"github.com/perfcast/perfcast/solve/mva"
 	"github.com/perfcast/perfcast/solve/sim"
+	"github.com/perfcast/perfcast/whatif"
 )
 
 // solveFlags are the flags of every command that solves models.
@@ -23,6 +24,7 @@ type solveFlags struct {
 	precision float64
 	workers   int
 	json      bool
+	sets      []string
 }
 
 func (f *solveFlags) register(cmd *cobra.Command) {
@@ -32,6 +34,27 @@ func (f *solveFlags) register(cmd *cobra.Command) {
 	cmd.Flags().Float64Var(&f.precision, "precision", 0.02, "relative 95 % confidence half-width every reported mean must reach")
 	cmd.Flags().IntVar(&f.workers, "workers", runtime.NumCPU(), "parallel replications (results do not depend on it)")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print the result as JSON")
+	cmd.Flags().StringArrayVar(&f.sets, "set", nil, "change the model before solving: `KEY=VALUE`, e.g. hosts.app.cpu.cores=8 or workload.*.load=2; repeatable")
+}
+
+// loadModel loads a model and applies the --set assignments.
+func (f *solveFlags) loadModel(path string) (*model.Model, error) {
+	m, err := model.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(f.sets) == 0 {
+		return m, nil
+	}
+	for _, s := range f.sets {
+		if err := whatif.Set(m, s); err != nil {
+			return nil, usageError{err}
+		}
+	}
+	if err := m.Validate(); err != nil {
+		return nil, fmt.Errorf("after --set: %w", err)
+	}
+	return m, nil
 }
 
 func (f *solveFlags) options() (solve.Options, error) {
@@ -102,7 +125,7 @@ the bottleneck and the rate at which it saturates, instead of being simulated
 forever. Exit status 0 means a result was produced, stable or not.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			m, err := model.Load(a[0])
+			m, err := f.loadModel(a[0])
 			if err != nil {
 				return err
 			}

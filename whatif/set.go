@@ -1,0 +1,296 @@
+// Package whatif changes models for comparative questions: --set assignments
+// of dotted keys, sweeps over ranges of values, and capacity searches.
+package whatif
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/perfcast/perfcast/model"
+)
+
+// field is one settable property of a named entity.
+type field struct {
+	// suffix follows the entity's name in a key, e.g. "cpu.cores".
+	suffix string
+	set    func(m *model.Model, name, value string) error
+}
+
+// section is a part of the model whose entries have settable fields.
+type section struct {
+	prefix string
+	names  func(m *model.Model) []string
+	fields []field
+}
+
+func intValue(value string, min int) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(value))
+	if err != nil {
+		return 0, fmt.Errorf("want a whole number, not %q", value)
+	}
+	if n < min {
+		return 0, fmt.Errorf("must be at least %d, not %d", min, n)
+	}
+	return n, nil
+}
+
+func floatValue(value string) (float64, error) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+	if err != nil || !(f > 0) {
+		return 0, fmt.Errorf("want a positive number, not %q", value)
+	}
+	return f, nil
+}
+
+var sections = []section{
+	{
+		prefix: "hosts",
+		names: func(m *model.Model) []string {
+			var out []string
+			for _, h := range m.Hosts {
+				out = append(out, h.Name)
+			}
+			return out
+		},
+		fields: []field{
+			{"replicas", func(m *model.Model, n, v string) (err error) {
+				m.Host(n).Replicas, err = intValue(v, 1)
+				return
+			}},
+			{"balancer", func(m *model.Model, n, v string) error {
+				m.Host(n).Balancer = model.Balancer(v)
+				return nil
+			}},
+			{"cpu.cores", func(m *model.Model, n, v string) (err error) {
+				m.Host(n).CPU.Cores, err = intValue(v, 1)
+				return
+			}},
+			{"cpu.speed", func(m *model.Model, n, v string) (err error) {
+				m.Host(n).CPU.Speed, err = floatValue(v)
+				return
+			}},
+			{"cpu.scheduling", func(m *model.Model, n, v string) error {
+				m.Host(n).CPU.Scheduling = model.Scheduling(v)
+				return nil
+			}},
+			{"cpu.quantum", func(m *model.Model, n, v string) (err error) {
+				m.Host(n).CPU.Quantum, err = model.ParseDuration(v)
+				return
+			}},
+		},
+	},
+	{
+		prefix: "components",
+		names: func(m *model.Model) []string {
+			var out []string
+			for _, c := range m.Components {
+				out = append(out, c.Name)
+			}
+			return out
+		},
+		fields: []field{
+			{"threads", func(m *model.Model, n, v string) (err error) {
+				if v == "unlimited" {
+					m.Component(n).Threads = model.Unlimited
+					return nil
+				}
+				m.Component(n).Threads, err = intValue(v, 1)
+				return
+			}},
+			{"queue", func(m *model.Model, n, v string) (err error) {
+				if v == "unlimited" {
+					m.Component(n).Queue = model.QueueUnlimited
+					return nil
+				}
+				m.Component(n).Queue, err = intValue(v, 0)
+				return
+			}},
+			{"on_full", func(m *model.Model, n, v string) error {
+				m.Component(n).OnFull = model.OnFull(v)
+				return nil
+			}},
+			{"host", func(m *model.Model, n, v string) error {
+				m.Component(n).Host = v
+				return nil
+			}},
+		},
+	},
+	{
+		prefix: "passive",
+		names: func(m *model.Model) []string {
+			var out []string
+			for _, p := range m.Passive {
+				out = append(out, p.Name)
+			}
+			return out
+		},
+		fields: []field{
+			{"capacity", func(m *model.Model, n, v string) (err error) {
+				m.PassiveResource(n).Capacity, err = intValue(v, 1)
+				return
+			}},
+		},
+	},
+	{
+		prefix: "workload",
+		names: func(m *model.Model) []string {
+			var out []string
+			for _, w := range m.Workloads {
+				out = append(out, w.Name)
+			}
+			return out
+		},
+		fields: []field{
+			{"open.rate", func(m *model.Model, n, v string) error {
+				w := m.Workload(n)
+				if w.Open == nil {
+					return fmt.Errorf("workload %s is closed", n)
+				}
+				r, err := model.ParseRate(v)
+				w.Open.Rate = r
+				return err
+			}},
+			{"open.cv", func(m *model.Model, n, v string) error {
+				w := m.Workload(n)
+				if w.Open == nil {
+					return fmt.Errorf("workload %s is closed", n)
+				}
+				var err error
+				w.Open.CV, err = floatValue(v)
+				return err
+			}},
+			{"closed.users", func(m *model.Model, n, v string) error {
+				w := m.Workload(n)
+				if w.Closed == nil {
+					return fmt.Errorf("workload %s is open", n)
+				}
+				var err error
+				w.Closed.Users, err = intValue(v, 0)
+				return err
+			}},
+			{"closed.think", func(m *model.Model, n, v string) error {
+				w := m.Workload(n)
+				if w.Closed == nil {
+					return fmt.Errorf("workload %s is open", n)
+				}
+				var err error
+				w.Closed.Think, err = model.ParseDist(v)
+				return err
+			}},
+			{"load", func(m *model.Model, n, v string) error {
+				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				if err != nil || !(f >= 0) {
+					return fmt.Errorf("want a factor ≥ 0, not %q", v)
+				}
+				return Scale(m.Workload(n), f)
+			}},
+		},
+	},
+}
+
+// Scale multiplies a workload's load by f: the rate of an open workload, the
+// population of a closed one (rounded to whole users).
+func Scale(w *model.Workload, f float64) error {
+	if w.Open != nil {
+		w.Open.Rate *= f
+	}
+	if w.Closed != nil {
+		w.Closed.Users = int(float64(w.Closed.Users)*f + 0.5)
+	}
+	return nil
+}
+
+// Set applies one assignment `KEY=VALUE` to the model. KEY is a dotted path
+// such as `hosts.app.cpu.cores` or `workload.*.load`, where `*` stands for
+// every name of the section. A key that names nothing is an error that lists
+// what exists. The model is not validated: call Validate after the last Set.
+func Set(m *model.Model, assignment string) error {
+	key, value, ok := strings.Cut(assignment, "=")
+	if !ok {
+		return fmt.Errorf("--set %q: want KEY=VALUE", assignment)
+	}
+	return SetKey(m, strings.TrimSpace(key), strings.TrimSpace(value))
+}
+
+// SetKey sets one key to a value; see Set.
+func SetKey(m *model.Model, key, value string) error {
+	for _, sec := range sections {
+		rest, ok := strings.CutPrefix(key, sec.prefix+".")
+		if !ok {
+			continue
+		}
+		for _, f := range sec.fields {
+			name, ok := strings.CutSuffix(rest, "."+f.suffix)
+			if !ok {
+				continue
+			}
+			names := sec.names(m)
+			targets := []string{name}
+			if name == "*" {
+				targets = names
+			} else if !contains(names, name) {
+				return fmt.Errorf("%s: no %s named %q (%s: %s)", key, singular(sec.prefix), name, sec.prefix, listOrNone(names))
+			}
+			for _, n := range targets {
+				if err := f.set(m, n, value); err != nil {
+					return fmt.Errorf("%s=%s: %w", key, value, err)
+				}
+			}
+			return nil
+		}
+		var keys []string
+		for _, f := range sec.fields {
+			keys = append(keys, sec.prefix+".NAME."+f.suffix)
+		}
+		return fmt.Errorf("%s: unknown key (settable: %s)", key, strings.Join(keys, ", "))
+	}
+	var prefixes []string
+	for _, s := range sections {
+		prefixes = append(prefixes, s.prefix)
+	}
+	return fmt.Errorf("%s: unknown key; keys start with %s", key, strings.Join(prefixes, ", "))
+}
+
+// Keys lists every settable key of the model, for help and error messages.
+func Keys(m *model.Model) []string {
+	var out []string
+	for _, sec := range sections {
+		for _, n := range sec.names(m) {
+			for _, f := range sec.fields {
+				out = append(out, sec.prefix+"."+n+"."+f.suffix)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func singular(section string) string {
+	switch section {
+	case "hosts":
+		return "host"
+	case "components":
+		return "component"
+	case "passive":
+		return "passive resource"
+	}
+	return section
+}
+
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,148 @@
+package whatif
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/solve"
+	"github.com/perfcast/perfcast/solve/mva"
+)
+
+const mm1 = `perfcast: 1
+hosts: {app: {cpu: {cores: 1}}}
+components:
+  svc:
+    host: app
+    threads: 4
+    operations:
+      op: {steps: [{cpu: exp(10ms)}]}
+passive:
+  lock: {capacity: 1}
+workload:
+  w:
+    open: {rate: 50/s}
+    steps: [{call: svc/op}]
+  u:
+    closed: {users: 10, think: exp(1s)}
+    steps: [{call: svc/op}]
+`
+
+func parse(t *testing.T) *model.Model {
+	t.Helper()
+	m, err := model.Parse([]byte(mm1), "mm1.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestSet(t *testing.T) {
+	m := parse(t)
+	for _, s := range []string{
+		"hosts.app.cpu.cores=8", "hosts.app.replicas=3", "hosts.app.cpu.speed=1.5",
+		"components.svc.threads=32", "passive.lock.capacity=20",
+		"workload.w.open.rate=120/s", "workload.u.closed.users=400", "workload.*.load=2",
+	} {
+		if err := Set(m, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	h := m.Host("app")
+	if h.CPU.Cores != 8 || h.Replicas != 3 || h.CPU.Speed != 1.5 || m.Component("svc").Threads != 32 ||
+		m.PassiveResource("lock").Capacity != 20 || m.Workload("w").Open.Rate != 240 || m.Workload("u").Closed.Users != 800 {
+		t.Errorf("not all set:\n%s", m.Marshal())
+	}
+}
+
+func TestSetErrors(t *testing.T) {
+	m := parse(t)
+	for s, want := range map[string]string{
+		"hosts.db.cpu.cores=2":      `no host named "db" (hosts: app)`,
+		"hosts.app.cpu.corez=2":     "unknown key (settable: hosts.NAME.replicas",
+		"host.app.cpu.cores=2":      "keys start with hosts, components, passive, workload",
+		"hosts.app.cpu.cores=two":   "whole number",
+		"hosts.app.cpu.cores":       "KEY=VALUE",
+		"workload.u.open.rate=3":    "closed",
+		"components.svc.threads=0":  "at least 1",
+		"workload.w.open.rate=fast": "rate",
+		"passive.nope.capacity=2":   `no passive resource named "nope" (passive: lock)`,
+	} {
+		err := Set(m, s)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want it to contain %q", s, err, want)
+		}
+	}
+}
+
+func TestParseVary(t *testing.T) {
+	for s, want := range map[string][]float64{
+		"workload.w.open.rate=10/s..40/s:10": {10, 20, 30, 40},
+		"hosts.app.cpu.cores=1..4":           {1, 2, 3, 4},
+		"workload.*.load=1..2":               {1, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9, 2},
+		"components.svc.threads=10..100":     {10, 19, 28, 37, 46, 55, 64, 73, 82, 91, 100},
+	} {
+		v, err := ParseVary(s)
+		if err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		if len(v.Values) != len(want) {
+			t.Fatalf("%s: %v, want %v", s, v.Values, want)
+		}
+		for i := range want {
+			if math.Abs(v.Values[i]-want[i]) > 1e-9 {
+				t.Errorf("%s: %v, want %v", s, v.Values, want)
+				break
+			}
+		}
+	}
+	for _, s := range []string{"k=1", "k=2..1", "k=1..2:0", "k=a..b", "k", "k=1..1e9:1"} {
+		if _, err := ParseVary(s); err == nil {
+			t.Errorf("%s: accepted", s)
+		}
+	}
+}
+
+// TestSweepMM1 checks a load sweep of an open M/M/1 station against
+// R = S/(1-ρ), and that the grid of two keys has every combination.
+func TestSweepMM1(t *testing.T) {
+	m := parse(t)
+	m.Workloads = m.Workloads[:1]
+	m.Component("svc").Threads = model.Unlimited
+	rates, _ := ParseVary("workload.w.open.rate=10..90:20")
+	cores, _ := ParseVary("hosts.app.cpu.cores=1..2")
+	solver := func(ctx context.Context, m *model.Model) (*solve.Result, error) {
+		return mva.New().Solve(ctx, m, solve.Options{})
+	}
+	points, err := Sweep(context.Background(), m, []Vary{rates, cores}, 3, solver)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(points) != 10 {
+		t.Fatalf("%d points, want 10", len(points))
+	}
+	prev := 0.0
+	for _, p := range points {
+		if p.Set["hosts.app.cpu.cores"] != 1 {
+			continue
+		}
+		lambda := p.Set["workload.w.open.rate"]
+		want := 0.01 / (1 - lambda*0.01)
+		got := p.Result.Workloads["w"].ResponseTime.Mean
+		if math.Abs(got-want) > 1e-9*want {
+			t.Errorf("λ=%g: R=%g, want %g", lambda, got, want)
+		}
+		if got <= prev {
+			t.Errorf("response time not increasing with load at λ=%g", lambda)
+		}
+		prev = got
+	}
+	if _, err := Sweep(context.Background(), m, []Vary{{Key: "hosts.x.cpu.cores", Values: []float64{1}}}, 1, solver); err == nil {
+		t.Error("a key naming nothing was accepted")
+	}
+}
