@@ -146,3 +146,60 @@ func TestSweepMM1(t *testing.T) {
 		t.Error("a key naming nothing was accepted")
 	}
 }
+
+func TestCapacityMM1AndMMc(t *testing.T) {
+	solver := func(ctx context.Context, m *model.Model) (*solve.Result, error) {
+		return mva.New().Solve(ctx, m, solve.Options{})
+	}
+	m := parse(t)
+	m.Workloads = m.Workloads[:1]
+	m.Component("svc").Threads = model.Unlimited
+	// M/M/1, S = 10 ms: mean < 50 ms while λ < (1 - S/R)/S = 80/s.
+	slo, err := ParseSLO("mean(w) < 50ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := ParseVary("workload.w.open.rate=1..200")
+	c, err := FindCapacity(context.Background(), m, v, []SLO{slo}, solver)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Found || math.Abs(c.Value-80) > 80*1e-5 {
+		t.Errorf("largest rate %g (found %v), want 80", c.Value, c.Found)
+	}
+	// M/M/c: 50/s of 100 ms on c cores; util < 0.7 needs c ≥ 5/0.7, so 8.
+	m.Component("svc").Operations[0].Steps[0].Demand = model.Exp(0.1)
+	util, _ := ParseSLO("util(app.cpu) < 0.7")
+	cores, _ := ParseVary("hosts.app.cpu.cores=1..64")
+	c, err = FindCapacity(context.Background(), m, cores, []SLO{util}, solver)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Found || c.Value != 8 {
+		t.Errorf("fewest cores %g (found %v), want 8", c.Value, c.Found)
+	}
+	// None in range.
+	few, _ := ParseVary("hosts.app.cpu.cores=1..4")
+	if c, err = FindCapacity(context.Background(), m, few, []SLO{util}, solver); err != nil || c.Found {
+		t.Errorf("want none in 1..4, got %+v %v", c, err)
+	}
+}
+
+func TestParseSLO(t *testing.T) {
+	for s, want := range map[string]SLO{
+		"p95(checkout) < 200ms": {Stat: "p95", Target: "checkout", Bound: 0.2},
+		"mean(db/query)<1.5ms":  {Stat: "mean", Target: "db/query", Bound: 0.0015},
+		"util(app.cpu) < 0.8":   {Stat: "util", Target: "app.cpu", Bound: 0.8},
+		"util(app.cpu) < 75%":   {Stat: "util", Target: "app.cpu", Bound: 0.75},
+	} {
+		got, err := ParseSLO(s)
+		if err != nil || got.Stat != want.Stat || got.Target != want.Target || math.Abs(got.Bound-want.Bound) > 1e-12 {
+			t.Errorf("%s: %+v %v", s, got, err)
+		}
+	}
+	for _, s := range []string{"p97(x) < 1s", "mean(x) > 1s", "mean(x) < fast", "util(x) < -1"} {
+		if _, err := ParseSLO(s); err == nil {
+			t.Errorf("%s accepted", s)
+		}
+	}
+}

@@ -9,5 +9,7 @@ func commands(g *globalFlags) []*cobra.Command {
 		newExtractCmd(g),
 		newPredictCmd(),
 		newSweepCmd(),
+		newCapacityCmd(),
+		newStatsCmd(),
 	}
 }

@@ -64,6 +64,7 @@ standard output as JSON with --json.`,
 			}
 			if jsonReport {
 				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetEscapeHTML(false)
 				enc.SetIndent("", "  ")
 				return enc.Encode(res.Report)
 			}

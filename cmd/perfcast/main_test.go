@@ -101,3 +101,18 @@ func TestPredictExamples(t *testing.T) {
 		t.Errorf("unknown solver: exit %d, want 2", code)
 	}
 }
+
+func TestCapacityAndSweep(t *testing.T) {
+	code, out, errs := perfcast(t, "capacity", "../../examples/models/pipeline.yaml", "--slo", "mean(workers/serve) < 20ms",
+		"--vary", "workload.clients.open.rate=10..280", "--solver", "mva", "--json")
+	if code != 0 || !strings.Contains(out, `"max"`) || !strings.Contains(out, `"binding": "mean(workers/serve) < 20ms"`) {
+		t.Errorf("capacity: exit %d: %s %s", code, out, errs)
+	}
+	code, out, errs = perfcast(t, "sweep", "../../examples/models/shop.yaml", "--vary", "workload.*.load=1..2:1", "--solver", "mva", "--json")
+	if code != 0 || strings.Count(out, `"set"`) != 2 {
+		t.Errorf("sweep: exit %d: %s %s", code, out, errs)
+	}
+	if code, _, _ := perfcast(t, "sweep", "../../examples/models/shop.yaml"); code != 2 {
+		t.Errorf("sweep without --vary: exit %d, want 2", code)
+	}
+}

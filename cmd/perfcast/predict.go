@@ -105,6 +105,7 @@ func solveModel(ctx context.Context, m *model.Model, f *solveFlags) (*solve.Resu
 func writeResult(w io.Writer, res *solve.Result, asJSON bool) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}

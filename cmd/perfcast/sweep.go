@@ -57,6 +57,7 @@ solved in parallel; the result is one line per point, or with --json
 			}
 			if f.json {
 				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetEscapeHTML(false)
 				enc.SetIndent("", "  ")
 				return enc.Encode(struct {
 					Points []whatif.Point `json:"points"`

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/perfcast/perfcast/ingest"
+	"github.com/perfcast/perfcast/trace"
+)
+
+// statsReport is what `perfcast stats --json` prints.
+type statsReport struct {
+	Files         []ingest.FileStats `json:"files"`
+	Traces        int64              `json:"traces"`
+	Spans         int64              `json:"spans"`
+	PartialTraces int64              `json:"partial_traces"`
+	Evicted       int64              `json:"evicted"`
+	DroppedSpans  int64              `json:"dropped_spans"`
+	SkewAdjusted  int64              `json:"skew_adjusted"`
+	AsyncEdges    int64              `json:"async_edges"`
+	ExternalLinks int64              `json:"external_links"`
+	Services      int                `json:"services"`
+	Operations    int                `json:"operations"`
+	TopOperations []trace.OpCount    `json:"top_operations"`
+	Damage        ingest.Damage      `json:"damage"`
+}
+
+func newStatsCmd() *cobra.Command {
+	var (
+		jsonOut bool
+		top     int
+		opts    trace.Options
+	)
+	cmd := &cobra.Command{
+		Use:   "stats TRACES...",
+		Short: "Show what perfcast reads from trace files",
+		Long: `Read trace files and assemble their call trees, then print what was found:
+each file's format and span count, the number of traces, spans, services and
+operations, the most frequent operations, and everything that was skipped or
+repaired (unparseable lines, truncated input, spans without ids or with
+negative durations, duplicate spans, orphans whose parent is missing, traces
+split because their spans arrived too far apart), with where it was found.
+
+TRACES are files or directories (read recursively, in name order) in any
+format perfcast reads: OTLP JSON or protobuf, Zipkin v2 JSON, Jaeger JSON,
+gzip included; - reads standard input.`,
+		Args: args(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, paths []string) error {
+			if top < 0 {
+				return usagef("--top must not be negative")
+			}
+			r, err := ingest.Open(paths, ingest.Options{Stdin: cmd.InOrStdin()})
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			ast, err := trace.Run(cmd.Context(), r, opts, func(*trace.Tree) error { return nil })
+			if err != nil {
+				return err
+			}
+			rst := r.Stats()
+			rep := statsReport{
+				Files: rst.Files, Traces: ast.Traces, Spans: ast.Spans, PartialTraces: ast.PartialTraces,
+				Evicted: ast.Evicted, DroppedSpans: ast.DroppedSpans, SkewAdjusted: ast.SkewAdjusted,
+				AsyncEdges: ast.AsyncEdges, ExternalLinks: ast.ExternalLinks, Services: ast.Services,
+				Operations: len(ast.Operations), TopOperations: ast.Operations[:min(top, len(ast.Operations))],
+			}
+			rep.Damage.Merge(rst.Damage)
+			rep.Damage.Merge(ast.Damage)
+			if rep.TopOperations == nil {
+				rep.TopOperations = []trace.OpCount{}
+			}
+			if jsonOut {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetEscapeHTML(false)
+				enc.SetIndent("", "  ")
+				return enc.Encode(rep)
+			}
+			return writeStats(cmd.OutOrStdout(), &rep)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&jsonOut, "json", false, "print the statistics as JSON")
+	f.IntVar(&top, "top", 10, "list this many of the most frequent operations")
+	f.IntVar(&opts.IdleSpans, "idle-spans", trace.DefaultIdleSpans, "a trace is complete after this many `spans` of others arrived since its last one")
+	f.IntVar(&opts.MaxOpenTraces, "max-open-traces", trace.DefaultMaxOpenTraces, "keep at most this many incomplete `traces` in memory")
+	f.BoolVar(&opts.DropOrphans, "drop-orphans", false, "leave out spans whose parent is missing, instead of making partial trees")
+	f.BoolVar(&opts.NoSkewCorrection, "no-skew-correction", false, "keep span times as read, even where hosts' clocks disagree")
+	return cmd
+}
+
+// writeStats prints the report as tables.
+func writeStats(w io.Writer, rep *statsReport) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "FILE\tFORMAT\tSPANS\tBYTES\tDAMAGE")
+	for _, f := range rep.Files {
+		format := string(f.Format)
+		if f.Gzip {
+			format += "+gzip"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\n", filepath.Clean(f.Path), format, f.Spans, f.Bytes, f.Damage.Total())
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\ntraces %d, spans %d, services %d, operations %d\n", rep.Traces, rep.Spans, rep.Services, rep.Operations)
+	fmt.Fprintf(w, "partial traces %d, evicted early %d, dropped spans %d\n", rep.PartialTraces, rep.Evicted, rep.DroppedSpans)
+	fmt.Fprintf(w, "skew-corrected spans %d, asynchronous calls %d, links to other traces %d\n", rep.SkewAdjusted, rep.AsyncEdges, rep.ExternalLinks)
+	if len(rep.TopOperations) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(tw, "SPANS\tSERVICE\tOPERATION")
+		for _, op := range rep.TopOperations {
+			fmt.Fprintf(tw, "%d\t%s\t%s\n", op.Count, orDash(op.Service), orDash(op.Name))
+		}
+		tw.Flush()
+	}
+	fmt.Fprintln(w)
+	if rep.Damage.Total() == 0 {
+		_, err := fmt.Fprintln(w, "no damage")
+		return err
+	}
+	fmt.Fprintln(w, "DAMAGE")
+	for _, k := range rep.Damage.Kinds() {
+		fmt.Fprintf(w, "%s %d\n", k, rep.Damage.Counts[k])
+		for _, m := range rep.Damage.Samples[k] {
+			fmt.Fprintf(w, "  %s\n", m)
+		}
+		if n := rep.Damage.Counts[k] - int64(len(rep.Damage.Samples[k])); n > 0 && len(rep.Damage.Samples[k]) > 0 {
+			fmt.Fprintf(w, "  ... and %d more\n", n)
+		}
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,205 @@
+package whatif
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/solve"
+)
+
+// SLO is one service-level objective: a statistic of a workload, an
+// operation or a resource that must stay below a bound.
+type SLO struct {
+	// Stat is mean, p50, p90, p95, p99 or util.
+	Stat string
+	// Target is a workload name, `component/operation`, or for util a
+	// resource name.
+	Target string
+	// Bound is in seconds, or a fraction for util.
+	Bound float64
+	Text  string
+}
+
+var sloRE = regexp.MustCompile(`^\s*(mean|p50|p90|p95|p99|util)\((.+)\)\s*<\s*(\S+)\s*$`)
+
+// ParseSLO reads `mean(X) < D`, `p50|p90|p95|p99(X) < D` or
+// `util(RESOURCE) < F`.
+func ParseSLO(s string) (SLO, error) {
+	m := sloRE.FindStringSubmatch(s)
+	if m == nil {
+		return SLO{}, fmt.Errorf("--slo %q: want mean(X) < D, p95(X) < D or util(RESOURCE) < F", s)
+	}
+	slo := SLO{Stat: m[1], Target: strings.TrimSpace(m[2]), Text: strings.TrimSpace(s)}
+	var err error
+	if slo.Stat == "util" {
+		slo.Bound, err = strconv.ParseFloat(strings.TrimSuffix(m[3], "%"), 64)
+		if strings.HasSuffix(m[3], "%") {
+			slo.Bound /= 100
+		}
+		if err != nil || !(slo.Bound > 0) {
+			return SLO{}, fmt.Errorf("--slo %q: the bound must be a positive fraction", s)
+		}
+	} else if slo.Bound, err = model.ParseDuration(m[3]); err != nil {
+		return SLO{}, fmt.Errorf("--slo %q: %w", s, err)
+	}
+	return slo, nil
+}
+
+// NeedsPercentiles reports whether the SLO needs a simulation.
+func (s SLO) NeedsPercentiles() bool { return s.Stat != "mean" && s.Stat != "util" }
+
+// Check evaluates the SLO on a result: the value, whether it holds, and an
+// error when the result lacks the statistic or the target does not exist.
+func (s SLO) Check(r *solve.Result) (value float64, ok bool, err error) {
+	if !r.Stable {
+		return math.Inf(1), false, nil
+	}
+	if s.Stat == "util" {
+		res := r.Resources[s.Target]
+		if res == nil {
+			return 0, false, fmt.Errorf("slo %s: no resource %q in the result", s.Text, s.Target)
+		}
+		return res.Utilization, res.Utilization < s.Bound, nil
+	}
+	var t *solve.Times
+	if w := r.Workloads[s.Target]; w != nil {
+		t = &w.ResponseTime
+	} else if o := r.Operations[s.Target]; o != nil {
+		t = &o.ResponseTime
+	} else {
+		return 0, false, fmt.Errorf("slo %s: no workload or operation %q", s.Text, s.Target)
+	}
+	var v *float64
+	switch s.Stat {
+	case "mean":
+		v = &t.Mean
+	case "p50":
+		v = t.P50
+	case "p90":
+		v = t.P90
+	case "p95":
+		v = t.P95
+	case "p99":
+		v = t.P99
+	}
+	if v == nil {
+		return 0, false, fmt.Errorf("slo %s: the %s solver gives no %s", s.Text, r.Solver, s.Stat)
+	}
+	return *v, *v < s.Bound, nil
+}
+
+// LoadKey reports whether a key is a load (capacity finds its largest value)
+// rather than a resource (capacity finds its smallest).
+func LoadKey(key string) bool {
+	return strings.HasSuffix(key, ".open.rate") || strings.HasSuffix(key, ".closed.users") || strings.HasSuffix(key, ".load")
+}
+
+// Capacity is the answer of a capacity search.
+type Capacity struct {
+	// Value is the largest load or the smallest resource keeping every
+	// SLO; Found is false when no value of the range does.
+	Value float64
+	Found bool
+	// Binding is the SLO closest to breaking at Value.
+	Binding string
+	Result  *solve.Result
+	// Evaluations counts the models solved.
+	Evaluations int
+}
+
+// capacityTolerance is the relative width at which a search over a
+// continuous key stops.
+const capacityTolerance = 1e-6
+
+// FindCapacity searches vary's range for the largest load (LoadKey) or the
+// smallest resource that keeps every SLO, by bisection, assuming the SLOs
+// hold on one side of a single threshold (more load or fewer resources never
+// helps). Integer keys are searched over whole numbers.
+func FindCapacity(ctx context.Context, base *model.Model, vary Vary, slos []SLO, solveFn SolveFunc) (*Capacity, error) {
+	if len(vary.Values) == 0 {
+		return nil, fmt.Errorf("capacity: empty range for %s", vary.Key)
+	}
+	lo, hi := vary.Values[0], vary.Values[len(vary.Values)-1]
+	integer := IntegerKey(vary.Key)
+	c := &Capacity{}
+	eval := func(x float64) (bool, string, *solve.Result, error) {
+		if err := ctx.Err(); err != nil {
+			return false, "", nil, err
+		}
+		c.Evaluations++
+		m, err := Apply(base, map[string]float64{vary.Key: x}, []string{vary.Key})
+		if err != nil {
+			return false, "", nil, err
+		}
+		r, err := solveFn(ctx, m)
+		if err != nil {
+			return false, "", nil, err
+		}
+		all := true
+		binding, worst := "", math.Inf(-1)
+		for _, s := range slos {
+			v, ok, err := s.Check(r)
+			if err != nil {
+				return false, "", nil, err
+			}
+			if !ok {
+				all = false
+			}
+			if ratio := v / s.Bound; ratio > worst {
+				worst, binding = ratio, s.Text
+			}
+		}
+		return all, binding, r, nil
+	}
+	load := LoadKey(vary.Key)
+	// good is the end of the range where the SLOs are easiest to keep.
+	good, bad := lo, hi
+	if !load {
+		good, bad = hi, lo
+	}
+	ok, binding, r, err := eval(good)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return c, nil
+	}
+	c.Found, c.Value, c.Binding, c.Result = true, good, binding, r
+	if ok, binding, r, err = eval(bad); err != nil {
+		return nil, err
+	} else if ok {
+		c.Value, c.Binding, c.Result = bad, binding, r
+		return c, nil
+	}
+	for {
+		if integer && math.Abs(bad-good) <= 1 {
+			break
+		}
+		if !integer && math.Abs(bad-good) <= capacityTolerance*math.Max(math.Abs(good), math.Abs(bad)) {
+			break
+		}
+		mid := (good + bad) / 2
+		if integer {
+			mid = math.Floor(mid)
+			if !load {
+				mid = math.Ceil((good + bad) / 2)
+			}
+		}
+		ok, binding, r, err := eval(mid)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			good = mid
+			c.Value, c.Binding, c.Result = mid, binding, r
+		} else {
+			bad = mid
+		}
+	}
+	return c, nil
+}
