@@ -21,6 +21,7 @@ const (
 	keyHTTPMethodOld
 	keyURLPath
 	keyHTTPTarget
+	keyHTTPPath // Zipkin's tag for the request path
 	keyDBSystem
 	keyServerAddress
 	keyPeerService
@@ -42,6 +43,7 @@ var knownKeys = map[string]attrKey{
 	"http.method":         keyHTTPMethodOld,
 	"url.path":            keyURLPath,
 	"http.target":         keyHTTPTarget,
+	"http.path":           keyHTTPPath,
 	"db.system":           keyDBSystem,
 	"server.address":      keyServerAddress,
 	"peer.service":        keyPeerService,
@@ -209,7 +211,7 @@ func (a *attrSet) apply(sp *Span, st *spanState, k attrKey, v value) {
 		}
 	case keyURLPath:
 		sp.URLPath = v.text()
-	case keyHTTPTarget:
+	case keyHTTPTarget, keyHTTPPath:
 		if sp.URLPath == "" {
 			sp.URLPath = v.text()
 		}
@@ -267,14 +269,6 @@ func (a *attrSet) keep(sp *Span, ix int, v value) {
 	sp.Extra = append(sp.Extra, Attr{})
 	copy(sp.Extra[at+1:], sp.Extra[at:])
 	sp.Extra[at] = Attr{Key: key, Value: v.text()}
-}
-
-// keepIfAbsent records an extra attribute unless the span already has it;
-// resource attributes give way to span attributes this way.
-func (a *attrSet) keepIfAbsent(sp *Span, ix int, v value) {
-	if _, ok := sp.Lookup(a.extra[ix]); !ok {
-		a.keep(sp, ix, v)
-	}
 }
 
 // kindFromTag maps span.kind tag values and Zipkin kinds to a Kind.

@@ -36,6 +36,7 @@ type countingReader struct {
 	n int64
 }
 
+// Read reads from the underlying reader and counts what it returns.
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
@@ -55,20 +56,18 @@ func Detect(r io.Reader) (Format, error) {
 
 // detect recognizes the format of r and returns a decoder for it.
 func detect(r io.Reader, k *sink) (decoder, error) {
-	br := bufio.NewReaderSize(r, windowSize)
+	cr := &countingReader{r: r}
+	br := bufio.NewReaderSize(cr, windowSize)
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		gz, err := gzip.NewReader(br)
 		if err != nil {
 			return nil, fmt.Errorf("gzip: %w", err)
 		}
 		k.stats.Gzip = true
-		r = gz
-	} else {
-		r = br
+		cr = &countingReader{r: gz}
+		br = bufio.NewReaderSize(cr, windowSize)
 	}
-	cr := &countingReader{r: r}
 	k.offset = func() int64 { return cr.n }
-	br = bufio.NewReaderSize(cr, windowSize)
 	win, err := br.Peek(windowSize)
 	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
 		if len(win) == 0 {
@@ -147,6 +146,7 @@ const (
 	framingUint32                     // each request preceded by a 4-byte big-endian length
 )
 
+// String names the framing for messages.
 func (f protoFraming) String() string {
 	switch f {
 	case framingVarint:

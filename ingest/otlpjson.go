@@ -32,8 +32,8 @@ func newOTLPJSONDecoder(br *bufio.Reader, k *sink) *otlpJSONDecoder {
 	return &otlpJSONDecoder{br: br, k: k}
 }
 
-// readLine returns the next line without its end, or io.EOF. The slice is
-// valid until the next call.
+// readLine returns the next line, its newline included, or io.EOF. The
+// slice is valid until the next call.
 func (d *otlpJSONDecoder) readLine() ([]byte, error) {
 	if d.eof {
 		return nil, io.EOF
@@ -115,7 +115,7 @@ func (d *otlpJSONDecoder) decodeDocValue() error {
 		}
 		var syn *json.SyntaxError
 		if errors.As(err, &syn) {
-			d.k.damagef(DamageUnparseable, "%s: byte %d: %v", d.k.file, d.off+syn.Offset, err)
+			d.k.damagef(DamageUnparseable, "%s: byte %d: %v", d.k.file, d.off+max(syn.Offset-1, 0), err)
 		} else {
 			d.k.damagef(DamageTruncated, "%s: byte %d: input ends inside a JSON value starting here", d.k.file, start)
 		}
@@ -143,8 +143,8 @@ func oneLine(err error) string {
 }
 
 // convertTraces turns the spans of a decoded request into Spans.
-func convertTraces(k *sink, td ptrace.Traces) {
-	a := k.attrs
+func convertTraces(sk *sink, td ptrace.Traces) {
+	a := sk.attrs
 	var res Span
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
@@ -165,7 +165,7 @@ func convertTraces(k *sink, td ptrace.Traces) {
 		for j := 0; j < sss.Len(); j++ {
 			spans := sss.At(j).Spans()
 			for n := 0; n < spans.Len(); n++ {
-				convertSpan(k, spans.At(n), &res)
+				convertSpan(sk, spans.At(n), &res)
 			}
 		}
 	}
@@ -200,10 +200,11 @@ func convertSpan(sk *sink, ps ptrace.Span, res *Span) {
 		}
 	}
 	if links := ps.Links(); links.Len() > 0 {
-		sp.Links = make([]Link, 0, links.Len())
 		for i := 0; i < links.Len(); i++ {
-			l := links.At(i)
-			sp.Links = append(sp.Links, Link{TraceID: TraceID(l.TraceID()), SpanID: SpanID(l.SpanID())})
+			l := Link{TraceID: TraceID(links.At(i).TraceID()), SpanID: SpanID(links.At(i).SpanID())}
+			if !l.TraceID.IsZero() && !l.SpanID.IsZero() {
+				sp.Links = append(sp.Links, l)
+			}
 		}
 	}
 	sk.push(sp, &st)

@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -123,8 +122,10 @@ func Open(paths []string, opts Options) (*Reader, error) {
 func (r *Reader) Paths() []string { return r.paths }
 
 // Next returns the next span, or io.EOF after the last one. A file that is
-// not in a trace format or holds no span ends reading with an error naming
-// it. The returned span belongs to the caller.
+// not in a trace format or holds no span yields an error naming it; a later
+// call goes on with the next input. The returned span belongs to the caller.
+// Spans are allocated in blocks of 256: keeping one span alive for long keeps
+// its block alive, so long-lived summaries should copy what they need.
 func (r *Reader) Next(ctx context.Context) (*Span, error) {
 	for {
 		if r.qpos < len(r.queue) {
@@ -224,7 +225,7 @@ func (r *Reader) closeCur() error {
 	r.damage.Merge(c.stats.Damage)
 	if c.stats.Spans == 0 {
 		if d := c.stats.Damage; d.Total() > 0 {
-			return fmt.Errorf("%s: no readable span (%s)", c.path, damageSummary(d))
+			return fmt.Errorf("%s: no readable span (%s)", c.path, strings.TrimPrefix(damageSummary(d), c.path+": "))
 		}
 		return fmt.Errorf("%s: no spans found in %s input", c.path, c.stats.Format)
 	}
@@ -306,12 +307,4 @@ func (k *sink) push(s *Span, st *spanState) {
 // damagef counts one damage occurrence with a formatted message.
 func (k *sink) damagef(kind DamageKind, format string, args ...any) {
 	k.stats.Damage.Addf(kind, format, args...)
-}
-
-// newBufReader wraps r for decoders that read through a bufio.Reader.
-func newBufReader(r io.Reader) *bufio.Reader {
-	if br, ok := r.(*bufio.Reader); ok {
-		return br
-	}
-	return bufio.NewReaderSize(r, 1<<16)
 }

@@ -81,8 +81,7 @@ func (d *zipkinDecoder) decode() error {
 		at := d.dec.InputOffset()
 		d.zs = zipkinSpan{}
 		if err := d.dec.Decode(&d.zs); err != nil {
-			var te *json.UnmarshalTypeError
-			if errors.As(err, &te) {
+			if elementError(err) {
 				// The element was read whole; only its content is wrong.
 				d.k.damagef(DamageUnparseable, "%s: byte %d: %v", d.k.file, at, err)
 				continue
@@ -124,6 +123,14 @@ func (d *zipkinDecoder) fail(err error) error {
 	return jsonDamage(d.k, d.dec, err)
 }
 
+// elementError reports whether a Decode error concerns only the content of
+// a value the decoder has read whole (a wrong type, a malformed number), so
+// that decoding can go on with the next value.
+func elementError(err error) bool {
+	var syn *json.SyntaxError
+	return !errors.Is(err, io.ErrUnexpectedEOF) && err != io.EOF && !errors.As(err, &syn)
+}
+
 // jsonDamage classifies a json.Decoder error as truncation or garbage.
 func jsonDamage(k *sink, dec *json.Decoder, err error) error {
 	var syn *json.SyntaxError
@@ -131,7 +138,7 @@ func jsonDamage(k *sink, dec *json.Decoder, err error) error {
 	case errors.Is(err, io.ErrUnexpectedEOF) || err == io.EOF:
 		k.damagef(DamageTruncated, "%s: byte %d: input ends inside a JSON value", k.file, dec.InputOffset())
 	case errors.As(err, &syn):
-		k.damagef(DamageUnparseable, "%s: byte %d: %v", k.file, syn.Offset, err)
+		k.damagef(DamageUnparseable, "%s: byte %d: %v", k.file, max(syn.Offset-1, 0), err)
 	default:
 		k.damagef(DamageTruncated, "%s: byte %d: %v", k.file, dec.InputOffset(), err)
 	}

@@ -54,10 +54,15 @@ type Count struct {
 	mean   float64 // geometric: the mean
 	lnFail float64 // geometric: ln(1 − q), q the success probability
 
-	vals  []int     // pmf: values, increasing
-	probs []float64 // pmf: probabilities as given
-	cum   []float64 // pmf: running sums of probs
-	last  int       // pmf: index of the last positive probability
+	pmf *countTable // pmf, behind a pointer to keep Count small
+}
+
+// countTable is the immutable table of a PMF count.
+type countTable struct {
+	vals  []int     // values, increasing
+	probs []float64 // probabilities as given
+	cum   []float64 // running sums of probs
+	last  int       // index of the last positive probability
 }
 
 // ConstCount returns the count that is always n. It panics if n < 0.
@@ -68,17 +73,12 @@ func ConstCount(n int) Count {
 	return Count{Kind: CountConst, n: n}
 }
 
-// countGeometric returns the geometric count with the given mean whose support
-// starts at from (0 or 1), checking the arguments.
+// countGeometric returns the geometric count with the given finite mean ≥ 0
+// whose support starts at from (0 or 1), checking that the mean is at least
+// from.
 func countGeometric(mean float64, from int) (Count, error) {
-	if from != 0 && from != 1 {
-		return Count{}, fmt.Errorf("geometric min must be 0 or 1, got %d", from)
-	}
-	if math.IsNaN(mean) || math.IsInf(mean, 0) || mean < float64(from) {
-		if from == 1 {
-			return Count{}, fmt.Errorf("geometric needs mean >= 1 (or min=0 for counts from 0), got %s", strconv.FormatFloat(mean, 'g', -1, 64))
-		}
-		return Count{}, fmt.Errorf("geometric needs mean >= 0, got %s", strconv.FormatFloat(mean, 'g', -1, 64))
+	if mean < float64(from) {
+		return Count{}, fmt.Errorf("geometric needs mean >= 1 (or min=0 for counts from 0), got %s", strconv.FormatFloat(mean, 'g', -1, 64))
 	}
 	// Success probability q: mean = from + (1−q)/q, so q = 1/(mean − from + 1).
 	q := 1 / (mean - float64(from) + 1)
@@ -115,7 +115,7 @@ func NewPMF(values []int, probs []float64) (Count, error) {
 		idx[i] = i
 	}
 	sort.Slice(idx, func(a, b int) bool { return values[idx[a]] < values[idx[b]] })
-	c := Count{Kind: CountPMF, vals: make([]int, len(values)), probs: make([]float64, len(values)), cum: make([]float64, len(values))}
+	c := &countTable{vals: make([]int, len(values)), probs: make([]float64, len(values)), cum: make([]float64, len(values))}
 	sum := 0.0
 	for j, i := range idx {
 		c.vals[j], c.probs[j] = values[i], probs[i]
@@ -129,9 +129,9 @@ func NewPMF(values []int, probs []float64) (Count, error) {
 		}
 	}
 	if !(math.Abs(sum-1) <= countPMFTolerance) {
-		return Count{}, fmt.Errorf("pmf probabilities sum to %s, want 1 (within 1e-6)", strconv.FormatFloat(sum, 'g', -1, 64))
+		return Count{}, fmt.Errorf("pmf probabilities sum to %s, want 1 (within 1e-6)", strconv.FormatFloat(sum, 'g', 12, 64))
 	}
-	return c, nil
+	return Count{Kind: CountPMF, pmf: c}, nil
 }
 
 // Mean returns the mean count.
@@ -142,9 +142,9 @@ func (c Count) Mean() float64 {
 	case CountUniform:
 		return float64(c.n)/2 + float64(c.hi)/2
 	case CountPMF:
-		total, m := c.cum[len(c.cum)-1], 0.0
-		for i, v := range c.vals {
-			m += c.probs[i] / total * float64(v)
+		total, m := c.pmf.cum[len(c.pmf.cum)-1], 0.0
+		for i, v := range c.pmf.vals {
+			m += c.pmf.probs[i] / total * float64(v)
 		}
 		return m
 	}
@@ -162,10 +162,10 @@ func (c Count) Var() float64 {
 		w := float64(c.hi) - float64(c.n) + 1
 		return (w*w - 1) / 12
 	case CountPMF:
-		total, mean, v := c.cum[len(c.cum)-1], c.Mean(), 0.0
-		for i, x := range c.vals {
+		total, mean, v := c.pmf.cum[len(c.pmf.cum)-1], c.Mean(), 0.0
+		for i, x := range c.pmf.vals {
 			d := float64(x) - mean
-			v += c.probs[i] / total * d * d
+			v += c.pmf.probs[i] / total * d * d
 		}
 		return v
 	}
@@ -173,7 +173,8 @@ func (c Count) Var() float64 {
 }
 
 // Sample draws a count using r. It does not allocate; it takes constant time
-// except for PMF, which is logarithmic in the number of values.
+// except for PMF, which takes time logarithmic in the number of values (binary
+// search over the running sums of the probabilities).
 func (c Count) Sample(r *rand.Rand) int {
 	switch c.Kind {
 	case CountGeometric:
@@ -188,20 +189,8 @@ func (c Count) Sample(r *rand.Rand) int {
 	case CountUniform:
 		return c.n + int(r.Uint64N(uint64(c.hi-c.n)+1))
 	case CountPMF:
-		u := r.Float64() * c.cum[len(c.cum)-1]
-		lo, hi := 0, len(c.cum)
-		for lo < hi {
-			m := int(uint(lo+hi) >> 1)
-			if c.cum[m] > u {
-				hi = m
-			} else {
-				lo = m + 1
-			}
-		}
-		if lo > c.last { // u rounded up to the total
-			lo = c.last
-		}
-		return c.vals[lo]
+		lo := distPick(c.pmf.cum, c.pmf.last, r)
+		return c.pmf.vals[lo]
 	}
 	return c.n
 }
@@ -214,7 +203,7 @@ func (c Count) PMF() (values []int, probs []float64) {
 	case CountConst:
 		return []int{c.n}, []float64{1}
 	case CountPMF:
-		return append([]int(nil), c.vals...), append([]float64(nil), c.probs...)
+		return append([]int(nil), c.pmf.vals...), append([]float64(nil), c.pmf.probs...)
 	}
 	return nil, nil
 }
@@ -230,11 +219,11 @@ func (c Count) Equal(o Count) bool {
 	case CountUniform:
 		return c.n == o.n && c.hi == o.hi
 	case CountPMF:
-		if len(c.vals) != len(o.vals) {
+		if len(c.pmf.vals) != len(o.pmf.vals) {
 			return false
 		}
-		for i := range c.vals {
-			if c.vals[i] != o.vals[i] || c.probs[i] != o.probs[i] {
+		for i := range c.pmf.vals {
+			if c.pmf.vals[i] != o.pmf.vals[i] || c.pmf.probs[i] != o.pmf.probs[i] {
 				return false
 			}
 		}
@@ -259,13 +248,13 @@ func (c Count) String() string {
 	case CountPMF:
 		var b strings.Builder
 		b.WriteString("pmf(")
-		for i, v := range c.vals {
+		for i, v := range c.pmf.vals {
 			if i > 0 {
 				b.WriteString(", ")
 			}
 			b.WriteString(strconv.Itoa(v))
 			b.WriteString(": ")
-			b.WriteString(strconv.FormatFloat(c.probs[i], 'g', -1, 64))
+			b.WriteString(strconv.FormatFloat(c.pmf.probs[i], 'g', -1, 64))
 		}
 		return b.String() + ")"
 	}

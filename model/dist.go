@@ -45,11 +45,6 @@ func (k DistKind) String() string {
 	return "DistKind(" + strconv.Itoa(int(k)) + ")"
 }
 
-// distErlangDirect is the largest number of Erlang phases sampled directly as
-// a product of uniforms; more phases use the gamma sampler, whose cost does
-// not grow with the shape.
-const distErlangDirect = 8
-
 // distMaxCV is the largest coefficient of variation accepted. Beyond it the
 // gamma shape 1/cv² is so small that nearly every draw underflows float64.
 const distMaxCV = 1e6
@@ -73,18 +68,25 @@ type Dist struct {
 	hi   float64 // uniform: upper bound
 
 	// Precomputed for sampling:
-	//   erlang (k ≤ distErlangDirect): a = mean/k
-	//   gamma and erlang (large k): Marsaglia–Tsang d = a, c = b, scale = s, shape < 1: inv = 1/shape
+	//   gamma and erlang (k ≥ 2): Marsaglia–Tsang d = a, c = b, scale = s,
+	//             and for shape < 1 inv = 1/shape
 	//   lognormal: a = mu, b = sigma
 	//   hyperexp: a = 1 − p (probability of the second, longer phase),
 	//             b, s = means of the first and second phases
 	a, b, s, inv float64
 
-	// Tables. empirical: tabX = values, tabW = weights (nil for equal);
-	// histogram: tabX = bounds, tabW = counts. cum holds the running sums of
-	// the weights (counts), last the index of the last positive weight.
-	tabX, tabW, cum []float64
-	last            int
+	// tab is the table of an empirical or histogram distribution, behind a
+	// pointer so that a Dist stays small enough to be passed in registers.
+	tab *distTable
+}
+
+// distTable is the immutable table of an empirical distribution (x = values,
+// w = weights, nil for equal) or a histogram (x = bounds, w = counts). cum
+// holds the running sums of the weights (counts), last the index of the last
+// positive one.
+type distTable struct {
+	x, w, cum []float64
+	last      int
 }
 
 // Det returns the constant distribution at v seconds. It panics if v is
@@ -116,13 +118,17 @@ func Uniform(a, b float64) Dist {
 // Erlang returns the Erlang distribution of k exponential phases whose total
 // mean is mean seconds (each phase has mean mean/k). Its coefficient of
 // variation is 1/√k. It panics if k < 1 or mean is negative or not finite.
+//
+// The sum of k exponentials is the gamma distribution of shape k, which
+// Sample draws with the gamma sampler: its cost does not grow with k, and it
+// is already faster than summing phases (or multiplying uniforms) at k = 2.
 func Erlang(k int, mean float64) Dist {
 	distCheck("erlang", "mean", mean)
 	if k < 1 {
 		panic(fmt.Sprintf("model: erlang needs k >= 1, got %d", k))
 	}
-	d := Dist{Kind: DistErlang, mean: mean + 0, k: k, a: mean / float64(k)}
-	if k > distErlangDirect {
+	d := Dist{Kind: DistErlang, mean: mean + 0, k: k}
+	if k > 1 {
 		d.setGamma(float64(k), mean/float64(k))
 	}
 	return d
@@ -212,15 +218,16 @@ func NewEmpirical(values, weights []float64) (Dist, error) {
 			return Dist{}, fmt.Errorf("empirical %v", err)
 		}
 	}
-	d := Dist{Kind: DistEmpirical, tabX: distCopy(values)}
+	tab := &distTable{x: distCopy(values)}
 	if weights != nil {
-		d.tabW = distCopy(weights)
+		tab.w = distCopy(weights)
 	}
-	cum, last, err := distCumulative(d.tabW, len(values), "weight")
+	cum, last, err := distCumulative(tab.w, len(values), "weight")
 	if err != nil {
 		return Dist{}, fmt.Errorf("empirical %v", err)
 	}
-	d.cum, d.last = cum, last
+	tab.cum, tab.last = cum, last
+	d := Dist{Kind: DistEmpirical, tab: tab}
 	d.mean, d.a = d.tableMoments()
 	return d, nil
 }
@@ -242,12 +249,13 @@ func NewHistogram(bounds, counts []float64) (Dist, error) {
 			return Dist{}, fmt.Errorf("histogram bounds must increase: bound %d (%s) is not above bound %d (%s)", i, FormatDuration(b), i-1, FormatDuration(bounds[i-1]))
 		}
 	}
-	d := Dist{Kind: DistHistogram, tabX: distCopy(bounds), tabW: distCopy(counts)}
-	cum, last, err := distCumulative(d.tabW, len(counts), "count")
+	tab := &distTable{x: distCopy(bounds), w: distCopy(counts)}
+	cum, last, err := distCumulative(tab.w, len(counts), "count")
 	if err != nil {
 		return Dist{}, fmt.Errorf("histogram %v", err)
 	}
-	d.cum, d.last = cum, last
+	tab.cum, tab.last = cum, last
+	d := Dist{Kind: DistHistogram, tab: tab}
 	d.mean, d.a = d.tableMoments()
 	return d, nil
 }
@@ -283,31 +291,31 @@ func distCumulative(weights []float64, n int, what string) ([]float64, int, erro
 // tableMoments returns the mean and variance of an empirical or histogram
 // distribution from its table.
 func (d Dist) tableMoments() (mean, variance float64) {
-	total := d.cum[len(d.cum)-1]
+	total := d.tab.cum[len(d.tab.cum)-1]
 	weight := func(i int) float64 {
-		if d.tabW == nil {
+		if d.tab.w == nil {
 			return 1 / total
 		}
-		return d.tabW[i] / total
+		return d.tab.w[i] / total
 	}
-	n := len(d.cum)
+	n := len(d.tab.cum)
 	if d.Kind == DistEmpirical {
 		for i := 0; i < n; i++ {
-			mean += weight(i) * d.tabX[i]
+			mean += weight(i) * d.tab.x[i]
 		}
 		for i := 0; i < n; i++ {
-			dev := d.tabX[i] - mean
+			dev := d.tab.x[i] - mean
 			variance += weight(i) * dev * dev
 		}
 		return mean, variance
 	}
 	for i := 0; i < n; i++ {
-		mean += weight(i) * (d.tabX[i] + d.tabX[i+1]) / 2
+		mean += weight(i) * (d.tab.x[i] + d.tab.x[i+1]) / 2
 	}
 	for i := 0; i < n; i++ {
 		// Second moment of U[lo, hi) about the overall mean: the bin's own
 		// variance plus the squared offset of its midpoint.
-		lo, hi := d.tabX[i], d.tabX[i+1]
+		lo, hi := d.tab.x[i], d.tab.x[i+1]
 		w := hi - lo
 		off := (lo+hi)/2 - mean
 		variance += weight(i) * (w*w/12 + off*off)
@@ -405,10 +413,10 @@ func (d Dist) Table() (values, weights []float64) {
 	if d.Kind != DistEmpirical && d.Kind != DistHistogram {
 		return nil, nil
 	}
-	if d.tabW != nil {
-		weights = distCopy(d.tabW)
+	if d.tab.w != nil {
+		weights = distCopy(d.tab.w)
 	}
-	return distCopy(d.tabX), weights
+	return distCopy(d.tab.x), weights
 }
 
 // IsZero reports whether d is the constant 0, which is what the zero Dist is.
@@ -426,17 +434,10 @@ func (d Dist) Sample(r *rand.Rand) float64 {
 	case DistUniform:
 		return d.lo + r.Float64()*(d.hi-d.lo)
 	case DistErlang:
-		if d.k > distErlangDirect {
-			return d.sampleGamma(r)
+		if d.k == 1 {
+			return r.ExpFloat64() * d.mean
 		}
-		// The sum of k exponentials is −ln of a product of k uniforms; the
-		// product of at most distErlangDirect uniforms in (0, 1] cannot
-		// underflow to 0.
-		p := 1 - r.Float64()
-		for i := 1; i < d.k; i++ {
-			p *= 1 - r.Float64()
-		}
-		return -math.Log(p) * d.a
+		return d.sampleGamma(r)
 	case DistGamma:
 		return d.sampleGamma(r)
 	case DistLognormal:
@@ -447,10 +448,10 @@ func (d Dist) Sample(r *rand.Rand) float64 {
 		}
 		return r.ExpFloat64() * d.b
 	case DistEmpirical:
-		return d.tabX[d.pick(r)]
+		return d.tab.x[distPick(d.tab.cum, d.tab.last, r)]
 	case DistHistogram:
-		i := d.pick(r)
-		lo, hi := d.tabX[i], d.tabX[i+1]
+		i := distPick(d.tab.cum, d.tab.last, r)
+		lo, hi := d.tab.x[i], d.tab.x[i+1]
 		x := lo + r.Float64()*(hi-lo)
 		if x >= hi { // rounding can reach the open upper bound
 			x = math.Nextafter(hi, lo)
@@ -460,21 +461,30 @@ func (d Dist) Sample(r *rand.Rand) float64 {
 	return d.mean
 }
 
-// pick draws a table index with probability proportional to its weight, by
-// binary search for the first running sum above a uniform point.
-func (d Dist) pick(r *rand.Rand) int {
-	u := r.Float64() * d.cum[len(d.cum)-1]
-	lo, hi := 0, len(d.cum)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if d.cum[m] > u {
-			hi = m
-		} else {
-			lo = m + 1
-		}
+// distPick draws an index with probability proportional to its weight, given
+// the running sums cum of the weights and the index last of the last positive
+// weight: it finds the first running sum above a uniform point in [0, total).
+//
+// The search halves the range without a branch on the data, since each
+// comparison is a coin flip that a branch predictor would miss half the time.
+// For floats ≥ 0 the order of the values is the order of their bit patterns
+// as integers, so a comparison becomes the sign bit of a difference of int64s,
+// and that sign, spread to a mask, selects the step.
+func distPick(cum []float64, last int, r *rand.Rand) int {
+	u := int64(math.Float64bits(r.Float64() * cum[len(cum)-1]))
+	lo, n := 0, len(cum)
+	for n > 1 {
+		half := n >> 1
+		// All ones if cum[lo+half-1] <= u, else zero.
+		mask := int((int64(math.Float64bits(cum[lo+half-1])) - u - 1) >> 63)
+		lo += half & mask
+		n -= half
 	}
-	if lo > d.last { // u rounded up to a subnormal total
-		lo = d.last
+	if int64(math.Float64bits(cum[lo])) <= u {
+		lo++
+	}
+	if lo > last { // u rounded up to a subnormal total
+		lo = last
 	}
 	return lo
 }
@@ -494,9 +504,11 @@ func (d Dist) sampleGamma(r *rand.Rand) float64 {
 		if u < 1-0.0331*x2*x2 || math.Log(u) < 0.5*x2+d.a*(1-v+math.Log(v)) {
 			g := d.a * v
 			if d.inv != 0 {
-				g *= math.Pow(1-r.Float64(), d.inv)
-				if g == 0 { // underflow; avoid 0 × an overflowed scale
-					return 0
+				// U^(1/shape), drawn as exp(−E/shape) since −ln U is
+				// exponential.
+				g *= math.Exp(-r.ExpFloat64() * d.inv)
+				if g == 0 {
+					return 0 // underflow; avoid 0 × an overflowed scale
 				}
 			}
 			return g * d.s
@@ -507,7 +519,7 @@ func (d Dist) sampleGamma(r *rand.Rand) float64 {
 // Scale returns d with every duration multiplied by f, which must be positive
 // and finite (a CPU speed factor, a calibration ratio); coefficients of
 // variation and weights are unchanged. It panics if f is not positive and
-// finite.
+// finite, or if a parameter of a parametric kind overflows.
 func (d Dist) Scale(f float64) Dist {
 	if !(f > 0) || math.IsInf(f, 0) {
 		panic(fmt.Sprintf("model: scale factor must be positive and finite, got %v", f))
@@ -532,11 +544,13 @@ func (d Dist) Scale(f float64) Dist {
 	case DistEmpirical, DistHistogram:
 		// Multiplying by f > 0 keeps bounds in order (rounding is monotone)
 		// and leaves the weights, hence cum and last, unchanged.
-		s := d
-		s.tabX = make([]float64, len(d.tabX))
-		for i, v := range d.tabX {
-			s.tabX[i] = v * f
+		t := *d.tab
+		t.x = make([]float64, len(d.tab.x))
+		for i, v := range d.tab.x {
+			t.x[i] = v * f
 		}
+		s := d
+		s.tab = &t
 		s.mean, s.a = s.tableMoments()
 		return s
 	}
@@ -557,7 +571,7 @@ func (d Dist) Equal(o Dist) bool {
 	case DistGamma, DistLognormal, DistHyperexp:
 		return d.mean == o.mean && d.cv == o.cv
 	case DistEmpirical, DistHistogram:
-		return distSliceEqual(d.tabX, o.tabX) && (d.tabW == nil) == (o.tabW == nil) && distSliceEqual(d.tabW, o.tabW)
+		return distSliceEqual(d.tab.x, o.tab.x) && (d.tab.w == nil) == (o.tab.w == nil) && distSliceEqual(d.tab.w, o.tab.w)
 	}
 	return d.mean == o.mean
 }
@@ -592,9 +606,9 @@ func (d Dist) String() string {
 	case DistGamma, DistLognormal, DistHyperexp:
 		return d.Kind.String() + "(" + FormatDuration(d.mean) + ", cv=" + strconv.FormatFloat(d.cv, 'g', -1, 64) + ")"
 	case DistEmpirical:
-		return fmt.Sprintf("empirical(%d values, mean %s)", len(d.tabX), FormatDuration(d.mean))
+		return fmt.Sprintf("empirical(%d values, mean %s)", len(d.tab.x), FormatDuration(d.mean))
 	case DistHistogram:
-		return fmt.Sprintf("histogram(%d bins from %s to %s, mean %s)", len(d.tabW), FormatDuration(d.tabX[0]), FormatDuration(d.tabX[len(d.tabX)-1]), FormatDuration(d.mean))
+		return fmt.Sprintf("histogram(%d bins from %s to %s, mean %s)", len(d.tab.w), FormatDuration(d.tab.x[0]), FormatDuration(d.tab.x[len(d.tab.x)-1]), FormatDuration(d.mean))
 	}
 	return d.Kind.String()
 }

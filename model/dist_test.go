@@ -102,8 +102,8 @@ func vtMu4(t *testing.T, d Dist) float64 {
 }
 
 // vtCases are distributions of every kind, some of them in several regimes
-// (the Erlang sampler switches to the gamma one for many phases; the gamma
-// sampler has a separate path for shape < 1).
+// (a one-phase Erlang is drawn as an exponential; the gamma sampler has a
+// separate path for shape < 1).
 func vtCases(t testing.TB) map[string]Dist {
 	return map[string]Dist{
 		"det":              Det(0.002),
@@ -111,6 +111,7 @@ func vtCases(t testing.TB) map[string]Dist {
 		"exp-zero":         Exp(0),
 		"uniform":          Uniform(0.005, 0.015),
 		"erlang":           Erlang(3, 0.01),
+		"erlang-one":       Erlang(1, 0.01),
 		"erlang-many":      Erlang(20, 0.01),
 		"gamma":            Gamma(0.001, 0.5),
 		"gamma-small":      Gamma(0.001, 2),
@@ -175,6 +176,10 @@ func TestDistAnalytic(t *testing.T) {
 		{"zero", Dist{}, 0, 0, 0},
 		{"exp", Exp(2), 2, 4, 1},
 		{"exp-zero", Exp(0), 0, 0, 0},
+		{"erlang-zero", Erlang(3, 0), 0, 0, 0},
+		{"gamma-zero", Gamma(0, 0.5), 0, 0, 0},
+		{"uniform-zero", Uniform(0, 0), 0, 0, 0},
+		{"empirical-zero", vtMustEmpirical(t, []float64{0, 0}, nil), 0, 0, 0},
 		{"uniform", Uniform(1, 7), 4, 3, math.Sqrt(3) / 4},
 		{"erlang", Erlang(4, 8), 8, 16, 0.5},
 		{"erlang-many", Erlang(25, 5), 5, 1, 0.2},
@@ -294,6 +299,7 @@ func TestDistKolmogorovSmirnov(t *testing.T) {
 	}, 6)
 	vtKS(t, Erlang(3, 0.01), gammaCDF(3, 0.01/3), 7)
 	vtKS(t, Erlang(20, 0.01), gammaCDF(20, 0.01/20), 8)
+	vtKS(t, Erlang(1, 0.01), expCDF(0.01), 12)
 	vtKS(t, Gamma(0.001, 0.5), gammaCDF(4, 0.001/4), 9)
 	vtKS(t, Gamma(0.001, 2), gammaCDF(0.25, 0.001*4), 10)
 	vtKS(t, Lognormal(0.01, 1.5), func(x float64) float64 {
@@ -385,23 +391,57 @@ func TestDistEmpiricalChiSquare(t *testing.T) {
 // stays below the upper bound of its bin.
 func TestDistTableEnds(t *testing.T) {
 	d := vtMustEmpirical(t, []float64{1, 2, 3}, []float64{1, 1, 0})
-	if i := d.pick(rand.New(vtConstSource(math.MaxUint64))); i != 1 {
+	if i := distPick(d.tab.cum, d.tab.last, rand.New(vtConstSource(math.MaxUint64))); i != 1 {
 		t.Errorf("largest uniform point picks index %d, want 1", i)
 	}
 	tiny := vtMustEmpirical(t, []float64{1, 2, 3}, []float64{math.SmallestNonzeroFloat64, math.SmallestNonzeroFloat64, 0})
-	if i := tiny.pick(rand.New(vtConstSource(math.MaxUint64))); i != 1 {
+	if i := distPick(tiny.tab.cum, tiny.tab.last, rand.New(vtConstSource(math.MaxUint64))); i != 1 {
 		t.Errorf("subnormal weights: largest uniform point picks index %d, want 1", i)
 	}
-	if i := d.pick(rand.New(vtConstSource(0))); i != 0 {
+	if i := distPick(d.tab.cum, d.tab.last, rand.New(vtConstSource(0))); i != 0 {
 		t.Errorf("smallest uniform point picks index %d, want 0", i)
 	}
 	z := vtMustEmpirical(t, []float64{1, 2, 3}, []float64{0, 1, 1})
-	if i := z.pick(rand.New(vtConstSource(0))); i != 1 {
+	if i := distPick(z.tab.cum, z.tab.last, rand.New(vtConstSource(0))); i != 1 {
 		t.Errorf("leading zero weight: smallest uniform point picks index %d, want 1", i)
 	}
 	h := vtMustHistogram(t, []float64{1, 2}, []float64{1})
 	if x := h.Sample(rand.New(vtConstSource(math.MaxUint64))); x != math.Nextafter(2, 0) {
 		t.Errorf("histogram sample %v for the largest uniform point, want the float64 below 2", x)
+	}
+}
+
+// TestDistPick compares the table search with a linear scan for the first
+// running sum above the same uniform point, over random tables that include
+// zero weights.
+func TestDistPick(t *testing.T) {
+	r := rand.New(rand.NewPCG(51, 52))
+	for trial := 0; trial < 2000; trial++ {
+		n := 1 + r.IntN(40)
+		weights := make([]float64, n)
+		for i := range weights {
+			if r.IntN(3) > 0 {
+				weights[i] = float64(r.IntN(5))
+			}
+		}
+		weights[r.IntN(n)] = 1 + r.Float64()
+		cum, last, err := distCumulative(weights, n, "weight")
+		if err != nil {
+			t.Fatal(err)
+		}
+		seed := r.Uint64()
+		for k := 0; k < 20; k++ {
+			a, b := rand.New(rand.NewPCG(seed, uint64(k))), rand.New(rand.NewPCG(seed, uint64(k)))
+			got := distPick(cum, last, a)
+			u := b.Float64() * cum[n-1]
+			want := 0
+			for cum[want] <= u {
+				want++
+			}
+			if got != want || weights[got] == 0 {
+				t.Fatalf("weights %v, u %v: picked %d, want %d", weights, u, got, want)
+			}
+		}
 	}
 }
 
@@ -483,6 +523,10 @@ func TestParseDistErrors(t *testing.T) {
 		{"exp(fast)", "exp mean: invalid duration"},
 		{"exp(1ms, 2ms)", "exp takes 1 parameter (mean), got 2"},
 		{"exp(1ms,)", "exp takes 1 parameter"},
+		{"uniform(1ms, 2ms, 3ms)", "uniform takes 2 parameters (min, max), got 3"},
+		{"det", "det needs parameters in parentheses, like det(10ms)"},
+		{"det()", "det needs mean, like det(10ms)"},
+		{"lognormal", "lognormal needs parameters in parentheses, like lognormal(10ms, cv=0.5)"},
 		{"exp(rate=5)", `exp has no parameter "rate" (want mean)`},
 		{"exp(mean=1ms, mean=2ms)", "mean given twice"},
 		{"exp(1ms, mean=2ms)", "mean given twice"},
@@ -823,12 +867,13 @@ func BenchmarkSample(b *testing.B) {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	big := make([]float64, 1000)
-	for i := range big {
-		big[i] = float64(i) * 1e-4
+	// Tables of 1000 entries, to show the logarithmic search.
+	values, weights := make([]float64, 1000), make([]float64, 1000)
+	for i := range values {
+		values[i], weights[i] = float64(i)*1e-4, float64(1+i%7)
 	}
-	cases["empirical-1000"] = vtMustEmpirical(b, big, nil)
-	cases["histogram-1000"] = vtMustHistogram(b, append(big, 0.1), big[1:])
+	cases["empirical-1000"] = vtMustEmpirical(b, values, weights)
+	cases["histogram-1000"] = vtMustHistogram(b, append(values, 0.1), weights)
 	names = append(names, "empirical-1000", "histogram-1000")
 	for _, name := range names {
 		d := cases[name]

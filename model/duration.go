@@ -218,16 +218,10 @@ func numFormatScaled(v float64, k int, suffix string) string {
 }
 
 // numShiftedDecimal writes mant×10^exp, where mant is "d" or "d.ddd", in plain
-// decimal notation when exp is moderate and in exponent notation otherwise,
-// without changing the digits.
+// decimal notation without changing the digits. FormatDuration calls it with
+// exp between −3 and 3, so the text stays short.
 func numShiftedDecimal(mant string, exp int) string {
 	digits := strings.Replace(mant, ".", "", 1)
-	if exp < -6 || exp >= 21 {
-		if len(digits) > 1 {
-			return digits[:1] + "." + digits[1:] + "e" + strconv.Itoa(exp)
-		}
-		return digits + "e" + strconv.Itoa(exp)
-	}
 	var s string
 	switch point := exp + 1; {
 	case point <= 0:

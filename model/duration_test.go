@@ -44,24 +44,28 @@ func TestParseDuration(t *testing.T) {
 		{"1h", 3600},
 		{"1.5h", 5400},
 		{"10ns", 1e-8},
-		{"3µs", 3e-6},      // micro sign U+00B5
-		{"3\u03bcs", 3e-6}, // Greek mu U+03BC
-		{"3\u00b5s", 3e-6}, // micro sign, spelled out
-		{"0.5", 0.5},       // bare number: seconds
-		{"2", 2},           // bare integer
-		{"1e-3", 0.001},    // exponent
-		{"1E-3s", 0.001},   // capital exponent
-		{".5ms", 0.0005},   // no leading digit
-		{"5.ms", 0.005},    // no fraction digits
-		{"  7ms\t", 0.007}, // surrounding white space
-		{"2.5 ms", 0.0025}, // space before the unit
-		{"0", 0},           // zero
-		{"0s", 0},          // zero with a unit
-		{"0.000ns", 0},     // zero in another unit
-		{"1e-400", 0},      // underflows to zero
-		{"1e308", 1e308},   // large but finite
-		{"100000h", 3.6e8}, // many hours
-		{"1.25e2us", 125e-6} /* exponent and unit */}
+		{"3µs", 3e-6},                    // micro sign U+00B5
+		{"3\u03bcs", 3e-6},               // Greek mu U+03BC
+		{"3\u00b5s", 3e-6},               // micro sign, spelled out
+		{"0.5", 0.5},                     // bare number: seconds
+		{"2", 2},                         // bare integer
+		{"1e-3", 0.001},                  // exponent
+		{"1E-3s", 0.001},                 // capital exponent
+		{".5ms", 0.0005},                 // no leading digit
+		{"5.ms", 0.005},                  // no fraction digits
+		{"  7ms\t", 0.007},               // surrounding white space
+		{"2.5 ms", 0.0025},               // space before the unit
+		{"0", 0},                         // zero
+		{"0s", 0},                        // zero with a unit
+		{"0.000ns", 0},                   // zero in another unit
+		{"1e-400", 0},                    // underflows to zero
+		{"1e308", 1e308},                 // large but finite
+		{"100000h", 3.6e8},               // many hours
+		{"1.25e2us", 125e-6},             // exponent and unit
+		{"0e99999999999999999999ms", 0},  // exponent beyond int, zero mantissa
+		{"1e-99999999999999999999ms", 0}, // exponent beyond int, negative
+		{"1e-99999999999999999999", 0},   // the same without a unit
+	}
 	for _, c := range cases {
 		got, err := ParseDuration(c.in)
 		if err != nil {
@@ -107,6 +111,7 @@ func TestParseDurationErrors(t *testing.T) {
 		{"1.2.3", "invalid duration"},
 		{"1e400", "too large"},
 		{"1e306h", "too large"},
+		{"1e99999999999999999999ms", "too large"},
 	}
 	for _, c := range cases {
 		_, err := ParseDuration(c.in)
@@ -150,6 +155,15 @@ func TestFormatDuration(t *testing.T) {
 		if got := FormatDuration(c.in); got != c.want {
 			t.Errorf("FormatDuration(%v) = %q, want %q", c.in, got, c.want)
 		}
+	}
+	// Values no duration can have are still written, in seconds.
+	for in, want := range map[float64]string{-0.5: "-0.5s", math.Inf(1): "+Infs", 1e-15: "1e-15s", 1e25: "1e+25s"} {
+		if got := FormatDuration(in); got != want {
+			t.Errorf("FormatDuration(%v) = %q, want %q", in, got, want)
+		}
+	}
+	if got := FormatDuration(math.NaN()); got != "NaNs" {
+		t.Errorf("FormatDuration(NaN) = %q", got)
 	}
 }
 
@@ -282,6 +296,8 @@ func TestFormatRate(t *testing.T) {
 		{7.0 / 60, "7/m"},
 		{1000.0 / 60, "1000/m"},
 		{0.125, "0.125/s"},
+		{-2, "-2/s"},
+		{math.Inf(1), "+Inf/s"},
 	}
 	for _, c := range cases {
 		if got := FormatRate(c.in); got != c.want {

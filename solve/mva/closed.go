@@ -318,21 +318,6 @@ func scaledConvolveMulti(g, x []float64, s int, D float64) []float64 {
 	return out
 }
 
-// updateMarginals advances p[j] = P(j jobs | n−1) to P(j jobs | n) for
-// j < s at a station with s servers carrying a = X(n)·D busy servers:
-// p(j|n) = a/j · p(j−1|n−1), and p(0|n) from the mean number of busy
-// servers.
-func updateMarginals(p []float64, s int, a float64) {
-	for j := s - 1; j >= 1; j-- {
-		p[j] = a / float64(j) * p[j-1]
-	}
-	sum := a
-	for j := 1; j < s; j++ {
-		sum += float64(s-j) * p[j]
-	}
-	p[0] = math.Max(1-sum/float64(s), 0)
-}
-
 // exactMulti is exact multi-class MVA over every population vector
 // 0 ≤ n ≤ N, with the same load-dependent treatment of multi-server
 // stations: p_k(j|n) = (1/j)·Σ_c X_c(n)·D_ck·p_k(j−1|n−e_c).

@@ -158,8 +158,7 @@ func enumerate(stations []station, d [][]float64, think []float64, N []int) []fl
 	for c := range dd {
 		dd[c] = append(append([]float64(nil), d[c]...), think[c])
 	}
-	var g func(pop []int) float64
-	g = func(pop []int) float64 {
+	g := func(pop []int) float64 {
 		// Sum over distributions of each class's customers across stations.
 		K := len(st)
 		alloc := make([][]int, K)

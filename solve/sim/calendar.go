@@ -11,15 +11,19 @@ const (
 )
 
 // event is one entry of the calendar. Events at the same time are handled in
-// the order they were scheduled (seq), which makes a run deterministic.
+// the order they were scheduled, which makes a run deterministic: key holds
+// the scheduling sequence number in its high 56 bits and the kind in its low
+// 8, so comparing keys compares sequence numbers. (2^56 events would take
+// years to simulate.)
 type event struct {
 	t    float64
-	seq  uint64
+	key  uint64
 	x, y int32
-	kind uint8
 }
 
-// calendar is the future event list: a 4-ary min-heap of events by (t, seq),
+func (e *event) kind() uint8 { return uint8(e.key) }
+
+// calendar is the future event list: a 4-ary min-heap of events by (t, key),
 // stored by value. A 4-ary heap is shallower than a binary one and its
 // children share cache lines, which makes pops cheaper.
 type calendar struct {
@@ -28,13 +32,13 @@ type calendar struct {
 }
 
 func (e *event) before(o *event) bool {
-	return e.t < o.t || e.t == o.t && e.seq < o.seq
+	return e.t < o.t || e.t == o.t && e.key < o.key
 }
 
 // push schedules an event.
 func (c *calendar) push(t float64, kind uint8, x, y int32) {
 	c.seq++
-	e := event{t: t, seq: c.seq, x: x, y: y, kind: kind}
+	e := event{t: t, key: c.seq<<8 | uint64(kind), x: x, y: y}
 	h := append(c.h, e)
 	i := len(h) - 1
 	for i > 0 {

@@ -129,6 +129,11 @@ type station struct {
 	v       float64 // PS virtual time
 	vLast   float64
 	version int32
+	// The PS departure on the calendar: valid while the job with seq
+	// schedSeq is first and the rate is schedRate.
+	scheduled bool
+	schedSeq  uint64
+	schedRate float64
 	quantum float64
 }
 
@@ -305,7 +310,7 @@ func (e *engine) run(ctx context.Context) error {
 		ev := e.cal.pop()
 		e.now = ev.t
 		e.events++
-		switch ev.kind {
+		switch ev.kind() {
 		case evArrive:
 			w := &p.workloads[ev.x]
 			e.cal.push(e.now+w.arrive.sample(e.rng), evArrive, ev.x, 0)
@@ -913,27 +918,36 @@ func (e *engine) serviceDone(t *task) {
 // servers progresses at rate min(1, c/n).
 func (e *engine) psAdvance(s *station) {
 	if s.busy > 0 {
-		rate := 1.0
-		if s.busy > s.servers {
-			rate = float64(s.servers) / float64(s.busy)
-		}
-		s.v += (e.now - s.vLast) * rate
+		s.v += (e.now - s.vLast) * s.psRate()
 	}
 	s.vLast = e.now
 }
 
-// psSchedule (re)schedules a PS station's next departure. Earlier schedules
-// become stale: they carry an older version and are ignored.
+// psRate is the rate at which each job of a PS station progresses.
+func (s *station) psRate() float64 {
+	if s.busy > s.servers {
+		return float64(s.servers) / float64(s.busy)
+	}
+	return 1
+}
+
+// psSchedule (re)schedules a PS station's next departure. A departure on the
+// calendar stays valid while the same job is first and the rate is the same
+// (below the number of cores an arrival changes neither); otherwise the old
+// one becomes stale: it carries an older version and is ignored.
 func (e *engine) psSchedule(st int32, s *station) {
-	s.version++
 	if s.busy == 0 {
+		s.scheduled = false
 		return
 	}
-	rate := 1.0
-	if s.busy > s.servers {
-		rate = float64(s.servers) / float64(s.busy)
+	rate := s.psRate()
+	top := &s.ps[0]
+	if s.scheduled && top.seq == s.schedSeq && rate == s.schedRate {
+		return
 	}
-	dt := (s.ps[0].finish - s.v) / rate
+	s.version++
+	s.scheduled, s.schedSeq, s.schedRate = true, top.seq, rate
+	dt := (top.finish - s.v) / rate
 	if dt < 0 {
 		dt = 0
 	}
@@ -942,9 +956,10 @@ func (e *engine) psSchedule(st int32, s *station) {
 
 func (e *engine) psDone(st, version int32) {
 	s := &e.stations[st]
-	if version != s.version {
+	if version != s.version || !s.scheduled {
 		return
 	}
+	s.scheduled = false
 	e.psAdvance(s)
 	j := s.ps.pop()
 	s.busy--

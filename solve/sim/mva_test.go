@@ -75,15 +75,12 @@ func TestMVAReference(t *testing.T) {
 	x, r, _ := exactMVA([]int{1}, []float64{1}, [][]float64{{0.2, 0.3}})
 	withinRel(t, "X", x[0], 1/1.5, 1e-12)
 	withinRel(t, "R", r[0], 0.5, 1e-12)
-	// Two classes of one user each at one station: R_c = D_c (1 + X_o D_o).
+	// Two classes of one user each at one station: each user, alone, finds
+	// Q = X·R = 0.5/1.5 = 1/3 there, so with both R_c = 0.5·(1 + 1/3) and
+	// X_c = 1/(1 + R_c).
 	x, r, _ = exactMVA([]int{1, 1}, []float64{1, 1}, [][]float64{{0.5}, {0.5}})
-	// By symmetry X solves X = 1/(1 + 0.5(1 + 0.5X)).
-	xs := 0.0
-	for range 200 {
-		xs = 1 / (1 + 0.5*(1+0.5*xs))
-	}
-	withinRel(t, "X two classes", x[0], xs, 1e-12)
-	withinRel(t, "R two classes", r[1], 0.5*(1+0.5*xs), 1e-12)
+	withinRel(t, "R two classes", r[1], 2.0/3, 1e-12)
+	withinRel(t, "X two classes", x[0], 0.6, 1e-12)
 }
 
 // TestClosedSingleClass: users with exponential think time over a PS CPU

@@ -123,7 +123,7 @@ const (
 	utilFloor = 0.05
 	// liveBase is the number of live tasks beyond any steady-state estimate
 	// at which a run is declared to have no steady state.
-	liveBase = 100000
+	liveBase = 10000
 	// pilotStream is the PCG stream of the first pilot; replications use
 	// their index.
 	pilotStream = 1 << 62

@@ -1,0 +1,31 @@
+// Package mva is perfcast's analytical solver: mean values of throughput,
+// response time, utilization, waits and queue lengths in milliseconds, for
+// sweeps, capacity search and interactive what-if questions.
+//
+// A model becomes a queueing network: every host's CPU and disks are
+// stations (a replicated host is one station per replica, each receiving
+// 1/r of the visits, which is exact for random balancing and how
+// round-robin and least-busy are approximated); every workload is a class
+// whose visits and demands come from model.Demands (loops by their mean
+// count, branches and switches by probability, speed factors applied);
+// delays and think times are infinite servers.
+//
+// Open classes are solved by the M/M/c formulas (Erlang C), with the
+// Pollaczek–Khinchine / Allen–Cunneen correction for the service variability
+// at FCFS stations; processor-sharing multi-server stations use the M/M/c
+// formula as well, which product form justifies for class-independent
+// exponential service. Closed classes are solved by exact MVA for one class
+// (any population; multi-server stations through their marginal
+// probabilities, computed from log-domain normalizing constants so that
+// N = 10 000 is stable), by exact multi-class MVA while the state space is
+// small, and by Schweitzer–Bard approximate MVA otherwise. Mixed networks
+// inflate closed demands by 1/(1 − U_open) at each station.
+//
+// Thread pools, locks and connection pools, and synchronous calls that hold
+// a caller's thread are solved by a layered fixed point (method of surrogate
+// delays): each pool is a multi-server queue whose service time is the
+// response time of the work done while holding it. Parallel lists join at
+// the mean maximum of exponential branch times; sends add load but not
+// response time. Supports says which models fall outside what these methods
+// treat faithfully; docs/accuracy.md gives measured errors.
+package mva

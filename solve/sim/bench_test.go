@@ -1,0 +1,98 @@
+package sim
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/solve"
+)
+
+const mm1Bench = `perfcast: 1
+hosts: {h: {cpu: {scheduling: fcfs}}}
+components:
+  c: {host: h, operations: {op: {steps: [{cpu: exp(1ms)}]}}}
+workload:
+  w: {open: {rate: 700/s}, steps: [{call: c/op}]}
+`
+
+// benchEngine simulates b.N requests in one replication on one goroutine
+// and reports simulated requests per second of one core.
+func benchEngine(b *testing.B, m *model.Model) {
+	p, err := compile(m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Warm the pools up so that the timed part shows the steady state.
+	warm := newEngine(p, 1, 1, 0, 10000, liveLimit(m))
+	if err := warm.run(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	start, cpu := time.Now(), cpuTime()
+	e := newEngine(p, 1, 2, 0, int64(b.N), liveLimit(m))
+	if err := e.run(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s/core")
+	if used := cpuTime() - cpu; used > 0 {
+		// The same per second of processor time: robust on a busy machine.
+		b.ReportMetric(float64(b.N)/used.Seconds(), "req/cpu-s")
+	}
+	b.ReportMetric(float64(e.events)/float64(b.N), "events/req")
+}
+
+func BenchmarkEngineMM1(b *testing.B) {
+	m, err := model.Parse([]byte(mm1Bench), "mm1.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchEngine(b, m)
+}
+
+func BenchmarkEngineShop(b *testing.B) {
+	m, err := model.Load("/work/shared/examples/shop.yaml")
+	if err != nil {
+		b.Skip(err)
+	}
+	benchEngine(b, m)
+}
+
+// benchSolve runs a whole Solve (pilot, replications, aggregation) on one
+// worker for 10⁶ requests per iteration.
+func benchSolve(b *testing.B, m *model.Model) {
+	const n = 1000000
+	b.ReportAllocs()
+	var wall, cpu time.Duration
+	for b.Loop() {
+		start, c := time.Now(), cpuTime()
+		r, err := New().Solve(context.Background(), m, solve.Options{Seed: 1, Requests: n, Workers: 1})
+		if err != nil || !r.Stable {
+			b.Fatal(err, r.Warnings)
+		}
+		wall += time.Since(start)
+		cpu += cpuTime() - c
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/wall.Seconds(), "req/s/core")
+	if cpu > 0 {
+		b.ReportMetric(float64(n)*float64(b.N)/cpu.Seconds(), "req/cpu-s")
+	}
+}
+
+func BenchmarkSolveMM1(b *testing.B) {
+	m, err := model.Parse([]byte(mm1Bench), "mm1.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchSolve(b, m)
+}
+
+func BenchmarkSolveShop(b *testing.B) {
+	m, err := model.Load("/work/shared/examples/shop.yaml")
+	if err != nil {
+		b.Skip(err)
+	}
+	benchSolve(b, m)
+}
