@@ -45,7 +45,9 @@ func fitSample(s *sample) fitted {
 	if s.n < 2 || cv < 0.05 {
 		return fitted{dist: model.Det(mean)}
 	}
-	cv = round(cv, 3)
+	// Beyond this the families below cannot be told apart, and their
+	// constructors refuse cv above 1e6.
+	cv = round(math.Min(cv, 100), 3)
 	qs := make([]float64, fitPoints)
 	xs := make([]float64, fitPoints)
 	for i := range qs {
