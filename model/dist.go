@@ -45,8 +45,9 @@ func (k DistKind) String() string {
 	return "DistKind(" + strconv.Itoa(int(k)) + ")"
 }
 
-// distMaxCV is the largest coefficient of variation accepted. Beyond it the
-// gamma shape 1/cv² is so small that nearly every draw underflows float64.
+// distMaxCV is the largest coefficient of variation accepted, far beyond any
+// measured service time: at cv = 1e6 the gamma shape 1/cv² is 1e-12 and nearly
+// every gamma draw already underflows to 0.
 const distMaxCV = 1e6
 
 // Dist is a random duration in seconds: a small value type that is cheap to
@@ -425,7 +426,8 @@ func (d Dist) IsZero() bool {
 }
 
 // Sample draws a duration in seconds using r. It does not allocate; it takes
-// constant time for the parametric kinds (constant expected time for gamma)
+// constant time for the parametric kinds (constant expected time for gamma
+// and Erlang, whose sampler rejects a few percent of its tries)
 // and time logarithmic in the table size for empirical and histogram.
 func (d Dist) Sample(r *rand.Rand) float64 {
 	switch d.Kind {
