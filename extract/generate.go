@@ -2,7 +2,9 @@ package extract
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -97,11 +99,11 @@ type generator struct {
 func (g *generator) placeComponents() {
 	g.hostOf = map[string]*model.Host{}
 	g.configured = map[*model.Host]bool{}
-	comps := sortedKeys(g.s.placement)
+	comps := slices.Sorted(maps.Keys(g.s.placement))
 	byKey := map[string]*model.Host{}
 	for _, comp := range comps {
 		pl := g.s.placement[comp]
-		machines := sortedKeys(pl.hosts)
+		machines := slices.Sorted(maps.Keys(pl.hosts))
 		var hostName string
 		replicas := 1
 		switch {
@@ -161,7 +163,7 @@ func hostSafe(name string) string {
 
 func (g *generator) operations() {
 	comps := map[string]*model.Component{}
-	ids := sortedKeys(g.s.ops)
+	ids := slices.Sorted(maps.Keys(g.s.ops))
 	noCPU := []string{}
 	for _, id := range ids {
 		op := g.s.ops[id]
@@ -219,7 +221,7 @@ func (g *generator) fit(what string, s *sample) model.Dist {
 // and delays for external calls. Where the variants depend on the request
 // class significantly, a switch on class keeps them apart.
 func (g *generator) behavior(id string, op *opStats) []model.Step {
-	classes := sortedKeys(op.variants)
+	classes := slices.Sorted(maps.Keys(op.variants))
 	merged := map[string]*variant{}
 	for _, class := range classes {
 		for sig, v := range op.variants[class] {
@@ -293,7 +295,7 @@ func classesDiffer(byClass map[string]map[string]*variant, merged map[string]*va
 }
 
 func (g *generator) variantSteps(vs map[string]*variant) []model.Step {
-	sigs := sortedKeys(vs)
+	sigs := slices.Sorted(maps.Keys(vs))
 	var total int64
 	for _, v := range vs {
 		total += v.count
@@ -464,7 +466,7 @@ func (g *generator) workloadName(entry string) string {
 
 func (g *generator) workloads() {
 	span := g.s.span()
-	for _, id := range sortedKeys(g.s.entries) {
+	for _, id := range slices.Sorted(maps.Keys(g.s.entries)) {
 		e := g.s.entries[id]
 		w := &model.Workload{Name: g.workloadName(id), Steps: []model.Step{{Kind: model.StepCall, Target: id}}}
 		rate := 0.0
@@ -546,13 +548,4 @@ func (g *generator) cores() {
 	if len(assumed) > 0 {
 		g.rep.warnf("cores per host assumed (give them in --config hosts: NAME: {cores: N}): %s", strings.Join(assumed, ", "))
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

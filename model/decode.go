@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -169,22 +170,13 @@ func (d *decoder) fields(n *yaml.Node, path string, known ...string) []field {
 			continue
 		}
 		seen[k.Value] = true
-		if known != nil && !contains(known, k.Value) {
+		if known != nil && !slices.Contains(known, k.Value) {
 			d.add(d.pos(k, join(path, k.Value)), "unknown key %q (want %s)", k.Value, strings.Join(known, ", "))
 			continue
 		}
 		out = append(out, field{key: k.Value, keyN: k, value: v})
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // deref follows YAML aliases, which a model may use to share a list of steps.
@@ -332,7 +324,7 @@ func (d *decoder) host(f field, path string) *Host {
 			h.Replicas = d.integer(g.value, p, 1)
 		case "balancer":
 			h.Balancer = Balancer(d.str(g.value, p))
-			if !contains([]string{string(RoundRobin), string(Random), string(LeastBusy)}, string(h.Balancer)) {
+			if !slices.Contains([]string{string(RoundRobin), string(Random), string(LeastBusy)}, string(h.Balancer)) {
 				d.add(d.pos(g.value, p), "unknown balancer %q (want round-robin, random or least-busy)", h.Balancer)
 			}
 		case "cpu":
@@ -348,7 +340,7 @@ func (d *decoder) host(f field, path string) *Host {
 					}
 				case "scheduling":
 					h.CPU.Scheduling = Scheduling(d.str(c.value, cp))
-					if !contains([]string{string(PS), string(FCFS), string(RR)}, string(h.CPU.Scheduling)) {
+					if !slices.Contains([]string{string(PS), string(FCFS), string(RR)}, string(h.CPU.Scheduling)) {
 						d.add(d.pos(c.value, cp), "unknown CPU scheduling %q (want ps, fcfs or rr)", h.CPU.Scheduling)
 					}
 				case "quantum":

@@ -1,8 +1,9 @@
 package solve
 
 import (
+	"maps"
 	"math"
-	"sort"
+	"slices"
 
 	"github.com/perfcast/perfcast/model"
 )
@@ -45,7 +46,7 @@ func Bounds(m *model.Model) *Bound {
 		}
 		// Thread pools: every execution of an operation holds a thread
 		// for at least its own work.
-		ids := sortedKeys(d.Visits)
+		ids := slices.Sorted(maps.Keys(d.Visits))
 		for _, id := range ids {
 			op := m.Operation(id)
 			c := m.Component(op.Component)
@@ -66,7 +67,7 @@ func Bounds(m *model.Model) *Bound {
 		}
 	}
 	var top float64
-	for _, r := range sortedKeys(b.Utilization) {
+	for _, r := range slices.Sorted(maps.Keys(b.Utilization)) {
 		if u := b.Utilization[r]; u > top {
 			top, b.Bottleneck = u, r
 		}
@@ -111,15 +112,6 @@ func resourceCapacity(m *model.Model) map[string]int {
 		c[p.Name] = p.Capacity * replicas
 	}
 	return c
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // maxBoundDepth guards the recursions below.

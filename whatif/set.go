@@ -4,6 +4,7 @@ package whatif
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -230,7 +231,7 @@ func SetKey(m *model.Model, key, value string) error {
 			targets := []string{name}
 			if name == "*" {
 				targets = names
-			} else if !contains(names, name) {
+			} else if !slices.Contains(names, name) {
 				return fmt.Errorf("%s: no %s named %q (%s: %s)", key, singular(sec.prefix), name, sec.prefix, listOrNone(names))
 			}
 			for _, n := range targets {
@@ -265,15 +266,6 @@ func Keys(m *model.Model) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func singular(section string) string {
