@@ -98,7 +98,9 @@ func solveModel(ctx context.Context, m *model.Model, f *solveFlags) (*solve.Resu
 	if err != nil {
 		return nil, err
 	}
-	res.Warnings = append(note, res.Warnings...)
+	if len(note) > 0 {
+		res.Warnings = append(note, res.Warnings...)
+	}
 	return res, nil
 }
 

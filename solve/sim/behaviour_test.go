@@ -15,13 +15,13 @@ import (
 	"github.com/perfcast/perfcast/solve"
 )
 
-const examples = "../../../shared/examples"
+// exampleDirs are where the example models may be, first the repository's.
+var exampleDirs = []string{"../../examples/models", "../../examples", "../../../shared/examples"}
 
-// exampleModel loads an example model, from the shared examples or, when the
-// tree is laid out differently, from the repository's own copy.
-func exampleModel(t *testing.T, name string) *model.Model {
+// exampleModel loads an example model.
+func exampleModel(t testing.TB, name string) *model.Model {
 	t.Helper()
-	for _, dir := range []string{"../../examples", examples, "/work/shared/examples"} {
+	for _, dir := range exampleDirs {
 		m, err := model.Load(filepath.Join(dir, name))
 		if err == nil {
 			return m
@@ -231,7 +231,7 @@ func TestPrecision(t *testing.T) {
 		mean float64
 		ci   *[2]float64
 	}{
-		"response": {w.ResponseTime.Mean, w.ResponseTime.CI95},
+		"response":   {w.ResponseTime.Mean, w.ResponseTime.CI95},
 		"throughput": {w.Throughput, w.ThroughputCI95},
 		"util":       {r.Resources["h.cpu"].Utilization, r.Resources["h.cpu"].UtilizationCI95},
 	} {
@@ -250,6 +250,24 @@ func TestNoLoad(t *testing.T) {
 	r := runModel(t, parse(t, singleQueue(`{}`, "", `[{cpu: exp(1ms)}]`, 0)), solve.Options{})
 	if w := wl(t, r, "w"); w.Throughput != 0 {
 		t.Errorf("throughput %v", w.Throughput)
+	}
+}
+
+// TestNoTime: requests that take no time at all leave rates undefined; the
+// result says so and still encodes as JSON.
+func TestNoTime(t *testing.T) {
+	r := runModel(t, parse(t, `perfcast: 1
+workload:
+  w: {closed: {users: 2, think: 0}, steps: [{delay: 0}]}
+`), solve.Options{Requests: 1000})
+	if len(r.Warnings) == 0 {
+		t.Error("no warning")
+	}
+	if _, err := json.Marshal(r); err != nil {
+		t.Error(err)
+	}
+	if w := wl(t, r, "w"); w.ResponseTime.Mean != 0 {
+		t.Errorf("response %v", w.ResponseTime.Mean)
 	}
 }
 

@@ -53,11 +53,7 @@ func BenchmarkEngineMM1(b *testing.B) {
 }
 
 func BenchmarkEngineShop(b *testing.B) {
-	m, err := model.Load("/work/shared/examples/shop.yaml")
-	if err != nil {
-		b.Skip(err)
-	}
-	benchEngine(b, m)
+	benchEngine(b, exampleModel(b, "shop.yaml"))
 }
 
 // benchSolve runs a whole Solve (pilot, replications, aggregation) on one
@@ -90,9 +86,5 @@ func BenchmarkSolveMM1(b *testing.B) {
 }
 
 func BenchmarkSolveShop(b *testing.B) {
-	m, err := model.Load("/work/shared/examples/shop.yaml")
-	if err != nil {
-		b.Skip(err)
-	}
-	benchSolve(b, m)
+	benchSolve(b, exampleModel(b, "shop.yaml"))
 }

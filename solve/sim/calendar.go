@@ -2,12 +2,12 @@ package sim
 
 // Event kinds.
 const (
-	evArrive   uint8 = iota // x: workload; an open arrival
-	evThink                 // x: workload; the end of a closed user's think time
-	evWake                  // x: task; the end of a delay
-	evDone                  // x: task; the end of service at a FCFS or random-order station
-	evPSDone                // x: station, y: version; the next departure of a PS station
-	evSlice                 // x: task; the end of a round-robin time slice
+	evArrive uint8 = iota // x: workload; an open arrival
+	evThink               // x: workload; the end of a closed user's think time
+	evWake                // x: task; the end of a delay
+	evDone                // x: task; the end of service at a FCFS or random-order station
+	evPSDone              // x: station, y: version; the next departure of a PS station
+	evSlice               // x: task; the end of a round-robin time slice
 )
 
 // event is one entry of the calendar. Events at the same time are handled in

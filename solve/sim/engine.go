@@ -134,7 +134,7 @@ type station struct {
 	scheduled bool
 	schedSeq  uint64
 	schedRate float64
-	quantum float64
+	quantum   float64
 }
 
 // pool is the thread pool of one component replica.

@@ -2,8 +2,8 @@ package sim
 
 import (
 	"context"
-	"fmt"
 	"math"
+	"sort"
 	"testing"
 
 	"github.com/perfcast/perfcast/model"
@@ -154,4 +154,12 @@ func mmcResponse(c int, lambda, s float64) float64 {
 	return s + erlangC(c, a)*s/(float64(c)-a)
 }
 
-func ms(v float64) string { return fmt.Sprintf("%gms", v*1e3) }
+// sortedNames lists a map's keys in order, for messages.
+func sortedNames[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -62,6 +62,20 @@
 // any steady-state figure, or every request waits for another, the run stops
 // and reports `stable: false` with the resource that has the most waiting.
 //
+// # Results
+//
+// A workload's response time runs from the start of its steps (the arrival,
+// or the end of think time) to their end; its completion time until every
+// asynchronous descendant has ended too. An operation's response time runs
+// from the call or send that reached its component, waiting for a thread
+// included, to the end of its steps. A resource's wait is, at CPUs and disks,
+// the time a request spends there beyond its own service (queueing under
+// FCFS, sharing under PS and round robin); at thread pools and passive
+// resources the time from asking to getting. Utilization is the time
+// average of busy servers (cores, disk servers, threads, units) over
+// servers, averaged over replicas; thread pools are reported for components
+// with a thread limit.
+//
 // # Drops
 //
 // A request that meets a full queue of a component with on_full: drop fails:
@@ -77,7 +91,6 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"sort"
 	"sync"
 	"time"
 
@@ -625,7 +638,7 @@ type estimate struct {
 }
 
 func (e estimate) ci() *[2]float64 {
-	if e.n < 2 || math.IsNaN(e.hw) {
+	if e.n < 2 || math.IsNaN(e.hw) || math.IsInf(e.hw, 0) || math.IsInf(e.mean, 0) {
 		return nil
 	}
 	return &[2]float64{e.mean - e.hw, e.mean + e.hw}
@@ -749,14 +762,26 @@ func times(e estimate, sk *ddsketch.DDSketch) solve.Times {
 	return t
 }
 
+// finite replaces a value that JSON cannot carry (a rate over no time at
+// all) by zero.
+func finite(v float64) float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0
+	}
+	return v
+}
+
 // fill writes the aggregated observations into res.
 func (r *runner) fill(res *solve.Result) {
+	if !(r.simTime > 0) {
+		res.Warnings = append(res.Warnings, "no simulated time passed: every request ended at once, so rates and utilizations are undefined and shown as zero")
+	}
 	for w, wi := range r.p.workloads {
 		x := r.series(func(o *repOut) float64 { return float64(o.st.wlN[w]) / o.t })
 		rt := r.series(func(o *repOut) float64 { return ratio(o.st.wlRT[w], o.st.wlN[w]) })
 		ct := r.series(func(o *repOut) float64 { return ratio(o.st.wlCT[w], o.st.wlCTN[w]) })
 		dr := r.series(func(o *repOut) float64 { return float64(o.st.wlDropped[w]) / o.t })
-		wr := &solve.WorkloadResult{Throughput: x.mean, ThroughputCI95: x.ci(), Dropped: dr.mean}
+		wr := &solve.WorkloadResult{Throughput: finite(x.mean), ThroughputCI95: x.ci(), Dropped: finite(dr.mean)}
 		if !math.IsNaN(rt.mean) {
 			wr.ResponseTime = times(rt, r.wlSk[w])
 		}
@@ -770,6 +795,7 @@ func (r *runner) fill(res *solve.Result) {
 		if !(x.mean > 0) {
 			continue
 		}
+		x.mean = finite(x.mean)
 		rt := r.series(func(o *repOut) float64 { return ratio(o.st.opRT[op], o.st.opN[op]) })
 		res.Operations[oi.id] = &solve.OperationResult{Throughput: x.mean, ResponseTime: times(rt, r.opSk[op])}
 	}
@@ -777,10 +803,10 @@ func (r *runner) fill(res *solve.Result) {
 	for i := range r.descs {
 		d := &r.descs[i]
 		u := r.series(func(o *repOut) float64 { return utilization(o, d, i, -1) })
-		rr := &solve.ResourceResult{Utilization: u.mean, UtilizationCI95: u.ci(), Busy: u.mean * float64(d.servers*d.replicas)}
+		rr := &solve.ResourceResult{Utilization: finite(u.mean), UtilizationCI95: u.ci(), Busy: finite(u.mean) * float64(d.servers*d.replicas)}
 		if d.replicas > 1 {
 			for rep := range d.replicas {
-				rr.PerReplica = append(rr.PerReplica, r.series(func(o *repOut) float64 { return utilization(o, d, i, rep) }).mean)
+				rr.PerReplica = append(rr.PerReplica, finite(r.series(func(o *repOut) float64 { return utilization(o, d, i, rep) }).mean))
 			}
 		}
 		var ws float64
@@ -795,8 +821,8 @@ func (r *runner) fill(res *solve.Result) {
 			rr.Wait = &solve.Times{Mean: math.Max(ws/float64(wn), 0)}
 		}
 		res.Resources[d.name] = rr
-		if u.mean > top {
-			top, res.Bottleneck = u.mean, d.name
+		if rr.Utilization > top {
+			top, res.Bottleneck = rr.Utilization, d.name
 		}
 	}
 	if top <= 0 {
@@ -843,14 +869,4 @@ func reportUnstable(res *solve.Result, m *model.Model, u *instability) {
 				"the saturation rate of %s is estimated from the rate at which it served requests before the stop", u.resource))
 		}
 	}
-}
-
-// sortedNames is used by tests and text output to list map keys in order.
-func sortedNames[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -104,6 +104,30 @@ func TestMD1(t *testing.T) {
 	}
 }
 
+// TestPassivePerReplica: a passive resource declared per replica of a host
+// is one lock per replica, taken on the replica the request runs on; random
+// balancing makes each an M/D/1 queue with rate λ/2.
+func TestPassivePerReplica(t *testing.T) {
+	const lambda, s = 1400.0, 1e-3
+	r := run(t, `perfcast: 1
+hosts: {h: {replicas: 2, balancer: random}}
+components:
+  c: {host: h, operations: {op: {steps: [{hold: {resource: lock, steps: [{delay: det(1ms)}]}}]}}}
+passive: {lock: {capacity: 1, host: h}}
+workload:
+  w: {open: {rate: 1400/s}, steps: [{call: c/op}]}
+`, 300000)
+	rho := lambda / 2 * s
+	w := wl(t, r, "w")
+	within(t, "mean response", w.ResponseTime.Mean, w.ResponseTime.CI95, s+rho*s/(2*(1-rho)), 0)
+	lock := res(t, r, "lock")
+	within(t, "lock utilization", lock.Utilization, lock.UtilizationCI95, rho, 0)
+	within(t, "lock busy", lock.Busy, lock.UtilizationCI95, 2*rho, 2*ciFactor*halfWidth(lock.UtilizationCI95))
+	if len(lock.PerReplica) != 2 {
+		t.Errorf("lock per_replica %v, want 2 entries", lock.PerReplica)
+	}
+}
+
 // TestRandomReplicas: Poisson arrivals split at random over r replicas make
 // r independent M/M/1 queues with rate λ/r.
 func TestRandomReplicas(t *testing.T) {
@@ -239,6 +263,25 @@ func TestBlockingQueue(t *testing.T) {
 	within(t, "thread utilization", th.Utilization, th.UtilizationCI95, 0.7, 0)
 }
 
+// TestBlockingSend: a send to a busy thread with no queue space makes the
+// sender wait. One user without think time sends jobs of 10 ms to a single
+// thread: each send waits for the previous job, so every response lasts
+// exactly 10 ms.
+func TestBlockingSend(t *testing.T) {
+	r := run(t, `perfcast: 1
+hosts: {h: {}}
+components:
+  a: {host: h, operations: {x: {steps: [{send: b/y}]}}}
+  b: {host: h, threads: 1, queue: 0, on_full: block, operations: {y: {steps: [{delay: det(10ms)}]}}}
+workload:
+  w: {closed: {users: 1, think: 0}, steps: [{call: a/x}]}
+`, 20000)
+	w := wl(t, r, "w")
+	withinRel(t, "response", w.ResponseTime.Mean, 0.01, 1e-9)
+	withinRel(t, "throughput", w.Throughput, 100, 1e-6)
+	withinRel(t, "completion", w.CompletionTime.Mean, 0.02, 1e-9)
+}
+
 // TestDropMM1K: one thread, a queue of K−1 and drop on full is M/M/1/K. The
 // thread is entered while the caller holds a pool of its own component,
 // which the drops must give back (a leak would exhaust it and stall the
@@ -317,6 +360,8 @@ components:
       s: {steps: [{cpu: exp(1ms)}]}
       l: {steps: [{cpu: exp(1ms)}]}
       c1: {steps: [{cpu: exp(1ms)}]}
+      s2: {steps: [{cpu: exp(1ms)}]}
+      sw: {steps: [{switch: {on: size, cases: {small: [{call: b/s2}]}}}]}
 workload:
   w1:
     open: {rate: 100/s}
@@ -325,7 +370,7 @@ workload:
   w2:
     open: {rate: 50/s}
     params: {size: {pmf: {small: 0.8, large: 0.2}}}
-    steps: [{call: a/x}, {send: b/y}]
+    steps: [{call: a/x}, {send: b/y}, {send: b/sw}]
 `
 	r := run(t, src, 200000)
 	m := parse(t, src)
@@ -341,6 +386,9 @@ workload:
 		"b/s":  {0.8 * (l1 + l2), 0.8 * (l1 + l2)},
 		"b/l":  {2 * 0.2 * (l1 + l2), 4 * 0.2 * (l1 + l2)},
 		"b/c1": {l1, l1},
+		// A parameter stays visible through a send: w2's sends switch on it.
+		"b/sw": {l2, l2},
+		"b/s2": {0.8 * l2, 0.8 * l2},
 	}
 	// The expected visits agree with the model's own demand walk.
 	for _, w := range m.Workloads {
