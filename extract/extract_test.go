@@ -362,3 +362,20 @@ func TestFitSample(t *testing.T) {
 		within(t, tc.truth.String()+" mean", f.dist.Mean(), tc.truth.Mean(), math.Sqrt(tc.truth.Var()/20000)+tc.truth.Mean()*5e-4)
 	}
 }
+
+func TestMeasured(t *testing.T) {
+	const n = 5000
+	st := fold(t, generate(6, n, true))
+	m, _ := st.Model("x", nil)
+	r := st.Measured(m)
+	page := r.Workloads["GET /page"]
+	if page == nil {
+		t.Fatalf("no measured workload: %+v", r.Workloads)
+	}
+	within(t, "measured page rate", page.Throughput, genRate*pageShare, genRate*math.Sqrt(pageShare*(1-pageShare)/n)+genRate/math.Sqrt(n))
+	gi := r.Operations["catalog/GetItem"]
+	// GetItem takes its CPU (mean 1 ms) plus 0.5 ms: 1.5 ms on average.
+	within(t, "GetItem response", gi.ResponseTime.Mean, 1.5e-3, 0.5e-3/math.Sqrt(n))
+	// web's CPU: 50/s × (0.6 × 2 ms + 0.4 × 1 ms) on one core = 8 %.
+	within(t, "web cpu utilization", r.Resources["web.cpu"].Utilization, 50*(0.6*2e-3+0.4*1e-3), 0.08*4/math.Sqrt(n))
+}

@@ -1,0 +1,76 @@
+package extract
+
+import (
+	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/solve"
+)
+
+// Measured returns what the traces folded into the state measured, in the
+// form of a solver's result (solver "measured"), so that predictions can be
+// compared with it key by key: per workload (named as Model names them) and
+// per operation the throughput and the response-time mean and percentiles;
+// per host CPU, when spans carry CPU times, the utilization the measured CPU
+// demand implies on the hosts and cores of m. Entry operations that m has no
+// workload for are left out of the workloads.
+func (s *State) Measured(m *model.Model) *solve.Result {
+	r := solve.NewResult(m, "measured")
+	span := s.span()
+	if span <= 0 {
+		r.Warnings = append(r.Warnings, "fewer than two requests: no rates measured")
+		return r
+	}
+	byEntry := map[string]string{}
+	for _, w := range m.Workloads {
+		if len(w.Steps) > 0 && w.Steps[0].Kind == model.StepCall {
+			byEntry[w.Steps[0].Target] = w.Name
+		}
+	}
+	for id, e := range s.entries {
+		name, ok := byEntry[id]
+		if !ok {
+			continue
+		}
+		if prev := r.Workloads[name]; prev != nil {
+			continue
+		}
+		r.Workloads[name] = &solve.WorkloadResult{Throughput: float64(e.count) / span, ResponseTime: times(e.resp)}
+	}
+	busy := map[string]float64{}
+	cpuKnown := map[string]bool{}
+	for id, op := range s.ops {
+		r.Operations[id] = &solve.OperationResult{Throughput: float64(op.count) / span, ResponseTime: times(op.resp)}
+		c := m.Component(op.component)
+		if c == nil {
+			continue
+		}
+		res := model.CPUResource(c.Host)
+		if op.cpu.n == op.count && op.count > 0 {
+			busy[res] += op.cpu.sum / span
+			if _, seen := cpuKnown[res]; !seen {
+				cpuKnown[res] = true
+			}
+		} else {
+			cpuKnown[res] = false
+		}
+	}
+	for res, b := range busy {
+		if !cpuKnown[res] {
+			continue
+		}
+		if n := m.Servers(res); n > 0 {
+			r.Resources[res] = &solve.ResourceResult{Utilization: b / float64(n), Busy: b}
+		}
+	}
+	return r
+}
+
+// times summarizes a sample as a result's Times.
+func times(s *sample) solve.Times {
+	return solve.Times{
+		Mean: s.mean(),
+		P50:  solve.Float(s.quantile(0.5)),
+		P90:  solve.Float(s.quantile(0.9)),
+		P95:  solve.Float(s.quantile(0.95)),
+		P99:  solve.Float(s.quantile(0.99)),
+	}
+}
