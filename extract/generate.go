@@ -91,6 +91,77 @@ type generator struct {
 	hostOf map[string]*model.Host
 	// configured holds the hosts whose cores the configuration gives.
 	configured map[*model.Host]bool
+	// threads holds the inferred thread limits of components, per replica.
+	threads map[string]int
+	// opLimits holds the inferred concurrency limits of operations.
+	opLimits map[string]limit
+}
+
+// inferLimits looks for hidden bounds on concurrency: a component whose
+// replicas never run more than k requests at once, where an unlimited one
+// would have, has a pool of k threads; an operation likewise (with k smaller
+// than its component's) is held by a passive resource of capacity k.
+func (g *generator) inferLimits() {
+	g.threads = map[string]int{}
+	g.opLimits = map[string]limit{}
+	byComp := map[string][]limit{}
+	compMax := map[string]int{}
+	for _, key := range slices.Sorted(maps.Keys(g.s.conc)) {
+		parts := strings.Split(key, "\x00")
+		if parts[0] != "replica" {
+			continue
+		}
+		comp := parts[1]
+		c := g.s.conc[key]
+		lim, ok := c.inferLimit()
+		compMax[comp] = max(compMax[comp], lim.k, c.max)
+		if ok {
+			byComp[comp] = append(byComp[comp], lim)
+		}
+	}
+	for _, comp := range slices.Sorted(maps.Keys(byComp)) {
+		lims := byComp[comp]
+		k := compMax[comp]
+		g.threads[comp] = k
+		g.rep.evidencef("component %s: never more than %d requests in service at once per replica, %.0f%% of the time at %d, where an unlimited server with the same mean load (%.2f) would exceed %d %.0f%% of the time: a pool of %d threads",
+			comp, k, 100*lims[0].atLimit, k, lims[0].mean, k, 100*lims[0].unlimitedAbove, k)
+	}
+	for _, key := range slices.Sorted(maps.Keys(g.s.conc)) {
+		id, ok := strings.CutPrefix(key, "op\x00")
+		if !ok {
+			continue
+		}
+		op := g.s.ops[id]
+		if op == nil {
+			continue
+		}
+		lim, ok := g.s.conc[key].inferLimit()
+		if !ok {
+			continue
+		}
+		if t, limited := g.threads[op.component]; limited && lim.k >= t {
+			continue
+		}
+		// A bound that holds across replicas of a replicated component
+		// is one resource for the system; otherwise per replica.
+		g.opLimits[id] = lim
+		g.rep.evidencef("operation %s: never more than %d executions at once, %.0f%% of the time at %d, where an unlimited one with the same mean (%.2f) would exceed %d %.0f%% of the time: a passive resource of capacity %d held around it",
+			id, lim.k, 100*lim.atLimit, lim.k, lim.mean, lim.k, 100*lim.unlimitedAbove, lim.k)
+	}
+}
+
+// limited reports whether calls to an operation wait for an inferred limit
+// before its server span starts.
+func (g *generator) limited(target string) bool {
+	comp, _ := splitID(target)
+	_, a := g.threads[comp]
+	_, b := g.opLimits[target]
+	return a || b
+}
+
+// limitName names the passive resource of an operation's inferred limit.
+func limitName(id string) string {
+	return strings.NewReplacer("/", " ", ".", "-").Replace(id) + " limit"
 }
 
 // placeComponents makes the hosts: components that ran on the same set of
@@ -162,6 +233,7 @@ func hostSafe(name string) string {
 }
 
 func (g *generator) operations() {
+	g.inferLimits()
 	comps := map[string]*model.Component{}
 	ids := slices.Sorted(maps.Keys(g.s.ops))
 	noCPU := []string{}
@@ -170,7 +242,8 @@ func (g *generator) operations() {
 		c := comps[op.component]
 		if c == nil {
 			host := g.hostOf[op.component]
-			c = &model.Component{Name: op.component, Host: host.Name, Queue: model.QueueUnlimited, OnFull: model.Block}
+			c = &model.Component{Name: op.component, Host: host.Name, Queue: model.QueueUnlimited, OnFull: model.Block,
+				Threads: g.threads[op.component]}
 			comps[op.component] = c
 			g.m.Components = append(g.m.Components, c)
 		}
@@ -190,6 +263,15 @@ func (g *generator) operations() {
 		if off != nil && off.mean() >= minLatency {
 			o.Steps = append(o.Steps, model.Step{Kind: model.StepDelay, Demand: g.fit(id+" off-cpu", off)})
 			g.rep.evidencef("%s: %.3gms of its own time is off the CPU (own time minus perfcast.cpu.time): modeled as a delay", id, off.mean()*1e3)
+		}
+		if lim, ok := g.opLimits[id]; ok {
+			name := limitName(id)
+			p := &model.Passive{Name: name, Capacity: lim.k}
+			if h := g.hostOf[op.component]; h.Replicas > 1 {
+				p.Host = h.Name
+			}
+			g.m.Passive = append(g.m.Passive, p)
+			o.Steps = []model.Step{{Kind: model.StepHold, Resource: name, Units: 1, Steps: o.Steps}}
 		}
 		c.Operations = append(c.Operations, o)
 		g.rep.Operations++
@@ -413,7 +495,15 @@ func (g *generator) elemSteps(elems []*elem) []model.Step {
 		var body []model.Step
 		switch e.kind {
 		case elemCall:
-			if e.latency.mean() >= minLatency {
+			switch {
+			case g.limited(e.target):
+				// The caller's time outside the callee's span holds the
+				// wait for the limit, which the model now produces itself:
+				// keep only the network, the low end of that time.
+				if base := round(e.latency.quantile(0.1), 3); base >= minLatency {
+					body = append(body, model.Step{Kind: model.StepDelay, Demand: model.Det(base)})
+				}
+			case e.latency.mean() >= minLatency:
 				body = append(body, model.Step{Kind: model.StepDelay, Demand: g.fit("network to "+e.target, e.latency)})
 			}
 			body = append(body, model.Step{Kind: model.StepCall, Target: e.target})

@@ -50,6 +50,13 @@ func (s *State) Merge(o *State) {
 			mine.perSecond[sec] += n
 		}
 	}
+	for key, c := range o.conc {
+		if mine := s.conc[key]; mine != nil {
+			mine.merge(c)
+		} else {
+			s.conc[key] = c
+		}
+	}
 	for comp, p := range o.placement {
 		mine := s.placement[comp]
 		if mine == nil {

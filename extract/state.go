@@ -36,6 +36,15 @@ type State struct {
 	// placement records, per component, on which hosts and instances its
 	// operations ran.
 	placement map[string]*placement
+	// conc profiles the concurrency of every operation and of every
+	// component replica, to find hidden limits (thread pools, locks).
+	conc map[string]*concurrency
+}
+
+// Keys of concurrency profiles.
+func opGroup(id string) string { return "op\x00" + id }
+func replicaGroup(comp, replica string) string {
+	return "replica\x00" + comp + "\x00" + replica
 }
 
 // NewState returns an empty state.
@@ -46,7 +55,17 @@ func NewState() *State {
 		ops:       map[string]*opStats{},
 		entries:   map[string]*entryStats{},
 		placement: map[string]*placement{},
+		conc:      map[string]*concurrency{},
 	}
+}
+
+func (s *State) profile(key string, start, end int64) {
+	c := s.conc[key]
+	if c == nil {
+		c = newConcurrency()
+		s.conc[key] = c
+	}
+	c.add(start, end)
 }
 
 // opStats aggregates the executions of one operation.
@@ -195,6 +214,9 @@ func (s *State) operation(n *trace.Node, class string, cfg *Config) {
 	if n.Span.Instance != "" {
 		pl.instances[n.Span.Instance]++
 	}
+	s.profile(opGroup(id), n.Span.Start, n.Span.End)
+	replica := n.Span.Host + "\x00" + n.Span.Instance
+	s.profile(replicaGroup(comp, replica), n.Span.Start, n.Span.End)
 
 	// Collect the elements: calls, sends and external calls, looking
 	// through spans internal to this operation.

@@ -1,0 +1,190 @@
+package extract
+
+import (
+	"container/heap"
+	"math"
+	"sort"
+
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// concurrencyLag is how far back in time spans may still arrive once a later
+// one has: trees are delivered as traces complete, roughly in time order, and
+// no request lasts longer than this. Intervals that start before the latest
+// start minus the lag are swept; memory holds only the spans of that window.
+const concurrencyLag = int64(120e9)
+
+// sweepBatch is how many pending intervals trigger a sweep.
+const sweepBatch = 4096
+
+// concurrency is the profile of how many spans of one group (the server
+// spans of an operation, or of a component replica) ran at once: the time
+// spent at each level, in nanoseconds.
+type concurrency struct {
+	pending   []interval
+	active    endHeap
+	cursor    int64 // the sweep's position in time
+	latest    int64 // the latest start seen
+	levelTime map[int]int64
+	max       int
+	// busyPeriods counts the times the level rose from 0, a measure of how
+	// many independent stretches the profile rests on.
+	busyPeriods int64
+	first, last int64
+}
+
+type interval struct{ start, end int64 }
+
+func newConcurrency() *concurrency {
+	return &concurrency{levelTime: map[int]int64{}, first: math.MaxInt64, last: math.MinInt64}
+}
+
+func (c *concurrency) add(start, end int64) {
+	if end < start {
+		return
+	}
+	c.pending = append(c.pending, interval{start, end})
+	c.latest = max(c.latest, start)
+	c.first = min(c.first, start)
+	c.last = max(c.last, end)
+	if len(c.pending) >= sweepBatch {
+		c.sweep(c.latest - concurrencyLag)
+	}
+}
+
+// sweep accounts for the pending intervals that start at or before upTo.
+// Intervals arriving later than the lag allows, starting before the cursor,
+// are accounted from the cursor on.
+func (c *concurrency) sweep(upTo int64) {
+	sort.Slice(c.pending, func(i, j int) bool {
+		if c.pending[i].start != c.pending[j].start {
+			return c.pending[i].start < c.pending[j].start
+		}
+		return c.pending[i].end < c.pending[j].end
+	})
+	n := 0
+	for _, iv := range c.pending {
+		if iv.start > upTo {
+			break
+		}
+		c.advance(max(iv.start, c.cursor))
+		if len(c.active) == 0 {
+			c.busyPeriods++
+		}
+		heap.Push(&c.active, iv.end)
+		c.max = max(c.max, len(c.active))
+		n++
+	}
+	c.pending = append(c.pending[:0], c.pending[n:]...)
+}
+
+// advance moves the cursor to t, ending the intervals that end by then.
+func (c *concurrency) advance(t int64) {
+	for len(c.active) > 0 && c.active[0] <= t {
+		end := c.active[0]
+		if end > c.cursor {
+			c.levelTime[len(c.active)] += end - c.cursor
+			c.cursor = end
+		}
+		heap.Pop(&c.active)
+	}
+	if t > c.cursor {
+		if len(c.active) > 0 {
+			c.levelTime[len(c.active)] += t - c.cursor
+		}
+		c.cursor = t
+	}
+}
+
+// finish sweeps everything.
+func (c *concurrency) finish() {
+	c.sweep(math.MaxInt64)
+	c.advance(math.MaxInt64)
+}
+
+// merge adds the profile of spans disjoint from this one's. The intervals
+// still pending are merged exactly; the swept parts add up, which is exact
+// when the two sets did not run at the same time (a split by time) and
+// otherwise understates the concurrency where they overlapped.
+func (c *concurrency) merge(o *concurrency) {
+	o.finish()
+	c.finish()
+	for l, t := range o.levelTime {
+		c.levelTime[l] += t
+	}
+	c.max = max(c.max, o.max)
+	c.busyPeriods += o.busyPeriods
+	c.first = min(c.first, o.first)
+	c.last = max(c.last, o.last)
+}
+
+// limit is an inferred bound on concurrency.
+type limit struct {
+	k int
+	// mean is the time-averaged concurrency over the observed window.
+	mean float64
+	// atLimit is the fraction of time spent at k.
+	atLimit float64
+	// unlimitedAbove is how often an unlimited system with that mean would
+	// have exceeded k (M/G/∞: the number in service is Poisson).
+	unlimitedAbove float64
+}
+
+// Thresholds of limit inference.
+const (
+	// limitMinAt is the least fraction of time at the bound.
+	limitMinAt = 0.05
+	// limitMinAbove is the least probability with which an unlimited
+	// system would have exceeded the bound.
+	limitMinAbove = 0.05
+	// limitMinBusy is the least number of busy periods.
+	limitMinBusy = 30
+)
+
+// inferLimit decides whether the profile shows a bound: the level never
+// exceeded k, the profile sat at k for at least 5 % of the time, and an
+// unlimited system with the same mean concurrency (in which the number of
+// spans in progress is Poisson) would have exceeded k at least 5 % of the
+// time. The observed mean understates the offered one when requests wait,
+// so the test errs on the side of finding no bound.
+func (c *concurrency) inferLimit() (limit, bool) {
+	// Work on a copy, so that folding may go on afterwards.
+	cp := *c
+	cp.pending = append([]interval(nil), c.pending...)
+	cp.active = append(endHeap(nil), c.active...)
+	cp.levelTime = make(map[int]int64, len(c.levelTime))
+	for l, t := range c.levelTime {
+		cp.levelTime[l] = t
+	}
+	c = &cp
+	c.finish()
+	if c.max < 1 || c.busyPeriods < limitMinBusy || c.last <= c.first {
+		return limit{}, false
+	}
+	total := float64(c.last - c.first)
+	var weighted float64
+	for l, t := range c.levelTime {
+		weighted += float64(l) * float64(t)
+	}
+	lim := limit{k: c.max, mean: weighted / total, atLimit: float64(c.levelTime[c.max]) / total}
+	if !(lim.mean > 0) {
+		return lim, false
+	}
+	lim.unlimitedAbove = 1 - distuv.Poisson{Lambda: lim.mean}.CDF(float64(c.max))
+	ok := lim.atLimit >= limitMinAt && lim.unlimitedAbove >= limitMinAbove
+	return lim, ok
+}
+
+// endHeap is a min-heap of end times.
+type endHeap []int64
+
+func (h endHeap) Len() int           { return len(h) }
+func (h endHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h endHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *endHeap) Push(x any)        { *h = append(*h, x.(int64)) }
+func (h *endHeap) Pop() any {
+	old := *h
+	v := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return v
+}

@@ -1,0 +1,163 @@
+package extract
+
+import (
+	"math"
+	"math/rand/v2"
+	"sort"
+	"testing"
+
+	"github.com/perfcast/perfcast/ingest"
+	"github.com/perfcast/perfcast/model"
+)
+
+// fcfs serves requests arriving at the given times (in order of index) on k
+// servers, first come first served, and returns when each starts and ends.
+func fcfs(arrivals []int64, service []int64, k int) (start, end []int64) {
+	order := make([]int, len(arrivals))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return arrivals[order[a]] < arrivals[order[b]] })
+	free := make([]int64, k)
+	start, end = make([]int64, len(arrivals)), make([]int64, len(arrivals))
+	for _, i := range order {
+		s := 0
+		for j := range free {
+			if free[j] < free[s] {
+				s = j
+			}
+		}
+		start[i] = max(arrivals[i], free[s])
+		end[i] = start[i] + service[i]
+		free[s] = end[i]
+	}
+	return start, end
+}
+
+// limitedTraces makes requests, half of which call a pool of 4 threads (100 ms each,
+// 70 % busy) and then an operation behind a lock (40 ms, 56 % busy) in a
+// component whose other operation, as busy, is not limited.
+func limitedTraces(n int, seed uint64) []*ingest.Span {
+	r := rand.New(rand.NewPCG(seed, 3))
+	const lambda = 28.0
+	const net = int64(100_000)
+	exp := func(mean float64) int64 { return int64(r.ExpFloat64() * mean * 1e9) }
+	arrive := make([]int64, n)
+	t := int64(1_700_000_000_000_000_000)
+	for i := range arrive {
+		t += exp(1 / lambda)
+		arrive[i] = t
+	}
+	poolS := make([]int64, n)
+	poolArr := make([]int64, n)
+	for i := range poolS {
+		if i%2 == 0 {
+			poolS[i] = exp(0.2)
+		}
+		poolArr[i] = arrive[i] + net
+	}
+	pStart, pEnd := fcfs(poolArr, poolS, 4)
+	lockArr, lockS := make([]int64, n), make([]int64, n)
+	readArr, readS := make([]int64, n), make([]int64, n)
+	for i := range lockArr {
+		lockArr[i] = pEnd[i] + 2*net
+		if i%2 == 0 {
+			lockS[i] = exp(0.04)
+		}
+		readArr[i] = arrive[i] + net
+		readS[i] = exp(0.02)
+	}
+	lStart, lEnd := fcfs(lockArr, lockS, 1)
+	var spans []*ingest.Span
+	var id uint64
+	next := func() ingest.SpanID {
+		id++
+		var s ingest.SpanID
+		for j := 0; j < 8; j++ {
+			s[j] = byte(id >> (56 - 8*j))
+		}
+		return s
+	}
+	for i := 0; i < n; i++ {
+		var tid ingest.TraceID
+		tid[0] = 2
+		for j := 0; j < 8; j++ {
+			tid[8+j] = byte(uint64(i) >> (56 - 8*j))
+		}
+		mk := func(parent ingest.SpanID, kind ingest.Kind, svc, name string, s, e int64) *ingest.Span {
+			sp := &ingest.Span{TraceID: tid, SpanID: next(), ParentID: parent, Kind: kind, Service: svc, Host: svc + "-host",
+				Name: name, Start: s, End: e, CPUTime: math.NaN()}
+			spans = append(spans, sp)
+			return sp
+		}
+		// Every other request reads instead of calling the pool and the
+		// lock, so that the locked component also runs unlimited work.
+		if i%2 == 1 {
+			root := mk(ingest.SpanID{}, ingest.KindServer, "front", "GET /read", arrive[i], readArr[i]+readS[i]+net)
+			cl := mk(root.SpanID, ingest.KindClient, "front", "read", arrive[i], readArr[i]+readS[i]+net)
+			mk(cl.SpanID, ingest.KindServer, "store", "Read", readArr[i], readArr[i]+readS[i])
+			continue
+		}
+		root := mk(ingest.SpanID{}, ingest.KindServer, "front", "GET /work", arrive[i], lEnd[i]+net)
+		c1 := mk(root.SpanID, ingest.KindClient, "front", "work", arrive[i], pEnd[i]+net)
+		mk(c1.SpanID, ingest.KindServer, "pool", "Work", pStart[i], pEnd[i])
+		c2 := mk(root.SpanID, ingest.KindClient, "front", "update", pEnd[i]+net, lEnd[i]+net)
+		mk(c2.SpanID, ingest.KindServer, "store", "Update", lStart[i], lEnd[i])
+	}
+	return spans
+}
+
+func TestInferHiddenPoolAndLock(t *testing.T) {
+	// Requests alternate between the two paths, 14/s each.
+	spans := limitedTraces(40000, 1)
+	st := fold(t, spans)
+	m, rep := st.Model("limits", nil)
+	if err := m.Validate(); err != nil {
+		t.Fatalf("%v\n%s", err, m.Marshal())
+	}
+	if got := m.Component("pool").Threads; got != 4 {
+		t.Errorf("pool threads = %d, want 4\nevidence: %v", got, rep.Evidence)
+	}
+	if got := m.Component("store").Threads; got != model.Unlimited {
+		t.Errorf("store threads = %d, want unlimited", got)
+	}
+	if got := m.Component("front").Threads; got != model.Unlimited {
+		t.Errorf("front threads = %d, want unlimited", got)
+	}
+	up := m.Operation("store/Update")
+	if len(up.Steps) != 1 || up.Steps[0].Kind != model.StepHold {
+		t.Fatalf("store/Update is not held by a lock:\n%s", m.Marshal())
+	}
+	if p := m.PassiveResource(up.Steps[0].Resource); p == nil || p.Capacity != 1 {
+		t.Errorf("lock %+v, want capacity 1", p)
+	}
+	if len(m.Passive) != 1 {
+		t.Errorf("want exactly one passive resource, got %d:\n%s", len(m.Passive), m.Marshal())
+	}
+}
+
+func TestNoLimitWithoutEvidence(t *testing.T) {
+	// The known-model traces have no limits: nothing may be inferred.
+	st := fold(t, generate(11, 20000, true))
+	m, _ := st.Model("x", nil)
+	for _, c := range m.Components {
+		if c.Threads != model.Unlimited {
+			t.Errorf("component %s got %d threads without a limit in the traces", c.Name, c.Threads)
+		}
+	}
+	if len(m.Passive) > 0 {
+		t.Errorf("passive resources inferred without a limit: %v", m.Passive)
+	}
+}
+
+func TestConcurrencyProfile(t *testing.T) {
+	c := newConcurrency()
+	// [0,10) [5,15) [20,30): level 1 for 5, 2 for 5, 1 for 5, 0, 1 for 10.
+	c.add(5, 15)
+	c.add(0, 10)
+	c.add(20, 30)
+	c.finish()
+	if c.levelTime[1] != 20 || c.levelTime[2] != 5 || c.max != 2 || c.busyPeriods != 2 {
+		t.Errorf("levels %v max %d busy periods %d", c.levelTime, c.max, c.busyPeriods)
+	}
+}

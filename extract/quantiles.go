@@ -1,0 +1,107 @@
+package extract
+
+import (
+	"maps"
+	"math"
+	"slices"
+)
+
+// Times is a read-only view of one measured quantity of a state (a response
+// time or a CPU time, in seconds): its count, moments and quantiles. The zero
+// Times is empty.
+type Times struct{ s *sample }
+
+// Count is the number of values.
+func (t Times) Count() int64 {
+	if t.s == nil {
+		return 0
+	}
+	return t.s.n
+}
+
+// Sum is the sum of the values.
+func (t Times) Sum() float64 {
+	if t.s == nil {
+		return 0
+	}
+	return t.s.sum
+}
+
+// SumSquares is the sum of the squared values.
+func (t Times) SumSquares() float64 {
+	if t.s == nil {
+		return 0
+	}
+	return t.s.sq
+}
+
+// Mean is the mean value (0 when empty).
+func (t Times) Mean() float64 {
+	if t.s == nil {
+		return 0
+	}
+	return t.s.mean()
+}
+
+// StdDev is the sample standard deviation (0 with fewer than two values).
+func (t Times) StdDev() float64 {
+	if t.s == nil {
+		return 0
+	}
+	return math.Sqrt(t.s.variance())
+}
+
+// Quantile returns the q-quantile (0 ≤ q ≤ 1) from the sketch, within 1 %
+// of the true value; 0 when empty.
+func (t Times) Quantile(q float64) float64 {
+	if t.s == nil {
+		return 0
+	}
+	return t.s.quantile(q)
+}
+
+// Entries returns the entry operations (`component/operation`) of the
+// requests folded into the state, sorted.
+func (s *State) Entries() []string { return slices.Sorted(maps.Keys(s.entries)) }
+
+// Operations returns the operations (`component/operation`) seen in the
+// state, sorted.
+func (s *State) Operations() []string { return slices.Sorted(maps.Keys(s.ops)) }
+
+// EntryTimes returns the response times of the requests that entered at
+// the operation entry (the duration of the entry span); ok is false when no
+// request entered there.
+func (s *State) EntryTimes(entry string) (t Times, ok bool) {
+	e := s.entries[entry]
+	if e == nil {
+		return Times{}, false
+	}
+	return Times{e.resp}, true
+}
+
+// OperationTimes returns the response times of every execution of the
+// operation id; ok is false when the operation was not seen.
+func (s *State) OperationTimes(id string) (t Times, ok bool) {
+	op := s.ops[id]
+	if op == nil {
+		return Times{}, false
+	}
+	return Times{op.resp}, true
+}
+
+// OperationCPU returns the measured CPU times of the operation's
+// executions that carried one; ok is false when the operation was not seen.
+// Count is below the operation's executions when some lacked a CPU time.
+func (s *State) OperationCPU(id string) (t Times, ok bool) {
+	op := s.ops[id]
+	if op == nil {
+		return Times{}, false
+	}
+	return Times{op.cpu}, true
+}
+
+// Duration is the observed time over which the requests arrived, in
+// seconds, as the rates in models and in Measured are computed: from the
+// first to the last arrival, widened by one mean interarrival time. It is 0
+// with fewer than two requests.
+func (s *State) Duration() float64 { return s.span() }
