@@ -19,12 +19,20 @@ import (
 //	rename:                 # component names, by service.name
 //	  checkout-service: checkout
 //	no_id_folding: false    # keep /item/42 as it is
+//	params: [http.request.body.size]   # request parameters, binned
+//	param_bins: 3
 type Config struct {
 	Hosts map[string]HostConfig `yaml:"hosts"`
 	// Rename maps service names to component names.
 	Rename map[string]string `yaml:"rename"`
 	// NoIDFolding keeps identifiers in operation names.
 	NoIDFolding bool `yaml:"no_id_folding"`
+	// Params names span attributes that are request parameters, such as
+	// http.request.body.size; they become workload params and switch steps
+	// where operations depend on them.
+	Params []string `yaml:"params"`
+	// ParamBins is the number of bins of a numeric parameter (default 3).
+	ParamBins int `yaml:"param_bins"`
 }
 
 // HostConfig describes one machine.

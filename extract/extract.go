@@ -31,7 +31,7 @@ type Result struct {
 // Run reads the trace files, folds their call trees into a state and
 // generates the model named name.
 func Run(ctx context.Context, paths []string, name string, cfg *Config) (*Result, error) {
-	r, err := ingest.Open(paths, ingest.Options{})
+	r, err := ingest.Open(paths, ingest.Options{Attributes: cfg.paramAttributes()})
 	if err != nil {
 		return nil, err
 	}

@@ -95,6 +95,8 @@ type generator struct {
 	threads map[string]int
 	// opLimits holds the inferred concurrency limits of operations.
 	opLimits map[string]limit
+	// bins maps, per request parameter, value buckets to bin labels.
+	bins map[string]map[string]string
 }
 
 // inferLimits looks for hidden bounds on concurrency: a component whose
@@ -234,6 +236,7 @@ func hostSafe(name string) string {
 
 func (g *generator) operations() {
 	g.inferLimits()
+	g.bins = g.paramBins()
 	comps := map[string]*model.Component{}
 	ids := slices.Sorted(maps.Keys(g.s.ops))
 	noCPU := []string{}
@@ -256,10 +259,14 @@ func (g *generator) operations() {
 			cpu = op.self
 			noCPU = append(noCPU, id)
 		}
-		if f := g.fit(id+" cpu", cpu); cpu.mean() > 0 {
-			o.Steps = append(o.Steps, model.Step{Kind: model.StepCPU, Demand: f})
+		if sw := g.paramSwitch(id, op, g.bins); sw != nil {
+			o.Steps = append(o.Steps, sw...)
+		} else {
+			if f := g.fit(id+" cpu", cpu); cpu.mean() > 0 {
+				o.Steps = append(o.Steps, model.Step{Kind: model.StepCPU, Demand: f})
+			}
+			o.Steps = append(o.Steps, g.behavior(id, op)...)
 		}
-		o.Steps = append(o.Steps, g.behavior(id, op)...)
 		if off != nil && off.mean() >= minLatency {
 			o.Steps = append(o.Steps, model.Step{Kind: model.StepDelay, Demand: g.fit(id+" off-cpu", off)})
 			g.rep.evidencef("%s: %.3gms of its own time is off the CPU (own time minus perfcast.cpu.time): modeled as a delay", id, off.mean()*1e3)
@@ -558,7 +565,8 @@ func (g *generator) workloads() {
 	span := g.s.span()
 	for _, id := range slices.Sorted(maps.Keys(g.s.entries)) {
 		e := g.s.entries[id]
-		w := &model.Workload{Name: g.workloadName(id), Steps: []model.Step{{Kind: model.StepCall, Target: id}}}
+		w := &model.Workload{Name: g.workloadName(id), Steps: []model.Step{{Kind: model.StepCall, Target: id}},
+			Params: g.workloadParams(e, g.bins)}
 		rate := 0.0
 		if span > 0 {
 			rate = round(float64(e.count)/span, 4)

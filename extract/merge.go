@@ -22,6 +22,7 @@ func (s *State) Merge(o *State) {
 		mine.self.merge(op.self)
 		mine.cpu.merge(op.cpu)
 		mine.offCPU.merge(op.offCPU)
+		mergeParamStats(mine.params, op.params)
 		for class, vs := range op.variants {
 			byClass := mine.variants[class]
 			if byClass == nil {
@@ -48,6 +49,19 @@ func (s *State) Merge(o *State) {
 		mine.resp.merge(e.resp)
 		for sec, n := range e.perSecond {
 			mine.perSecond[sec] += n
+		}
+		for p, byBucket := range e.params {
+			for b, n := range byBucket {
+				mine.foldParamCount(p, b, n)
+			}
+		}
+	}
+	for p, vals := range o.categories {
+		if s.categories[p] == nil {
+			s.categories[p] = map[string]bool{}
+		}
+		for v := range vals {
+			s.categories[p][v] = true
 		}
 	}
 	for key, c := range o.conc {

@@ -39,6 +39,8 @@ type State struct {
 	// conc profiles the concurrency of every operation and of every
 	// component replica, to find hidden limits (thread pools, locks).
 	conc map[string]*concurrency
+	// categories holds the text values seen per request parameter.
+	categories map[string]map[string]bool
 }
 
 // Keys of concurrency profiles.
@@ -50,12 +52,13 @@ func replicaGroup(comp, replica string) string {
 // NewState returns an empty state.
 func NewState() *State {
 	return &State{
-		First:     math.MaxInt64,
-		Last:      math.MinInt64,
-		ops:       map[string]*opStats{},
-		entries:   map[string]*entryStats{},
-		placement: map[string]*placement{},
-		conc:      map[string]*concurrency{},
+		First:      math.MaxInt64,
+		Last:       math.MinInt64,
+		ops:        map[string]*opStats{},
+		entries:    map[string]*entryStats{},
+		placement:  map[string]*placement{},
+		conc:       map[string]*concurrency{},
+		categories: map[string]map[string]bool{},
 	}
 }
 
@@ -79,6 +82,9 @@ type opStats struct {
 	// variants are the observed sequences of calls, by request class (the
 	// entry operation of the request) and then by signature.
 	variants map[string]map[string]*variant
+	// params holds, per request parameter and value bucket, the demand and
+	// the variants seen.
+	params map[string]map[string]*paramStats
 }
 
 // variant is one observed control flow of an operation: a sequence of
@@ -122,6 +128,8 @@ type entryStats struct {
 	// perSecond counts arrivals per second since the Unix epoch, to measure
 	// the rate and its burstiness.
 	perSecond map[int64]int64
+	// params counts requests per parameter and value bucket.
+	params map[string]map[string]int64
 }
 
 // placement is where one component ran.
@@ -140,8 +148,9 @@ func (s *State) Fold(t *trace.Tree, cfg *Config) {
 	for _, root := range t.Roots {
 		for _, n := range entryNodes(root) {
 			entry := cfg.opID(n.Span)
-			s.entry(entry, n)
-			s.operation(n, entry, cfg)
+			params := requestParams(n, cfg, s.categories)
+			s.entry(entry, n).foldParams(params)
+			s.operation(n, entry, params, cfg)
 		}
 	}
 }
@@ -167,7 +176,7 @@ func entryNodes(root *trace.Node) []*trace.Node {
 	return out
 }
 
-func (s *State) entry(id string, root *trace.Node) {
+func (s *State) entry(id string, root *trace.Node) *entryStats {
 	e := s.entries[id]
 	if e == nil {
 		e = &entryStats{op: id, resp: newSample(), perSecond: map[int64]int64{}}
@@ -178,6 +187,7 @@ func (s *State) entry(id string, root *trace.Node) {
 	e.perSecond[floorDiv(root.Span.Start, 1e9)]++
 	s.First = min(s.First, root.Span.Start)
 	s.Last = max(s.Last, root.Span.Start)
+	return e
 }
 
 func floorDiv(a, b int64) int64 {
@@ -192,13 +202,14 @@ func seconds(ns int64) float64 { return float64(ns) / 1e9 }
 
 // operation folds one execution of an operation, rooted at node n, into the
 // state, then the operations it calls.
-func (s *State) operation(n *trace.Node, class string, cfg *Config) {
+func (s *State) operation(n *trace.Node, class string, params map[string]string, cfg *Config) {
 	id := cfg.opID(n.Span)
 	comp, name := splitID(id)
 	op := s.ops[id]
 	if op == nil {
 		op = &opStats{component: comp, name: name, resp: newSample(), self: newSample(),
-			cpu: newSample(), offCPU: newSample(), variants: map[string]map[string]*variant{}}
+			cpu: newSample(), offCPU: newSample(), variants: map[string]map[string]*variant{},
+			params: map[string]map[string]*paramStats{}}
 		s.ops[id] = op
 	}
 	op.count++
@@ -232,10 +243,10 @@ func (s *State) operation(n *trace.Node, class string, cfg *Config) {
 			switch {
 			case c.Async && isOperation(c, parent):
 				found = append(found, foundElem(elemSend, c, cfg.opID(c.Span)))
-				s.operation(c, class, cfg)
+				s.operation(c, class, params, cfg)
 			case isOperation(c, parent):
 				found = append(found, foundElem(elemCall, c, cfg.opID(c.Span)))
-				s.operation(c, class, cfg)
+				s.operation(c, class, params, cfg)
 			case c.Span.Kind == ingest.KindClient || c.Span.Kind == ingest.KindProducer:
 				servers := 0
 				for _, g := range c.Children {
@@ -272,7 +283,7 @@ func (s *State) operation(n *trace.Node, class string, cfg *Config) {
 						f.latency = math.Max(0, seconds(c.Duration()-g.Duration()))
 					}
 					found = append(found, f)
-					s.operation(g, class, cfg)
+					s.operation(g, class, params, cfg)
 				}
 			default:
 				// An internal span: its time is the operation's own, its
@@ -311,6 +322,13 @@ func (s *State) operation(n *trace.Node, class string, cfg *Config) {
 	}
 	v.count++
 	v.record(elems)
+	if len(params) > 0 {
+		demand := self
+		if hasCPU || cpu > 0 {
+			demand = cpu
+		}
+		op.foldParams(params, demand, sig, elems)
+	}
 }
 
 // isOperation reports whether node c, a child of parent, starts an
