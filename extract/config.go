@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -21,6 +22,7 @@ import (
 //	no_id_folding: false    # keep /item/42 as it is
 //	params: [http.request.body.size]   # request parameters, binned
 //	param_bins: 3
+//	session: session.id     # users and think times, a closed workload
 type Config struct {
 	Hosts map[string]HostConfig `yaml:"hosts"`
 	// Rename maps service names to component names.
@@ -33,6 +35,10 @@ type Config struct {
 	Params []string `yaml:"params"`
 	// ParamBins is the number of bins of a numeric parameter (default 3).
 	ParamBins int `yaml:"param_bins"`
+	// Session names the attribute that identifies a user or session, such
+	// as session.id or enduser.id: requests that carry it become a closed
+	// workload with think times measured between them.
+	Session string `yaml:"session"`
 }
 
 // HostConfig describes one machine.
@@ -93,4 +99,16 @@ func (c *Config) operation(sp *ingest.Span) string {
 // opID is `component/operation` for a span that starts an operation.
 func (c *Config) opID(sp *ingest.Span) string {
 	return c.component(sp) + "/" + c.operation(sp)
+}
+
+// paramAttributes lists the attributes readers must keep: the parameters
+// and the session id.
+func (c *Config) paramAttributes() []string {
+	if c == nil {
+		return nil
+	}
+	if c.Session != "" {
+		return append(slices.Clone(c.Params), c.Session)
+	}
+	return c.Params
 }

@@ -97,6 +97,8 @@ type generator struct {
 	opLimits map[string]limit
 	// bins maps, per request parameter, value buckets to bin labels.
 	bins map[string]map[string]string
+	// inSessions holds the entry operations of the session workload.
+	inSessions map[string]bool
 }
 
 // inferLimits looks for hidden bounds on concurrency: a component whose
@@ -323,10 +325,29 @@ func (g *generator) behavior(id string, op *opStats) []model.Step {
 			mergeElems(w.elems, v.elems)
 		}
 	}
-	if len(classes) > 1 && classesDiffer(op.variants, merged) {
+	// Classes are the workloads the entry operations belong to.
+	byWorkload := map[string]map[string]*variant{}
+	for _, class := range classes {
+		name := g.classWorkload(class)
+		vs := byWorkload[name]
+		if vs == nil {
+			vs = map[string]*variant{}
+			byWorkload[name] = vs
+		}
+		for sig, v := range op.variants[class] {
+			w := vs[sig]
+			if w == nil {
+				w = &variant{elems: cloneShape(v.elems)}
+				vs[sig] = w
+			}
+			w.count += v.count
+			mergeElems(w.elems, v.elems)
+		}
+	}
+	if len(byWorkload) > 1 && classesDiffer(byWorkload, merged) {
 		sw := model.Step{Kind: model.StepSwitch, On: "class"}
-		for _, class := range classes {
-			sw.Cases = append(sw.Cases, model.Case{Value: g.workloadName(class), Steps: g.variantSteps(op.variants[class])})
+		for _, name := range slices.Sorted(maps.Keys(byWorkload)) {
+			sw.Cases = append(sw.Cases, model.Case{Value: name, Steps: g.variantSteps(byWorkload[name])})
 		}
 		sort.Slice(sw.Cases, func(i, j int) bool { return sw.Cases[i].Value < sw.Cases[j].Value })
 		g.rep.evidencef("%s: its calls depend on the request class (chi-square p < %g): a switch on class", id, classSwitchP)
@@ -547,6 +568,18 @@ func (g *generator) elemSteps(elems []*elem) []model.Step {
 	return steps
 }
 
+// classWorkload names the workload that requests entering at an operation
+// belong to: the session workload, or the entry's own.
+func (g *generator) classWorkload(entry string) string {
+	if g.inSessions == nil {
+		g.inSessions = g.sessionEntries()
+	}
+	if g.inSessions[entry] {
+		return sessionWorkload
+	}
+	return g.workloadName(entry)
+}
+
 // workloadName names the workload of an entry operation: the operation's
 // name, or `component operation` when two components have an operation of
 // that name.
@@ -563,7 +596,14 @@ func (g *generator) workloadName(entry string) string {
 
 func (g *generator) workloads() {
 	span := g.s.span()
+	inSessions := g.sessionEntries()
+	if w := g.sessionWorkloadModel(inSessions); w != nil {
+		g.m.Workloads = append(g.m.Workloads, w)
+	}
 	for _, id := range slices.Sorted(maps.Keys(g.s.entries)) {
+		if inSessions[id] {
+			continue
+		}
 		e := g.s.entries[id]
 		w := &model.Workload{Name: g.workloadName(id), Steps: []model.Step{{Kind: model.StepCall, Target: id}},
 			Params: g.workloadParams(e, g.bins)}
@@ -627,9 +667,17 @@ func (g *generator) cores() {
 	}
 	busy := map[string]float64{}
 	for _, w := range g.m.Workloads {
+		// The observed throughput: the open rate, or the sessions' rate.
+		x := 0.0
+		switch {
+		case w.Open != nil:
+			x = w.Open.Rate
+		case g.s.sessions != nil && g.s.span() > 0:
+			x = float64(g.s.sessions.requests) / g.s.span()
+		}
 		d := g.m.Demands(w)
 		for r, v := range d.Service {
-			busy[r] += w.Open.Rate * v
+			busy[r] += x * v
 		}
 	}
 	var assumed []string

@@ -35,6 +35,9 @@ func (s *State) Measured(m *model.Model) *solve.Result {
 		}
 		r.Workloads[name] = &solve.WorkloadResult{Throughput: float64(e.count) / span, ResponseTime: times(e.resp)}
 	}
+	if ss := s.sessions; ss != nil && m.Workload(sessionWorkload) != nil && r.Workloads[sessionWorkload] == nil {
+		r.Workloads[sessionWorkload] = &solve.WorkloadResult{Throughput: float64(ss.requests) / span, ResponseTime: times(ss.resp)}
+	}
 	busy := map[string]float64{}
 	cpuKnown := map[string]bool{}
 	for id, op := range s.ops {

@@ -56,6 +56,12 @@ func (s *State) Merge(o *State) {
 			}
 		}
 	}
+	if o.sessions != nil {
+		if s.sessions == nil {
+			s.sessions = newSessionStats()
+		}
+		s.sessions.merge(o.sessions)
+	}
 	for p, vals := range o.categories {
 		if s.categories[p] == nil {
 			s.categories[p] = map[string]bool{}

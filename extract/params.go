@@ -438,11 +438,3 @@ func (e *entryStats) foldParamCount(p, b string, n int64) {
 	}
 	e.params[p][b] += n
 }
-
-// paramAttributes lists the attributes readers must keep.
-func (c *Config) paramAttributes() []string {
-	if c == nil {
-		return nil
-	}
-	return c.Params
-}

@@ -41,6 +41,8 @@ type State struct {
 	conc map[string]*concurrency
 	// categories holds the text values seen per request parameter.
 	categories map[string]map[string]bool
+	// sessions aggregates the requests that carry a session id.
+	sessions *sessionStats
 }
 
 // Keys of concurrency profiles.
@@ -150,6 +152,7 @@ func (s *State) Fold(t *trace.Tree, cfg *Config) {
 			entry := cfg.opID(n.Span)
 			params := requestParams(n, cfg, s.categories)
 			s.entry(entry, n).foldParams(params)
+			s.foldSession(entry, n, cfg)
 			s.operation(n, entry, params, cfg)
 		}
 	}
