@@ -468,29 +468,19 @@ func sameAt(vs []*variant, pick func(v *variant) *elem) bool {
 	return true
 }
 
-func elemSignature(e *elem) string {
-	var b strings.Builder
-	writeElemSig(&b, []*elem{e})
-	return b.String()
-}
+func elemSignature(e *elem) string { return signature(occurrences([]*elem{e})) }
 
-func writeElemSig(b *strings.Builder, elems []*elem) {
+// occurrences gives the shape of aggregate elements in the form signature
+// reads.
+func occurrences(elems []*elem) []occurrence {
+	out := make([]occurrence, len(elems))
 	for i, e := range elems {
-		if i > 0 {
-			b.WriteByte(';')
-		}
-		fmt.Fprintf(b, "%d:%s", e.kind, e.target)
-		if len(e.lists) > 0 {
-			b.WriteByte('[')
-			for j, l := range e.lists {
-				if j > 0 {
-					b.WriteByte('|')
-				}
-				writeElemSig(b, l)
-			}
-			b.WriteByte(']')
+		out[i] = occurrence{kind: e.kind, target: e.target}
+		for _, l := range e.lists {
+			out[i].lists = append(out[i].lists, occurrences(l))
 		}
 	}
+	return out
 }
 
 // roundedProbs turns counts into probabilities rounded to four decimals, the
