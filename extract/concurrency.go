@@ -31,12 +31,14 @@ type concurrency struct {
 	// many independent stretches the profile rests on.
 	busyPeriods int64
 	first, last int64
+	// nextSweep is the number of pending intervals that triggers a sweep.
+	nextSweep int
 }
 
 type interval struct{ start, end int64 }
 
 func newConcurrency() *concurrency {
-	return &concurrency{levelTime: map[int]int64{}, first: math.MaxInt64, last: math.MinInt64}
+	return &concurrency{levelTime: map[int]int64{}, first: math.MaxInt64, last: math.MinInt64, nextSweep: sweepBatch}
 }
 
 func (c *concurrency) add(start, end int64) {
@@ -47,8 +49,11 @@ func (c *concurrency) add(start, end int64) {
 	c.latest = max(c.latest, start)
 	c.first = min(c.first, start)
 	c.last = max(c.last, end)
-	if len(c.pending) >= sweepBatch {
+	if len(c.pending) >= c.nextSweep {
 		c.sweep(c.latest - concurrencyLag)
+		// Spans of the last lag stay pending; sweep again when as many
+		// more have come, so each span is sorted a bounded number of times.
+		c.nextSweep = max(sweepBatch, 2*len(c.pending))
 	}
 }
 

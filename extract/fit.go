@@ -114,33 +114,83 @@ func hyperexpCDF(mean, cv float64) func(float64) float64 {
 	}
 }
 
-// histogramOf draws a histogram of equal-probability bins from a sample's
-// quantiles.
+// histogramQuantiles are the quantiles that bound a fitted histogram's
+// bins: sixteenths, and finer in the tail, where a wide bin of uniform
+// density would misplace much of the mean.
+var histogramQuantiles = []float64{1. / 16, 2. / 16, 3. / 16, 4. / 16, 5. / 16, 6. / 16, 7. / 16, 8. / 16,
+	9. / 16, 10. / 16, 11. / 16, 12. / 16, 13. / 16, 14. / 16, 15. / 16, 0.97, 0.99, 0.995, 0.999}
+
+// histogramOf draws a histogram from a sample's quantiles. Bins that the
+// quantiles leave empty (a point mass) pass their probability to the next.
+// It fails when the histogram's mean strays more than 2 % from the
+// sample's.
 func histogramOf(s *sample) (model.Dist, bool) {
-	bounds := []float64{round(s.min, 3)}
+	bounds := []float64{roundBound(s.min)}
 	var counts []float64
-	for i := 1; i <= histogramBins; i++ {
-		var b float64
-		if i == histogramBins {
-			b = s.max
-		} else {
-			b = s.quantile(float64(i) / histogramBins)
+	prevQ, carry := 0.0, 0.0
+	for i := 0; i <= len(histogramQuantiles); i++ {
+		q, b := 1.0, s.max
+		if i < len(histogramQuantiles) {
+			q, b = histogramQuantiles[i], s.quantile(histogramQuantiles[i])
 		}
-		b = round(b, 3)
+		b = roundBound(b)
+		carry += q - prevQ
+		prevQ = q
 		if b <= bounds[len(bounds)-1] {
-			if len(counts) > 0 {
-				counts[len(counts)-1]++
-			}
 			continue
 		}
 		bounds = append(bounds, b)
-		counts = append(counts, 1)
+		counts = append(counts, math.Round(carry*1e4))
+		carry = 0
+	}
+	if carry > 0 && len(counts) > 0 {
+		counts[len(counts)-1] += math.Round(carry * 1e4)
 	}
 	if len(counts) < 2 {
 		return model.Dist{}, false
 	}
 	d, err := model.NewHistogram(bounds, counts)
-	return d, err == nil
+	if err != nil || math.Abs(d.Mean()-s.mean()) > 0.02*s.mean() {
+		return model.Dist{}, false
+	}
+	return d, true
+}
+
+// roundBound rounds a bin bound to three significant digits and to whole
+// nanoseconds.
+func roundBound(v float64) float64 {
+	v = round(v, 3)
+	if v < 1e-9 {
+		return 0
+	}
+	return v
+}
+
+// withMean returns d with its mean changed to mean (rounded to four
+// digits) and its coefficient of variation kept.
+func withMean(d model.Dist, mean float64) model.Dist {
+	mean = round(mean, 4)
+	_, cv, k := d.Params()
+	switch d.Kind {
+	case model.DistDet:
+		return model.Det(mean)
+	case model.DistExp:
+		return model.Exp(mean)
+	case model.DistErlang:
+		return model.Erlang(k, mean)
+	case model.DistGamma:
+		return model.Gamma(mean, cv)
+	case model.DistLognormal:
+		return model.Lognormal(mean, cv)
+	case model.DistHyperexp:
+		if h, err := model.Hyperexp(mean, cv); err == nil {
+			return h
+		}
+	}
+	if m := d.Mean(); m > 0 {
+		return d.Scale(mean / m)
+	}
+	return model.Det(mean)
 }
 
 // round keeps sig significant digits, for a model people read.

@@ -71,9 +71,9 @@ func (s *State) Model(name string, cfg *Config) (*model.Model, *Report) {
 			Evidence: []string{}, Warnings: []string{}, Fits: map[string]map[string]float64{}}}
 	g.rep.Duration = s.span()
 	g.placeComponents()
+	g.cores()
 	g.operations()
 	g.workloads()
-	g.cores()
 	g.rep.Components = len(g.m.Components)
 	g.rep.Workloads = len(g.m.Workloads)
 	if s.Partial > 0 {
@@ -99,6 +99,8 @@ type generator struct {
 	bins map[string]map[string]string
 	// inSessions holds the entry operations of the session workload.
 	inSessions map[string]bool
+	// busy holds the busy cores seen on each host, over all replicas.
+	busy map[*model.Host]float64
 }
 
 // inferLimits looks for hidden bounds on concurrency: a component whose
@@ -269,9 +271,15 @@ func (g *generator) operations() {
 			}
 			o.Steps = append(o.Steps, g.behavior(id, op)...)
 		}
-		if off != nil && off.mean() >= minLatency {
-			o.Steps = append(o.Steps, model.Step{Kind: model.StepDelay, Demand: g.fit(id+" off-cpu", off)})
-			g.rep.evidencef("%s: %.3gms of its own time is off the CPU (own time minus perfcast.cpu.time): modeled as a delay", id, off.mean()*1e3)
+		if off != nil && off.mean() > 0 {
+			// Part of the time off the CPU was spent waiting for it,
+			// which the model's CPU produces again: keep the rest.
+			wait := g.cpuWait(g.hostOf[op.component], cpu.mean())
+			if rest := off.mean() - wait; rest >= minLatency {
+				d := withMean(g.fit(id+" off-cpu", off), rest)
+				o.Steps = append(o.Steps, model.Step{Kind: model.StepDelay, Demand: d})
+				g.rep.evidencef("%s: %.3gms of its own time is off the CPU (own time minus perfcast.cpu.time, less %.3gms of waiting for the CPU at the observed load): modeled as a delay", id, rest*1e3, wait*1e3)
+			}
 		}
 		if lim, ok := g.opLimits[id]; ok {
 			name := limitName(id)
@@ -649,33 +657,32 @@ func arrivalCV(e *entryStats, rate float64) float64 {
 }
 
 // cores sets the cores of hosts the configuration says nothing about: one,
-// unless the CPU demand the model puts on the host at the observed load
-// would keep more than 80 % of a core busy.
+// unless the CPU demand seen on the host (measured CPU time, else own time)
+// kept more than 80 % of a core busy. It also records each host's busy
+// cores, for the correction of off-CPU time.
 func (g *generator) cores() {
-	if len(g.m.Workloads) == 0 {
+	span := g.s.span()
+	g.busy = map[*model.Host]float64{}
+	if span <= 0 {
 		return
 	}
-	busy := map[string]float64{}
-	for _, w := range g.m.Workloads {
-		// The observed throughput: the open rate, or the sessions' rate.
-		x := 0.0
-		switch {
-		case w.Open != nil:
-			x = w.Open.Rate
-		case g.s.sessions != nil && g.s.span() > 0:
-			x = float64(g.s.sessions.requests) / g.s.span()
+	for _, op := range g.s.ops {
+		h := g.hostOf[op.component]
+		if h == nil {
+			continue
 		}
-		d := g.m.Demands(w)
-		for r, v := range d.Service {
-			busy[r] += x * v
+		d := op.self
+		if op.cpu.n == op.count && op.count > 0 {
+			d = op.cpu
 		}
+		g.busy[h] += d.sum / span
 	}
 	var assumed []string
 	for _, h := range g.m.Hosts {
 		if g.configured[h] {
 			continue
 		}
-		perReplica := busy[model.CPUResource(h.Name)] / float64(h.Replicas)
+		perReplica := g.busy[h] / float64(h.Replicas)
 		if perReplica > coreBusyLimit {
 			h.CPU.Cores = int(math.Ceil(perReplica / coreBusyLimit))
 		}
@@ -684,4 +691,30 @@ func (g *generator) cores() {
 	if len(assumed) > 0 {
 		g.rep.warnf("cores per host assumed (give them in --config hosts: NAME: {cores: N}): %s", strings.Join(assumed, ", "))
 	}
+}
+
+// cpuWait is the mean time a request with CPU demand d waits for the CPU of
+// host h at the observed load, as the model's processor-sharing CPU will
+// make it wait: d·C(c, a)/(c − a) for c cores per replica carrying a busy
+// cores (the M/M/c figure, which processor sharing shares).
+func (g *generator) cpuWait(h *model.Host, d float64) float64 {
+	c := h.CPU.Cores
+	a := g.busy[h] / float64(h.Replicas) / h.CPU.Speed
+	if a <= 0 || a >= float64(c) {
+		return 0
+	}
+	return d * erlangC(c, a) / (float64(c) - a)
+}
+
+// erlangC is the probability that a request waits in an M/M/c queue with
+// offered load a (a < c).
+func erlangC(c int, a float64) float64 {
+	// Terms a^k/k! summed stably.
+	term, sum := 1.0, 1.0
+	for k := 1; k < c; k++ {
+		term *= a / float64(k)
+		sum += term
+	}
+	last := term * a / float64(c) * float64(c) / (float64(c) - a)
+	return last / (sum + last)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -53,7 +54,12 @@ func (m *Model) Marshal() []byte {
 
 func str(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
 func num(f float64) *yaml.Node {
-	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!float", Value: strconv.FormatFloat(f, 'g', -1, 64)}
+	v := strconv.FormatFloat(f, 'g', -1, 64)
+	tag := "!!float"
+	if !strings.ContainsAny(v, ".eEIN") {
+		tag = "!!int" // a whole number reads as one
+	}
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: v}
 }
 func integer(n int) *yaml.Node {
 	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(n)}

@@ -11,5 +11,6 @@ func commands(g *globalFlags) []*cobra.Command {
 		newSweepCmd(),
 		newCapacityCmd(),
 		newStatsCmd(),
+		newGenerateCmd(g),
 	}
 }

@@ -206,6 +206,10 @@ type engine struct {
 	// Set when the run was stopped because it cannot reach a steady state.
 	overflow bool
 	deadlock bool
+
+	// rec records spans (Record); nil otherwise. The calls to it are marked
+	// "span recording".
+	rec *recorder
 }
 
 func newEngine(p *program, seed, stream uint64, cut, quota int64, liveLimit int) *engine {
@@ -318,6 +322,9 @@ func (e *engine) run(ctx context.Context) error {
 		case evThink:
 			e.startRequest(ev.x, ev.y)
 		case evWake:
+			if e.rec != nil { // span recording
+				e.rec.wake(e.tasks[ev.x])
+			}
 			e.exec(e.tasks[ev.x])
 		case evDone:
 			e.serviceDone(e.tasks[ev.x])
@@ -405,6 +412,9 @@ func (e *engine) newTask(req int32, kind uint8, parent int32) *task {
 	t.acq = t.acq[:0]
 	e.reqs[req].live++
 	e.live++
+	if e.rec != nil { // span recording
+		e.rec.newTask(t)
+	}
 	return t
 }
 
@@ -453,6 +463,9 @@ func (e *engine) exec(t *task) {
 		switch in.code {
 		case opCPU:
 			w := p.samplers[in.a].sample(e.rng)
+			if e.rec != nil { // span recording
+				e.rec.cpu(t, w)
+			}
 			t.pc++
 			h := &p.hosts[in.b]
 			e.arrive(h.station+t.rep*int32(1+len(h.disks)), t, w)
@@ -465,6 +478,9 @@ func (e *engine) exec(t *task) {
 			return
 		case opDelay:
 			d := p.samplers[in.a].sample(e.rng)
+			if e.rec != nil { // span recording
+				e.rec.delay(e, t, d)
+			}
 			t.pc++
 			e.cal.push(e.now+d, evWake, t.id, 0)
 			return
@@ -477,6 +493,9 @@ func (e *engine) exec(t *task) {
 			t.pc++
 			c := e.newTask(t.req, taskSend, -1)
 			c.pc = 0
+			if e.rec != nil { // span recording
+				e.rec.send(e, t, c, in.a)
+			}
 			switch e.enter(c, in.a) {
 			case admitted:
 				e.ready.push(c.id)
@@ -524,6 +543,9 @@ func (e *engine) exec(t *task) {
 			for _, pc := range pcs {
 				c := e.newTask(t.req, taskFork, t.id)
 				c.pc, c.op, c.rep = pc, t.op, t.rep
+				if e.rec != nil { // span recording
+					e.rec.fork(t, c)
+				}
 				e.ready.push(c.id)
 			}
 			return
@@ -596,6 +618,9 @@ func (e *engine) replicaOn(t *task, h int32) int32 {
 // enter asks for a thread of operation op's component for task t, whose pc
 // is the return point.
 func (e *engine) enter(t *task, op int32) int {
+	if e.rec != nil { // span recording
+		e.rec.enter(e, t, op)
+	}
 	p := e.p
 	c := &p.comps[p.ops[op].comp]
 	rep := e.pickReplica(c.host)
@@ -628,10 +653,16 @@ func (e *engine) beginOp(t *task, pl *pool) {
 	t.frames = append(t.frames, frame{kind: frameOp, start: t.arrive, a: t.pc, op: t.op, rep: t.rep})
 	t.op, t.rep = t.pendOp, t.pendRep
 	t.pc = e.p.ops[t.op].entry
+	if e.rec != nil { // span recording
+		e.rec.begin(e, t)
+	}
 }
 
 // leaveOp ends the operation t is running and returns to the caller.
 func (e *engine) leaveOp(t *task) {
+	if e.rec != nil { // span recording
+		e.rec.leave(e, t, false)
+	}
 	f := t.frames[len(t.frames)-1]
 	t.frames = t.frames[:len(t.frames)-1]
 	rt := e.now - f.start
@@ -759,6 +790,9 @@ func (e *engine) releaseUnscoped(t *task, res, units int32) {
 // fail ends task t because a queue it had to enter was full: it gives back
 // what it holds, and its request is counted as dropped.
 func (e *engine) fail(t *task) {
+	if e.rec != nil { // span recording
+		e.rec.fail(e, t)
+	}
 	e.reqs[t.req].failed = true
 	for len(t.frames) > 0 {
 		f := t.frames[len(t.frames)-1]
@@ -767,6 +801,9 @@ func (e *engine) fail(t *task) {
 		case frameHold:
 			e.release(f.a, f.n)
 		case frameOp:
+			if e.rec != nil { // span recording
+				e.rec.leave(e, t, true)
+			}
 			e.releaseThread(t.op, t.rep)
 			t.op, t.rep = f.op, f.rep
 		}
@@ -842,6 +879,9 @@ func (e *engine) mainEnd(r *request) {
 // requestDone records the completion time of a request all of whose tasks
 // ended, and returns it to the pool.
 func (e *engine) requestDone(id int32, r *request) {
+	if e.rec != nil { // span recording
+		e.rec.done(e, id)
+	}
 	if r.failed {
 		e.st.wlDropped[r.wl]++
 	} else {

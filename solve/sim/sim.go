@@ -84,6 +84,13 @@
 // second) instead of its throughput, response and completion times. A
 // dropped asynchronous task does not stop its request's main path, but the
 // request counts as dropped.
+//
+// # Spans
+//
+// Record runs one replication and hands over, request by request, the spans
+// an OpenTelemetry-instrumented system would emit (server, client, producer
+// and consumer spans with their CPU times), so that trace-based tools can be
+// tested on systems whose model is known; see Span for their semantics.
 package sim
 
 import (

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bufio"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/perfcast/perfcast/solve/sim"
+	"github.com/perfcast/perfcast/tracegen"
+)
+
+func newGenerateCmd(g *globalFlags) *cobra.Command {
+	var (
+		out, format        string
+		requests           int64
+		seed               uint64
+		noCPU, externalSpn bool
+		f                  solveFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "generate MODEL -o TRACES",
+		Short: "Simulate a model and write the traces it would emit",
+		Long: `Simulate a model and write the spans its components would emit if they were
+instrumented with OpenTelemetry, as OTLP JSON (one ExportTraceServiceRequest per
+line) or OTLP protobuf (each request after its 4-byte length); gzip-compressed
+when the file name ends in .gz.
+
+Each workload-level call starts a trace with a SERVER span of the operation
+called. A call gives a CLIENT span in the caller, from the call to the reply,
+and a SERVER span of the callee from the moment it gets a thread to its end;
+a send gives an instant PRODUCER span and a CONSUMER span of the receiving
+operation. Server and consumer spans carry perfcast.cpu.time, the CPU time of
+their cpu steps, unless --no-cpu-time; with --external-spans, delay steps
+appear as CLIENT spans with peer.service "external" and no server span.
+Replicas are hosts HOST-1, HOST-2, ...; service.instance.id is COMPONENT-N.
+
+The run starts with an empty system and no warm-up is cut. It writes the
+first --requests requests to complete, every one whole. The same model, flags
+and seed give the same file, byte for byte.`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			if out == "" {
+				return usagef("generate needs -o TRACES (or -o - for standard output)")
+			}
+			if requests <= 0 {
+				return usagef("--requests must be positive, not %d", requests)
+			}
+			fmtOpt, err := tracegen.ParseFormat(format)
+			if err != nil {
+				return usageError{err}
+			}
+			m, err := f.loadModel(a[0])
+			if err != nil {
+				return err
+			}
+			dst, err := createOutput(cmd.OutOrStdout(), out)
+			if err != nil {
+				return err
+			}
+			tw := tracegen.NewWriter(dst.w, tracegen.Options{Format: fmtOpt, NoCPUTime: noCPU, Seed: seed})
+			spans, traces := int64(0), map[uint64]struct{}{}
+			var last float64
+			res, err := sim.Record(cmd.Context(), m, sim.RecordOptions{Seed: seed, Requests: requests, ExternalSpans: externalSpn},
+				func(s *sim.Span) error {
+					spans++
+					if s.Parent == 0 {
+						traces[s.Trace] = struct{}{}
+					}
+					last = max(last, s.End)
+					return tw.Add(s)
+				})
+			if err == nil {
+				err = tw.Close()
+			}
+			if err == nil && !res.Stable {
+				err = fmt.Errorf("%s: no steady state at this load (bottleneck %s): %s", a[0], res.Bottleneck, strings.Join(res.Warnings, "; "))
+			}
+			if err == nil && spans == 0 {
+				err = fmt.Errorf("%s: no spans generated: %s", a[0], strings.Join(res.Warnings, "; "))
+			}
+			if err != nil {
+				dst.abort()
+				return err
+			}
+			if err := dst.commit(); err != nil {
+				return err
+			}
+			if !g.quiet {
+				fmt.Fprintf(cmd.ErrOrStderr(), "generated %s: %d requests, %d traces, %d spans over %s of simulated time\n",
+					out, requests, len(traces), spans, formatSeconds(last))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the traces to this `file` (.gz: gzip-compressed; - for standard output)")
+	cmd.Flags().Int64Var(&requests, "requests", 10000, "number of workload requests whose traces are written")
+	cmd.Flags().Uint64Var(&seed, "seed", 1, "random seed of the simulation (also varies the trace ids)")
+	cmd.Flags().StringArrayVar(&f.sets, "set", nil, "change the model first: `KEY=VALUE`, e.g. workload.*.load=2; repeatable")
+	cmd.Flags().BoolVar(&noCPU, "no-cpu-time", false, "leave out perfcast.cpu.time, as traces of systems that do not measure it")
+	cmd.Flags().BoolVar(&externalSpn, "external-spans", false, "write delay steps as client spans to an uninstrumented peer \"external\"")
+	cmd.Flags().StringVar(&format, "format", "otlp-json", "`otlp-json` or otlp-proto")
+	return cmd
+}
+
+// output is a file being written: to a temporary name, renamed when
+// complete, so that a failed run leaves no partial file behind.
+type output struct {
+	w      io.Writer
+	path   string
+	file   *os.File
+	buf    *bufio.Writer
+	gz     *gzip.Writer
+	stdout bool
+}
+
+func createOutput(stdout io.Writer, path string) (*output, error) {
+	if path == "-" {
+		b := bufio.NewWriter(stdout)
+		return &output{w: b, buf: b, stdout: true}, nil
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return nil, fmt.Errorf("write traces: %w", err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("write traces: %w", err)
+	}
+	o := &output{path: path, file: f, buf: bufio.NewWriterSize(f, 1<<16)}
+	o.w = o.buf
+	if strings.HasSuffix(path, ".gz") {
+		o.gz = gzip.NewWriter(o.buf)
+		o.w = o.gz
+	}
+	return o, nil
+}
+
+func (o *output) commit() error {
+	if o.gz != nil {
+		if err := o.gz.Close(); err != nil {
+			o.abort()
+			return fmt.Errorf("write %s: %w", o.path, err)
+		}
+	}
+	if err := o.buf.Flush(); err != nil {
+		o.abort()
+		return fmt.Errorf("write %s: %w", o.path, err)
+	}
+	if o.stdout {
+		return nil
+	}
+	if err := o.file.Close(); err != nil {
+		os.Remove(o.file.Name())
+		return fmt.Errorf("write %s: %w", o.path, err)
+	}
+	if err := os.Rename(o.file.Name(), o.path); err != nil {
+		os.Remove(o.file.Name())
+		return fmt.Errorf("write %s: %w", o.path, err)
+	}
+	return nil
+}
+
+func (o *output) abort() {
+	if o.stdout {
+		return
+	}
+	o.file.Close()
+	os.Remove(o.file.Name())
+}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const shopModel = "../../examples/models/shop.yaml"
+
+// TestGenerateExtractCheck runs the pipeline a user would try first:
+// traces from a model, a model from the traces, and that model checked and
+// solved.
+func TestGenerateExtractCheck(t *testing.T) {
+	dir := t.TempDir()
+	traces := filepath.Join(dir, "shop.otlp.jsonl.gz")
+	code, _, errs := perfcast(t, "generate", shopModel, "-o", traces, "--requests", "1500", "--external-spans")
+	if code != 0 {
+		t.Fatalf("generate: exit %d: %s", code, errs)
+	}
+	if !strings.Contains(errs, "1500 requests") {
+		t.Errorf("generate summary: %s", errs)
+	}
+	extracted := filepath.Join(dir, "extracted.yaml")
+	if code, _, errs := perfcast(t, "extract", traces, "-o", extracted); code != 0 {
+		t.Fatalf("extract: exit %d: %s", code, errs)
+	}
+	code, out, errs := perfcast(t, "check", extracted)
+	if code != 0 {
+		t.Fatalf("check: exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"frontend", "catalog", "db", "GET /browse", "POST /checkout", "2 workloads"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("extracted model lacks %q:\n%s", want, out)
+		}
+	}
+	if code, _, errs := perfcast(t, "predict", "--solver", "sim", "--requests", "5000", extracted); code != 0 {
+		t.Fatalf("predict: exit %d: %s", code, errs)
+	}
+}
+
+// TestGenerateDeterministic checks that the same seed gives the same bytes,
+// compressed or not, and another seed other bytes.
+func TestGenerateDeterministic(t *testing.T) {
+	dir := t.TempDir()
+	gen := func(name string, extra ...string) []byte {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		args := append([]string{"generate", shopModel, "-o", path, "--requests", "300", "-q"}, extra...)
+		if code, _, errs := perfcast(t, args...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errs)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, name := range []string{"a.jsonl", "a.jsonl.gz", "a.pb"} {
+		var format []string
+		if name == "a.pb" {
+			format = []string{"--format", "otlp-proto"}
+		}
+		first := gen(name, format...)
+		again := gen("again-"+name, format...)
+		if !bytes.Equal(first, again) {
+			t.Errorf("%s: same seed, different bytes", name)
+		}
+		other := gen("other-"+name, append(format, "--seed", "2")...)
+		if bytes.Equal(first, other) {
+			t.Errorf("%s: different seeds, same bytes", name)
+		}
+	}
+}
+
+// TestGenerateOptions checks what each flag changes in the file, through
+// perfcast stats, which reads it back.
+func TestGenerateOptions(t *testing.T) {
+	dir := t.TempDir()
+	stats := func(path string) statsReport {
+		t.Helper()
+		code, out, errs := perfcast(t, "stats", "--json", path)
+		if code != 0 {
+			t.Fatalf("stats %s: exit %d: %s", path, code, errs)
+		}
+		var r statsReport
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	plain := filepath.Join(dir, "plain.jsonl")
+	proto := filepath.Join(dir, "proto.pb")
+	noCPU := filepath.Join(dir, "nocpu.jsonl")
+	for _, args := range [][]string{
+		{"-o", plain},
+		{"-o", proto, "--format", "otlp-proto", "--external-spans"},
+		{"-o", noCPU, "--no-cpu-time", "--set", "workload.shoppers.closed.users=50"},
+	} {
+		args = append([]string{"generate", shopModel, "--requests", "400", "-q"}, args...)
+		if code, _, errs := perfcast(t, args...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errs)
+		}
+	}
+	p, pb := stats(plain), stats(proto)
+	if p.Files[0].Format != "otlp-json" || pb.Files[0].Format != "otlp-proto" {
+		t.Errorf("formats %s and %s", p.Files[0].Format, pb.Files[0].Format)
+	}
+	if p.PartialTraces != 0 || pb.PartialTraces != 0 || p.Damage.Total() != 0 || pb.Damage.Total() != 0 {
+		t.Errorf("partial or damaged traces: %+v %+v", p, pb)
+	}
+	// External spans: one per checkout (its payment delay), none in the
+	// plain file; the traces themselves are the same.
+	if pb.Traces != p.Traces || pb.Spans <= p.Spans {
+		t.Errorf("external spans: %d traces %d spans, plain %d traces %d spans", pb.Traces, pb.Spans, p.Traces, p.Spans)
+	}
+	b, err := os.ReadFile(noCPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(b, []byte("perfcast.cpu.time")) {
+		t.Error("--no-cpu-time file carries perfcast.cpu.time")
+	}
+	if b, _ := os.ReadFile(plain); !bytes.Contains(b, []byte("perfcast.cpu.time")) {
+		t.Error("default file lacks perfcast.cpu.time")
+	}
+	code, out, errs := perfcast(t, "generate", shopModel, "-o", "-", "--requests", "10", "-q")
+	if code != 0 || !strings.HasPrefix(out, `{"resourceSpans"`) {
+		t.Errorf("to standard output: exit %d: %.80s %s", code, out, errs)
+	}
+}
+
+func TestGenerateErrors(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "t.jsonl")
+	cases := []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{"generate", shopModel}, 2, "-o"},
+		{[]string{"generate", shopModel, "-o", out, "--format", "zipkin"}, 2, "otlp-json"},
+		{[]string{"generate", shopModel, "-o", out, "--requests", "0"}, 2, "--requests"},
+		{[]string{"generate", shopModel, "-o", out, "--set", "nothing.here=1"}, 2, "nothing"},
+		{[]string{"generate", "no-such-model.yaml", "-o", out}, 1, "no-such-model.yaml"},
+		{[]string{"generate", "../../examples/models/pipeline.yaml", "-o", out, "--set", "workload.*.load=100"}, 1, "steady state"},
+		{[]string{"generate", shopModel, "-o", filepath.Join(dir, "missing", "t.jsonl")}, 1, "missing"},
+	}
+	for _, tc := range cases {
+		code, _, errs := perfcast(t, tc.args...)
+		if code != tc.code || !strings.Contains(errs, tc.err) {
+			t.Errorf("%v: exit %d, want %d; stderr %q lacks %q", tc.args, code, tc.code, errs, tc.err)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) != 0 {
+		t.Errorf("failed runs left files: %v", left)
+	}
+}

@@ -1,0 +1,125 @@
+//go:build unix
+
+package extract_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/perfcast/perfcast/extract"
+	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/solve/sim"
+	"github.com/perfcast/perfcast/trace"
+	"github.com/perfcast/perfcast/tracegen"
+)
+
+// benchRequests gives about 200 000 spans of knownModel (5.6 per request).
+const benchRequests = 36000
+
+var bench struct {
+	once  sync.Once
+	trees []*trace.Tree
+	spans int
+	otlp  []byte // the same spans as OTLP JSON
+	err   error
+}
+
+// benchTrees generates the benchmark's traces once: the spans of knownModel
+// at its load, assembled into trees and written as OTLP JSON.
+func benchTrees(b *testing.B) ([]*trace.Tree, int, []byte) {
+	bench.once.Do(func() {
+		m, err := model.Parse([]byte(knownModel), "known.yaml")
+		if err != nil {
+			bench.err = err
+			return
+		}
+		opts := tracegen.Options{Seed: 1}
+		var buf bytes.Buffer
+		w := tracegen.NewWriter(&buf, opts)
+		asm := trace.New(trace.Options{}, func(t *trace.Tree) error {
+			bench.trees = append(bench.trees, t)
+			return nil
+		})
+		_, err = sim.Record(context.Background(), m, sim.RecordOptions{Seed: 1, Requests: benchRequests},
+			func(s *sim.Span) error {
+				bench.spans++
+				if err := w.Add(s); err != nil {
+					return err
+				}
+				return asm.Add(tracegen.Convert(s, &opts))
+			})
+		if err == nil {
+			err = asm.Close()
+		}
+		if err == nil {
+			err = w.Close()
+		}
+		bench.otlp, bench.err = buf.Bytes(), err
+	})
+	if bench.err != nil {
+		b.Fatal(bench.err)
+	}
+	return bench.trees, bench.spans, bench.otlp
+}
+
+// cpuTime is the processor time the process has used, which, unlike the
+// wall clock, does not count time lost to other processes on a busy machine.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// report records spans per second of wall time and per second of processor
+// time (all threads, garbage collection included).
+func report(b *testing.B, spans int, cpu time.Duration) {
+	b.ReportMetric(float64(spans)*float64(b.N)/b.Elapsed().Seconds(), "spans/s")
+	if cpu > 0 {
+		b.ReportMetric(float64(spans)*float64(b.N)/cpu.Seconds(), "spans/cpu-s")
+	}
+}
+
+// BenchmarkExtract measures extraction proper: folding assembled call trees
+// into a state and generating the model, on one goroutine, so that
+// spans/cpu-s is the rate per core.
+func BenchmarkExtract(b *testing.B) {
+	trees, spans, _ := benchTrees(b)
+	b.ResetTimer()
+	cpu := cpuTime()
+	for b.Loop() {
+		st := extract.NewState()
+		for _, t := range trees {
+			st.Fold(t, extractConfig)
+		}
+		if m, _ := st.Model("bench", extractConfig); len(m.Components) != 3 {
+			b.Fatalf("extracted %d components", len(m.Components))
+		}
+	}
+	report(b, spans, cpuTime()-cpu)
+}
+
+// BenchmarkExtractRun measures extraction from a file: reading OTLP JSON,
+// assembling trees, folding and generating the model (extract.Run).
+func BenchmarkExtractRun(b *testing.B) {
+	_, spans, data := benchTrees(b)
+	path := filepath.Join(b.TempDir(), "traces.otlp.jsonl")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	cpu := cpuTime()
+	for b.Loop() {
+		if _, err := extract.Run(context.Background(), []string{path}, "bench", extractConfig); err != nil {
+			b.Fatal(err)
+		}
+	}
+	report(b, spans, cpuTime()-cpu)
+}
