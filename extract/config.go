@@ -23,6 +23,7 @@ import (
 //	params: [http.request.body.size]   # request parameters, binned
 //	param_bins: 3
 //	session: session.id     # users and think times, a closed workload
+//	metrics: [cpu.csv]      # utilization, for CPU demands without span CPU times
 type Config struct {
 	Hosts map[string]HostConfig `yaml:"hosts"`
 	// Rename maps service names to component names.
@@ -39,6 +40,10 @@ type Config struct {
 	// as session.id or enduser.id: requests that carry it become a closed
 	// workload with think times measured between them.
 	Session string `yaml:"session"`
+	// Metrics lists utilization metrics files (CSV, Prometheus range
+	// query JSON, OTLP metrics JSON) from which CPU demands are estimated
+	// for operations whose spans carry no CPU time.
+	Metrics []string `yaml:"metrics"`
 }
 
 // HostConfig describes one machine.

@@ -14,6 +14,7 @@ import (
 	"fmt"
 
 	"github.com/perfcast/perfcast/ingest"
+	"github.com/perfcast/perfcast/metrics"
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/trace"
 )
@@ -47,7 +48,22 @@ func Run(ctx context.Context, paths []string, name string, cfg *Config) (*Result
 	if st.Traces == 0 {
 		return nil, fmt.Errorf("no complete trace in %v", paths)
 	}
-	m, rep := st.Model(name, cfg)
+	var est *Estimates
+	if cfg != nil && len(cfg.Metrics) > 0 {
+		set, err := metrics.Read(cfg.Metrics)
+		if err != nil {
+			return nil, err
+		}
+		cores := map[string]int{}
+		for h, hc := range cfg.Hosts {
+			if hc.Cores > 0 {
+				cores[h] = hc.Cores
+			}
+		}
+		perOp, drep := EstimateDemands(st.Windows, set.Series, DemandOptions{Cores: cores})
+		est = &Estimates{PerOp: perOp, Report: drep}
+	}
+	m, rep := st.ModelWith(name, cfg, est)
 	read := r.Stats()
 	if n := read.Damage.Total(); n > 0 {
 		rep.warnf("%d damaged records skipped while reading (see perfcast stats)", n)

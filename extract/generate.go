@@ -10,6 +10,8 @@ import (
 
 	"gonum.org/v1/gonum/stat/distuv"
 
+	"github.com/perfcast/perfcast/estimate"
+
 	"github.com/perfcast/perfcast/model"
 )
 
@@ -50,6 +52,9 @@ type Report struct {
 	// Fits records which distribution was fitted to each demand, and the
 	// Kolmogorov–Smirnov distance of every candidate.
 	Fits map[string]map[string]float64 `json:"fits,omitempty"`
+	// Demands is the estimation of CPU demands from utilization metrics,
+	// when metrics were given.
+	Demands *DemandReport `json:"demands,omitempty"`
 }
 
 func (r *Report) warnf(format string, args ...any) {
@@ -60,16 +65,36 @@ func (r *Report) evidencef(format string, args ...any) {
 	r.Evidence = append(r.Evidence, fmt.Sprintf(format, args...))
 }
 
+// Estimates are CPU demands estimated from utilization metrics, per
+// operation, with the estimation's report.
+type Estimates struct {
+	PerOp  map[string]estimate.Result
+	Report *DemandReport
+}
+
 // Model generates the model the state describes, with a report of the
 // evidence and the assumptions. name names the model.
 func (s *State) Model(name string, cfg *Config) (*model.Model, *Report) {
+	return s.ModelWith(name, cfg, nil)
+}
+
+// ModelWith generates the model, taking the CPU demand of operations whose
+// spans carry no CPU time from est where it has them.
+func (s *State) ModelWith(name string, cfg *Config, est *Estimates) (*model.Model, *Report) {
 	if cfg == nil {
 		cfg = &Config{}
 	}
-	g := &generator{s: s, cfg: cfg, m: &model.Model{Version: model.Version, Name: name},
+	if est == nil {
+		est = &Estimates{}
+	}
+	g := &generator{s: s, cfg: cfg, est: est, m: &model.Model{Version: model.Version, Name: name},
 		rep: &Report{Traces: s.Traces, Spans: s.Spans, Modeled: s.Modeled, Partial: s.Partial,
 			Evidence: []string{}, Warnings: []string{}, Fits: map[string]map[string]float64{}}}
 	g.rep.Duration = s.span()
+	if est.Report != nil {
+		g.rep.Demands = est.Report
+		g.rep.Warnings = append(g.rep.Warnings, est.Report.Warnings...)
+	}
 	g.placeComponents()
 	g.cores()
 	g.operations()
@@ -101,6 +126,8 @@ type generator struct {
 	inSessions map[string]bool
 	// busy holds the busy cores seen on each host, over all replicas.
 	busy map[*model.Host]float64
+	// est holds demands estimated from utilization metrics.
+	est *Estimates
 }
 
 // inferLimits looks for hidden bounds on concurrency: a component whose
@@ -257,13 +284,35 @@ func (g *generator) operations() {
 		o := &model.Operation{Name: op.name, Component: op.component}
 		// CPU first, then the calls, then the time spent off the CPU.
 		var cpu, off *sample
-		if op.cpu.n == op.count && op.count > 0 {
+		r, estimated := g.est.PerOp[id]
+		estimated = estimated && r.CPU > 0 && op.cpu.n < op.count
+		switch {
+		case op.cpu.n == op.count && op.count > 0:
 			cpu, off = op.cpu, op.offCPU
-		} else {
+		case estimated:
+			cpu = op.self
+		default:
 			cpu = op.self
 			noCPU = append(noCPU, id)
 		}
-		if sw := g.paramSwitch(id, op, g.bins); sw != nil {
+		if estimated {
+			// The own time's shape, scaled to the estimated CPU demand;
+			// the rest of the own time off the CPU, less the wait for the
+			// CPU that the model reproduces.
+			shape := g.fit(id+" own time", op.self)
+			o.Steps = append(o.Steps, model.Step{Kind: model.StepCPU, Demand: withMean(shape, r.CPU)})
+			o.Steps = append(o.Steps, g.behavior(id, op)...)
+			wait := g.cpuWait(g.hostOf[op.component], r.CPU)
+			if rest := r.OffCPU - wait; rest >= minLatency {
+				o.Steps = append(o.Steps, model.Step{Kind: model.StepDelay, Demand: withMean(shape, rest)})
+			}
+			how := "identified"
+			if !r.Identified {
+				how = "not identified by the data; an assumption"
+			}
+			g.rep.evidencef("%s: CPU demand %.3gms estimated from utilization by %s (%s); %.3gms of its %.3gms own time off the CPU",
+				id, r.CPU*1e3, r.Method, how, math.Max(r.OffCPU-wait, 0)*1e3, r.OwnTime*1e3)
+		} else if sw := g.paramSwitch(id, op, g.bins); sw != nil {
 			o.Steps = append(o.Steps, sw...)
 		} else {
 			if f := g.fit(id+" cpu", cpu); cpu.mean() > 0 {
@@ -671,11 +720,13 @@ func (g *generator) cores() {
 		if h == nil {
 			continue
 		}
-		d := op.self
+		d := op.self.sum
 		if op.cpu.n == op.count && op.count > 0 {
-			d = op.cpu
+			d = op.cpu.sum
+		} else if r, ok := g.est.PerOp[g.s.opID(op)]; ok && r.CPU > 0 {
+			d = r.CPU * float64(op.count)
 		}
-		g.busy[h] += d.sum / span
+		g.busy[h] += d / span
 	}
 	var assumed []string
 	for _, h := range g.m.Hosts {

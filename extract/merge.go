@@ -56,6 +56,7 @@ func (s *State) Merge(o *State) {
 			}
 		}
 	}
+	s.Windows.Merge(o.Windows)
 	if o.sessions != nil {
 		if s.sessions == nil {
 			s.sessions = newSessionStats()

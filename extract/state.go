@@ -43,6 +43,10 @@ type State struct {
 	categories map[string]map[string]bool
 	// sessions aggregates the requests that carry a session id.
 	sessions *sessionStats
+	// Windows holds per host and time window the completions and own
+	// times of every operation, for estimating CPU demands from
+	// utilization metrics.
+	Windows *Windows
 }
 
 // Keys of concurrency profiles.
@@ -61,6 +65,7 @@ func NewState() *State {
 		placement:  map[string]*placement{},
 		conc:       map[string]*concurrency{},
 		categories: map[string]map[string]bool{},
+		Windows:    NewWindows(),
 	}
 }
 
@@ -305,6 +310,7 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 	op.resp.add(seconds(dur))
 	self := seconds(dur - covered(n.Span.Start, n.Span.End, found))
 	op.self.add(self)
+	s.Windows.Add(WindowHost(n.Span, comp), id, n.Span.End, self)
 	if hasCPU || cpu > 0 {
 		s.WithCPU++
 		op.cpu.add(cpu)
@@ -578,3 +584,6 @@ func foldIDs(name string) string {
 	}
 	return name
 }
+
+// opID is the reference of an aggregated operation.
+func (s *State) opID(op *opStats) string { return op.component + "/" + op.name }

@@ -26,8 +26,10 @@ func newExtractCmd(g *globalFlags) *cobra.Command {
 		Long: `Build a performance model from traces: components and hosts from where spans
 ran, operations and their calls (branches, loops, parallel blocks, asynchronous
 sends, external calls) from the observed call sequences, CPU demands from the
-span attribute perfcast.cpu.time (or, without it, from each operation's own
-time, with a warning), and open workloads from the requests' entry operations.
+span attribute perfcast.cpu.time, or from utilization metrics (--metrics) by
+the estimator that fits them best, or, without either, from each operation's
+own time, with a warning; and open workloads from the requests' entry
+operations (a closed one from sessions, with --config).
 
 TRACES are files or directories in any format perfcast reads (OTLP JSON or
 protobuf, Zipkin v2, Jaeger JSON; gzip included), or - for standard input.
@@ -52,12 +54,15 @@ standard output as JSON with --json.`,
 					name = "extracted"
 				}
 			}
+			if len(metrics) > 0 {
+				if cfg == nil {
+					cfg = &extract.Config{}
+				}
+				cfg.Metrics = append(cfg.Metrics, metrics...)
+			}
 			res, err := extract.Run(cmd.Context(), a, name, cfg)
 			if err != nil {
 				return err
-			}
-			if len(metrics) > 0 {
-				res.Report.Warnings = append(res.Report.Warnings, "--metrics given, but this version does not use utilization metrics yet: CPU demands come from the traces alone")
 			}
 			if err := writeModel(cmd.OutOrStdout(), out, res.Model); err != nil {
 				return err
@@ -115,5 +120,13 @@ func writeReport(w io.Writer, r *extract.Report, out string) {
 	}
 	for _, warn := range r.Warnings {
 		fmt.Fprintf(w, "  warning: %s\n", warn)
+	}
+	if r.Demands != nil {
+		fmt.Fprintln(w, "CPU demands estimated from utilization metrics:")
+		var b strings.Builder
+		_ = r.Demands.WriteText(&b)
+		for _, line := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
+			fmt.Fprintf(w, "  %s\n", line)
+		}
 	}
 }

@@ -1,0 +1,458 @@
+package extract
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/perfcast/perfcast/estimate"
+	"github.com/perfcast/perfcast/ingest"
+	"github.com/perfcast/perfcast/metrics"
+)
+
+// Window sizes of the per-host aggregate.
+const (
+	// windowWidth is the narrowest window, in nanoseconds: one second.
+	windowWidth = int64(1e9)
+	// maxWindows bounds the windows kept per host; beyond it the windows
+	// double in width (pairs merge), so memory stays bounded whatever the
+	// time span of the traces.
+	maxWindows = 1 << 14
+	// minCoverage is the part of an estimation window the metrics must
+	// cover for the window to be used.
+	minCoverage = 0.9
+)
+
+// Windows counts, per host and per window of time, the completions and own
+// times of each operation: the traces' side of CPU demand estimation from
+// utilization metrics. It is mergeable like State: the windows of disjoint
+// traces add up, whatever the order.
+type Windows struct {
+	hosts map[string]*hostWindows
+}
+
+// hostWindows are the windows of one host. The width is windowWidth times
+// a power of two: the smallest that keeps at most maxWindows windows.
+type hostWindows struct {
+	width int64
+	ops   []string
+	index map[string]int
+	cells map[int64][]cell
+}
+
+// cell is one operation in one window.
+type cell struct {
+	n   float64 // completions
+	own float64 // sum of own times, seconds
+}
+
+// NewWindows returns an empty aggregate.
+func NewWindows() *Windows { return &Windows{hosts: map[string]*hostWindows{}} }
+
+// WindowHost is the host key under which an execution's windows are kept
+// and metrics are looked up: the span's host.name, else its
+// service.instance.id, else the component.
+func WindowHost(sp *ingest.Span, component string) string {
+	switch {
+	case sp.Host != "":
+		return sp.Host
+	case sp.Instance != "":
+		return sp.Instance
+	}
+	return component
+}
+
+// Add counts one execution of op (`component/operation`) on host that
+// completed at end (Unix nanoseconds) with the given own time in seconds
+// (its duration minus the time it waited for synchronous calls).
+func (w *Windows) Add(host, op string, end int64, ownTime float64) {
+	h := w.hosts[host]
+	if h == nil {
+		h = &hostWindows{width: windowWidth, index: map[string]int{}, cells: map[int64][]cell{}}
+		w.hosts[host] = h
+	}
+	if !(ownTime >= 0) || math.IsInf(ownTime, 0) {
+		ownTime = 0
+	}
+	h.add(h.opIndex(op), floorDiv(end, h.width), cell{n: 1, own: ownTime})
+	h.bound()
+}
+
+func (h *hostWindows) opIndex(op string) int {
+	i, ok := h.index[op]
+	if !ok {
+		i = len(h.ops)
+		h.index[op] = i
+		h.ops = append(h.ops, op)
+	}
+	return i
+}
+
+func (h *hostWindows) add(op int, idx int64, c cell) {
+	cs := h.cells[idx]
+	for len(cs) <= op {
+		cs = append(cs, cell{})
+	}
+	cs[op].n += c.n
+	cs[op].own += c.own
+	h.cells[idx] = cs
+}
+
+// bound doubles the width until at most maxWindows windows remain.
+func (h *hostWindows) bound() {
+	for len(h.cells) > maxWindows {
+		h.widen(h.width * 2)
+	}
+}
+
+// widen regroups the windows into windows of the given width, a multiple
+// of the current one.
+func (h *hostWindows) widen(width int64) {
+	if width <= h.width {
+		return
+	}
+	old := h.cells
+	h.cells = make(map[int64][]cell, len(old)/2+1)
+	for _, idx := range slices.Sorted(maps.Keys(old)) {
+		to := floorDiv(idx*h.width, width)
+		for op, c := range old[idx] {
+			if c.n != 0 || c.own != 0 {
+				h.add(op, to, c)
+			}
+		}
+	}
+	h.width = width
+}
+
+// Merge adds the windows of o, counted from traces disjoint from those of
+// w. o must not be used afterwards.
+func (w *Windows) Merge(o *Windows) {
+	if o == nil {
+		return
+	}
+	for _, host := range slices.Sorted(maps.Keys(o.hosts)) {
+		oh := o.hosts[host]
+		h := w.hosts[host]
+		if h == nil {
+			w.hosts[host] = oh
+			continue
+		}
+		width := max(h.width, oh.width)
+		h.widen(width)
+		oh.widen(width)
+		for _, idx := range slices.Sorted(maps.Keys(oh.cells)) {
+			for op, c := range oh.cells[idx] {
+				if c.n != 0 || c.own != 0 {
+					h.add(h.opIndex(oh.ops[op]), idx, c)
+				}
+			}
+		}
+		h.bound()
+	}
+}
+
+// Hosts returns the hosts with windows, sorted.
+func (w *Windows) Hosts() []string { return slices.Sorted(maps.Keys(w.hosts)) }
+
+// DemandOptions tunes EstimateDemands.
+type DemandOptions struct {
+	// Cores gives the cores of hosts, by host name, where the metrics do
+	// not (Config.Hosts).
+	Cores map[string]int
+	// Folds is the number of cross-validation folds; 0 means 5.
+	Folds int
+}
+
+// DemandReport says, per host, which estimator was picked and why, what
+// every estimator found, and what makes the estimates doubtful.
+type DemandReport struct {
+	Hosts []*HostDemands `json:"hosts"`
+	// Warnings are one-line messages for the extraction report.
+	Warnings []string `json:"warnings"`
+}
+
+// HostDemands is the estimation on one host.
+type HostDemands struct {
+	Host string `json:"host"`
+	// Metrics names the series used (file and metric), empty when none
+	// matched the host.
+	Metrics string `json:"metrics,omitempty"`
+	// Window is the estimation window's length in seconds; Windows the
+	// windows used, Uncovered those left out because the metrics did not
+	// cover them.
+	Window    float64 `json:"window"`
+	Windows   int     `json:"windows"`
+	Uncovered int     `json:"uncovered"`
+	// Cores is the cores used to read utilization; CoresAssumed is true
+	// when neither the metrics nor the configuration gave them.
+	Cores        float64 `json:"cores"`
+	CoresAssumed bool    `json:"cores_assumed,omitempty"`
+	// Ops are the operations, in the order of the estimators' demands.
+	Ops    []string          `json:"operations"`
+	Choice *estimate.Choice  `json:"choice,omitempty"`
+	Result []estimate.Result `json:"results,omitempty"`
+	// Background is the busy cores no operation explains, by the picked
+	// estimator; the model does not spread it over the operations.
+	Background float64 `json:"background"`
+	// Skipped says why the host has no estimate.
+	Skipped string `json:"skipped,omitempty"`
+}
+
+// EstimateDemands estimates the CPU demand of every operation on the hosts
+// the windows and the metric series have in common (a host is looked up by
+// its name, then case-insensitively, then by its first dot-separated
+// label). The estimation windows are the narrowest multiple of the
+// aggregate's windows at least as long as the series' readings; windows
+// the metrics cover less than 90 % are left out, and so are the first and
+// the last, which the traces may cover in part. An operation that ran on
+// several hosts gets the mean of its per-host estimates weighted by its
+// executions.
+func EstimateDemands(w *Windows, series map[string]*metrics.Series, opts DemandOptions) (map[string]estimate.Result, *DemandReport) {
+	rep := &DemandReport{Hosts: []*HostDemands{}, Warnings: []string{}}
+	type part struct {
+		r    estimate.Result
+		host string
+	}
+	byOp := map[string][]part{}
+	for _, host := range w.Hosts() {
+		hd := estimateHost(host, w.hosts[host], series, opts)
+		rep.Hosts = append(rep.Hosts, hd)
+		if hd.Skipped != "" {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("host %s: CPU demands not estimated: %s", host, hd.Skipped))
+			continue
+		}
+		c := hd.Choice
+		msg := fmt.Sprintf("host %s: CPU demands by %s (%s)", host, c.Picked, c.Why)
+		if hd.CoresAssumed {
+			msg += "; cores unknown, 1 assumed (give them in --config hosts)"
+		}
+		for _, f := range c.Diagnosis.Flags {
+			if f.Kind != estimate.FlagUnknownCores {
+				msg += "; " + f.Message
+			}
+		}
+		if hd.Background > 0 && c.Fit != nil {
+			msg += fmt.Sprintf("; background load %.3g cores not attributed to any operation", hd.Background)
+		}
+		rep.Warnings = append(rep.Warnings, msg)
+		for i, op := range hd.Ops {
+			byOp[op] = append(byOp[op], part{hd.Result[i], host})
+		}
+	}
+	out := map[string]estimate.Result{}
+	for op, parts := range byOp {
+		if len(parts) == 1 {
+			out[op] = parts[0].r
+			continue
+		}
+		var n, cpu, own, share, se2 float64
+		identified := true
+		var methods []string
+		for _, p := range parts {
+			n += p.r.Count
+		}
+		for _, p := range parts {
+			wt := p.r.Count / math.Max(n, 1)
+			cpu += wt * p.r.CPU
+			own += wt * p.r.OwnTime
+			share += wt * p.r.Share
+			se2 += wt * wt * p.r.StdErr * p.r.StdErr
+			identified = identified && p.r.Identified
+			if !slices.Contains(methods, p.r.Method) {
+				methods = append(methods, p.r.Method)
+			}
+		}
+		sort.Strings(methods)
+		r := estimate.Result{Count: n, OwnTime: own, Share: share, StdErr: math.Sqrt(se2),
+			Method: strings.Join(methods, "+"), Identified: identified}
+		r.CPU, r.OffCPU = estimate.Split(cpu, own)
+		out[op] = r
+	}
+	return out, rep
+}
+
+// matchSeries finds the series of a host.
+func matchSeries(host string, series map[string]*metrics.Series) *metrics.Series {
+	if s := series[host]; s != nil {
+		return s
+	}
+	short := func(h string) string {
+		h = strings.ToLower(h)
+		if i := strings.IndexByte(h, '.'); i > 0 {
+			h = h[:i]
+		}
+		return h
+	}
+	var found *metrics.Series
+	for _, name := range slices.Sorted(maps.Keys(series)) {
+		if strings.EqualFold(name, host) {
+			return series[name]
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(series)) {
+		if short(name) == short(host) {
+			if found != nil {
+				return nil // ambiguous
+			}
+			found = series[name]
+		}
+	}
+	return found
+}
+
+func estimateHost(host string, h *hostWindows, series map[string]*metrics.Series, opts DemandOptions) *HostDemands {
+	hd := &HostDemands{Host: host, Ops: []string{}}
+	s := matchSeries(host, series)
+	if s == nil {
+		hd.Skipped = "no metrics for this host"
+		return hd
+	}
+	hd.Metrics = s.Source
+	switch {
+	case s.Cores > 0:
+		hd.Cores = float64(s.Cores)
+	case opts.Cores[host] > 0:
+		hd.Cores = float64(opts.Cores[host])
+	case s.Unit == metrics.Fraction:
+		hd.Cores, hd.CoresAssumed = 1, true
+	}
+	// Estimation windows: a multiple of the aggregate's width at least as
+	// long as a reading.
+	k := max(int64(1), (s.Step()+h.width-1)/h.width)
+	width := h.width * k
+	hd.Window = float64(width) / 1e9
+	if len(h.cells) == 0 {
+		hd.Skipped = "no executions"
+		return hd
+	}
+	idxs := slices.Sorted(maps.Keys(h.cells))
+	first, last := floorDiv(idxs[0]*h.width, width), floorDiv(idxs[len(idxs)-1]*h.width, width)
+	// Operations in name order, for a stable report.
+	order := slices.Sorted(maps.Keys(h.index))
+	hd.Ops = order
+	nops := len(order)
+	agg := map[int64]*estimate.Window{}
+	for _, idx := range idxs {
+		e := floorDiv(idx*h.width, width)
+		win := agg[e]
+		if win == nil {
+			win = &estimate.Window{Start: e * width, Length: hd.Window, Count: make([]float64, nops), Own: make([]float64, nops)}
+			agg[e] = win
+		}
+		for op, c := range h.cells[idx] {
+			j, _ := slices.BinarySearch(order, h.ops[op])
+			win.Count[j] += c.n
+			win.Own[j] += c.own
+		}
+	}
+	p := &estimate.Problem{Ops: order, Cores: hd.Cores}
+	cores := hd.Cores
+	if cores == 0 {
+		cores = 1
+	}
+	lo, hi := first, last
+	if last-first >= 3 {
+		lo, hi = first+1, last-1
+	}
+	for e := lo; e <= hi; e++ {
+		start := e * width
+		busy, covered := s.Busy(start, start+width, cores)
+		if covered < minCoverage*hd.Window {
+			hd.Uncovered++
+			continue
+		}
+		win := agg[e]
+		if win == nil {
+			win = &estimate.Window{Start: start, Length: hd.Window, Count: make([]float64, nops), Own: make([]float64, nops)}
+		}
+		// Scale to the whole window where the metrics miss a little.
+		win.Busy = busy * hd.Window / covered
+		p.Windows = append(p.Windows, *win)
+	}
+	hd.Windows = len(p.Windows)
+	if len(p.Windows) == 0 {
+		hd.Skipped = fmt.Sprintf("the metrics (%s) do not cover the time of the traces", s.Source)
+		return hd
+	}
+	c, err := estimate.Choose(p, estimate.Options{Folds: opts.Folds})
+	if err != nil {
+		hd.Skipped = err.Error()
+		return hd
+	}
+	hd.Choice = c
+	hd.Result = estimate.Results(p, c)
+	hd.Background = c.Fit.Background
+	return hd
+}
+
+// WriteText renders the report for people: per host, the estimators'
+// errors, the one picked and why, the doubts, and per operation the CPU
+// demand, its standard error, the own time and the off-CPU rest.
+func (r *DemandReport) WriteText(w io.Writer) error {
+	var b strings.Builder
+	ms := func(v float64) string {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return "-"
+		}
+		return fmt.Sprintf("%.3f", v*1e3)
+	}
+	pct := func(v float64) string {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f %%", 100*v)
+	}
+	for _, h := range r.Hosts {
+		fmt.Fprintf(&b, "host %s\n", h.Host)
+		if h.Skipped != "" {
+			fmt.Fprintf(&b, "  not estimated: %s\n\n", h.Skipped)
+			continue
+		}
+		d := h.Choice.Diagnosis
+		cores := fmt.Sprintf("%g cores", h.Cores)
+		if h.CoresAssumed {
+			cores = "1 core (assumed)"
+		}
+		fmt.Fprintf(&b, "  metrics: %s\n", h.Metrics)
+		fmt.Fprintf(&b, "  %d windows of %gs (%d not covered by the metrics), %s, busy %.3g cores", h.Windows, h.Window, h.Uncovered, cores, d.Busy)
+		if !math.IsNaN(d.Utilization[0]) {
+			fmt.Fprintf(&b, ", utilization %s (%s to %s)", pct(d.Utilization[0]), pct(d.Utilization[1]), pct(d.Utilization[2]))
+		}
+		fmt.Fprintf(&b, ", condition number %.3g\n", d.Condition)
+		fmt.Fprintf(&b, "  %-14s %10s %10s %8s  %s\n", "estimator", "cv error", "fit error", "bias", "")
+		for _, s := range h.Choice.Scores {
+			mark := ""
+			if s.Method == h.Choice.Picked {
+				mark = "<- picked"
+			}
+			switch {
+			case s.Fit == nil:
+				mark = "not applicable: " + s.Skipped
+			case !s.Fit.Identified:
+				mark = "not identified: " + s.Fit.Note
+			}
+			fmt.Fprintf(&b, "  %-14s %10s %10s %8s  %s\n", s.Method, pct(s.CVError), pct(s.FitError), pct(s.Bias), mark)
+		}
+		fmt.Fprintf(&b, "  picked %s\n", h.Choice.Why)
+		fmt.Fprintf(&b, "  background %.3g cores (not attributed to operations)\n", h.Background)
+		for _, f := range d.Flags {
+			fmt.Fprintf(&b, "  ! %s: %s\n", f.Kind, f.Message)
+		}
+		fmt.Fprintf(&b, "  %-32s %8s %9s %9s %9s %9s %7s\n", "operation", "count", "cpu ms", "± ms", "own ms", "off ms", "share")
+		for i, op := range h.Ops {
+			res := h.Result[i]
+			fmt.Fprintf(&b, "  %-32s %8.0f %9s %9s %9s %9s %7s\n", op, res.Count, ms(res.CPU), ms(res.StdErr), ms(res.OwnTime), ms(res.OffCPU), pct(res.Share))
+		}
+		b.WriteByte('\n')
+	}
+	lines := strings.Split(b.String(), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	_, err := io.WriteString(w, strings.Join(lines, "\n"))
+	return err
+}

@@ -1,0 +1,284 @@
+package metrics
+
+import (
+	"bytes"
+	"compress/gzip"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/perfcast/perfcast/ingest"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// dump renders everything read from a file: its statistics, damage and
+// notes, and every series with its samples.
+func dump(s *Set) string {
+	var b strings.Builder
+	for _, f := range s.Files {
+		fmt.Fprintf(&b, "file %s format=%s series=%d samples=%d\n", filepath.Base(f.Path), f.Format, f.Series, f.Samples)
+		for _, k := range f.Damage.Kinds() {
+			fmt.Fprintf(&b, "damage %s %d\n", k, f.Damage.Counts[k])
+			for _, m := range f.Damage.Samples[k] {
+				fmt.Fprintf(&b, "  %s\n", m)
+			}
+		}
+		for _, n := range f.Notes {
+			fmt.Fprintf(&b, "note %s\n", n)
+		}
+	}
+	for _, h := range s.Hosts() {
+		sr := s.Series[h]
+		fmt.Fprintf(&b, "host %s unit=%s cores=%d source=%s\n", h, sr.Unit, sr.Cores, sr.Source)
+		for _, sm := range sr.Samples {
+			fmt.Fprintf(&b, "  %s %s %.6g\n", stamp(sm.Start), stamp(sm.End), sm.Value)
+		}
+	}
+	return b.String()
+}
+
+func stamp(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339Nano) }
+
+func TestGolden(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*")
+	n := 0
+	for _, path := range files {
+		if strings.HasSuffix(path, ".golden") || strings.Contains(path, "fuzz") {
+			continue
+		}
+		n++
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			s, err := ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := dump(s)
+			golden := path + ".golden"
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != string(want) {
+				t.Errorf("%s differs from %s:\n%s", path, golden, got)
+			}
+		})
+	}
+	if n < 7 {
+		t.Fatalf("only %d test files", n)
+	}
+}
+
+// want is one expected sample: start and end in seconds relative to a base,
+// and the value.
+type want struct {
+	start, end float64
+	value      float64
+}
+
+// TestValues checks the samples of every test file against values worked
+// out by hand from the readings (see the comments), independently of the
+// golden files.
+func TestValues(t *testing.T) {
+	rfc := func(s string) int64 {
+		tm, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tm.UnixNano()
+	}
+	for _, c := range []struct {
+		file, host string
+		unit       Unit
+		cores      int
+		base       int64
+		samples    []want
+	}{
+		// Gauge readings every 10 s: each the mean since the previous
+		// reading, the first over one step before it; the 12:01:20 reading
+		// follows a 50 s gap (more than three steps): one step only. The
+		// second reading at 12:00:30, the percentage 45 and the unparseable
+		// lines are skipped.
+		{"csv_utilization.csv", "web-1", Fraction, 0, rfc("2024-05-01T12:00:00Z"), []want{
+			{-10, 0, 0.20}, {0, 10, 0.30}, {10, 20, 0.40}, {20, 30, 0.35}, {70, 80, 0.10}}},
+		{"csv_utilization.csv", "db-1", Fraction, 0, rfc("2024-05-01T12:00:00Z"), []want{
+			{-10, 0, 0.50}, {0, 10, 0.55}, {10, 20, 0.60}}},
+		// Cumulative seconds: 5/5, 7.5/5, 11/5.5; the decrease to 3 is a
+		// restart, skipped; then 5/5.
+		{"csv_seconds.csv", "app-1", Cores, 4, 1714564800e9, []want{
+			{0, 5, 1}, {5, 10, 1.5}, {10, 15.5, 2}, {20, 25, 1}}},
+		// 6/15, 9/15; the NaN reading is skipped: 12/30 across it.
+		{"prom_process.json", "checkout-1", Cores, 0, 1435781430781e6, []want{
+			{0, 15, 0.4}, {15, 30, 0.6}, {30, 60, 0.4}}},
+		{"prom_process.json", "catalog-1", Cores, 0, 1435781430781e6, []want{
+			{0, 15, 0.2}, {15, 30, 0.2}}},
+		// cpu0 user 9 + system 1.5 + cpu1 user 3 = 13.5 s in 15 s; then
+		// 7 + 0.5 + 3 = 10.5 s; idle and iowait left out; two cpus.
+		{"prom_node.json", "db-1", Cores, 2, 1700000000e9, []want{
+			{0, 15, 0.9}, {15, 30, 0.7}}},
+		// Unnamed series: values up to 1 are fractions, others busy cores.
+		{"prom_rate.json", "web-1", Fraction, 0, 1700000000e9, []want{
+			{-15, 0, 0.25}, {0, 15, 0.5}, {15, 30, 0.4}, {30, 45, 0.45}}},
+		{"prom_rate.json", "web-2", Cores, 0, 1700000000e9, []want{
+			{-15, 0, 1.5}, {0, 15, 2.5}, {15, 30, 1.75}}},
+		// cpu0 user 6/10 + cpu1 system 2/10; then 3/10 + 5/10; the process
+		// series of the same host is left out for the machine-wide one; four
+		// cores by system.cpu.logical.count.
+		{"otlp_system.json", "db-1", Cores, 4, 1700000000e9, []want{
+			{10, 20, 0.8}, {20, 30, 0.8}}},
+		// user 3/5 + system 0.5/5; then user 2.5/5 + system 0.5/5 across
+		// the damaged line.
+		{"otlp_process.jsonl", "cart-7f9c", Cores, 0, 1700000000e9, []want{
+			{5, 10, 0.7}, {10, 15, 0.6}}},
+		// Utilization of all cores (no cpu attribute): user + system.
+		{"otlp_process.jsonl", "edge-1", Fraction, 0, 1700000000e9, []want{
+			{0, 5, 0.3}, {5, 10, 0.4}}},
+	} {
+		s, err := ReadFile("testdata/" + c.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sr := s.Series[c.host]
+		if sr == nil {
+			t.Errorf("%s: no series for %s (hosts %v)", c.file, c.host, s.Hosts())
+			continue
+		}
+		if sr.Unit != c.unit || sr.Cores != c.cores {
+			t.Errorf("%s %s: unit %s cores %d, want %s %d", c.file, c.host, sr.Unit, sr.Cores, c.unit, c.cores)
+		}
+		if len(sr.Samples) != len(c.samples) {
+			t.Errorf("%s %s: %d samples, want %d", c.file, c.host, len(sr.Samples), len(c.samples))
+			continue
+		}
+		for i, w := range c.samples {
+			got := sr.Samples[i]
+			ws, we := c.base+int64(w.start*1e9), c.base+int64(w.end*1e9)
+			if got.Start != ws || got.End != we || math.Abs(got.Value-w.value) > 1e-9 {
+				t.Errorf("%s %s sample %d: (%d, %d] %v, want (%d, %d] %v", c.file, c.host, i, got.Start-c.base, got.End-c.base, got.Value, ws-c.base, we-c.base, w.value)
+			}
+		}
+	}
+}
+
+func TestDamageCounted(t *testing.T) {
+	s, err := ReadFile("testdata/csv_utilization.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := s.Files[0].Damage
+	for kind, n := range map[string]int64{"bad_value": 1, "unparseable": 1, "missing_time": 1, "no_host": 1, "duplicate_timestamp": 1} {
+		if got := d.Counts[ingest.DamageKind(kind)]; got != n {
+			t.Errorf("damage %s: %d, want %d (%v)", kind, got, n, d.Counts)
+		}
+	}
+	for _, msgs := range d.Samples {
+		for _, m := range msgs {
+			if !strings.HasPrefix(m, "testdata/csv_utilization.csv: ") || strings.Contains(m, "\n") {
+				t.Errorf("damage message does not name the file on one line: %q", m)
+			}
+		}
+	}
+	s, err = ReadFile("testdata/otlp_process.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Files[0].Damage.Counts["unparseable"]; got != 1 {
+		t.Errorf("OTLP damaged lines: %d, want 1", got)
+	}
+}
+
+func TestBusy(t *testing.T) {
+	s := &Series{Unit: Fraction, Samples: []Sample{{0, 10e9, 0.5}, {10e9, 20e9, 0.25}, {30e9, 40e9, 1}}}
+	busy, cov := s.Busy(5e9, 35e9, 4)
+	// 5 s at 0.5·4 + 10 s at 0.25·4 + 5 s at 4 = 10 + 10 + 20.
+	if math.Abs(busy-40) > 1e-9 || math.Abs(cov-20) > 1e-9 {
+		t.Errorf("Busy = %v over %v s, want 40 over 20", busy, cov)
+	}
+	c := &Series{Unit: Cores, Samples: s.Samples}
+	if busy, _ := c.Busy(0, 20e9, 99); math.Abs(busy-7.5) > 1e-9 {
+		t.Errorf("busy cores: %v, want 7.5", busy)
+	}
+}
+
+func TestGzipAndErrors(t *testing.T) {
+	data, err := os.ReadFile("testdata/prom_node.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	w.Write(data)
+	w.Close()
+	s, err := Parse(&gz, "node.json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Series["db-1"] == nil {
+		t.Errorf("gzip: hosts %v", s.Hosts())
+	}
+	for _, c := range []struct{ in, msg string }{
+		{"", "empty"},
+		{"hello\n", "not a metrics file"},
+		{"timestamp,host,cpu\n1,a,2\n", "x.csv:1: header"},
+		{"timestamp,host,cpu_utilization\n1,a,7\n", "no usable CPU readings; 1 bad_value"},
+		{`{"status":"error","errorType":"bad_data","error":"parse error"}`, "Prometheus error bad_data: parse error"},
+		{`{"status":"success","data":{"resultType":"vector","result":[]}}`, "range query"},
+		{`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"1"]]}]}}`, "no host label"},
+		{`{"resourceMetrics":[{"resource":{}}]}`, "no usable CPU readings"},
+		{`{"resourceMetrics":[`, "x.csv: "},
+	} {
+		_, err := Parse(strings.NewReader(c.in), "x.csv")
+		if err == nil || !strings.Contains(err.Error(), c.msg) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("Parse(%q): %v, want one line containing %q", c.in, err, c.msg)
+		}
+	}
+}
+
+func TestReadMergesFiles(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a.csv")
+	b := filepath.Join(dir, "b.csv")
+	os.WriteFile(a, []byte("timestamp,host,cpu_utilization\n10,h,0.1\n20,h,0.2\n30,h,0.3\n"), 0o644)
+	os.WriteFile(b, []byte("timestamp,host,cpu_utilization\n30,h,0.9\n40,h,0.4\n50,h,0.5\n"), 0o644)
+	s, err := Read([]string{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr := s.Series["h"]
+	// b's first sample (20, 30] overlaps a's: left out.
+	var got []float64
+	for _, sm := range sr.Samples {
+		got = append(got, sm.Value)
+	}
+	if fmt.Sprint(got) != "[0.1 0.2 0.3 0.4 0.5]" {
+		t.Errorf("merged values %v", got)
+	}
+}
+
+func TestSumTracksMisaligned(t *testing.T) {
+	a := []Sample{{0, 10, 1}, {10, 20, 2}}
+	b := []Sample{{5, 15, 10}, {15, 25, 20}}
+	got := sumTracks([][]Sample{a, b})
+	// [0,5): only a alive → 1; [5,10) 11; [10,15) 12; [15,20) 22;
+	// [20,25): only b alive → 20.
+	want := []Sample{{0, 5, 1}, {5, 10, 11}, {10, 15, 12}, {15, 20, 22}, {20, 25, 20}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("sumTracks = %v, want %v", got, want)
+	}
+	// A gap inside a live track leaves the stretch uncovered.
+	c := []Sample{{0, 10, 1}, {20, 30, 1}}
+	d := []Sample{{0, 30, 5}}
+	if got := sumTracks([][]Sample{c, d}); len(got) != 2 || got[1].Start != 20 {
+		t.Errorf("gap: %v", got)
+	}
+}

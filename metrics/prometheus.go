@@ -1,0 +1,261 @@
+package metrics
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/perfcast/perfcast/ingest"
+)
+
+// promResponse is the envelope of the Prometheus HTTP API.
+type promResponse struct {
+	Status    string `json:"status"`
+	ErrorType string `json:"errorType"`
+	Error     string `json:"error"`
+	Data      *struct {
+		ResultType string            `json:"resultType"`
+		Result     []json.RawMessage `json:"result"`
+	} `json:"data"`
+}
+
+// promSeries is one element of a matrix result.
+type promSeries struct {
+	Metric map[string]string `json:"metric"`
+	Values []json.RawMessage `json:"values"`
+}
+
+// hostLabels are the labels that name a host, in order of preference. The
+// port of `instance` (host:port) is dropped.
+var hostLabels = []string{"host_name", "host", "hostname", "nodename", "instance", "service_instance_id", "k8s_pod_name"}
+
+// idleStates are CPU states (node_exporter's mode, OpenTelemetry's state or
+// cpu.mode) that are not work of the host's own: idle, waiting for I/O
+// while idle, and time taken by the hypervisor.
+var idleStates = map[string]bool{"idle": true, "iowait": true, "wait": true, "steal": true}
+
+// prometheus reads range-query output: one response per file, or several
+// one after the other. Each series' kind is decided by its metric name,
+// else by its values:
+//
+//   - a name ending in _total is a cumulative counter of CPU seconds
+//     (process_cpu_seconds_total, node_cpu_seconds_total,
+//     container_cpu_usage_seconds_total), differentiated;
+//   - a name containing utilization or ratio is a fraction of the cores;
+//   - without such a name (a query of rate(...) or an expression), values
+//     that never decrease over at least three readings and exceed 1 are a
+//     counter; other values up to 1 are a fraction of the cores, larger
+//     ones busy cores.
+//
+// Series with a mode or state label of idle, iowait, wait or steal are left
+// out; series with a cpu label are per core: their sum over cores is the
+// host's, and the number of distinct cpu values its cores.
+func (r *reader) prometheus(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for doc := 0; ; doc++ {
+		var resp promResponse
+		err := dec.Decode(&resp)
+		if err == io.EOF {
+			if doc == 0 {
+				return fmt.Errorf("%s: empty", r.name)
+			}
+			return nil
+		}
+		if err != nil {
+			if doc == 0 {
+				return fmt.Errorf("%s: byte %d: %v", r.name, dec.InputOffset(), err)
+			}
+			r.damagef(ingest.DamageUnparseable, "byte %d: response %d: %v", dec.InputOffset(), doc+1, err)
+			return nil
+		}
+		if resp.Status == "error" {
+			return fmt.Errorf("%s: response %d: Prometheus error %s: %s", r.name, doc+1, resp.ErrorType, resp.Error)
+		}
+		if resp.Data == nil {
+			return fmt.Errorf("%s: response %d: no data", r.name, doc+1)
+		}
+		if rt := resp.Data.ResultType; rt != "matrix" {
+			return fmt.Errorf("%s: response %d: result type %q: a range query's matrix is needed (/api/v1/query_range)", r.name, doc+1, rt)
+		}
+		for i, raw := range resp.Data.Result {
+			r.promSeries(fmt.Sprintf("response %d result[%d]", doc+1, i), raw)
+		}
+	}
+}
+
+func (r *reader) promSeries(place string, raw json.RawMessage) {
+	var s promSeries
+	if err := json.Unmarshal(raw, &s); err != nil {
+		r.damagef(ingest.DamageUnparseable, "%s: %v", place, err)
+		return
+	}
+	name := s.Metric["__name__"]
+	desc := describe(s.Metric)
+	place += " " + desc
+	host := ""
+	for _, l := range hostLabels {
+		if v := s.Metric[l]; v != "" {
+			host = v
+			if l == "instance" {
+				host = stripPort(v)
+			}
+			break
+		}
+	}
+	if host == "" {
+		r.damagef(DamageNoHost, "%s: no host label (%s)", place, strings.Join(hostLabels, ", "))
+		return
+	}
+	for _, l := range []string{"mode", "state", "cpu_mode"} {
+		if idleStates[s.Metric[l]] {
+			return
+		}
+	}
+	t := &track{host: host, source: desc, cpu: s.Metric["cpu"], family: 1}
+	if t.cpu == "" {
+		t.cpu = s.Metric["cpu_logical_number"]
+	}
+	if strings.HasPrefix(name, "node_") || strings.HasPrefix(name, "system_") || s.Metric["mode"] != "" {
+		t.family = 0
+	}
+	for j, v := range s.Values {
+		var pair []json.RawMessage
+		if err := json.Unmarshal(v, &pair); err != nil || len(pair) != 2 {
+			r.damagef(ingest.DamageUnparseable, "%s: values[%d]: not a [time, \"value\"] pair", place, j)
+			continue
+		}
+		ts, err := parseTime(strings.Trim(string(pair[0]), `"`))
+		if err != nil {
+			r.damagef(ingest.DamageMissingTime, "%s: values[%d]: time %s: %v", place, j, abbrev(string(pair[0])), err)
+			continue
+		}
+		var text string
+		if err := json.Unmarshal(pair[1], &text); err != nil {
+			r.damagef(ingest.DamageUnparseable, "%s: values[%d]: value %s is not a string", place, j, abbrev(string(pair[1])))
+			continue
+		}
+		x, err := strconv.ParseFloat(text, 64)
+		if err != nil {
+			r.damagef(ingest.DamageUnparseable, "%s: values[%d]: value %q is not a number", place, j, abbrev(text))
+			continue
+		}
+		if !finite(x) {
+			r.damagef(ingest.DamageBadValue, "%s: values[%d]: value %v", place, j, x)
+			continue
+		}
+		t.points = append(t.points, point{t: ts, v: x})
+	}
+	if len(t.points) == 0 {
+		return
+	}
+	switch {
+	case strings.HasSuffix(name, "_total"):
+		t.kind, t.unit = counter, Cores
+	case strings.Contains(name, "utilization") || strings.Contains(name, "ratio"):
+		t.kind, t.unit = gauge, Fraction
+	default:
+		t.kind, t.unit = byValues(t.points)
+		what := "a fraction of all cores"
+		switch {
+		case t.kind == counter:
+			what = "a cumulative counter of CPU seconds (never decreases, exceeds 1)"
+		case t.unit == Cores:
+			what = "busy cores (exceeds 1)"
+		}
+		label := "series " + desc
+		if name != "" {
+			label = "metric " + name
+		}
+		r.note("%s read as %s", label, what)
+	}
+	if t.kind == gauge && t.unit == Fraction {
+		if t.cpu != "" {
+			// A fraction of one core is that core's busy cores.
+			t.unit = Cores
+		}
+		kept := t.points[:0]
+		for _, p := range t.points {
+			if p.v > maxUtilization {
+				r.damagef(ingest.DamageBadValue, "%s: utilization %v above 1 at %s", place, p.v, when(p.t))
+				continue
+			}
+			kept = append(kept, p)
+		}
+		t.points = kept
+	}
+	r.tracks = append(r.tracks, t)
+}
+
+// byValues decides what an unnamed series measures from its values.
+func byValues(pts []point) (trackKind, Unit) {
+	sorted := slices.Clone(pts)
+	slices.SortStableFunc(sorted, func(a, b point) int {
+		switch {
+		case a.t < b.t:
+			return -1
+		case a.t > b.t:
+			return 1
+		}
+		return 0
+	})
+	monotone := len(sorted) >= 3
+	hi := 0.0
+	for i, p := range sorted {
+		hi = max(hi, p.v)
+		if i > 0 && p.v < sorted[i-1].v {
+			monotone = false
+		}
+	}
+	switch {
+	case monotone && hi > 1 && sorted[len(sorted)-1].v > sorted[0].v:
+		return counter, Cores
+	case hi <= maxUtilization:
+		return gauge, Fraction
+	}
+	return gauge, Cores
+}
+
+// describe renders a label set as name{k="v",...}, sorted.
+func describe(labels map[string]string) string {
+	var b strings.Builder
+	b.WriteString(labels["__name__"])
+	b.WriteByte('{')
+	first := true
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		if k == "__name__" {
+			continue
+		}
+		if !first {
+			b.WriteByte(',')
+		}
+		first = false
+		fmt.Fprintf(&b, "%s=%q", k, abbrev(labels[k]))
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// stripPort drops the :port of host:port, and the brackets of [v6]:port.
+func stripPort(s string) string {
+	i := strings.LastIndexByte(s, ':')
+	if i < 0 {
+		return s
+	}
+	if _, err := strconv.Atoi(s[i+1:]); err != nil {
+		return s
+	}
+	h := s[:i]
+	if strings.HasPrefix(h, "[") && strings.HasSuffix(h, "]") {
+		return h[1 : len(h)-1]
+	}
+	if strings.Contains(h, ":") {
+		// A bare IPv6 address without a port.
+		return s
+	}
+	return h
+}
