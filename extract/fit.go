@@ -13,10 +13,6 @@ import (
 // observed distribution.
 const fitPoints = 49
 
-// histogramBins is the number of equal-probability bins of a fitted
-// histogram.
-const histogramBins = 16
-
 // fitted is a distribution chosen for a sample, with the evidence.
 type fitted struct {
 	dist model.Dist

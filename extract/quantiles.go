@@ -105,3 +105,14 @@ func (s *State) OperationCPU(id string) (t Times, ok bool) {
 // first to the last arrival, widened by one mean interarrival time. It is 0
 // with fewer than two requests.
 func (s *State) Duration() float64 { return s.span() }
+
+// Machines returns the machines (the host.name of its spans) the
+// operations of a component ran on, sorted; none when its spans name no
+// host.
+func (s *State) Machines(component string) []string {
+	pl := s.placement[component]
+	if pl == nil {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(pl.hosts))
+}

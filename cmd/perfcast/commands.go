@@ -12,5 +12,6 @@ func commands(g *globalFlags) []*cobra.Command {
 		newCapacityCmd(),
 		newStatsCmd(),
 		newGenerateCmd(g),
+		newValidateCmd(),
 	}
 }
