@@ -9,6 +9,7 @@ import (
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/solve"
 	"github.com/perfcast/perfcast/solve/mva"
+	"github.com/perfcast/perfcast/solve/sim"
 )
 
 const mm1 = `perfcast: 1
@@ -201,5 +202,35 @@ func TestParseSLO(t *testing.T) {
 		if _, err := ParseSLO(s); err == nil {
 			t.Errorf("%s accepted", s)
 		}
+	}
+}
+
+// TestCapacityP95BySimulation: on an M/M/1 FCFS station with S = 10 ms the
+// sojourn time is exponential with rate μ - λ, so p95 < 100 ms holds while
+// λ < μ + ln(0.05)/0.1 ≈ 70.04/s. The simulated search must land within
+// what the p95 estimate's precision allows: a relative error ε of the p95
+// moves the threshold by about ε·(μ - λ).
+func TestCapacityP95BySimulation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulation")
+	}
+	m := parse(t)
+	m.Workloads = m.Workloads[:1]
+	m.Component("svc").Threads = model.Unlimited
+	m.Host("app").CPU.Scheduling = model.FCFS
+	slo, _ := ParseSLO("p95(w) < 100ms")
+	v, _ := ParseVary("workload.w.open.rate=10..95")
+	solver := func(ctx context.Context, m *model.Model) (*solve.Result, error) {
+		return sim.New().Solve(ctx, m, solve.Options{Seed: 1, Requests: 400000, Workers: 2})
+	}
+	c, err := FindCapacity(context.Background(), m, v, []SLO{slo}, solver)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 100 + math.Log(0.05)/0.1
+	// 400 000 requests put the p95 within about 2 % (sketch 0.5 % plus
+	// sampling); 3 % of μ - λ ≈ 0.9/s.
+	if tol := 0.03 * (100 - want); !c.Found || math.Abs(c.Value-want) > tol {
+		t.Errorf("largest rate %g, want %g ± %g", c.Value, want, tol)
 	}
 }
