@@ -1,0 +1,131 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/perfcast/perfcast/model"
+)
+
+const testModel = `perfcast: 1
+hosts:
+  testbed: {}
+components:
+  gateway:
+    host: testbed
+    operations:
+      GET /recommend/{user}:
+        steps:
+          - cpu: 1ms
+          - parallel:
+              - - delay: 1ms
+                - call: catalog/GET /products/{id}
+              - - call: catalog/GET /products/{id}
+          - loop:
+              times: 2
+              steps:
+                - call: catalog/GET /products/{id}
+          - call: catalog/GET /products
+  catalog:
+    host: testbed
+    operations:
+      GET /products/{id}:
+        steps: [{cpu: 1ms}]
+      GET /products:
+        steps: [{cpu: 1ms}]
+workload:
+  recommend:
+    open: {rate: 1}
+    steps:
+      - call: gateway/GET /recommend/{user}
+`
+
+// Every call of the operation to the target is wrapped in a hold, with
+// the delay just before it; other calls are left alone; the result
+// validates.
+func TestWrap(t *testing.T) {
+	m, err := model.Parse([]byte(testModel), "test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wrap(m, poolOp, poolTarget, poolResource); err != nil {
+		t.Fatal(err)
+	}
+	m.Passive = append(m.Passive, &model.Passive{Name: poolResource, Capacity: 2})
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	holds, calls := 0, 0
+	steps := m.Component("gateway").Operation("GET /recommend/{user}").Steps
+	model.Walk(steps, func(s *model.Step) {
+		switch s.Kind {
+		case model.StepHold:
+			holds++
+			last := s.Steps[len(s.Steps)-1]
+			if s.Resource != poolResource || last.Kind != model.StepCall || last.Target != poolTarget {
+				t.Errorf("hold %+v", s)
+			}
+		case model.StepCall:
+			calls++
+		}
+	})
+	if holds != 3 || calls != 4 {
+		t.Fatalf("%d holds, %d calls; want 3 and 4", holds, calls)
+	}
+	first := steps[1].Parallel[0]
+	if len(first) != 1 || first[0].Kind != model.StepHold || len(first[0].Steps) != 2 || first[0].Steps[0].Kind != model.StepDelay {
+		t.Fatalf("the call's latency is not inside the hold: %+v", first)
+	}
+	if steps[3].Kind != model.StepCall {
+		t.Fatal("a call to another operation was wrapped")
+	}
+	if err := wrap(m, lockOp, lockTarget, lockResource); err == nil {
+		t.Fatal("wrapping an operation the model lacks succeeded")
+	}
+}
+
+func TestCPUSeries(t *testing.T) {
+	dir := t.TempDir()
+	csv := "timestamp,host,cpu_seconds\n" +
+		"2024-01-01T00:00:00.000Z,h,1.0\n" +
+		"2024-01-01T00:00:01.000Z,h,1.5\n" +
+		"2024-01-01T00:00:03.000Z,h,2.5\n"
+	for _, svc := range services {
+		if err := os.WriteFile(filepath.Join(dir, svc+".csv"), []byte(csv), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := readCPU(filepath.Join(dir, "gateway.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	got, err := s.between(t0.Add(500*time.Millisecond), t0.Add(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 2.0 - 1.25; got < want-1e-9 || got > want+1e-9 {
+		t.Fatalf("between = %g, want %g", got, want)
+	}
+	if _, err := s.at(t0.Add(4 * time.Second)); err == nil {
+		t.Fatal("a time after the samples was interpolated")
+	}
+	out := filepath.Join(dir, "merged.csv")
+	if err := mergeMetrics(out, dir); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(out)
+	want := "timestamp,host,cpu_seconds\n" +
+		"2024-01-01T00:00:01Z,testbed,6.000000\n" +
+		"2024-01-01T00:00:02Z,testbed,8.000000\n" +
+		"2024-01-01T00:00:03Z,testbed,10.000000\n"
+	if string(data) != want {
+		t.Fatalf("merged:\n%s\nwant:\n%s", data, want)
+	}
+	if _, err := readCPU(filepath.Join(dir, "missing.csv")); err == nil || !strings.Contains(err.Error(), "missing.csv") {
+		t.Fatalf("error for a missing file: %v", err)
+	}
+}

@@ -1,0 +1,391 @@
+// Command experiment measures how well perfcast predicts the example shop
+// (../shop) running for real: it deploys the shop's four services as
+// processes (pinned to CPU 1, the load generator to CPU 0, when taskset and
+// two CPUs are there), runs a reference configuration, extracts a model
+// from its traces, predicts a set of other configurations (load levels
+// from light to near saturation, GOMAXPROCS, two cores, a smaller worker
+// pool, the mutex narrowed, span CPU time off), runs each of them, and
+// writes the comparison as Markdown (docs/accuracy-testbed.md).
+//
+//	go run ./examples/testbed/experiment            # the full experiment (about 15 minutes)
+//	go run ./examples/testbed/experiment -quick     # a smoke run of a few seconds per configuration
+//	go run ./examples/testbed/experiment -dataset examples/data   # the example data set
+//
+// Measurements need a quiet machine: the report records the load average
+// before and after.
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/perfcast/perfcast/examples/testbed/loadgen"
+	"github.com/perfcast/perfcast/examples/testbed/shop"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "experiment:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	quick     bool
+	out       string
+	work      string
+	dataset   string
+	refRate   float64
+	precision float64
+	small     bool
+}
+
+func run() error {
+	var o options
+	flag.BoolVar(&o.quick, "quick", false, "a smoke run: a few seconds per configuration, the small data set")
+	flag.StringVar(&o.out, "o", "docs/accuracy-testbed.md", "write the report to this `file`")
+	flag.StringVar(&o.work, "work", "", "keep the runs' files (traces, metrics, logs, models) in this `dir` (default: a temporary one, removed)")
+	flag.StringVar(&o.dataset, "dataset", "", "instead of the experiment, make the example data set in this `dir` (90 s at 25 requests/s)")
+	flag.Float64Var(&o.refRate, "ref-rate", 20, "the reference configuration's arrival rate, requests per second")
+	flag.Float64Var(&o.precision, "precision", 0.02, "simulation precision of the predictions")
+	flag.Parse()
+	o.small = o.quick
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	work := o.work
+	if work == "" {
+		work, err = os.MkdirTemp("", "perfcast-testbed-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(work)
+	}
+	work, _ = filepath.Abs(work)
+	e := &env{work: work, mix: shop.DefaultMix, small: o.small, seed: 1}
+	e.bin = filepath.Join(work, "testbed")
+	slog.Info("build", "bin", e.bin)
+	build := exec.Command("go", "build", "-o", e.bin, "./examples/testbed")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("build testbed: %w: %s", err, out)
+	}
+	_, tsErr := exec.LookPath("taskset")
+	e.pin = tsErr == nil && runtime.NumCPU() >= 2
+	if err := e.seedDatabases(ctx); err != nil {
+		return err
+	}
+	if o.dataset != "" {
+		return e.makeDataset(ctx, filepath.Join(root, o.dataset) /* relative to the module */, o)
+	}
+	return e.experiment(ctx, root, o)
+}
+
+// moduleRoot finds the directory of the go.mod above the working directory.
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", errors.New("run from inside the perfcast module")
+	}
+	return filepath.Dir(mod), nil
+}
+
+func (e *env) seedDatabases(ctx context.Context) error {
+	e.baseCatalog = filepath.Join(e.work, "base-catalog.db")
+	e.baseOrders = filepath.Join(e.work, "base-orders.db")
+	args := []string{"seed", "-catalog-db", e.baseCatalog, "-orders-db", e.baseOrders}
+	if e.small {
+		args = append(args, "-small")
+	}
+	slog.Info("seed databases")
+	cmd := exec.CommandContext(ctx, e.bin, args...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("seed: %w: %s", err, out)
+	}
+	// Fold the write-ahead logs into the files that runs copy.
+	for _, p := range []string{e.baseCatalog, e.baseOrders} {
+		for _, suffix := range []string{"-wal", "-shm"} {
+			if _, err := os.Stat(p + suffix); err == nil {
+				return fmt.Errorf("%s%s left behind by seeding", p, suffix)
+			}
+		}
+	}
+	return nil
+}
+
+// reference is the configuration the model is extracted from.
+func reference(rate float64, pin bool) setup {
+	cores := ""
+	if pin {
+		cores = "1"
+	}
+	return setup{Name: "reference", What: "reference: 1 CPU, GOMAXPROCS 1, pool 8, coarse lock, span CPU time on",
+		Rate: rate, GOMAXPROCS: 1, Cores: cores, ModelCores: 1, Pool: 8, CoarseLock: true, SpanCPU: true}
+}
+
+// loadAverage describes the 1- and 5-minute load averages of
+// /proc/loadavg, and tells whether either is above 1.5 (a machine busy
+// with other work).
+func loadAverage() (string, bool) {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown", false
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "unknown", false
+	}
+	busy := false
+	for _, v := range f[:2] {
+		if x, err := strconv.ParseFloat(v, 64); err == nil && x > 1.5 {
+			busy = true
+		}
+	}
+	return f[0] + " (1 min), " + f[1] + " (5 min)", busy
+}
+
+func (e *env) experiment(ctx context.Context, root string, o options) error {
+	e.phases = loadgen.Phases{RampUp: 10 * time.Second, Steady: 60 * time.Second, RampDown: 3 * time.Second}
+	if o.quick {
+		e.phases = loadgen.Phases{RampUp: time.Second, Steady: 5 * time.Second, RampDown: 500 * time.Millisecond}
+	}
+	started := time.Now()
+	loadBefore, busyBefore := loadAverage()
+	ref := reference(o.refRate, e.pin)
+	refM, err := e.run(ctx, ref)
+	if err != nil {
+		return err
+	}
+	refX, err := extractModel(ctx, refM.Dir, ref.ModelCores)
+	if err != nil {
+		return err
+	}
+	if err := saveModel(filepath.Join(e.work, "reference-model.yaml"), refX.Model, ref); err != nil {
+		return err
+	}
+	// Load levels as fractions of the rate that would keep the services'
+	// CPU busy, from the reference's CPU time per request.
+	perRequest := refM.CPUSeconds / refM.Load.All.Throughput
+	saturation := 1 / perRequest
+	slog.Info("reference", "cpu_per_request", perRequest, "saturation_rate", saturation)
+	at := func(f float64) float64 { return f * saturation }
+	// The coarse lock saturates before the CPU when orders are frequent
+	// enough: keep the two-core run below 70 % of the lock.
+	refPred, err := predict(ctx, refX.Model, ref, e.mix, 0.05)
+	if err != nil {
+		return err
+	}
+	twoCores := at(1.2)
+	if lk := refPred.Resources[lockResource]; lk != nil && lk.Utilization > 0 {
+		twoCores = min(twoCores, 0.7*ref.Rate/lk.Utilization)
+	}
+	spanShare := 0.0
+	if busy := refX.State.Measured(refX.Model).Resources[hostName+".cpu"]; busy != nil {
+		spanShare = busy.Busy / refM.CPUSeconds
+	}
+	var setups []setup
+	for _, f := range []float64{0.2, 0.4, 0.6, 0.8} {
+		s := ref
+		s.Name, s.Rate = fmt.Sprintf("load-%02.0f", f*100), at(f)
+		s.What = fmt.Sprintf("%.0f %% of the reference's CPU saturation rate", f*100)
+		setups = append(setups, s)
+	}
+	g2 := ref
+	g2.Name, g2.Rate, g2.GOMAXPROCS = "gomaxprocs-2", at(0.6), 2
+	g2.What = "GOMAXPROCS 2 on the same single CPU (model: unchanged, 1 core)"
+	setups = append(setups, g2)
+	if e.pin {
+		c2 := ref
+		c2.Name, c2.Rate, c2.GOMAXPROCS, c2.Cores, c2.ModelCores = "cores-2", twoCores, 2, "0,1", 2
+		c2.What = fmt.Sprintf("2 CPUs, GOMAXPROCS 2, %.0f %% of the 1-CPU saturation rate (the load generator shares CPU 0)", 100*twoCores/saturation)
+		setups = append(setups, c2)
+	}
+	p2 := ref
+	p2.Name, p2.Rate, p2.Pool = "pool-2", at(0.6), 2
+	p2.What = "fan-out pool of 2 workers instead of 8"
+	nl := ref
+	nl.Name, nl.Rate, nl.CoarseLock = "no-coarse-lock", at(0.8), false
+	nl.What = "the stock mutex no longer held across the payment call (compare load-80)"
+	nc := ref
+	nc.Name, nc.SpanCPU = "span-cpu-off", false
+	nc.What = "per-span CPU time off, reference rate (shows the instrumentation's cost)"
+	setups = append(setups, p2, nl, nc)
+
+	type row struct {
+		s    setup
+		m    *measured
+		pred *predicted
+	}
+	rows := []row{{s: ref, m: refM}}
+	for _, s := range setups {
+		m, err := e.run(ctx, s)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, row{s: s, m: m})
+	}
+	loadAfter, busyAfter := loadAverage()
+	// Predictions after all runs, so that solving does not disturb them.
+	for i := range rows {
+		p, err := predictFrom(ctx, refX.Model, rows[i].s, e.mix, o.precision)
+		if err != nil {
+			return err
+		}
+		rows[i].pred = p
+	}
+	// The model extracted from the run without span CPU time (own time
+	// taken as CPU demand), predicting the heaviest load level.
+	var extra []row
+	ncIdx := slices.IndexFunc(rows, func(r row) bool { return r.s.Name == "span-cpu-off" })
+	heavy := slices.IndexFunc(rows, func(r row) bool { return r.s.Name == "load-80" })
+	if ncIdx >= 0 && heavy >= 0 {
+		ncX, err := extractModel(ctx, rows[ncIdx].m.Dir, 1)
+		if err != nil {
+			return err
+		}
+		p, err := predictFrom(ctx, ncX.Model, rows[heavy].s, e.mix, o.precision)
+		if err != nil {
+			return err
+		}
+		r := rows[heavy]
+		r.s.Name = "load-80 from span-cpu-off model"
+		r.s.What = "load-80 predicted by the model extracted from the run without span CPU time"
+		r.pred = p
+		extra = append(extra, r)
+	}
+	rep := &report{
+		quick: o.quick, started: started, elapsed: time.Since(started),
+		loadBefore: loadBefore, loadAfter: loadAfter, busyBefore: busyBefore, busyAfter: busyAfter, pinned: e.pin,
+		phases: e.phases, mix: e.mix, saturation: saturation, perRequest: perRequest, spanShare: spanShare,
+		warnings: refX.Report.Warnings,
+	}
+	for _, r := range append(rows, extra...) {
+		rep.rows = append(rep.rows, reportRow{setup: r.s, measured: r.m, predicted: r.pred})
+	}
+	var buf bytes.Buffer
+	rep.write(&buf, os.Args[1:])
+	out := o.out
+	if !filepath.IsAbs(out) {
+		out = filepath.Join(root, out)
+	}
+	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+		return err
+	}
+	slog.Info("wrote", "report", out)
+	return nil
+}
+
+func (e *env) makeDataset(ctx context.Context, dir string, o options) error {
+	e.phases = loadgen.Phases{RampUp: 5 * time.Second, Steady: 90 * time.Second, RampDown: 2 * time.Second}
+	s := reference(25, e.pin)
+	s.Name = "dataset"
+	m, err := e.run(ctx, s)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	// One gzipped OTLP JSON lines file: the services' files one after
+	// the other.
+	tracesOut := filepath.Join(dir, "testbed-traces.otlp.jsonl.gz")
+	f, err := os.Create(tracesOut)
+	if err != nil {
+		return err
+	}
+	zw, _ := gzip.NewWriterLevel(f, gzip.BestCompression)
+	for _, svc := range services {
+		in, err := os.Open(filepath.Join(m.Dir, svc+".otlp.jsonl"))
+		if err != nil {
+			f.Close()
+			return err
+		}
+		_, err = io.Copy(zw, in)
+		in.Close()
+		if err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := zw.Close(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := mergeMetrics(filepath.Join(dir, "testbed-metrics.csv"), m.Dir); err != nil {
+		return err
+	}
+	slog.Info("dataset", "traces", tracesOut, "throughput", m.Load.All.Throughput, "cpu", m.CPU)
+	return os.WriteFile(filepath.Join(dir, "testbed-load.json"), mustJSON(m.Load), 0o644)
+}
+
+// mergeMetrics writes the host's CPU time, summed over the services'
+// processes, once a second over the seconds every process sampled.
+func mergeMetrics(path, dir string) error {
+	var series []*cpuSeries
+	for _, svc := range services {
+		s, err := readCPU(filepath.Join(dir, svc+".csv"))
+		if err != nil {
+			return err
+		}
+		series = append(series, s)
+	}
+	from, to := series[0].t[0], series[0].t[len(series[0].t)-1]
+	for _, s := range series[1:] {
+		from = later(from, s.t[0])
+		to = earlier(to, s.t[len(s.t)-1])
+	}
+	var b strings.Builder
+	b.WriteString("timestamp,host,cpu_seconds\n")
+	for t := from.Truncate(time.Second).Add(time.Second); !t.After(to); t = t.Add(time.Second) {
+		sum := 0.0
+		for _, s := range series {
+			v, err := s.at(t)
+			if err != nil {
+				return err
+			}
+			sum += v
+		}
+		fmt.Fprintf(&b, "%s,%s,%.6f\n", t.UTC().Format(time.RFC3339), hostName, sum)
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/perfcast/perfcast/examples/testbed/shop"
+	"github.com/perfcast/perfcast/extract"
+	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/solve"
+	"github.com/perfcast/perfcast/solve/sim"
+	"github.com/perfcast/perfcast/whatif"
+)
+
+// Passive resources the testbed declares: extraction does not infer pools
+// and locks from traces, so the experiment adds them to the extracted
+// model where the code has them.
+const (
+	poolResource = "gateway-pool" // the recommendation fan-out's workers
+	lockResource = "stock-lock"   // the orders service's stock mutex
+	poolOp       = "gateway/GET /recommend/{user}"
+	poolTarget   = "catalog/GET /products/{id}"
+	lockOp       = "orders/POST /orders"
+	lockTarget   = "payments/POST /charge"
+)
+
+// extractModel extracts a model from a run's traces, with the host's cores.
+func extractModel(ctx context.Context, dir string, cores int) (*extract.Result, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.otlp.jsonl"))
+	if err != nil || len(files) == 0 {
+		return nil, fmt.Errorf("no traces in %s", dir)
+	}
+	return extract.Run(ctx, files, "testbed", &extract.Config{Hosts: map[string]extract.HostConfig{hostName: {Cores: cores}}})
+}
+
+// declare adds the pool and the lock of s to m: every call of op to target
+// (with the call's latency, a delay step just before it) is wrapped in a
+// hold of the resource.
+func declare(m *model.Model, s setup) error {
+	if err := wrap(m, poolOp, poolTarget, poolResource); err != nil {
+		return err
+	}
+	m.Passive = append(m.Passive, &model.Passive{Name: poolResource, Capacity: s.Pool})
+	if s.CoarseLock {
+		if err := wrap(m, lockOp, lockTarget, lockResource); err != nil {
+			return err
+		}
+		m.Passive = append(m.Passive, &model.Passive{Name: lockResource, Capacity: 1})
+	}
+	return nil
+}
+
+func wrap(m *model.Model, opID, target, resource string) error {
+	comp, name := splitID(opID)
+	c := m.Component(comp)
+	if c == nil || c.Operation(name) == nil {
+		return fmt.Errorf("the extracted model has no operation %s", opID)
+	}
+	op := c.Operation(name)
+	n := 0
+	op.Steps = wrapSteps(op.Steps, target, resource, &n)
+	if n == 0 {
+		return fmt.Errorf("%s never calls %s in the extracted model", opID, target)
+	}
+	return nil
+}
+
+func splitID(id string) (string, string) {
+	for i := range len(id) {
+		if id[i] == '/' {
+			return id[:i], id[i+1:]
+		}
+	}
+	return id, ""
+}
+
+func wrapSteps(steps []model.Step, target, resource string, n *int) []model.Step {
+	var out []model.Step
+	for i := 0; i < len(steps); i++ {
+		s := steps[i]
+		if s.Kind == model.StepCall && s.Target == target {
+			body := []model.Step{s}
+			if len(out) > 0 && out[len(out)-1].Kind == model.StepDelay {
+				body = []model.Step{out[len(out)-1], s}
+				out = out[:len(out)-1]
+			}
+			out = append(out, model.Step{Kind: model.StepHold, Resource: resource, Units: 1, Steps: body})
+			*n++
+			continue
+		}
+		s.Steps = wrapSteps(s.Steps, target, resource, n)
+		for j := range s.Branches {
+			s.Branches[j].Steps = wrapSteps(s.Branches[j].Steps, target, resource, n)
+		}
+		for j := range s.Parallel {
+			s.Parallel[j] = wrapSteps(s.Parallel[j], target, resource, n)
+		}
+		for j := range s.Cases {
+			s.Cases[j].Steps = wrapSteps(s.Cases[j].Steps, target, resource, n)
+		}
+		s.Default = wrapSteps(s.Default, target, resource, n)
+		out = append(out, s)
+	}
+	return out
+}
+
+// workloadOf maps each class to the model's workload entering by its
+// gateway operation.
+func workloadOf(m *model.Model) map[string]string {
+	out := map[string]string{}
+	for class, entry := range shop.EntryOperations {
+		for _, w := range m.Workloads {
+			if len(w.Steps) == 1 && w.Steps[0].Kind == model.StepCall && w.Steps[0].Target == entry {
+				out[class] = w.Name
+			}
+		}
+	}
+	return out
+}
+
+// predict solves base changed to configuration s, with the open rates of
+// the mix at s.Rate.
+func predict(ctx context.Context, base *model.Model, s setup, mix map[string]float64, precision float64) (*solve.Result, error) {
+	m, err := base.Clone()
+	if err != nil {
+		return nil, err
+	}
+	if err := declare(m, s); err != nil {
+		return nil, err
+	}
+	total := 0.0
+	for _, w := range mix {
+		total += w
+	}
+	names := workloadOf(m)
+	for class, w := range mix {
+		name, ok := names[class]
+		if !ok {
+			return nil, fmt.Errorf("the model has no workload for class %s", class)
+		}
+		if err := whatif.SetKey(m, "workload."+name+".open.rate", fmt.Sprintf("%g", s.Rate*w/total)); err != nil {
+			return nil, err
+		}
+	}
+	if err := whatif.SetKey(m, "hosts."+hostName+".cpu.cores", fmt.Sprint(s.ModelCores)); err != nil {
+		return nil, err
+	}
+	if err := m.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: model: %w", s.Name, err)
+	}
+	return sim.New().Solve(ctx, m, solve.Options{Seed: 1, Precision: precision, Requests: 400000})
+}
+
+// saveModel writes m, with the reference's pool and lock declared, to path.
+func saveModel(path string, m *model.Model, s setup) error {
+	c, err := m.Clone()
+	if err != nil {
+		return err
+	}
+	if err := declare(c, s); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := c.Encode(f, model.YAML); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

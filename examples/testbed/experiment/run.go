@@ -1,0 +1,314 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/perfcast/perfcast/examples/testbed/loadgen"
+	"github.com/perfcast/perfcast/examples/testbed/shop"
+)
+
+// hostName is the host.name every service reports: one machine.
+const hostName = "testbed"
+
+// services in the order they start (dependencies first).
+var services = []string{"payments", "catalog", "orders", "gateway"}
+
+// setup is how one run deploys the shop and loads it.
+type setup struct {
+	Name string
+	// What the configuration changes, for the report.
+	What       string
+	Rate       float64
+	GOMAXPROCS int
+	// Cores lists the CPUs the services run on (taskset -c), "" for no
+	// pinning; ModelCores is what the model is told.
+	Cores      string
+	ModelCores int
+	Pool       int
+	CoarseLock bool
+	SpanCPU    bool
+}
+
+// measured is what one run measured.
+type measured struct {
+	Load *loadgen.Result
+	// CPU is the services' CPU utilization over the steady phase, a
+	// fraction of ModelCores.
+	CPU float64
+	// CPUSeconds is the services' CPU time per second of the steady phase.
+	CPUSeconds float64
+	Dir        string
+}
+
+// env is what every run shares.
+type env struct {
+	bin, work   string
+	baseCatalog string
+	baseOrders  string
+	pin         bool
+	phases      loadgen.Phases
+	mix         map[string]float64
+	small       bool
+	seed        uint64
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func copyFile(dst, src string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// command returns the command running bin with args, pinned to cpus when
+// cpus is set.
+func (e *env) command(cpus string, args ...string) *exec.Cmd {
+	if cpus != "" && e.pin {
+		return exec.Command("taskset", append([]string{"-c", cpus, e.bin}, args...)...)
+	}
+	return exec.Command(e.bin, args...)
+}
+
+// run deploys the shop as s says, runs the load, stops the shop and
+// returns what was measured; the run's files stay in work/NAME.
+func (e *env) run(ctx context.Context, s setup) (*measured, error) {
+	dir := filepath.Join(e.work, s.Name)
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	// Fresh copies of the seeded databases: every run starts alike.
+	for _, f := range [][2]string{{"catalog.db", e.baseCatalog}, {"orders.db", e.baseOrders}} {
+		if err := copyFile(filepath.Join(dir, f[0]), f[1]); err != nil {
+			return nil, fmt.Errorf("%s: copy database: %w", s.Name, err)
+		}
+	}
+	addr := map[string]string{}
+	for _, svc := range services {
+		a, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		addr[svc] = a
+	}
+	url := func(svc string) string { return "http://" + addr[svc] }
+	var procs []*exec.Cmd
+	stopAll := func() error {
+		var errs []error
+		// Stop the front first, so that nothing calls a stopped service.
+		for i := len(procs) - 1; i >= 0; i-- {
+			p := procs[i]
+			p.Process.Signal(syscall.SIGTERM)
+			done := make(chan error, 1)
+			go func() { done <- p.Wait() }()
+			select {
+			case err := <-done:
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s: %s: %w", s.Name, p.Args, err))
+				}
+			case <-time.After(30 * time.Second):
+				p.Process.Kill()
+				<-done
+				errs = append(errs, fmt.Errorf("%s: %s did not stop in 30 s", s.Name, p.Args))
+			}
+		}
+		return errors.Join(errs...)
+	}
+	for _, svc := range services {
+		args := []string{svc, "-listen", addr[svc], "-host", hostName, "-instance", svc,
+			"-traces", filepath.Join(dir, svc+".otlp.jsonl"), "-metrics", filepath.Join(dir, svc+".csv"),
+			"-span-cpu=" + strconv.FormatBool(s.SpanCPU)}
+		switch svc {
+		case "catalog":
+			args = append(args, "-db", filepath.Join(dir, "catalog.db"))
+		case "orders":
+			args = append(args, "-db", filepath.Join(dir, "orders.db"), "-payments", url("payments"),
+				"-coarse-lock="+strconv.FormatBool(s.CoarseLock))
+		case "gateway":
+			args = append(args, "-catalog", url("catalog"), "-orders", url("orders"), "-pool", strconv.Itoa(s.Pool))
+		}
+		if e.small {
+			args = append(args, "-small")
+		}
+		cmd := e.command(s.Cores, args...)
+		cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(s.GOMAXPROCS))
+		logf, err := os.Create(filepath.Join(dir, svc+".log"))
+		if err != nil {
+			return nil, err
+		}
+		cmd.Stdout, cmd.Stderr = logf, logf
+		if err := cmd.Start(); err != nil {
+			logf.Close()
+			stopAll()
+			return nil, fmt.Errorf("%s: start %s: %w", s.Name, svc, err)
+		}
+		logf.Close()
+		procs = append(procs, cmd)
+		if err := waitHealthy(ctx, url(svc)+"/healthz"); err != nil {
+			stopAll()
+			return nil, fmt.Errorf("%s: %s: %w (see %s)", s.Name, svc, err, logf.Name())
+		}
+	}
+	slog.Info("load", "run", s.Name, "rate", fmt.Sprintf("%.1f/s", s.Rate), "steady", e.phases.Steady)
+	loadFile := filepath.Join(dir, "load.json")
+	load := e.command("0", "load", "-url", url("gateway"), "-rate", strconv.FormatFloat(s.Rate, 'f', 3, 64),
+		"-ramp-up", e.phases.RampUp.String(), "-steady", e.phases.Steady.String(), "-ramp-down", e.phases.RampDown.String(),
+		"-mix", shop.FormatMix(e.mix), "-seed", strconv.FormatUint(e.seed, 10), "-o", loadFile)
+	if e.small {
+		load.Args = append(load.Args, "-small")
+	}
+	load.Env = append(os.Environ(), "GOMAXPROCS=1")
+	out, loadErr := load.CombinedOutput()
+	stopErr := stopAll()
+	if loadErr != nil {
+		return nil, fmt.Errorf("%s: load generator: %w: %s", s.Name, loadErr, strings.TrimSpace(string(out)))
+	}
+	if stopErr != nil {
+		return nil, stopErr
+	}
+	var res loadgen.Result
+	data, err := os.ReadFile(loadFile)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(data, &res); err != nil {
+		return nil, fmt.Errorf("%s: %w", loadFile, err)
+	}
+	cpuSec := 0.0
+	for _, svc := range services {
+		series, err := readCPU(filepath.Join(dir, svc+".csv"))
+		if err != nil {
+			return nil, err
+		}
+		used, err := series.between(res.SteadyStart, res.SteadyEnd)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s metrics: %w", s.Name, svc, err)
+		}
+		cpuSec += used
+	}
+	perSec := cpuSec / res.SteadySeconds
+	return &measured{Load: &res, CPU: perSec / float64(s.ModelCores), CPUSeconds: perSec, Dir: dir}, nil
+}
+
+func waitHealthy(ctx context.Context, url string) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode < 300 {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not healthy after 2 minutes: %v", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// cpuSeries is one process's cumulative CPU seconds over time.
+type cpuSeries struct {
+	host string
+	t    []time.Time
+	cpu  []float64
+}
+
+// readCPU reads a CSV written by cpusampler.
+func readCPU(path string) (*cpuSeries, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(recs) < 2 || strings.Join(recs[0], ",") != "timestamp,host,cpu_seconds" {
+		return nil, fmt.Errorf("%s: not a timestamp,host,cpu_seconds CSV with samples", path)
+	}
+	s := &cpuSeries{host: recs[1][1]}
+	for i, r := range recs[1:] {
+		ts, err := time.Parse(time.RFC3339, r[0])
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, i+2, err)
+		}
+		v, err := strconv.ParseFloat(r[2], 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, i+2, err)
+		}
+		s.t, s.cpu = append(s.t, ts), append(s.cpu, v)
+	}
+	return s, nil
+}
+
+// at interpolates the cumulative CPU time linearly at t.
+func (s *cpuSeries) at(t time.Time) (float64, error) {
+	n := len(s.t)
+	if t.Before(s.t[0]) || t.After(s.t[n-1]) {
+		return 0, fmt.Errorf("time %s outside the samples (%s to %s)", t.Format(time.RFC3339), s.t[0].Format(time.RFC3339), s.t[n-1].Format(time.RFC3339))
+	}
+	i := sort.Search(n, func(i int) bool { return !s.t[i].Before(t) })
+	if i == 0 {
+		return s.cpu[0], nil
+	}
+	a, b := s.t[i-1], s.t[i]
+	f := float64(t.Sub(a)) / float64(b.Sub(a))
+	return s.cpu[i-1] + f*(s.cpu[i]-s.cpu[i-1]), nil
+}
+
+// between is the CPU time used from a to b.
+func (s *cpuSeries) between(a, b time.Time) (float64, error) {
+	x, err := s.at(a)
+	if err != nil {
+		return 0, err
+	}
+	y, err := s.at(b)
+	if err != nil {
+		return 0, err
+	}
+	return y - x, nil
+}
