@@ -120,6 +120,11 @@ type generator struct {
 	threads map[string]int
 	// opLimits holds the inferred concurrency limits of operations.
 	opLimits map[string]limit
+	// siteLimits holds the inferred locks of call sites, by caller and
+	// target.
+	siteLimits map[string]map[string]limit
+	// caller is the operation whose steps are being generated.
+	caller string
 	// bins maps, per request parameter, value buckets to bin labels.
 	bins map[string]map[string]string
 	// inSessions holds the entry operations of the session workload.
@@ -159,9 +164,33 @@ func (g *generator) inferLimits() {
 		g.rep.evidencef("component %s: never more than %d requests in service at once per replica, %.0f%% of the time at %d, where an unlimited server with the same mean load (%.2f) would exceed %d %.0f%% of the time: a pool of %d threads",
 			comp, k, 100*lims[0].atLimit, k, lims[0].mean, k, 100*lims[0].unlimitedAbove, k)
 	}
+	// Call sites: a lock the caller holds around its calls to one
+	// operation, waited for before the client span starts.
+	g.siteLimits = map[string]map[string]limit{}
+	for _, key := range slices.Sorted(maps.Keys(g.s.conc)) {
+		parts := strings.Split(key, "\x00")
+		if parts[0] != "site" || len(parts) != 3 {
+			continue
+		}
+		lim, ok := g.s.conc[key].inferLimit()
+		if !ok {
+			continue
+		}
+		caller, target := parts[1], parts[2]
+		if g.siteLimits[caller] == nil {
+			g.siteLimits[caller] = map[string]limit{}
+		}
+		g.siteLimits[caller][target] = lim
+		g.rep.evidencef("calls from %s to %s: never more than %d at once, %.0f%% of the time at %d, where unlimited calls with the same mean (%.2f) would exceed %d %.0f%% of the time: a lock of capacity %d held by the caller around them",
+			caller, target, lim.k, 100*lim.atLimit, lim.k, lim.mean, lim.k, 100*lim.unlimitedAbove, lim.k)
+	}
 	for _, key := range slices.Sorted(maps.Keys(g.s.conc)) {
 		id, ok := strings.CutPrefix(key, "op\x00")
 		if !ok {
+			continue
+		}
+		if g.onlyLockedCalls(id) {
+			// Its bound comes from the callers' locks.
 			continue
 		}
 		op := g.s.ops[id]
@@ -183,6 +212,60 @@ func (g *generator) inferLimits() {
 	}
 }
 
+// onlyLockedCalls reports whether every call to an operation comes from a
+// call site with an inferred lock.
+func (g *generator) onlyLockedCalls(target string) bool {
+	sites := 0
+	for _, key := range slices.Sorted(maps.Keys(g.s.conc)) {
+		parts := strings.Split(key, "\x00")
+		if parts[0] != "site" || len(parts) != 3 || parts[2] != target {
+			continue
+		}
+		sites++
+		if _, ok := g.siteLimits[parts[1]][target]; !ok {
+			return false
+		}
+	}
+	return sites > 0
+}
+
+// siteLockName names the passive resource of an inferred call-site lock.
+func siteLockName(caller, target string) string {
+	r := strings.NewReplacer("/", " ", ".", "-")
+	return r.Replace(caller) + " to " + r.Replace(target) + " lock"
+}
+
+// siteWait is the mean time one execution of caller waits for the locks of
+// its call sites at the observed load: per site, the calls per execution
+// times the wait of an M/G/c queue with the calls' durations as service
+// (Allen–Cunneen's approximation, exact for c = 1).
+func (g *generator) siteWait(caller string, op *opStats) float64 {
+	span := g.s.span()
+	if span <= 0 || op.count == 0 {
+		return 0
+	}
+	var wait float64
+	for target, lim := range g.siteLimits[caller] {
+		d := g.s.siteTimes[siteGroup(caller, target)]
+		if d == nil || d.n == 0 {
+			continue
+		}
+		c := float64(lim.k)
+		if h := g.hostOf[op.component]; h != nil && h.Replicas > 1 {
+			c *= float64(h.Replicas)
+		}
+		lambda := float64(d.n) / span
+		a := lambda * d.mean()
+		if a >= c {
+			continue
+		}
+		cv2 := d.variance() / (d.mean() * d.mean())
+		w := erlangC(int(c), a) / (c/d.mean() - lambda) * (1 + cv2) / 2
+		wait += w * float64(d.n) / float64(op.count)
+	}
+	return wait
+}
+
 // limited reports whether calls to an operation wait for an inferred limit
 // before its server span starts.
 func (g *generator) limited(target string) bool {
@@ -190,6 +273,20 @@ func (g *generator) limited(target string) bool {
 	_, a := g.threads[comp]
 	_, b := g.opLimits[target]
 	return a || b
+}
+
+// needPassive adds a passive resource of capacity k, one per replica of the
+// host of operation id when that host is replicated, unless it exists.
+func (g *generator) needPassive(name string, k int, id string) {
+	if g.m.PassiveResource(name) != nil {
+		return
+	}
+	p := &model.Passive{Name: name, Capacity: k}
+	comp, _ := splitID(id)
+	if h := g.hostOf[comp]; h != nil && h.Replicas > 1 {
+		p.Host = h.Name
+	}
+	g.m.Passive = append(g.m.Passive, p)
 }
 
 // limitName names the passive resource of an operation's inferred limit.
@@ -282,6 +379,7 @@ func (g *generator) operations() {
 			g.m.Components = append(g.m.Components, c)
 		}
 		o := &model.Operation{Name: op.name, Component: op.component}
+		g.caller = id
 		// CPU first, then the calls, then the time spent off the CPU.
 		var cpu, off *sample
 		r, estimated := g.est.PerOp[id]
@@ -302,7 +400,7 @@ func (g *generator) operations() {
 			shape := g.fit(id+" own time", op.self)
 			o.Steps = append(o.Steps, model.Step{Kind: model.StepCPU, Demand: withMean(shape, r.CPU)})
 			o.Steps = append(o.Steps, g.behavior(id, op)...)
-			wait := g.cpuWait(g.hostOf[op.component], r.CPU)
+			wait := g.cpuWait(g.hostOf[op.component], r.CPU) + g.siteWait(id, op)
 			if rest := r.OffCPU - wait; rest >= minLatency {
 				o.Steps = append(o.Steps, model.Step{Kind: model.StepDelay, Demand: withMean(shape, rest)})
 			}
@@ -323,7 +421,7 @@ func (g *generator) operations() {
 		if off != nil && off.mean() > 0 {
 			// Part of the time off the CPU was spent waiting for it,
 			// which the model's CPU produces again: keep the rest.
-			wait := g.cpuWait(g.hostOf[op.component], cpu.mean())
+			wait := g.cpuWait(g.hostOf[op.component], cpu.mean()) + g.siteWait(id, op)
 			if rest := off.mean() - wait; rest >= minLatency {
 				d := withMean(g.fit(id+" off-cpu", off), rest)
 				o.Steps = append(o.Steps, model.Step{Kind: model.StepDelay, Demand: d})
@@ -332,11 +430,7 @@ func (g *generator) operations() {
 		}
 		if lim, ok := g.opLimits[id]; ok {
 			name := limitName(id)
-			p := &model.Passive{Name: name, Capacity: lim.k}
-			if h := g.hostOf[op.component]; h.Replicas > 1 {
-				p.Host = h.Name
-			}
-			g.m.Passive = append(g.m.Passive, p)
+			g.needPassive(name, lim.k, id)
 			o.Steps = []model.Step{{Kind: model.StepHold, Resource: name, Units: 1, Steps: o.Steps}}
 		}
 		c.Operations = append(c.Operations, o)
@@ -582,6 +676,11 @@ func (g *generator) elemSteps(elems []*elem) []model.Step {
 				body = append(body, model.Step{Kind: model.StepDelay, Demand: g.fit("network to "+e.target, e.latency)})
 			}
 			body = append(body, model.Step{Kind: model.StepCall, Target: e.target})
+			if lim, ok := g.siteLimits[g.caller][e.target]; ok {
+				name := siteLockName(g.caller, e.target)
+				g.needPassive(name, lim.k, g.caller)
+				body = []model.Step{{Kind: model.StepHold, Resource: name, Units: 1, Steps: body}}
+			}
 		case elemSend:
 			body = append(body, model.Step{Kind: model.StepSend, Target: e.target})
 		case elemExternal:

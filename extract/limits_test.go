@@ -161,3 +161,81 @@ func TestConcurrencyProfile(t *testing.T) {
 		t.Errorf("levels %v max %d busy periods %d", c.levelTime, c.max, c.busyPeriods)
 	}
 }
+
+// lockedCallTraces: requests to orders/POST take 1 ms of CPU, then wait for
+// a mutex the handler holds around a call to payments/charge (exp(30 ms)),
+// FCFS: the wait lies inside the orders span, before the client span.
+func lockedCallTraces(n int, seed uint64) []*ingest.Span {
+	r := rand.New(rand.NewPCG(seed, 8))
+	exp := func(mean float64) int64 { return int64(r.ExpFloat64() * mean * 1e9) }
+	arrive := make([]int64, n)
+	want := make([]int64, n)
+	svc := make([]int64, n)
+	t := int64(1_700_000_000_000_000_000)
+	for i := range arrive {
+		t += exp(1.0 / 20)
+		arrive[i] = t
+		want[i] = t + 1_000_000
+		svc[i] = exp(0.03)
+	}
+	start, end := fcfs(want, svc, 1)
+	var spans []*ingest.Span
+	var id uint64
+	next := func() ingest.SpanID {
+		id++
+		var s ingest.SpanID
+		for j := 0; j < 8; j++ {
+			s[j] = byte(id >> (56 - 8*j))
+		}
+		return s
+	}
+	for i := 0; i < n; i++ {
+		var tid ingest.TraceID
+		tid[0] = 5
+		for j := 0; j < 8; j++ {
+			tid[8+j] = byte(uint64(i) >> (56 - 8*j))
+		}
+		root := &ingest.Span{TraceID: tid, SpanID: next(), Kind: ingest.KindServer, Service: "orders", Host: "o",
+			Name: "POST /orders", Start: arrive[i], End: end[i] + 100_000, CPUTime: 1e-3}
+		cl := &ingest.Span{TraceID: tid, SpanID: next(), ParentID: root.SpanID, Kind: ingest.KindClient, Service: "orders",
+			Host: "o", Name: "charge", Start: start[i], End: end[i], CPUTime: math.NaN()}
+		sv := &ingest.Span{TraceID: tid, SpanID: next(), ParentID: cl.SpanID, Kind: ingest.KindServer, Service: "payments",
+			Host: "p", Name: "charge", Start: start[i] + 50_000, End: end[i] - 50_000, CPUTime: 0}
+		spans = append(spans, root, cl, sv)
+	}
+	return spans
+}
+
+func TestInferLockAroundCall(t *testing.T) {
+	st := fold(t, lockedCallTraces(30000, 1))
+	m, rep := st.Model("locked", nil)
+	if err := m.Validate(); err != nil {
+		t.Fatalf("%v\n%s", err, m.Marshal())
+	}
+	var hold *model.Step
+	model.Walk(m.Operation("orders/POST /orders").Steps, func(s *model.Step) {
+		if s.Kind == model.StepHold {
+			hold = s
+		}
+	})
+	if hold == nil || len(m.Passive) != 1 || m.Passive[0].Capacity != 1 {
+		t.Fatalf("no lock of capacity 1 around the call:\n%s\n%v", m.Marshal(), rep.Evidence)
+	}
+	// The payments operation is not limited by itself: its bound is the
+	// caller's lock.
+	if p := m.Operation("payments/charge"); p.Steps[0].Kind == model.StepHold {
+		t.Errorf("payments/charge got a limit of its own:\n%s", m.Marshal())
+	}
+	// The wait for the lock (M/M/1: ρ/(μ−λ) = 0.6/13.3 s = 45 ms) was in the
+	// orders span's own time; the model produces it again, so the off-CPU
+	// delay left must be small against it.
+	var off float64
+	for _, s := range m.Operation("orders/POST /orders").Steps {
+		if s.Kind == model.StepDelay {
+			off += s.Demand.Mean()
+		}
+	}
+	if off > 0.1*0.045 {
+		t.Errorf("off-CPU delay %.4g left of a 45 ms lock wait:\n%s", off, m.Marshal())
+	}
+}

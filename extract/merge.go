@@ -57,6 +57,13 @@ func (s *State) Merge(o *State) {
 		}
 	}
 	s.Windows.Merge(o.Windows)
+	for key, d := range o.siteTimes {
+		if mine := s.siteTimes[key]; mine != nil {
+			mine.merge(d)
+		} else {
+			s.siteTimes[key] = d
+		}
+	}
 	if o.sessions != nil {
 		if s.sessions == nil {
 			s.sessions = newSessionStats()

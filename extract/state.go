@@ -43,6 +43,9 @@ type State struct {
 	categories map[string]map[string]bool
 	// sessions aggregates the requests that carry a session id.
 	sessions *sessionStats
+	// siteTimes holds the durations of the calls of every call site (the
+	// caller's side, waits included).
+	siteTimes map[string]*sample
 	// Windows holds per host and time window the completions and own
 	// times of every operation, for estimating CPU demands from
 	// utilization metrics.
@@ -51,6 +54,9 @@ type State struct {
 
 // Keys of concurrency profiles.
 func opGroup(id string) string { return "op\x00" + id }
+func siteGroup(caller, target string) string {
+	return "site\x00" + caller + "\x00" + target
+}
 func replicaGroup(comp, replica string) string {
 	return "replica\x00" + comp + "\x00" + replica
 }
@@ -66,6 +72,7 @@ func NewState() *State {
 		conc:       map[string]*concurrency{},
 		categories: map[string]map[string]bool{},
 		Windows:    NewWindows(),
+		siteTimes:  map[string]*sample{},
 	}
 }
 
@@ -305,6 +312,20 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 		}
 	}
 	walk(n)
+	// Call sites: the caller's calls to one operation, whose concurrency
+	// shows a lock the caller holds around them.
+	for _, f := range found {
+		if f.kind == elemCall {
+			key := siteGroup(id, f.target)
+			s.profile(key, f.start, f.end)
+			d := s.siteTimes[key]
+			if d == nil {
+				d = newSample()
+				s.siteTimes[key] = d
+			}
+			d.add(seconds(f.end - f.start))
+		}
+	}
 
 	dur := n.Duration()
 	op.resp.add(seconds(dur))
