@@ -383,3 +383,23 @@ func TestMeasured(t *testing.T) {
 	// web's CPU: 50/s × (0.6 × 2 ms + 0.4 × 1 ms) on one core = 8 %.
 	within(t, "web cpu utilization", r.Resources["web.cpu"].Utilization, 50*(0.6*2e-3+0.4*1e-3), 0.08*4/math.Sqrt(n))
 }
+
+func TestSequenceFanOut(t *testing.T) {
+	call := func(s, e int64) found { return found{kind: elemCall, target: "c/x", start: s, end: e} }
+	// The first call ends before the others start, but the others
+	// overlap: one fan-out of four.
+	occ := sequence([]found{call(0, 10), call(12, 20), call(15, 25), call(16, 30)})
+	if len(occ) != 1 || occ[0].kind != elemParallel || len(occ[0].lists) != 4 {
+		t.Errorf("fan-out: got %s", signature(occ))
+	}
+	// Calls one after the other: a loop of two.
+	occ = sequence([]found{call(0, 10), call(12, 20)})
+	if len(occ) != 1 || occ[0].kind != elemCall || occ[0].times != 2 {
+		t.Errorf("sequential calls: got %s (times %d)", signature(occ), occ[0].times)
+	}
+	// Another target between them keeps them apart.
+	occ = sequence([]found{call(0, 10), {kind: elemCall, target: "c/y", start: 11, end: 12}, call(13, 20), call(14, 21)})
+	if len(occ) != 3 || occ[2].kind != elemParallel {
+		t.Errorf("interleaved: got %s", signature(occ))
+	}
+}

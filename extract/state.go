@@ -438,11 +438,11 @@ func sequence(fs []found) []occurrence {
 		}
 		return fs[i].target < fs[j].target
 	})
-	var out []occurrence
+	var raw []occurrence
 	for i := 0; i < len(fs); {
 		f := fs[i]
 		if f.async {
-			out = appendOcc(out, occurrence{kind: f.kind, target: f.target, times: 1})
+			raw = append(raw, occurrence{kind: f.kind, target: f.target, times: 1})
 			i++
 			continue
 		}
@@ -469,7 +469,7 @@ func sequence(fs []found) []occurrence {
 			}
 		}
 		if len(group) == 1 {
-			out = appendOcc(out, occurrence{kind: f.kind, target: f.target, times: 1, latency: []float64{f.latency}})
+			raw = append(raw, occurrence{kind: f.kind, target: f.target, times: 1, latency: []float64{f.latency}})
 		} else {
 			par := occurrence{kind: elemParallel, times: 1}
 			for _, g := range group {
@@ -478,11 +478,68 @@ func sequence(fs []found) []occurrence {
 			// Lists in a canonical order, so that the same fork reads the
 			// same whichever branch started first.
 			sort.SliceStable(par.lists, func(a, b int) bool { return par.lists[a][0].target < par.lists[b][0].target })
-			out = appendOcc(out, par)
+			raw = append(raw, par)
 		}
 		for _, a := range asyncs {
-			out = appendOcc(out, occurrence{kind: a.kind, target: a.target, times: 1})
+			raw = append(raw, occurrence{kind: a.kind, target: a.target, times: 1})
 		}
+		i = j
+	}
+	var out []occurrence
+	for _, o := range mergeFanOut(raw) {
+		out = appendOcc(out, o)
+	}
+	return out
+}
+
+// mergeFanOut joins a run of calls to one operation into one parallel block
+// when some of them overlap: a fan-out whose calls did not all start before
+// the first ended (a pool that starts them one by one, a slow scheduler) is
+// still one fan-out, and reads the same in every execution.
+func mergeFanOut(raw []occurrence) []occurrence {
+	target := func(o occurrence) (string, bool) {
+		switch o.kind {
+		case elemCall:
+			return o.target, true
+		case elemParallel:
+			t := ""
+			for _, l := range o.lists {
+				if len(l) != 1 || l[0].kind != elemCall || (t != "" && l[0].target != t) {
+					return "", false
+				}
+				t = l[0].target
+			}
+			return t, t != ""
+		}
+		return "", false
+	}
+	var out []occurrence
+	for i := 0; i < len(raw); {
+		t, ok := target(raw[i])
+		j := i + 1
+		parallel := raw[i].kind == elemParallel
+		for ok && j < len(raw) {
+			u, same := target(raw[j])
+			if !same || u != t {
+				break
+			}
+			parallel = parallel || raw[j].kind == elemParallel
+			j++
+		}
+		if !ok || j == i+1 || !parallel {
+			out = append(out, raw[i:j]...)
+			i = j
+			continue
+		}
+		par := occurrence{kind: elemParallel, times: 1}
+		for _, o := range raw[i:j] {
+			if o.kind == elemParallel {
+				par.lists = append(par.lists, o.lists...)
+			} else {
+				par.lists = append(par.lists, []occurrence{o})
+			}
+		}
+		out = append(out, par)
 		i = j
 	}
 	return out
