@@ -2,6 +2,7 @@ package mva
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/perfcast/perfcast/model"
@@ -82,5 +83,33 @@ func BenchmarkSolveShop(b *testing.B) {
 		if _, err := New().Solve(context.Background(), m, solve.Options{}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkShopUsers is a whole Solve of the shop example at growing
+// closed populations, below (1 000, 2 500), near (5 000) and far beyond
+// (10 000) the saturation of its database disk and thread pools.
+func BenchmarkShopUsers(b *testing.B) {
+	base, err := model.Load("../../examples/models/shop.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range []int{1000, 2500, 5000, 10000} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			m, err := base.Clone()
+			if err != nil {
+				b.Fatal(err)
+			}
+			m.Workload("shoppers").Closed.Users = n
+			for b.Loop() {
+				r, err := New().Solve(context.Background(), m, solve.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if !r.MVA.Converged {
+					b.Fatalf("N=%d: not converged: %+v", n, r.MVA)
+				}
+			}
+		})
 	}
 }

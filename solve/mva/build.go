@@ -27,6 +27,9 @@ type pool struct {
 // limited reports whether requests may wait for the pool.
 func (p *pool) limited() bool { return p.capacity > 0 }
 
+// capacityTotal is the number of units over every copy.
+func (p *pool) capacityTotal() float64 { return float64(p.capacity * p.copies) }
+
 // classInfo is what one workload puts on the network per request.
 type classInfo struct {
 	w   *model.Workload
@@ -40,6 +43,10 @@ type classInfo struct {
 	// sends and forks record whether the workload reaches send and parallel
 	// steps.
 	sends, forks bool
+	// repeat[k] records that station k is visited inside a loop of more
+	// than one iteration on average: a request's own visits there follow
+	// one another.
+	repeat []bool
 }
 
 // built is a model turned into the structures the solver works on.
@@ -104,6 +111,7 @@ func build(m *model.Model) *built {
 			second: make([]float64, len(b.stations)),
 			acq:    make([]float64, len(b.pools)),
 			units:  make([]float64, len(b.pools)),
+			repeat: make([]bool, len(b.stations)),
 		}
 		for r, s := range ci.dem.Service {
 			if k, ok := b.stIndex[r]; ok {
@@ -131,6 +139,8 @@ type visitWalk struct {
 	b     *built
 	ci    *classInfo
 	fixed map[string]string
+	// loops counts the enclosing loops of more than one iteration.
+	loops int
 }
 
 func (v *visitWalk) steps(steps []model.Step, c *model.Component, weight float64, depth int) {
@@ -148,6 +158,9 @@ func (v *visitWalk) steps(steps []model.Step, c *model.Component, weight float64
 			mean := s.Demand.Mean() / speed
 			v.ci.visits[k] += weight
 			v.ci.second[k] += weight * (s.Demand.Var()/(speed*speed) + mean*mean)
+			if v.loops > 0 {
+				v.ci.repeat[k] = true
+			}
 		case model.StepCall, model.StepSend:
 			if s.Kind == model.StepSend {
 				v.ci.sends = true
@@ -160,7 +173,14 @@ func (v *visitWalk) steps(steps []model.Step, c *model.Component, weight float64
 			v.ci.units[v.b.poolIdx[model.ThreadsResource(op.Component)]] += weight
 			v.steps(op.Steps, v.b.m.Component(op.Component), weight, depth+1)
 		case model.StepLoop:
-			v.steps(s.Steps, c, weight*s.Times.Mean(), depth)
+			n := s.Times.Mean()
+			if n > 1 {
+				v.loops++
+			}
+			v.steps(s.Steps, c, weight*n, depth)
+			if n > 1 {
+				v.loops--
+			}
 		case model.StepBranch:
 			for _, br := range s.Branches {
 				v.steps(br.Steps, c, weight*br.P, depth)

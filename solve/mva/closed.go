@@ -90,11 +90,10 @@ func residence(st *station, d, q float64, p []float64) float64 {
 // any population. Multi-server stations need the probabilities of fewer
 // than s jobs; Reiser's recursion for them computes the idle probability by
 // a subtraction whose rounding errors grow geometrically with the
-// population, so the idle probabilities are instead taken from the
-// normalizing constants: p_k(0|n) = G_{−k}(n)/G(n), with G computed in the
-// log domain and the complements G_{−k} scaled by G (which keeps every
-// value in [0, 1]). The cost is O(N·(K + L·Σs)) for L multi-server
-// stations.
+// population, so the idle probabilities are instead taken from normalizing
+// constants: p_k(0|n) = G_{−k}(n)/G(n), computed in ratio form (see
+// convolveCenter), where every quantity stays in range without logarithms.
+// The cost is O(N·(K + Σs + L·Σs)) for L distinct multi-server stations.
 func (n *closedNet) exactSingle() *closedSolution {
 	K := len(n.stations)
 	N := int(n.users[0])
@@ -147,175 +146,219 @@ func (n *closedNet) exactSingle() *closedSolution {
 	return &closedSolution{X: []float64{x}, R: [][]float64{r}, method: methodExact, iterations: N, converged: true}
 }
 
+// center is one instance of a station with positive demand d, for the
+// normalizing constants: s servers (1 for a single server).
+type center struct {
+	k int
+	s int
+	d float64
+}
+
 // singleConstants computes, for one closed class, the throughput X(n) for
 // n = 0..N and, for every multi-server station k, the idle probability
-// p_k(0|n) = G_{−k}(n)/G(n).
+// p_k(0|n) = G_{−k}(n)/G(n) of one of its instances: the ratio u of the
+// last convolution when an instance of k is convolved last.
 func (n *closedNet) singleConstants(N int) ([]float64, map[int][]float64) {
 	d := n.demand[0]
-	// Expand copies: each instance is a station of its own.
-	type center struct {
-		k       int
-		servers int
-		d       float64
-	}
+	// Delay stations join the think time; every instance of a queueing
+	// station is a center of its own.
+	delay := n.think[0]
 	var single, multi []center
 	for k, st := range n.stations {
-		if d[k] == 0 {
+		if d[k] <= 0 {
+			continue
+		}
+		if st.servers == 0 {
+			delay += float64(st.copies) * d[k]
 			continue
 		}
 		for range st.copies {
 			c := center{k, st.servers, d[k]}
-			switch {
-			case st.servers == 0:
-				// Delay stations join the think time.
-			case st.servers == 1:
+			if st.servers == 1 {
 				single = append(single, c)
-			default:
+			} else {
 				multi = append(multi, c)
 			}
 		}
 	}
-	delay := n.think[0]
-	for k, st := range n.stations {
-		if st.servers == 0 {
-			delay += float64(st.copies) * d[k]
-		}
-	}
-	// Pass 1: log G(n) of the whole network.
-	lg := make([]float64, N+1)
-	for i := range lg {
-		if delay > 0 {
-			lg[i] = float64(i)*math.Log(delay) - lgamma(i+1)
-		} else if i > 0 {
-			lg[i] = math.Inf(-1)
-		}
-	}
-	for _, c := range single {
-		ld := math.Log(c.d)
-		for i := 1; i <= N; i++ {
-			lg[i] = logAdd(lg[i], ld+lg[i-1])
-		}
-	}
-	for _, c := range multi {
-		lg = logConvolveMulti(lg, c.servers, c.d)
-	}
-	x := make([]float64, N+1)
-	for i := 1; i <= N; i++ {
-		x[i] = math.Exp(lg[i-1] - lg[i])
-	}
-	// Pass 2: scaled partial constants g_S(n) = G_S(n)/G(n) ∈ [0, 1].
-	base := make([]float64, N+1)
-	for i := range base {
-		if delay > 0 {
-			base[i] = math.Exp(float64(i)*math.Log(delay) - lgamma(i+1) - lg[i])
-		} else if i == 0 {
-			base[i] = 1
-		}
-	}
-	for _, c := range single {
-		for i := 1; i <= N; i++ {
-			base[i] += c.d * x[i] * base[i-1]
-		}
-	}
-	p0 := map[int][]float64{}
+	var kinds []int // distinct multi-server stations, in order
 	for i, c := range multi {
-		if _, done := p0[c.k]; done {
-			continue // copies are identical
+		if i == 0 || multi[i-1].k != c.k {
+			kinds = append(kinds, c.k)
 		}
-		g := append([]float64(nil), base...)
-		for j, o := range multi {
-			if j != i {
-				g = scaledConvolveMulti(g, x, o.servers, o.d)
+	}
+	prefix := newConstants(N, delay, single)
+	p0 := map[int][]float64{}
+	var x []float64
+	for i, k := range kinds {
+		// Every multi-server instance but one of k, then that one.
+		order := make([]center, 0, len(multi))
+		var last center
+		skipped := false
+		for _, c := range multi {
+			if c.k == k && !skipped {
+				last, skipped = c, true
+				continue
 			}
+			order = append(order, c)
 		}
-		p0[c.k] = g
+		cs := prefix.clone()
+		for _, c := range order {
+			cs.add(c)
+		}
+		cs.add(last)
+		p0[k] = cs.probEmpty()
+		if i == len(kinds)-1 {
+			x = cs.x
+		}
 	}
 	return x, p0
 }
 
-func lgamma(n int) float64 {
-	v, _ := math.Lgamma(float64(n))
-	return v
+// constants are the normalizing constants G(0..N) of a single-class closed
+// network in ratio form: x[n] = G(n−1)/G(n), the network's throughput at
+// population n, and u[n] = G_{−c}(n)/G(n) ∈ [0, 1] for the center c added
+// last (the probability that it is empty). An empty network (no think
+// time, no center yet) has x = nil.
+type constants struct {
+	x []float64
+	// u[n] is held as um[n]·2^ue[n]: the probability that the last center
+	// is empty falls geometrically with n in saturation and would
+	// underflow, while the terms it multiplies grow as fast.
+	um []float64
+	ue []int
+	// scratch for the next convolution
+	next []float64
 }
 
-// logAdd returns log(e^a + e^b).
-func logAdd(a, b float64) float64 {
-	if a < b {
-		a, b = b, a
+// newConstants starts from a delay of mean z (the think time with every
+// delay station) and adds the single-server centers.
+func newConstants(N int, z float64, single []center) *constants {
+	cs := &constants{um: make([]float64, N+1), ue: make([]int, N+1)}
+	if z > 0 {
+		cs.x = make([]float64, N+1)
+		for i := 1; i <= N; i++ {
+			cs.x[i] = float64(i) / z
+		}
 	}
-	if math.IsInf(b, -1) {
-		return a
+	for _, c := range single {
+		cs.add(c)
 	}
-	return a + math.Log1p(math.Exp(b-a))
+	return cs
 }
 
-// logConvolveMulti convolves log-domain constants with an s-server station
-// of demand D, whose factor is F(j) = D^j/Π_{i≤j} min(i, s); the terms j ≥ s
-// form a geometric tail T(n) = F(s)·G(n−s) + (D/s)·T(n−1).
-func logConvolveMulti(lg []float64, s int, D float64) []float64 {
-	N := len(lg) - 1
-	lf := make([]float64, s+1)
-	for j := 1; j <= s; j++ {
-		lf[j] = lf[j-1] + math.Log(D/float64(j))
-	}
-	out := make([]float64, N+1)
-	tail := math.Inf(-1)
-	lr := math.Log(D / float64(s))
-	terms := make([]float64, 0, s+1)
-	for i := 0; i <= N; i++ {
-		if i >= s {
-			tail = logAdd(lf[s]+lg[i-s], lr+tail)
-		}
-		terms = terms[:0]
-		top := tail
-		for j := 0; j < s && j <= i; j++ {
-			t := lf[j] + lg[i-j]
-			terms = append(terms, t)
-			top = math.Max(top, t)
-		}
-		if math.IsInf(top, -1) {
-			out[i] = top
-			continue
-		}
-		sum := math.Exp(tail - top)
-		for _, t := range terms {
-			sum += math.Exp(t - top)
-		}
-		out[i] = top + math.Log(sum)
+func (cs *constants) clone() *constants {
+	out := &constants{um: append([]float64(nil), cs.um...), ue: append([]int(nil), cs.ue...)}
+	if cs.x != nil {
+		out.x = append([]float64(nil), cs.x...)
 	}
 	return out
 }
 
-// scaledConvolveMulti is logConvolveMulti on constants scaled by the whole
-// network's G(n), given X(n) = G(n−1)/G(n).
-func scaledConvolveMulti(g, x []float64, s int, D float64) []float64 {
-	N := len(g) - 1
-	out := make([]float64, N+1)
-	var tail float64
-	fs := 1.0
-	for j := 1; j <= s; j++ {
-		fs *= D / float64(j)
+// add convolves a center into the network.
+func (cs *constants) add(c center) {
+	N := len(cs.um) - 1
+	if cs.x == nil {
+		// The first center alone: G(n) = F(n), X(n) = min(n, s)/D; the
+		// network without it is empty.
+		cs.x = make([]float64, N+1)
+		for i := 1; i <= N; i++ {
+			cs.x[i] = float64(min(i, c.s)) / c.d
+		}
+		clear(cs.um)
+		clear(cs.ue)
+		cs.um[0] = 1
+		return
 	}
-	for i := 0; i <= N; i++ {
-		// ratio = G(i−j)/G(i) = Π_{m=i−j+1}^{i} X(m), built up with j.
-		ratio, f := 1.0, 1.0
-		var sum float64
-		for j := 0; j < s && j <= i; j++ {
-			if j > 0 {
-				ratio *= x[i-j+1]
-				f *= D / float64(j)
+	if len(cs.next) != N+1 {
+		cs.next = make([]float64, N+1)
+	}
+	convolveCenter(cs.x, c.s, c.d, cs.next, cs.um, cs.ue)
+	cs.x, cs.next = cs.next, cs.x
+}
+
+// probEmpty returns u[n], the probability that the last center added is
+// empty, for n = 0..N.
+func (cs *constants) probEmpty() []float64 {
+	out := make([]float64, len(cs.um))
+	for i, m := range cs.um {
+		out[i] = math.Ldexp(m, cs.ue[i])
+	}
+	return out
+}
+
+// convolveCenter adds a center with s servers and demand D to a network
+// whose throughputs are x (x[n] = G(n−1)/G(n)), writing the new network's
+// throughputs to xOut and u[n] = G(n)/G'(n) = um[n]·2^ue[n]. With the
+// center's factor F(j) = D^j/Π_{i≤j} min(i, s), G'(n) = Σ_j F(j)·G(n−j),
+// and dividing by G'(n−1) every term becomes a product
+//
+//	F(j)·G(n−j)/G'(n−1) = u(n−j) · F(j) · Π_{m=n−j+1}^{n−1} x'(m),
+//
+// the j = 0 term being u(n−1)/x(n). The terms j ≥ s form a geometric tail
+// T(n) = F(s)·G(n−s) + (D/s)·T(n−1), carried as τ(n) = T(n)/G'(n). Every
+// term is positive, so nothing cancels. The terms stay in range; their
+// factors need not for hundreds of servers (the product grows like s^j/j!
+// while u falls as fast), so both carry binary exponents. Cost O(N·s).
+func convolveCenter(x []float64, s int, D float64, xOut, um []float64, ue []int) {
+	N := len(x) - 1
+	um[0], ue[0] = 1, 0
+	// a(i) = u(i−1)/x(i) = G(i)/G'(i−1), as a mantissa with exponent
+	// ue[i−1].
+	norm := func(i int) {
+		if m := um[i]; m != 0 && m < 0x1p-500 {
+			um[i] = m * 0x1p500
+			ue[i] -= 500
+		}
+	}
+	if s <= 1 {
+		// G'(n) = G(n) + D·G'(n−1).
+		for i := 1; i <= N; i++ {
+			am := um[i-1] / x[i]
+			a := math.Ldexp(am, ue[i-1])
+			inv := 1 / (a + D)
+			xOut[i] = inv
+			um[i], ue[i] = am*inv, ue[i-1]
+			norm(i)
+		}
+		return
+	}
+	dj := make([]float64, s+1) // D/j
+	for j := 1; j <= s; j++ {
+		dj[j] = D / float64(j)
+	}
+	ds := dj[s]
+	var tau float64
+	for i := 1; i <= N; i++ {
+		am := um[i-1] / x[i]
+		a := math.Ldexp(am, ue[i-1])
+		sum := a + math.Ldexp(D*um[i-1], ue[i-1])
+		// c·2^e is F(j)·G'(i−j)/G'(i−1).
+		c, e := D, 0
+		top := min(i, s-1)
+		for j := 2; j <= top; j++ {
+			c *= dj[j] * xOut[i-j+1]
+			if c > 0x1p500 {
+				c *= 0x1p-500
+				e += 500
 			}
-			sum += f * g[i-j] * ratio
+			if k := e + ue[i-j]; k == 0 {
+				sum += c * um[i-j]
+			} else {
+				sum += math.Ldexp(c*um[i-j], k)
+			}
 		}
+		var tail float64
 		if i >= s {
-			// F(s)·g(i−s)·G(i−s)/G(i) + (D/s)·X(i)·tail(i−1)
-			ratio *= x[i-s+1]
-			tail = fs*g[i-s]*ratio + D/float64(s)*x[i]*tail
-			sum += tail
+			// c·2^e holds F(s−1)·G'(i−s+1)/G'(i−1).
+			tail = math.Ldexp(c*ds*xOut[i-s+1]*um[i-s], e+ue[i-s]) + ds*tau
 		}
-		out[i] = sum
+		inv := 1 / (sum + tail)
+		xOut[i] = inv
+		um[i], ue[i] = am*inv, ue[i-1]
+		norm(i)
+		tau = tail * inv
 	}
-	return out
 }
 
 // exactMulti is exact multi-class MVA over every population vector

@@ -24,7 +24,11 @@
 // Thread pools, locks and connection pools, and synchronous calls that hold
 // a caller's thread are solved by a layered fixed point (method of surrogate
 // delays): each pool is a multi-server queue whose service time is the
-// response time of the work done while holding it. Parallel lists join at
+// response time of the work done while holding it. With one closed workload
+// that takes pools, the fixed point is solved for its throughput (each
+// layer's think time from the inverse of its throughput curve, each layer
+// limited to the users its enclosing pool admits), which stays well
+// conditioned far beyond saturation. Parallel lists join at
 // the mean maximum of exponential branch times; sends add load but not
 // response time. Supports says which models fall outside what these methods
 // treat faithfully; docs/accuracy.md gives measured errors.

@@ -15,7 +15,8 @@ type layerOptions struct {
 	tol float64
 	// maxIter caps the iterations.
 	maxIter int
-	// damping is the weight of the new pool waits in each update.
+	// damping is the weight of the new pool waits in each update (several
+	// closed classes).
 	damping float64
 	// scale multiplies every open rate (for the saturation search).
 	scale float64
@@ -93,19 +94,56 @@ func solveLayers(ctx context.Context, b *built, o layerOptions) (*state, error) 
 		}
 	}
 	st.net = net
+	var closed []int
+	for c, ci := range b.classes {
+		st.walks = append(st.walks, newTimeWalk(b, ci.w))
+		if !classes[c].open && classes[c].users > 0 {
+			closed = append(closed, c)
+		}
+	}
+	if len(closed) == 1 && !o.net.forceApprox {
+		for p, pl := range b.pools {
+			if pl.limited() && b.classes[closed[0]].acq[p] > 0 {
+				return st, st.byThroughput(ctx, classes, closed[0], o)
+			}
+		}
+	}
+	return st, st.damped(ctx, classes, o, false)
+}
+
+// dampedFrom continues with the damped iteration from the current state.
+func (st *state) dampedFrom(ctx context.Context, classes []class, o layerOptions) error {
+	return st.damped(ctx, classes, o, true)
+}
+
+// damped is the layered fixed point by damped iteration: the hardware layer
+// is solved with each closed class's think time stretched by the rest of
+// its response time (pure delays to begin with, or what the current state
+// says when warm), and the pool waits are damped. It serves models with
+// several closed classes or none, or whose one closed class takes no pool
+// (the hardware is then solved once, exactly), and is the fallback of
+// byThroughput when a layer leaves the floating-point range.
+func (st *state) damped(ctx context.Context, classes []class, o layerOptions, warm bool) error {
+	b, net := st.b, st.net
+	C, P := len(b.classes), len(b.pools)
 	// extraDelay[c]: the part of a closed class's response time that is not
-	// hardware residence; pure delays to begin with.
+	// hardware residence.
 	extraDelay := make([]float64, C)
 	for c, ci := range b.classes {
 		extraDelay[c] = ci.dem.Delay
-		st.walks = append(st.walks, newTimeWalk(b, ci.w))
+		if warm && st.hw != nil {
+			extraDelay[c] = st.R[c]
+			for k, s := range b.stations {
+				extraDelay[c] -= float64(s.copies) * st.hw.R[c][k]
+			}
+		}
 	}
 	prevR := make([]float64, C)
 	prevX := make([]float64, C)
 	newWait := matrix(C, P)
 	for it := 1; it <= o.maxIter; it++ {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		st.iterations = it
 		for c := range classes {
@@ -117,32 +155,16 @@ func solveLayers(ctx context.Context, b *built, o layerOptions) (*state, error) 
 		if err != nil {
 			if errors.Is(err, errSaturated) {
 				st.saturated = b.stations[hw.saturated].name
-				return st, fmt.Errorf("%s: %w", st.saturated, errUnstable)
+				return fmt.Errorf("%s: %w", st.saturated, errUnstable)
 			}
-			return nil, err
+			return err
 		}
 		st.hw = hw
 		st.setVisitTimes()
-		// Compose response times.
-		for c, cl := range classes {
-			tw := st.walks[c]
-			copy(tw.wait, st.wait[c])
-			tw.visitTime = func(k int, d float64) float64 { return d*st.stretch[c][k] + st.extra[c][k] }
-			st.R[c] = tw.request()
-			if cl.open {
-				st.X[c] = cl.rate
-			} else if cl.users > 0 {
-				st.X[c] = cl.users / (cl.think + st.R[c])
-			}
-			for p := range b.pools {
-				if a := b.classes[c].acq[p]; a > 0 {
-					st.hold[c][p] = tw.held[p] / a
-				}
-			}
-		}
+		st.compose(classes)
 		// Software layer.
-		if err := st.poolWaits(classes, o, newWait); err != nil {
-			return st, err
+		if err := st.poolWaits(classes, o, newWait, nil); err != nil {
+			return err
 		}
 		change := 0.0
 		for c := range classes {
@@ -166,7 +188,29 @@ func solveLayers(ctx context.Context, b *built, o layerOptions) (*state, error) 
 			break
 		}
 	}
-	return st, nil
+	return nil
+}
+
+// compose walks every class with the current visit times and pool waits:
+// response times, throughputs of closed classes, holding times.
+func (st *state) compose(classes []class) {
+	b := st.b
+	for c, cl := range classes {
+		tw := st.walks[c]
+		copy(tw.wait, st.wait[c])
+		tw.visitTime = func(k int, d float64) float64 { return d*st.stretch[c][k] + st.extra[c][k] }
+		st.R[c] = tw.request()
+		if cl.open {
+			st.X[c] = cl.rate
+		} else if cl.users > 0 {
+			st.X[c] = cl.users / (cl.think + st.R[c])
+		}
+		for p := range b.pools {
+			if a := b.classes[c].acq[p]; a > 0 {
+				st.hold[c][p] = tw.held[p] / a
+			}
+		}
+	}
 }
 
 // relChange is |a−b| relative to the larger magnitude (absolute below 1e-12).
@@ -204,10 +248,14 @@ func (st *state) setVisitTimes() {
 // poolWaits solves each limited pool as a multi-server station whose
 // service time per acquisition is the holding time, visited by the classes
 // that acquire it; closed classes cycle through a delay that is the rest of
-// their cycle (think time plus response time outside this pool). Several
-// units per acquisition are approximated by fewer servers: capacity
-// divided by the mean units, rounded down.
-func (st *state) poolWaits(classes []class, o layerOptions, out [][]float64) error {
+// their cycle (think time plus response time outside this pool), or the
+// population and think time thinkOf gives when it is not nil (called with
+// the pool, the class, the pool's network and the class's index in it; a
+// class alone at the pool may also receive its time there, own, sparing
+// the network's solution). Several units per
+// acquisition are approximated by fewer servers: capacity divided by the
+// mean units, rounded down.
+func (st *state) poolWaits(classes []class, o layerOptions, out [][]float64, thinkOf func(p, c int, pn *network, i int) (users, think, own float64)) error {
 	b := st.b
 	for p, pl := range b.pools {
 		for c := range classes {
@@ -248,6 +296,19 @@ func (st *state) poolWaits(classes []class, o layerOptions, out [][]float64) err
 			}
 			pn.demand[i][0] = a * h / float64(pl.copies)
 			pn.visits[i][0] = a / float64(pl.copies)
+		}
+		if thinkOf != nil {
+			own := math.NaN()
+			for i, c := range users {
+				if !classes[c].open {
+					sub[i].users, sub[i].think, own = thinkOf(p, c, pn, i)
+				}
+			}
+			if c := users[0]; len(users) == 1 && !classes[c].open && !math.IsNaN(own) {
+				a := b.classes[c].acq[p]
+				out[c][p] = math.Max(own/a-st.hold[c][p], 0)
+				continue
+			}
 		}
 		ps, err := pn.solve(o.net)
 		if err != nil {

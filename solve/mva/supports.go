@@ -20,6 +20,9 @@ const (
 	// fcfsCVLow and fcfsCVHigh bound the service cv at FCFS stations that
 	// closed workloads visit, where MVA takes service as exponential.
 	fcfsCVLow, fcfsCVHigh = 0.5, 2.0
+	// repeatCV is the service cv above which an FCFS station that open
+	// workloads visit repeatedly within a request is reported.
+	repeatCV = 1.5
 )
 
 // Supports reports whether a valid model lies within the analytical
@@ -28,7 +31,9 @@ const (
 // distribution (mean-value results of product-form networks do not depend
 // on it); processor-sharing and round-robin CPUs (round-robin as processor
 // sharing); FCFS and random-order stations, with any service distribution
-// for open workloads (M/G/c) and near-exponential service for closed ones;
+// for open workloads (M/G/c; but not high-variance service that a request
+// visits repeatedly in a loop) and near-exponential service for closed
+// ones;
 // replicas with random or round-robin balancing (as a random split) and
 // least-busy (likewise, an overestimate of waits); pools, locks and threads
 // (layered approximation); parallel lists (mean maximum of exponential
@@ -98,6 +103,33 @@ func supports(b *built, st *state) (bool, []string) {
 		cv := math.Sqrt(math.Max(m2/v/(mean*mean)-1, 0))
 		if cv < fcfsCVLow || cv > fcfsCVHigh {
 			reasons = append(reasons, fmt.Sprintf("station %s: FCFS service with cv %.2g visited by a closed workload; MVA takes it as exponential", s.name, cv))
+		}
+	}
+	// FCFS stations that open workloads visit in loops, with high-variance
+	// service: the per-visit Pollaczek–Khinchine formula takes the visits
+	// as a Poisson stream, but a request's own visits follow one another
+	// and never queue behind each other, so it overestimates the wait.
+	for k, s := range b.stations {
+		if !s.fcfs {
+			continue
+		}
+		var v, d, m2 float64
+		repeat := false
+		for _, ci := range b.classes {
+			if ci.w.Open != nil {
+				v += ci.w.Open.Rate * ci.visits[k]
+				d += ci.w.Open.Rate * ci.demand[k]
+				m2 += ci.w.Open.Rate * ci.second[k]
+				repeat = repeat || (ci.repeat[k] && ci.visits[k] > 0)
+			}
+		}
+		if !repeat || v == 0 || d == 0 {
+			continue
+		}
+		mean := d / v
+		cv := math.Sqrt(math.Max(m2/v/(mean*mean)-1, 0))
+		if cv > repeatCV {
+			reasons = append(reasons, fmt.Sprintf("station %s: FCFS service with cv %.2g visited repeatedly by each request (a loop); the per-visit M/G/1 wait overestimates the wait, as a request's own visits never queue behind each other", s.name, cv))
 		}
 	}
 	// Finite queues.
