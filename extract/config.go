@@ -24,6 +24,9 @@ import (
 //	param_bins: 3
 //	session: session.id     # users and think times, a closed workload
 //	metrics: [cpu.csv]      # utilization, for CPU demands without span CPU times
+//	passive:                # pools and locks the traces do not show
+//	  dbpool: {capacity: 10, calls: [db/query]}
+//	  ledger: {capacity: 1, operations: [orders/POST /orders]}
 type Config struct {
 	Hosts map[string]HostConfig `yaml:"hosts"`
 	// Rename maps service names to component names.
@@ -44,6 +47,21 @@ type Config struct {
 	// query JSON, OTLP metrics JSON) from which CPU demands are estimated
 	// for operations whose spans carry no CPU time.
 	Metrics []string `yaml:"metrics"`
+	// Passive declares pools and locks the traces do not show: calls to
+	// the listed operations, or the listed operations themselves, hold one
+	// unit each.
+	Passive map[string]PassiveConfig `yaml:"passive"`
+}
+
+// PassiveConfig declares one pool or lock.
+type PassiveConfig struct {
+	Capacity int `yaml:"capacity"`
+	// Calls lists `component/operation` references whose every call holds
+	// a unit, as a connection pool around database queries.
+	Calls []string `yaml:"calls"`
+	// Operations lists operations that hold a unit while they run, as a
+	// lock or semaphore inside a service.
+	Operations []string `yaml:"operations"`
 }
 
 // HostConfig describes one machine.

@@ -125,6 +125,9 @@ type generator struct {
 	siteLimits map[string]map[string]limit
 	// caller is the operation whose steps are being generated.
 	caller string
+	// declaredCalls and declaredOps hold the configuration's passive
+	// resources by the calls and operations that hold them.
+	declaredCalls, declaredOps map[string]string
 	// bins maps, per request parameter, value buckets to bin labels.
 	bins map[string]map[string]string
 	// inSessions holds the entry operations of the session workload.
@@ -209,6 +212,41 @@ func (g *generator) inferLimits() {
 		g.opLimits[id] = lim
 		g.rep.evidencef("operation %s: never more than %d executions at once, %.0f%% of the time at %d, where an unlimited one with the same mean (%.2f) would exceed %d %.0f%% of the time: a passive resource of capacity %d held around it",
 			id, lim.k, 100*lim.atLimit, lim.k, lim.mean, lim.k, 100*lim.unlimitedAbove, lim.k)
+	}
+}
+
+// declared applies the pools and locks of the configuration; they take the
+// place of limits inferred for the same operations or calls.
+func (g *generator) declared() {
+	g.declaredCalls = map[string]string{}
+	g.declaredOps = map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(g.cfg.Passive)) {
+		pc := g.cfg.Passive[name]
+		k := max(pc.Capacity, 1)
+		if g.m.PassiveResource(name) == nil {
+			g.m.Passive = append(g.m.Passive, &model.Passive{Name: name, Capacity: k})
+		}
+		for _, t := range pc.Calls {
+			if _, ok := g.s.ops[t]; !ok {
+				g.rep.warnf("passive %s: no operation %q in the traces", name, t)
+				continue
+			}
+			g.declaredCalls[t] = name
+			for _, sites := range g.siteLimits {
+				delete(sites, t)
+			}
+			delete(g.opLimits, t)
+			g.rep.evidencef("calls to %s hold %s (capacity %d), as the configuration declares", t, name, k)
+		}
+		for _, id := range pc.Operations {
+			if _, ok := g.s.ops[id]; !ok {
+				g.rep.warnf("passive %s: no operation %q in the traces", name, id)
+				continue
+			}
+			g.declaredOps[id] = name
+			delete(g.opLimits, id)
+			g.rep.evidencef("%s holds %s (capacity %d) while it runs, as the configuration declares", id, name, k)
+		}
 	}
 }
 
@@ -364,6 +402,7 @@ func hostSafe(name string) string {
 
 func (g *generator) operations() {
 	g.inferLimits()
+	g.declared()
 	g.bins = g.paramBins()
 	comps := map[string]*model.Component{}
 	ids := slices.Sorted(maps.Keys(g.s.ops))
@@ -428,7 +467,9 @@ func (g *generator) operations() {
 				g.rep.evidencef("%s: %.3gms of its own time is off the CPU (own time minus perfcast.cpu.time, less %.3gms of waiting for the CPU at the observed load): modeled as a delay", id, rest*1e3, wait*1e3)
 			}
 		}
-		if lim, ok := g.opLimits[id]; ok {
+		if name, ok := g.declaredOps[id]; ok {
+			o.Steps = []model.Step{{Kind: model.StepHold, Resource: name, Units: 1, Steps: o.Steps}}
+		} else if lim, ok := g.opLimits[id]; ok {
 			name := limitName(id)
 			g.needPassive(name, lim.k, id)
 			o.Steps = []model.Step{{Kind: model.StepHold, Resource: name, Units: 1, Steps: o.Steps}}
@@ -676,7 +717,9 @@ func (g *generator) elemSteps(elems []*elem) []model.Step {
 				body = append(body, model.Step{Kind: model.StepDelay, Demand: g.fit("network to "+e.target, e.latency)})
 			}
 			body = append(body, model.Step{Kind: model.StepCall, Target: e.target})
-			if lim, ok := g.siteLimits[g.caller][e.target]; ok {
+			if name, ok := g.declaredCalls[e.target]; ok {
+				body = []model.Step{{Kind: model.StepHold, Resource: name, Units: 1, Steps: body}}
+			} else if lim, ok := g.siteLimits[g.caller][e.target]; ok {
 				name := siteLockName(g.caller, e.target)
 				g.needPassive(name, lim.k, g.caller)
 				body = []model.Step{{Kind: model.StepHold, Resource: name, Units: 1, Steps: body}}

@@ -4,10 +4,12 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/perfcast/perfcast/ingest"
 	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/trace"
 )
 
 // fcfs serves requests arriving at the given times (in order of index) on k
@@ -237,5 +239,57 @@ func TestInferLockAroundCall(t *testing.T) {
 	}
 	if off > 0.1*0.045 {
 		t.Errorf("off-CPU delay %.4g left of a 45 ms lock wait:\n%s", off, m.Marshal())
+	}
+}
+
+func TestDeclaredPassive(t *testing.T) {
+	cfg := &Config{Passive: map[string]PassiveConfig{
+		"dbpool": {Capacity: 10, Calls: []string{"catalog/GetItem"}},
+		"ledger": {Capacity: 1, Operations: []string{"worker/process"}},
+		"typo":   {Capacity: 2, Calls: []string{"nope/none"}},
+	}}
+	st := NewState()
+	a := trace.New(trace.Options{}, func(tr *trace.Tree) error {
+		st.Fold(tr, cfg)
+		return nil
+	})
+	for _, s := range generate(31, 2000, true) {
+		if err := a.Add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m, rep := st.Model("x", cfg)
+	if err := m.Validate(); err != nil {
+		t.Fatalf("%v\n%s", err, m.Marshal())
+	}
+	if p := m.PassiveResource("dbpool"); p == nil || p.Capacity != 10 {
+		t.Fatalf("no dbpool:\n%s", m.Marshal())
+	}
+	holds := 0
+	for _, id := range []string{"front/GET /page", "front/GET /home"} {
+		model.Walk(m.Operation(id).Steps, func(s *model.Step) {
+			if s.Kind == model.StepHold && s.Resource == "dbpool" {
+				if len(s.Steps) == 0 || s.Steps[len(s.Steps)-1].Target != "catalog/GetItem" {
+					t.Errorf("dbpool holds %+v", s.Steps)
+				}
+				holds++
+			}
+		})
+	}
+	if holds == 0 {
+		t.Errorf("calls to GetItem do not hold dbpool:\n%s", m.Marshal())
+	}
+	if s := m.Operation("worker/process").Steps; len(s) != 1 || s[0].Kind != model.StepHold || s[0].Resource != "ledger" {
+		t.Errorf("worker/process does not hold ledger:\n%s", m.Marshal())
+	}
+	found := false
+	for _, w := range rep.Warnings {
+		found = found || strings.Contains(w, `no operation "nope/none"`)
+	}
+	if !found {
+		t.Errorf("no warning for a declared call to nothing: %v", rep.Warnings)
 	}
 }
