@@ -13,5 +13,7 @@ func commands(g *globalFlags) []*cobra.Command {
 		newStatsCmd(),
 		newGenerateCmd(g),
 		newValidateCmd(),
+		newAnalyzeCmd(g),
+		newReportCmd(g),
 	}
 }

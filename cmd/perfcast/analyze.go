@@ -1,0 +1,364 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/perfcast/perfcast/extract"
+	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/report"
+	"github.com/perfcast/perfcast/solve"
+	"github.com/perfcast/perfcast/solve/mva"
+	"github.com/perfcast/perfcast/solve/sim"
+)
+
+func newAnalyzeCmd(g *globalFlags) *cobra.Command {
+	var (
+		f                     solveFlags
+		out, configPath, name string
+		metrics               []string
+		points                int
+	)
+	cmd := &cobra.Command{
+		Use:   "analyze TRACES... -o DIR",
+		Short: "Extract a model, answer the capacity questions, write a report",
+		Long: `Do the main job in one step: extract a model from the traces, solve it at the
+observed workload and compare with what the traces measured, solve it at
+growing loads up to where its bottleneck saturates, and write
+
+  DIR/model.yaml     the model (edit it, and ask more with predict, sweep, capacity)
+  DIR/results.json   everything the report shows, as data
+  DIR/report.html    the report: one self-contained page to read and forward
+
+The observed load is simulated by default (--solver), so that percentiles can
+be compared with the traces'. Unless --solver is given, the load levels of the
+sweep are solved by mean-value analysis when the model is within its reach at
+every level, and by simulation otherwise (one method for every level, so that
+the curves do not jump between methods). All workloads' loads grow together
+(workload.*.load): open rates, and closed populations.`,
+		Args: args(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			if out == "" {
+				return usagef("analyze needs -o DIR, the directory to write model.yaml, results.json and report.html to")
+			}
+			if len(f.sets) > 0 {
+				return usagef("analyze answers for the system as observed; ask what-if questions of DIR/model.yaml with predict, sweep or capacity --set")
+			}
+			if _, err := f.options(); err != nil {
+				return err
+			}
+			if points < 2 {
+				return usagef("--points must be at least 2, not %d", points)
+			}
+			var cfg *extract.Config
+			if configPath != "" {
+				c, err := extract.LoadConfig(configPath)
+				if err != nil {
+					return err
+				}
+				cfg = c
+			}
+			if name == "" {
+				name = filepath.Base(filepath.Clean(out))
+			}
+			ctx := cmd.Context()
+			prog := newProgress(cmd.ErrOrStderr(), g.quiet)
+			defer prog.close()
+
+			if len(metrics) > 0 {
+				if cfg == nil {
+					cfg = &extract.Config{}
+				}
+				cfg.Metrics = append(cfg.Metrics, metrics...)
+			}
+			prog.set("reading traces", -1)
+			ex, err := extract.Run(ctx, a, name, cfg)
+			if err != nil {
+				return err
+			}
+			m := ex.Model
+			if err := os.MkdirAll(out, 0o755); err != nil {
+				return fmt.Errorf("analyze: %w", err)
+			}
+			modelPath := filepath.Join(out, "model.yaml")
+			if err := writeModel(cmd.OutOrStdout(), modelPath, m); err != nil {
+				return err
+			}
+			m.File = modelPath
+			res, err := report.Analyze(ctx, m, analyzeOptions(cmd, &f, prog, points, ex.Report, ex.State.Measured(m)))
+			if err != nil {
+				return err
+			}
+			prog.close()
+			resultsPath := filepath.Join(out, "results.json")
+			if err := writeResults(resultsPath, res); err != nil {
+				return err
+			}
+			reportPath := filepath.Join(out, "report.html")
+			if err := writeHTML(reportPath, m, res); err != nil {
+				return err
+			}
+			if !g.quiet {
+				writeReport(cmd.ErrOrStderr(), ex.Report, modelPath)
+			}
+			w := cmd.OutOrStdout()
+			writeFindings(w, m, res)
+			fmt.Fprintf(w, "wrote %s, %s, %s\n", modelPath, resultsPath, reportPath)
+			return nil
+		},
+	}
+	f.register(cmd)
+	// The observed load is simulated unless told otherwise: its percentiles
+	// are what the traces' are compared with.
+	f.solver = "sim"
+	cmd.Flags().Lookup("solver").DefValue = "sim"
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write model.yaml, results.json and report.html to this `directory` (made if missing)")
+	cmd.Flags().StringVar(&configPath, "config", "", "extraction configuration `file` (hosts' cores, component names)")
+	cmd.Flags().StringArrayVar(&metrics, "metrics", nil, "utilization metrics `file` (CSV, Prometheus or OTLP JSON); repeatable")
+	cmd.Flags().StringVar(&name, "name", "", "the model's name (default: the output directory's name)")
+	cmd.Flags().IntVar(&points, "points", report.DefaultPoints, "load levels of the sweep, from the observed load to near saturation")
+	return cmd
+}
+
+// analyzeOptions tells report.Analyze how to solve: the observed load with
+// the chosen solver; the load levels, several at a time, with the solver
+// given explicitly, or else with the analytical solver when the model at
+// every level is within its reach and by simulation otherwise.
+func analyzeOptions(cmd *cobra.Command, f *solveFlags, prog *progress, points int, rep *extract.Report, measured *solve.Result) report.Options {
+	sweepFlags := *f
+	sweepFlags.workers = 1
+	var supported func(*model.Model) bool
+	var fallback func(context.Context, *model.Model) (*solve.Result, error)
+	if !cmd.Flags().Changed("solver") {
+		sweepFlags.solver = "mva"
+		supported = func(m *model.Model) bool {
+			ok, _ := mva.Supports(m)
+			return ok
+		}
+		simFlags := sweepFlags
+		simFlags.solver = "sim"
+		fallback = func(ctx context.Context, m *model.Model) (*solve.Result, error) {
+			return solveModel(ctx, m, &simFlags)
+		}
+	}
+	return report.Options{
+		SweepSupported: supported,
+		SweepFallback:  fallback,
+		Solve: func(ctx context.Context, m *model.Model) (*solve.Result, error) {
+			prog.set("solving the observed load", 0)
+			return solveReporting(ctx, m, f, func(done float64) { prog.set("solving the observed load", done) })
+		},
+		SolveSweep: func(ctx context.Context, m *model.Model) (*solve.Result, error) {
+			return solveModel(ctx, m, &sweepFlags)
+		},
+		Workers:    f.workers,
+		Points:     points,
+		Extraction: rep,
+		Measured:   measured,
+		Progress: func(done, total int) {
+			prog.set(fmt.Sprintf("solving load levels %d/%d", done, total), float64(done)/float64(total))
+		},
+	}
+}
+
+// solveReporting is solveModel with a progress callback for simulations.
+func solveReporting(ctx context.Context, m *model.Model, f *solveFlags, progress func(float64)) (*solve.Result, error) {
+	opts, err := f.options()
+	if err != nil {
+		return nil, err
+	}
+	opts.Progress = progress
+	var s solve.Solver
+	var note []string
+	switch f.solver {
+	case "sim":
+		s = sim.New()
+	case "mva":
+		s = mva.New()
+	case "auto":
+		if ok, reasons := mva.Supports(m); ok {
+			s = mva.New()
+		} else {
+			s = sim.New()
+			for _, r := range reasons {
+				note = append(note, "solver auto chose simulation: "+r)
+			}
+		}
+	default:
+		return nil, usagef("--solver takes sim, mva or auto, not %q", f.solver)
+	}
+	res, err := s.Solve(ctx, m, opts)
+	if err != nil {
+		return nil, err
+	}
+	if len(note) > 0 {
+		res.Warnings = append(note, res.Warnings...)
+	}
+	return res, nil
+}
+
+// writeResults writes the results as indented JSON.
+func writeResults(path string, r *report.Results) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write results: %w", err)
+	}
+	return nil
+}
+
+// writeHTML writes the report page to a file.
+func writeHTML(path string, m *model.Model, r *report.Results) error {
+	file, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	if err := report.Write(file, m, r); err != nil {
+		file.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := file.Close(); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
+
+// writeFindings prints the answers in a few lines: the bottleneck, where it
+// saturates, and each workload's predicted response time.
+func writeFindings(w io.Writer, m *model.Model, r *report.Results) {
+	if s := r.Saturation; s != nil {
+		u := 0.0
+		if rr := r.Predicted.Resources[s.Resource]; rr != nil {
+			u = rr.Utilization
+		}
+		fmt.Fprintf(w, "bottleneck: %s, %.1f%% busy at the observed load; saturates at %.3g× the observed load", s.Resource, u*100, s.Factor)
+		var at []string
+		for _, wl := range m.Workloads {
+			if v, ok := s.At["workload."+wl.Name+".open.rate"]; ok {
+				at = append(at, fmt.Sprintf("%s %.4g/s", wl.Name, v))
+			}
+			if v, ok := s.At["workload."+wl.Name+".closed.users"]; ok {
+				at = append(at, fmt.Sprintf("%s %.0f users", wl.Name, v))
+			}
+		}
+		if len(at) > 0 {
+			fmt.Fprintf(w, " (%s)", strings.Join(at, ", "))
+		}
+		fmt.Fprintln(w)
+	}
+	pred := r.Predicted
+	if !pred.Stable {
+		fmt.Fprintln(w, "the model is unstable at the observed load")
+		return
+	}
+	for _, wl := range m.Workloads {
+		wr := pred.Workloads[wl.Name]
+		if wr == nil {
+			continue
+		}
+		line := fmt.Sprintf("%s: predicted mean %s", wl.Name, formatSeconds(wr.ResponseTime.Mean))
+		if wr.ResponseTime.P95 != nil {
+			line += ", p95 " + formatSeconds(*wr.ResponseTime.P95)
+		}
+		if r.Measured != nil {
+			if mr := r.Measured.Workloads[wl.Name]; mr != nil {
+				line += "; measured mean " + formatSeconds(mr.ResponseTime.Mean)
+				if mr.ResponseTime.P95 != nil {
+					line += ", p95 " + formatSeconds(*mr.ResponseTime.P95)
+				}
+			}
+		}
+		fmt.Fprintln(w, line)
+	}
+}
+
+// progress shows on a terminal what a long command is doing: a spinner, the
+// phase, how far it has come and the time spent. It shows nothing when
+// standard error is not a terminal, or with --quiet.
+type progress struct {
+	w     io.Writer
+	mu    sync.Mutex
+	phase string
+	frac  float64 // -1 when unknown
+	start time.Time
+	stop  chan struct{}
+	done  chan struct{}
+	once  sync.Once
+}
+
+// newProgress starts a progress line on w when w is a terminal.
+func newProgress(w io.Writer, quiet bool) *progress {
+	p := &progress{frac: -1, start: time.Now()}
+	if quiet || !isTerminal(w) {
+		return p
+	}
+	p.w = w
+	p.stop, p.done = make(chan struct{}), make(chan struct{})
+	go p.loop()
+	return p
+}
+
+// isTerminal reports whether w is a character device, such as a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// set changes the phase and the fraction done (-1: unknown).
+func (p *progress) set(phase string, frac float64) {
+	if p == nil || p.w == nil {
+		return
+	}
+	p.mu.Lock()
+	p.phase, p.frac = phase, frac
+	p.mu.Unlock()
+}
+
+func (p *progress) loop() {
+	defer close(p.done)
+	frames := []rune("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
+	tick := time.NewTicker(120 * time.Millisecond)
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-p.stop:
+			fmt.Fprint(p.w, "\r\033[K")
+			return
+		case <-tick.C:
+		}
+		p.mu.Lock()
+		line := fmt.Sprintf("%c %s", frames[i%len(frames)], p.phase)
+		if p.frac >= 0 {
+			line += fmt.Sprintf(" %3.0f%%", p.frac*100)
+		}
+		line += fmt.Sprintf(" · %.1f s", time.Since(p.start).Seconds())
+		p.mu.Unlock()
+		fmt.Fprint(p.w, "\r\033[K"+line)
+	}
+}
+
+// close clears the progress line; calling it again does nothing.
+func (p *progress) close() {
+	if p == nil || p.w == nil {
+		return
+	}
+	p.once.Do(func() {
+		close(p.stop)
+		<-p.done
+	})
+}

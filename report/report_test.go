@@ -1,0 +1,290 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/solve"
+	"github.com/perfcast/perfcast/solve/mva"
+	"github.com/perfcast/perfcast/solve/sim"
+	"github.com/perfcast/perfcast/whatif"
+)
+
+// maxReportBytes bounds a report's size.
+const maxReportBytes = 400 << 10
+
+func solveMVA(ctx context.Context, m *model.Model) (*solve.Result, error) {
+	return mva.New().Solve(ctx, m, solve.Options{})
+}
+
+// analyzeMVA analyzes a model with the analytical solver throughout.
+func analyzeMVA(t *testing.T, path string) (*model.Model, *Results) {
+	t.Helper()
+	m, err := model.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Analyze(context.Background(), m, Options{Solve: solveMVA, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, r
+}
+
+func render(t *testing.T, m *model.Model, r *Results) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := Write(&b, m, r); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// TestShopBottleneck checks that the report names the bottleneck of the
+// example shop, and checks that answer with the simulator: past the load
+// the report gives, the named resource is saturated and no other is.
+func TestShopBottleneck(t *testing.T) {
+	m, r := analyzeMVA(t, "../examples/models/shop.yaml")
+	if r.Saturation == nil {
+		t.Fatal("no saturation found")
+	}
+	page := render(t, m, r)
+	summary := section(t, page, "summary")
+	if !strings.Contains(summary, "The bottleneck is <strong>"+r.Bottleneck+"</strong>") {
+		t.Errorf("summary does not name the bottleneck %s:\n%s", r.Bottleneck, summary)
+	}
+	// The simulator, at 1.25 times the saturating population.
+	f := r.Saturation.Factor * 1.25
+	pm, err := whatif.Apply(m, map[string]float64{LoadKey: f}, []string{LoadKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sim.New().Solve(context.Background(), pm, solve.Options{Seed: 1, Requests: 30000, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, busiest := 0.0, ""
+	for name, rr := range res.Resources {
+		if rr.Utilization > top || (rr.Utilization == top && name < busiest) {
+			top, busiest = rr.Utilization, name
+		}
+	}
+	got := res.Resources[r.Bottleneck]
+	if got == nil || got.Utilization < 0.99 {
+		t.Fatalf("simulated at %.3g× the load, %s is not saturated: %+v (busiest %s at %.3f)", f, r.Bottleneck, got, busiest, top)
+	}
+	// Anything else at full utilization only waits for the bottleneck: a
+	// pool whose holders call it. Active resources must have room left.
+	for name, rr := range res.Resources {
+		if name != r.Bottleneck && rr.Utilization >= 0.99 && m.Servers(name) > 0 {
+			t.Errorf("simulated at %.3g× the load, %s is saturated too (%.3f)", f, name, rr.Utilization)
+		}
+	}
+	// Below it, at 0.7 times, nothing is saturated.
+	pm, _ = whatif.Apply(m, map[string]float64{LoadKey: r.Saturation.Factor * 0.7}, []string{LoadKey})
+	res, err = sim.New().Solve(context.Background(), pm, solve.Options{Seed: 1, Requests: 30000, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, rr := range res.Resources {
+		if rr.Utilization >= 0.95 {
+			t.Errorf("simulated at 0.7 of the saturating load, %s is at %.3f", name, rr.Utilization)
+		}
+	}
+}
+
+// section returns the HTML of the section with the given id.
+func section(t *testing.T, page, id string) string {
+	t.Helper()
+	start := strings.Index(page, `<section id="`+id+`">`)
+	if start < 0 {
+		t.Fatalf("no section %s", id)
+	}
+	end := strings.Index(page[start:], "</section>")
+	return page[start : start+end]
+}
+
+// TestReportContent checks what the page holds and that it fetches nothing.
+func TestReportContent(t *testing.T) {
+	for _, path := range []string{"../examples/models/shop.yaml", "../examples/models/pipeline.yaml"} {
+		m, r := analyzeMVA(t, path)
+		page := render(t, m, r)
+		if len(page) > maxReportBytes {
+			t.Errorf("%s: report of %d bytes, more than %d", path, len(page), maxReportBytes)
+		}
+		for _, id := range []string{"summary", "architecture", "response-time", "utilization", "comparison", "operations", "sweep", "evidence"} {
+			section(t, page, id)
+		}
+		for _, want := range []string{`id="diagram"`, `id="util-observed"`, `id="util-sweep"`, `id="rt-0"`, "<table class=\"sortable\"", "prefers-color-scheme: dark", "@media print"} {
+			if !strings.Contains(page, want) {
+				t.Errorf("%s: no %s", path, want)
+			}
+		}
+		// Every component and every operation is on the page.
+		for _, c := range m.Components {
+			if !strings.Contains(page, ">"+c.Name+"<") {
+				t.Errorf("%s: component %s missing", path, c.Name)
+			}
+			for _, op := range c.Operations {
+				if !strings.Contains(page, ">"+escaped(op.ID())+"<") {
+					t.Errorf("%s: operation %s missing", path, op.ID())
+				}
+			}
+		}
+		assertSelfContained(t, path, page)
+		if again := render(t, m, r); again != page {
+			t.Errorf("%s: two renderings differ", path)
+		}
+	}
+}
+
+// escaped escapes text as html/template does in element content.
+func escaped(s string) string {
+	r := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;", "+", "&#43;")
+	return r.Replace(s)
+}
+
+// assertSelfContained fails when a page would fetch anything: links go to
+// the page itself or to data, and the only web address is the SVG
+// namespace, which names and fetches nothing.
+func assertSelfContained(t *testing.T, name, page string) {
+	t.Helper()
+	for _, h := range regexp.MustCompile(`(?i)href\s*=\s*"([^"]*)"`).FindAllStringSubmatch(page, -1) {
+		if !strings.HasPrefix(h[1], "#") && !strings.HasPrefix(h[1], "data:") {
+			t.Errorf("%s: link to %q", name, h[1])
+		}
+	}
+	for _, u := range regexp.MustCompile(`(?i)\b[a-z]+://[^"'\s)]*`).FindAllString(page, -1) {
+		if u != "http://www.w3.org/2000/svg" {
+			t.Errorf("%s: address %q", name, u)
+		}
+	}
+	if regexp.MustCompile(`url\(\s*[^#\s]`).MatchString(page) {
+		t.Errorf("%s: url() to something but the page's own elements", name)
+	}
+	for _, bad := range []string{" src=", "@import", "fetch(", "XMLHttpRequest", "WebSocket", "<iframe", "<object", "<embed"} {
+		if strings.Contains(strings.ToLower(page), strings.ToLower(bad)) {
+			t.Errorf("%s: the page holds %q", name, bad)
+		}
+	}
+}
+
+func TestLargeModelReport(t *testing.T) {
+	m := generatedModel(t, 30, 2)
+	r, err := Analyze(context.Background(), m, Options{Solve: solveMVA, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := render(t, m, r)
+	if len(page) > maxReportBytes {
+		t.Errorf("report of a 30-component model: %d bytes, more than %d", len(page), maxReportBytes)
+	}
+	assertSelfContained(t, "generated", page)
+}
+
+func TestSaturateOpen(t *testing.T) {
+	// One core, 10 ms per request at 50/s: half busy, saturated at twice
+	// the load. The disk: 4 ms at 50/s on one server, 20 % busy.
+	m, err := model.Parse([]byte(`perfcast: 1
+hosts:
+  h: {cpu: {cores: 1}, disks: {d: {servers: 1}}}
+components:
+  c:
+    host: h
+    operations:
+      op: {steps: [{cpu: det(10ms)}, {disk: det(4ms)}]}
+workload:
+  w: {open: {rate: 50/s}, steps: [{call: c/op}]}
+`), "one.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Saturate(m, nil)
+	if s == nil || s.Resource != "h.cpu" || math.Abs(s.Factor-2) > 1e-12 || math.Abs(s.At["workload.w.open.rate"]-100) > 1e-9 || s.ClosedOnly {
+		t.Fatalf("saturation %+v, want h.cpu at 2× (100/s)", s)
+	}
+	f := LoadFactors(s, 13)
+	if len(f) != 13 || f[0] != 1 || math.Abs(f[len(f)-1]-1.96) > 1e-9 {
+		t.Errorf("load factors %v: want 13 from 1 to 1.96", f)
+	}
+	for i := 1; i < len(f); i++ {
+		if f[i] <= f[i-1] {
+			t.Errorf("load factors not increasing: %v", f)
+		}
+	}
+	// Near saturation the sweep still starts below the observed load.
+	f = LoadFactors(&Saturation{Factor: 0.5}, 5)
+	if f[len(f)-1] >= 0.5 || f[0] >= f[len(f)-1] {
+		t.Errorf("load factors %v for a model saturated at 0.5×", f)
+	}
+}
+
+func TestSaturateClosed(t *testing.T) {
+	m, err := model.Load("../examples/models/shop.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// At 40 requests per second, the demands of one request decide every
+	// active resource's utilization; the busiest sets the factor.
+	res := solve.NewResult(m, "mva")
+	res.Workloads["shoppers"] = &solve.WorkloadResult{Throughput: 40}
+	s := Saturate(m, res)
+	if s == nil || !s.ClosedOnly {
+		t.Fatalf("saturation %+v", s)
+	}
+	d := m.Demands(m.Workload("shoppers"))
+	top := 0.0
+	for r, v := range d.Service {
+		top = math.Max(top, 40*v/float64(m.Servers(r)))
+	}
+	if math.Abs(s.Factor-1/top) > 1e-9 {
+		t.Errorf("factor %g, want %g", s.Factor, 1/top)
+	}
+	if got := s.At["workload.shoppers.closed.users"]; math.Abs(got-200/top) > 1e-6 {
+		t.Errorf("users at saturation %g, want %g", got, 200/top)
+	}
+	f := LoadFactors(s, 13)
+	if f[0] != 1 || math.Abs(f[len(f)-1]-roundFactor(1.5*s.Factor)) > 1e-9 {
+		t.Errorf("closed load factors %v: want 1 to 1.5× saturation", f)
+	}
+}
+
+func TestRefineSaturation(t *testing.T) {
+	m, err := model.Load("../examples/models/shop.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound := &Saturation{Resource: "db.disk.data", Factor: 10, ClosedOnly: true, Source: "bounds"}
+	point := func(f, disk, pool float64) SweepPoint {
+		r := solve.NewResult(m, "mva")
+		r.Resources["db.disk.data"] = &solve.ResourceResult{Utilization: disk}
+		r.Resources["catalog.threads"] = &solve.ResourceResult{Utilization: pool}
+		return SweepPoint{Factor: f, Result: r}
+	}
+	// The pool fills up between 6× (60 %) and 8× (100 %) while the disk
+	// stays below 98 %: it saturates first, where it reaches 98 %, at
+	// 6 + 2·0.38/0.4 = 7.9.
+	sw := &Sweep{Points: []SweepPoint{point(1, 0.1, 0.05), point(6, 0.6, 0.6), point(8, 0.8, 1.0), point(12, 0.85, 1.0)}}
+	s := refineSaturation(m, bound, sw)
+	if s.Resource != "catalog.threads" || math.Abs(s.Factor-7.9) > 1e-9 || s.Source != "sweep" || s.Bound == nil || s.Bound.Resource != "db.disk.data" {
+		t.Errorf("refined %+v, want catalog.threads at 7.9×", s)
+	}
+	if got := s.At["workload.shoppers.closed.users"]; math.Abs(got-200*7.9) > 1e-9 {
+		t.Errorf("users at saturation %g, want %g", got, 200*7.9)
+	}
+	// Never beyond the law's factor.
+	sw = &Sweep{Points: []SweepPoint{point(1, 0.1, 0.05), point(9, 0.9, 0.9), point(12, 0.95, 0.99)}}
+	if s := refineSaturation(m, bound, sw); s.Resource != "catalog.threads" || s.Factor != 10 {
+		t.Errorf("refined %+v, want catalog.threads at the law's 10×", s)
+	}
+	// When the law's bottleneck saturates too, it stands.
+	sw = &Sweep{Points: []SweepPoint{point(1, 0.1, 0.05), point(9.8, 0.98, 0.99)}}
+	if s := refineSaturation(m, bound, sw); s != bound {
+		t.Errorf("refined %+v, want the bound kept", s)
+	}
+}
