@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/solve"
 )
@@ -32,18 +33,18 @@ func buildDiagram(m *model.Model, r *Results) *diagram {
 		n := &diagramNode{name: w.Name, workload: true}
 		switch {
 		case w.Open != nil:
-			n.lines = append(n.lines, "open arrivals · "+fmtRate(w.Open.Rate))
+			n.lines = append(n.lines, "open arrivals · "+textout.Rate(w.Open.Rate))
 		case w.Closed != nil:
-			n.lines = append(n.lines, fmt.Sprintf("%s users · think %s", fmtCount(int64(w.Closed.Users)), fmtDuration(w.Closed.Think.Mean())))
+			n.lines = append(n.lines, fmt.Sprintf("%s users · think %s", fmtCount(int64(w.Closed.Users)), textout.Duration(w.Closed.Think.Mean())))
 			if rate := workloadRate(w, pred); rate > 0 {
-				n.lines = append(n.lines, "→ "+fmtRate(rate))
+				n.lines = append(n.lines, "→ "+textout.Rate(rate))
 			}
 		}
 		if pred != nil && pred.Stable {
 			if wr := pred.Workloads[w.Name]; wr != nil {
-				line := "mean " + fmtDuration(wr.ResponseTime.Mean)
+				line := "mean " + textout.Duration(wr.ResponseTime.Mean)
 				if wr.ResponseTime.P95 != nil {
-					line += " · p95 " + fmtDuration(*wr.ResponseTime.P95)
+					line += " · p95 " + textout.Duration(*wr.ResponseTime.P95)
 				}
 				n.lines = append(n.lines, line)
 			}
@@ -125,7 +126,7 @@ func buildDiagram(m *model.Model, r *Results) *diagram {
 			delay = plain / float64(len(c.Operations))
 		}
 		if delay > 0 {
-			n.lines = append(n.lines, "+ "+fmtDuration(delay)+" delay per call")
+			n.lines = append(n.lines, "+ "+textout.Duration(delay)+" delay per call")
 		}
 		n.hot = r.Bottleneck == model.ThreadsResource(c.Name)
 		nodeOf[c.Name] = n
@@ -219,7 +220,7 @@ func (d *diagram) svg() string {
 			class, formatFloat(width),
 			formatFloat(p[0][0]), formatFloat(p[0][1]), formatFloat(p[1][0]), formatFloat(p[1][1]),
 			formatFloat(p[2][0]), formatFloat(p[2][1]), formatFloat(p[3][0]), formatFloat(p[3][1]),
-			svgText(e.from.name), svgText(e.to.name), sig3(e.rate), verb)
+			svgText(e.from.name), svgText(e.to.name), textout.Sig3(e.rate), verb)
 	}
 	for _, n := range d.nodes {
 		class := "node"
@@ -244,7 +245,7 @@ func (d *diagram) svg() string {
 		b.WriteString(`</g>`)
 	}
 	for _, e := range d.edges {
-		fmt.Fprintf(&b, `<text class="elabel" x="%s" y="%s" text-anchor="middle">%s</text>`, formatFloat(e.label[0]), formatFloat(e.label[1]-labelLift+4), svgText(fmtRate(e.rate)))
+		fmt.Fprintf(&b, `<text class="elabel" x="%s" y="%s" text-anchor="middle">%s</text>`, formatFloat(e.label[0]), formatFloat(e.label[1]-labelLift+4), svgText(textout.Rate(e.rate)))
 	}
 	b.WriteString(`</svg>`)
 	return b.String()

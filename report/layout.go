@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/model"
 )
 
@@ -482,7 +483,7 @@ func (d *diagram) placeLabels() {
 		return true
 	}
 	for _, e := range d.edges {
-		text := fmtRate(e.rate)
+		text := textout.Rate(e.rate)
 		var candidates [][2]float64
 		if e.to.col > e.from.col {
 			for c := e.to.col; c > e.from.col; c-- {

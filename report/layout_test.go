@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/solve"
 )
@@ -108,7 +109,7 @@ func TestLayoutNoOverlaps(t *testing.T) {
 		// Labels never cover a box or each other when there is room.
 		var labels []box
 		for _, e := range d.edges {
-			lb := labelBox(fmtRate(e.rate), e.label)
+			lb := labelBox(textout.Rate(e.rate), e.label)
 			for _, n := range d.nodes {
 				if lb.overlaps(n.box) {
 					t.Errorf("seed %d: label of %s→%s covers %s", seed, e.from.name, e.to.name, n.name)

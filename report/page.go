@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/solve"
 )
@@ -100,7 +101,7 @@ func durationCell(v *float64) cell {
 	if v == nil {
 		return missing()
 	}
-	return numCell(*v, fmtDuration(*v))
+	return numCell(*v, textout.Duration(*v))
 }
 
 func percentCell(v float64) cell {
@@ -169,7 +170,7 @@ func newPage(m *model.Model, r *Results) *page {
 			cpu = "CPU demands estimated from each operation's own time (no CPU time in the spans)"
 		}
 		p.Extraction = fmt.Sprintf("%s traces (%s spans, %.0f %% of them modelled, %s partial traces) observed over %s; %s.",
-			fmtCount(e.Traces), fmtCount(e.Spans), share*100, fmtCount(e.Partial), fmtDuration(e.Duration), cpu)
+			fmtCount(e.Traces), fmtCount(e.Spans), share*100, fmtCount(e.Partial), textout.Duration(e.Duration), cpu)
 		p.Evidence = e.Evidence
 		p.Warnings = e.Warnings
 	}
@@ -229,7 +230,7 @@ func summarize(m *model.Model, r *Results) ([]card, []template.HTML) {
 	if e := r.Extraction; e != nil {
 		paras = append(paras, template.HTML(fmt.Sprintf(
 			"perfcast built this model from %s traces (%s spans) observed over %s: %s on %s, %s.",
-			fmtCount(e.Traces), fmtCount(e.Spans), esc(fmtDuration(e.Duration)),
+			fmtCount(e.Traces), fmtCount(e.Spans), esc(textout.Duration(e.Duration)),
 			esc(plural(len(m.Components), "component")), esc(plural(len(m.Hosts), "host")), esc(plural(len(m.Workloads), "workload")))))
 	} else {
 		paras = append(paras, template.HTML(fmt.Sprintf("Model %s: %s on %s, %s.", b(m.Name),
@@ -240,11 +241,11 @@ func summarize(m *model.Model, r *Results) ([]card, []template.HTML) {
 	for _, w := range m.Workloads {
 		switch {
 		case w.Open != nil:
-			loads = append(loads, fmt.Sprintf("%s arrives at %s requests per second", b(w.Name), esc(sig3(w.Open.Rate))))
+			loads = append(loads, fmt.Sprintf("%s arrives at %s requests per second", b(w.Name), esc(textout.Sig3(w.Open.Rate))))
 		case w.Closed != nil:
-			s := fmt.Sprintf("%s has %s users who think %s between requests", b(w.Name), esc(fmtCount(int64(w.Closed.Users))), esc(fmtDuration(w.Closed.Think.Mean())))
+			s := fmt.Sprintf("%s has %s users who think %s between requests", b(w.Name), esc(fmtCount(int64(w.Closed.Users))), esc(textout.Duration(w.Closed.Think.Mean())))
 			if x := workloadRate(w, pred); x > 0 {
-				s += fmt.Sprintf(" (%s requests per second)", esc(sig3(x)))
+				s += fmt.Sprintf(" (%s requests per second)", esc(textout.Sig3(x)))
 			}
 			loads = append(loads, s)
 		}
@@ -306,30 +307,30 @@ func summarize(m *model.Model, r *Results) ([]card, []template.HTML) {
 		if wr == nil || !pred.Stable {
 			continue
 		}
-		s := fmt.Sprintf("%s: mean %s", b(w.Name), esc(fmtDuration(wr.ResponseTime.Mean)))
+		s := fmt.Sprintf("%s: mean %s", b(w.Name), esc(textout.Duration(wr.ResponseTime.Mean)))
 		if wr.ResponseTime.P95 != nil {
-			s += ", p95 " + esc(fmtDuration(*wr.ResponseTime.P95))
+			s += ", p95 " + esc(textout.Duration(*wr.ResponseTime.P95))
 		}
 		if ct := wr.CompletionTime; ct != nil && ct.Mean > wr.ResponseTime.Mean*1.01 {
-			s += "; with its asynchronous work, mean " + esc(fmtDuration(ct.Mean))
+			s += "; with its asynchronous work, mean " + esc(textout.Duration(ct.Mean))
 			if ct.P95 != nil {
-				s += ", p95 " + esc(fmtDuration(*ct.P95))
+				s += ", p95 " + esc(textout.Duration(*ct.P95))
 			}
 		}
 		if r.Measured != nil {
 			if mr := r.Measured.Workloads[w.Name]; mr != nil {
-				s += fmt.Sprintf(" (measured: mean %s", esc(fmtDuration(mr.ResponseTime.Mean)))
+				s += fmt.Sprintf(" (measured: mean %s", esc(textout.Duration(mr.ResponseTime.Mean)))
 				if mr.ResponseTime.P95 != nil {
-					s += ", p95 " + esc(fmtDuration(*mr.ResponseTime.P95))
+					s += ", p95 " + esc(textout.Duration(*mr.ResponseTime.P95))
 				}
 				s += ")"
 			}
 		}
 		if first {
-			v := fmtDuration(wr.ResponseTime.Mean)
+			v := textout.Duration(wr.ResponseTime.Mean)
 			label := "Mean response"
 			if wr.ResponseTime.P95 != nil {
-				v, label = fmtDuration(*wr.ResponseTime.P95), "p95 response"
+				v, label = textout.Duration(*wr.ResponseTime.P95), "p95 response"
 			}
 			cards = append(cards, card{Label: label, Value: v, Note: w.Name + " at the observed load"})
 			first = false
@@ -342,9 +343,9 @@ func summarize(m *model.Model, r *Results) ([]card, []template.HTML) {
 				if or == nil {
 					continue
 				}
-				t := fmt.Sprintf("%s: mean %s", esc(id), esc(fmtDuration(or.ResponseTime.Mean)))
+				t := fmt.Sprintf("%s: mean %s", esc(id), esc(textout.Duration(or.ResponseTime.Mean)))
 				if or.ResponseTime.P95 != nil {
-					t += ", p95 " + esc(fmtDuration(*or.ResponseTime.P95))
+					t += ", p95 " + esc(textout.Duration(*or.ResponseTime.P95))
 				}
 				sub = append(sub, "<li>"+t+"</li>")
 			}
@@ -375,7 +376,7 @@ func saturationLoads(m *model.Model, sat *Saturation) []string {
 		switch {
 		case w.Open != nil:
 			if v, ok := sat.At["workload."+w.Name+".open.rate"]; ok {
-				out = append(out, fmt.Sprintf("%s at %s requests/s", w.Name, sig3(v)))
+				out = append(out, fmt.Sprintf("%s at %s requests/s", w.Name, textout.Sig3(v)))
 			}
 		case w.Closed != nil:
 			if v, ok := sat.At["workload."+w.Name+".closed.users"]; ok {
@@ -396,12 +397,12 @@ func responseChart(m *model.Model, r *Results, w *model.Workload, i int) string 
 		title:  "Response time of " + w.Name + " against load",
 		yLabel: "response time",
 		yAxis:  timeAxis,
-		yFmt:   fmtDuration,
-		xFmt:   func(v float64) string { return sig3(v) + "/s" },
+		yFmt:   textout.Duration,
+		xFmt:   func(v float64) string { return textout.Sig3(v) + "/s" },
 		xLabel: w.Name + ": requests per second",
 	}
 	if w.Closed != nil {
-		c.xFmt = func(v float64) string { return sig3(v) }
+		c.xFmt = func(v float64) string { return textout.Sig3(v) }
 		c.xLabel = w.Name + ": users"
 	}
 	load := observedLoad(w)
@@ -441,22 +442,22 @@ func responseChart(m *model.Model, r *Results, w *model.Workload, i int) string 
 	}
 	if wr := r.Predicted.Workloads[w.Name]; wr != nil && r.Predicted.Stable {
 		c.markers = append(c.markers, marker{x: load, y: wr.ResponseTime.Mean, class: "c0", shape: "circle",
-			title: "predicted mean at the observed load: " + fmtDuration(wr.ResponseTime.Mean)})
+			title: "predicted mean at the observed load: " + textout.Duration(wr.ResponseTime.Mean)})
 		c.legend = append(c.legend, legendItem{name: "predicted, observed load", class: "c0", shape: "circle"})
 		if wr.ResponseTime.P95 != nil {
 			c.markers = append(c.markers, marker{x: load, y: *wr.ResponseTime.P95, class: "c0", shape: "circle", open: true,
-				title: "predicted p95 at the observed load: " + fmtDuration(*wr.ResponseTime.P95)})
+				title: "predicted p95 at the observed load: " + textout.Duration(*wr.ResponseTime.P95)})
 		}
 	}
 	if r.Measured != nil {
 		if mr := r.Measured.Workloads[w.Name]; mr != nil {
 			x := load
 			c.markers = append(c.markers, marker{x: x, y: mr.ResponseTime.Mean, class: "meas", shape: "diamond",
-				title: "measured mean: " + fmtDuration(mr.ResponseTime.Mean)})
+				title: "measured mean: " + textout.Duration(mr.ResponseTime.Mean)})
 			c.legend = append(c.legend, legendItem{name: "measured mean", class: "meas", shape: "diamond"})
 			if mr.ResponseTime.P95 != nil {
 				c.markers = append(c.markers, marker{x: x, y: *mr.ResponseTime.P95, class: "meas", shape: "diamond", open: true,
-					title: "measured p95: " + fmtDuration(*mr.ResponseTime.P95)})
+					title: "measured p95: " + textout.Duration(*mr.ResponseTime.P95)})
 				c.legend = append(c.legend, legendItem{name: "measured p95", class: "meas", shape: "diamond", open: true})
 			}
 		}
@@ -604,7 +605,7 @@ func workloadTable(m *model.Model, r *Results) *table {
 				continue
 			}
 			rt := wr.ResponseTime
-			t.Rows = append(t.Rows, []cell{textCell(w.Name), numCell(wr.Throughput, fmtRate(wr.Throughput)),
+			t.Rows = append(t.Rows, []cell{textCell(w.Name), numCell(wr.Throughput, textout.Rate(wr.Throughput)),
 				durationCell(&rt.Mean), durationCell(rt.P50), durationCell(rt.P95), durationCell(rt.P99)})
 		}
 		return t
@@ -636,7 +637,7 @@ func workloadTable(m *model.Model, r *Results) *table {
 			if v == nil {
 				return missing()
 			}
-			return numCell(*v, fmtRate(*v))
+			return numCell(*v, textout.Rate(*v))
 		}
 		row = append(row, rate(get(mr, thr)), rate(get(wr, thr)),
 			durationCell(get(mr, mean)), durationCell(get(wr, mean)), errorCell(get(wr, mean), get(mr, mean)),
@@ -742,11 +743,11 @@ func operationTable(m *model.Model, r *Results) *table {
 			load := r.Operations[id]
 			row := []cell{textCell(id)}
 			if or != nil {
-				row = append(row, numCell(or.Throughput, fmtRate(or.Throughput)))
+				row = append(row, numCell(or.Throughput, textout.Rate(or.Throughput)))
 			} else {
 				row = append(row, missing())
 			}
-			row = append(row, numCell(load.CPU, fmtDuration(load.CPU)), numCell(load.Delay, fmtDuration(load.Delay)))
+			row = append(row, numCell(load.CPU, textout.Duration(load.CPU)), numCell(load.Delay, textout.Duration(load.Delay)))
 			var mo *solve.OperationResult
 			if meas != nil {
 				mo = meas.Operations[id]

@@ -1,13 +1,13 @@
 package solve
 
 import (
-	"fmt"
 	"io"
 	"math"
 	"sort"
 	"strconv"
 	"strings"
-	"text/tabwriter"
+
+	"github.com/perfcast/perfcast/internal/textout"
 )
 
 // WriteText writes a result as aligned text tables for people: a headline
@@ -16,7 +16,7 @@ import (
 // best; utilizations in percent; confidence intervals as ± half-widths.
 // Figures a solver did not compute are shown as "-".
 func WriteText(w io.Writer, r *Result) error {
-	tw := &textWriter{w: w}
+	tw := textout.NewWriter(w)
 	name := r.Model
 	if name == "" {
 		name = "(unnamed)"
@@ -25,27 +25,27 @@ func WriteText(w io.Writer, r *Result) error {
 	if !r.Stable {
 		state = "UNSTABLE"
 	}
-	tw.printf("model %s, solver %s: %s", name, r.Solver, state)
+	tw.Printf("model %s, solver %s: %s", name, r.Solver, state)
 	if r.Bottleneck != "" {
-		tw.printf(", bottleneck %s", r.Bottleneck)
+		tw.Printf(", bottleneck %s", r.Bottleneck)
 	}
-	tw.printf("\n")
+	tw.Printf("\n")
 	if s := r.Saturation; s != nil {
 		keys := sortedTextKeys(s.At)
 		parts := make([]string, len(keys))
 		for i, k := range keys {
-			parts[i] = k + " = " + formatRate(s.At[k])
+			parts[i] = k + " = " + textout.Rate(s.At[k])
 		}
-		tw.printf("saturation: %s is fully used at %s\n", s.Resource, strings.Join(parts, ", "))
+		tw.Printf("saturation: %s is fully used at %s\n", s.Resource, strings.Join(parts, ", "))
 	}
 	for _, msg := range r.Warnings {
-		tw.printf("warning: %s\n", msg)
+		tw.Printf("warning: %s\n", msg)
 	}
 
 	if len(r.Workloads) > 0 {
-		tw.printf("\n")
-		t := tw.table()
-		t.row("WORKLOAD", "THROUGHPUT", "MEAN", "P50", "P90", "P95", "P99", "COMPLETION", "DROPPED")
+		tw.Printf("\n")
+		t := tw.Table()
+		t.Row("WORKLOAD", "THROUGHPUT", "MEAN", "P50", "P90", "P95", "P99", "COMPLETION", "DROPPED")
 		for _, k := range sortedTextKeys(r.Workloads) {
 			x := r.Workloads[k]
 			completion := "-"
@@ -54,29 +54,29 @@ func WriteText(w io.Writer, r *Result) error {
 			}
 			dropped := "-"
 			if x.Dropped > 0 {
-				dropped = formatRate(x.Dropped)
+				dropped = textout.Rate(x.Dropped)
 			}
-			t.row(append(append([]string{k, formatRateCI(x.Throughput, x.ThroughputCI95)},
+			t.Row(append(append([]string{k, formatRateCI(x.Throughput, x.ThroughputCI95)},
 				timeColumns(&x.ResponseTime)...), completion, dropped)...)
 		}
-		t.flush()
+		t.Flush()
 	}
 
 	if len(r.Operations) > 0 {
-		tw.printf("\n")
-		t := tw.table()
-		t.row("OPERATION", "THROUGHPUT", "MEAN", "P50", "P90", "P95", "P99")
+		tw.Printf("\n")
+		t := tw.Table()
+		t.Row("OPERATION", "THROUGHPUT", "MEAN", "P50", "P90", "P95", "P99")
 		for _, k := range sortedTextKeys(r.Operations) {
 			x := r.Operations[k]
-			t.row(append([]string{k, formatRate(x.Throughput)}, timeColumns(&x.ResponseTime)...)...)
+			t.Row(append([]string{k, textout.Rate(x.Throughput)}, timeColumns(&x.ResponseTime)...)...)
 		}
-		t.flush()
+		t.Flush()
 	}
 
 	if len(r.Resources) > 0 {
-		tw.printf("\n")
-		t := tw.table()
-		t.row("RESOURCE", "UTILIZATION", "BUSY", "WAIT", "PER REPLICA")
+		tw.Printf("\n")
+		t := tw.Table()
+		t.Row("RESOURCE", "UTILIZATION", "BUSY", "WAIT", "PER REPLICA")
 		for _, k := range sortedTextKeys(r.Resources) {
 			x := r.Resources[k]
 			util := formatPercent(x.Utilization)
@@ -95,66 +95,32 @@ func WriteText(w io.Writer, r *Result) error {
 			if len(per) > 0 {
 				perText = strings.Join(per, " ")
 			}
-			t.row(k, util, formatNumber(x.Busy), wait, perText)
+			t.Row(k, util, formatNumber(x.Busy), wait, perText)
 		}
-		t.flush()
+		t.Flush()
 	}
 
 	if s := r.Sim; s != nil {
-		tw.printf("\nsimulation: seed %d, %d replications, %d requests after a warm-up of %s per replication, %d events, %s simulated, %s wall\n",
+		tw.Printf("\nsimulation: seed %d, %d replications, %d requests after a warm-up of %s per replication, %d events, %s simulated, %s wall\n",
 			s.Seed, s.Replications, s.Requests, formatNumber(s.WarmupCut), s.Events,
-			formatDuration(s.SimTime), formatDuration(s.WallSeconds))
+			textout.Duration(s.SimTime), textout.Duration(s.WallSeconds))
 	}
 	if m := r.MVA; m != nil {
-		tw.printf("\nanalysis: %s", m.Method)
+		tw.Printf("\nanalysis: %s", m.Method)
 		if m.Iterations > 0 {
-			tw.printf(", %d iterations", m.Iterations)
+			tw.Printf(", %d iterations", m.Iterations)
 		}
 		if m.Converged {
-			tw.printf(", converged")
+			tw.Printf(", converged")
 		} else {
-			tw.printf(", not converged")
+			tw.Printf(", not converged")
 		}
 		if m.Residual > 0 {
-			tw.printf(", residual %.3g", m.Residual)
+			tw.Printf(", residual %.3g", m.Residual)
 		}
-		tw.printf("\n")
+		tw.Printf("\n")
 	}
-	return tw.err
-}
-
-// textWriter remembers the first write error.
-type textWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (tw *textWriter) printf(format string, args ...any) {
-	if tw.err == nil {
-		_, tw.err = fmt.Fprintf(tw.w, format, args...)
-	}
-}
-
-// textTable is one aligned table.
-type textTable struct {
-	tw  *textWriter
-	tab *tabwriter.Writer
-}
-
-func (tw *textWriter) table() *textTable {
-	return &textTable{tw: tw, tab: tabwriter.NewWriter(tw.w, 0, 0, 2, ' ', 0)}
-}
-
-func (t *textTable) row(cells ...string) {
-	if t.tw.err == nil {
-		_, t.tw.err = io.WriteString(t.tab, strings.Join(cells, "\t")+"\n")
-	}
-}
-
-func (t *textTable) flush() {
-	if t.tw.err == nil {
-		t.tw.err = t.tab.Flush()
-	}
+	return tw.Err()
 }
 
 func sortedTextKeys[V any](m map[string]V) []string {
@@ -172,7 +138,7 @@ func timeColumns(t *Times) []string {
 		if v == nil {
 			return "-"
 		}
-		return formatDuration(*v)
+		return textout.Duration(*v)
 	}
 	return []string{formatTime(t.Mean, t.CI95), p(t.P50), p(t.P90), p(t.P95), p(t.P99)}
 }
@@ -180,66 +146,21 @@ func timeColumns(t *Times) []string {
 // formatTime renders a mean time and, when known, its interval as ± the
 // half-width in the mean's unit.
 func formatTime(mean float64, ci *[2]float64) string {
-	s, unit, scale := durationParts(mean)
+	s, unit, scale := textout.DurationParts(mean)
 	if ci == nil {
 		return s + " " + unit
 	}
-	return s + " " + unit + " ±" + sig3((ci[1]-ci[0])/2*scale)
-}
-
-// formatDuration renders seconds in µs, ms, s, or minutes and hours for
-// long spans.
-func formatDuration(sec float64) string {
-	s, unit, _ := durationParts(sec)
-	return s + " " + unit
-}
-
-// durationParts chooses a unit for a time in seconds and returns the number
-// in that unit, the unit, and the factor from seconds to it.
-func durationParts(sec float64) (string, string, float64) {
-	a := math.Abs(sec)
-	switch {
-	case sec == 0 || math.IsNaN(sec) || math.IsInf(sec, 0):
-		return sig3(sec), "s", 1
-	case a < 1e-3:
-		return sig3(sec * 1e6), "µs", 1e6
-	case a < 1:
-		return sig3(sec * 1e3), "ms", 1e3
-	case a < 600:
-		return sig3(sec), "s", 1
-	case a < 36000:
-		return sig3(sec / 60), "min", 1.0 / 60
-	}
-	return sig3(sec / 3600), "h", 1.0 / 3600
-}
-
-// sig3 writes a number with three significant digits, without exponent for
-// ordinary magnitudes.
-func sig3(v float64) string {
-	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-		return strconv.FormatFloat(v, 'g', -1, 64)
-	}
-	a := math.Abs(v)
-	if a >= 1e6 || a < 1e-3 {
-		return strconv.FormatFloat(v, 'g', 3, 64)
-	}
-	digits := 2 - int(math.Floor(math.Log10(a)))
-	if digits < 0 {
-		digits = 0
-	}
-	return strconv.FormatFloat(v, 'f', digits, 64)
+	return s + " " + unit + " ±" + textout.Sig3((ci[1]-ci[0])/2*scale)
 }
 
 // formatNumber writes a plain quantity with three significant digits.
-func formatNumber(v float64) string { return sig3(v) }
-
-func formatRate(v float64) string { return sig3(v) + "/s" }
+func formatNumber(v float64) string { return textout.Sig3(v) }
 
 func formatRateCI(v float64, ci *[2]float64) string {
 	if ci == nil {
-		return formatRate(v)
+		return textout.Rate(v)
 	}
-	return formatRate(v) + " ±" + sig3((ci[1]-ci[0])/2)
+	return textout.Rate(v) + " ±" + textout.Sig3((ci[1]-ci[0])/2)
 }
 
 // formatPercent writes a fraction as a percentage with one decimal (more

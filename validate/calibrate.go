@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/perfcast/perfcast/extract"
+	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/model"
 )
 
@@ -196,7 +197,7 @@ func (cal *Calibration) describe(traces int64) string {
 	for _, w := range sortedKeys(cal.Delay) {
 		ed := cal.Delay[w]
 		parts = append(parts, fmt.Sprintf("workload %s: delay %s before its first call (mean response time measured %s, predicted %s)",
-			w, formatDuration(ed.Seconds), formatDuration(ed.Measured), formatDuration(ed.Predicted)))
+			w, textout.Duration(ed.Seconds), textout.Duration(ed.Measured), textout.Duration(ed.Predicted)))
 	}
 	if len(parts) == 0 {
 		return ""

@@ -1,15 +1,13 @@
 package validate
 
 import (
-	"fmt"
 	"io"
 	"maps"
 	"math"
 	"slices"
 	"strconv"
-	"strings"
-	"text/tabwriter"
 
+	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/solve"
 )
 
@@ -20,28 +18,28 @@ import (
 // utilizations in percent; figures that were not compared as "-". An error
 // larger than its noise is marked with "*".
 func WriteText(w io.Writer, rep *Report) error {
-	tw := &textWriter{w: w}
+	tw := textout.NewWriter(w)
 	name := rep.Predicted.Model
 	if name == "" {
 		name = "(unnamed)"
 	}
 	dur, _ := rep.Measured.Extra[DurationKey].(float64)
-	tw.printf("validation of model %s on %d traces over %s, solver %s", name, rep.Traces, formatDuration(dur), rep.Predicted.Solver)
+	tw.Printf("validation of model %s on %d traces over %s, solver %s", name, rep.Traces, textout.Duration(dur), rep.Predicted.Solver)
 	if !rep.Predicted.Stable {
-		tw.printf(": prediction UNSTABLE, bottleneck %s", rep.Predicted.Bottleneck)
+		tw.Printf(": prediction UNSTABLE, bottleneck %s", rep.Predicted.Bottleneck)
 	}
-	tw.printf("\n")
+	tw.Printf("\n")
 	for _, msg := range rep.Warnings {
-		tw.printf("warning: %s\n", msg)
+		tw.Printf("warning: %s\n", msg)
 	}
 	for _, msg := range rep.Measured.Warnings {
-		tw.printf("warning: measured: %s\n", msg)
+		tw.Printf("warning: measured: %s\n", msg)
 	}
 	for _, msg := range rep.Predicted.Warnings {
-		tw.printf("warning: predicted: %s\n", msg)
+		tw.Printf("warning: predicted: %s\n", msg)
 	}
-	if tw.err != nil {
-		return tw.err
+	if tw.Err() != nil {
+		return tw.Err()
 	}
 	if err := WriteErrorTable(w, rep); err != nil {
 		return err
@@ -52,11 +50,11 @@ func WriteText(w io.Writer, rep *Report) error {
 // WriteErrorTable writes the table of measured and predicted figures and
 // their errors, preceded by an empty line.
 func WriteErrorTable(w io.Writer, rep *Report) error {
-	tw := &textWriter{w: w}
+	tw := textout.NewWriter(w)
 	mq, pq := quartilesOf(rep.Measured), quartilesOf(rep.Predicted)
-	tw.printf("\n")
-	t := tw.table()
-	t.row("", "", "MEASURED", "PREDICTED", "ERROR", "NOISE")
+	tw.Printf("\n")
+	t := tw.Table()
+	t.Row("", "", "MEASURED", "PREDICTED", "ERROR", "NOISE")
 	flows := func(kind string, names []string, meas func(string) (*solve.Times, float64), pred func(string) (*solve.Times, float64),
 		errs, noise map[string]*FlowErrors, quart func(q *Quartiles, name string) ([2]float64, bool)) {
 		for _, n := range names {
@@ -74,8 +72,8 @@ func WriteErrorTable(w io.Writer, rep *Report) error {
 			}
 			et, nt := orEmpty(e.ResponseTime), orEmpty(ns.ResponseTime)
 			label := kind + " " + n
-			t.row(label, "throughput", formatRate(mx), formatRate(px), formatErr(e.Throughput, ns.Throughput), formatNoise(ns.Throughput))
-			t.row("", "mean", formatDuration(mt.Mean), formatDuration(pt.Mean), formatErr(et.Mean, nt.Mean), formatNoise(nt.Mean))
+			t.Row(label, "throughput", textout.Rate(mx), textout.Rate(px), formatErr(e.Throughput, ns.Throughput), formatNoise(ns.Throughput))
+			t.Row("", "mean", textout.Duration(mt.Mean), textout.Duration(pt.Mean), formatErr(et.Mean, nt.Mean), formatNoise(nt.Mean))
 			for _, p := range []struct {
 				name string
 				m, p *float64
@@ -89,7 +87,7 @@ func WriteErrorTable(w io.Writer, rep *Report) error {
 				if p.m == nil && p.p == nil {
 					continue
 				}
-				t.row("", p.name, formatOptDuration(p.m), formatOptDuration(p.p), formatErr(p.err, nil), "-")
+				t.Row("", p.name, formatOptDuration(p.m), formatOptDuration(p.p), formatErr(p.err, nil), "-")
 			}
 			var mi, pi *float64
 			if mq != nil {
@@ -103,7 +101,7 @@ func WriteErrorTable(w io.Writer, rep *Report) error {
 				}
 			}
 			if mi != nil || pi != nil {
-				t.row("", "iqr", formatOptDuration(mi), formatOptDuration(pi), formatErr(et.IQR, nil), "-")
+				t.Row("", "iqr", formatOptDuration(mi), formatOptDuration(pi), formatErr(et.IQR, nil), "-")
 			}
 		}
 	}
@@ -123,79 +121,79 @@ func WriteErrorTable(w io.Writer, rep *Report) error {
 		if ns == nil {
 			ns = &ResourceErrors{}
 		}
-		t.row("resource "+n, "utilization", formatPercent(m.Resources[n].Utilization), formatPercent(p.Resources[n].Utilization),
+		t.Row("resource "+n, "utilization", formatPercent(m.Resources[n].Utilization), formatPercent(p.Resources[n].Utilization),
 			formatErr(e.Utilization, ns.Utilization), formatNoise(ns.Utilization))
 	}
-	t.flush()
-	return tw.err
+	t.Flush()
+	return tw.Err()
 }
 
 // writeSummary writes the prediction errors of Brunnert et al.
 func writeSummary(w io.Writer, rep *Report) error {
-	tw := &textWriter{w: w}
+	tw := textout.NewWriter(w)
 	s := rep.Summary
 	if s == nil {
 		return nil
 	}
-	tw.printf("\nprediction errors (absolute, relative to the measurement)\n")
-	t := tw.table()
-	t.row("WORKLOAD", "RTPE", "TPE", "MEDIAN", "IQR", "CPUPE", "HOST")
+	tw.Printf("\nprediction errors (absolute, relative to the measurement)\n")
+	t := tw.Table()
+	t.Row("WORKLOAD", "RTPE", "TPE", "MEDIAN", "IQR", "CPUPE", "HOST")
 	for _, n := range slices.Sorted(maps.Keys(s.Workloads)) {
 		ws := s.Workloads[n]
 		host := ws.Host
 		if host == "" {
 			host = "-"
 		}
-		t.row(n, formatAbs(ws.RTPE), formatAbs(ws.TPE), formatAbs(ws.MedianPE), formatAbs(ws.IQRPE), formatAbs(ws.CPUPE), host)
+		t.Row(n, formatAbs(ws.RTPE), formatAbs(ws.TPE), formatAbs(ws.MedianPE), formatAbs(ws.IQRPE), formatAbs(ws.CPUPE), host)
 	}
-	t.flush()
+	t.Flush()
 	if len(s.Hosts) > 0 {
-		tw.printf("\n")
-		t := tw.table()
-		t.row("HOST", "MEASURED CPU", "PREDICTED CPU", "CPUPE")
+		tw.Printf("\n")
+		t := tw.Table()
+		t.Row("HOST", "MEASURED CPU", "PREDICTED CPU", "CPUPE")
 		for _, n := range slices.Sorted(maps.Keys(s.Hosts)) {
 			h := s.Hosts[n]
-			t.row(n, formatPercent(h.Measured), formatPercent(h.Predicted), formatAbs(h.CPUPE))
+			t.Row(n, formatPercent(h.Measured), formatPercent(h.Predicted), formatAbs(h.CPUPE))
 		}
-		t.flush()
+		t.Flush()
 	}
-	tw.printf("\n")
-	t = tw.table()
-	t.row("", "N", "MEAN", "MEDIAN", "MAX")
+	tw.Printf("\n")
+	t = tw.Table()
+	t.Row("", "N", "MEAN", "MEDIAN", "MAX")
 	for _, a := range []struct {
 		name string
 		agg  *Aggregate
 	}{{"RTPE (workloads)", s.RTPE}, {"TPE (workloads)", s.TPE}, {"CPUPE (hosts)", s.CPUPE}} {
 		if a.agg == nil {
-			t.row(a.name, "0", "-", "-", "-")
+			t.Row(a.name, "0", "-", "-", "-")
 			continue
 		}
-		t.row(a.name, strconv.Itoa(a.agg.N), formatPercent(a.agg.Mean), formatPercent(a.agg.Median), formatPercent(a.agg.Max))
+		t.Row(a.name, strconv.Itoa(a.agg.N), formatPercent(a.agg.Mean), formatPercent(a.agg.Median), formatPercent(a.agg.Max))
 	}
-	t.flush()
-	return tw.err
+	t.Flush()
+	return tw.Err()
 }
 
 // WriteCalibration writes what calibration changed.
 func WriteCalibration(w io.Writer, cal *Calibration, out string) error {
-	tw := &textWriter{w: w}
-	tw.printf("\ncalibration written to %s:\n", out)
+	tw := textout.NewWriter(w)
+	tw.Printf("\ncalibration written to %s:\n", out)
 	if len(cal.CPU) == 0 && len(cal.Delay) == 0 {
-		tw.printf("  nothing changed\n")
+		tw.Printf("  nothing changed\n")
 	}
 	for _, h := range sortedKeys(cal.CPU) {
 		cf := cal.CPU[h]
-		tw.printf("  host %s: CPU demands ×%.3g (utilization measured %s, predicted %s)\n", h, cf.Factor, formatPercent(cf.Measured), formatPercent(cf.Predicted))
+		tw.Printf("  host %s: CPU demands ×%.3g (utilization measured %s, predicted %s)\n", h, cf.Factor, formatPercent(cf.Measured), formatPercent(cf.Predicted))
 	}
 	for _, n := range sortedKeys(cal.Delay) {
 		ed := cal.Delay[n]
-		tw.printf("  workload %s: delay %s before its first call (mean response time measured %s, predicted %s)\n",
-			n, formatDuration(ed.Seconds), formatDuration(ed.Measured), formatDuration(ed.Predicted))
+		tw.Printf("  workload %s: delay %s before its first call (mean response time measured %s, predicted %s)\n",
+			n, textout.Duration(ed.Seconds), textout.Duration(ed.Measured), textout.Duration(ed.Predicted))
 	}
 	for _, note := range cal.Notes {
-		tw.printf("  note: %s\n", note)
+		tw.Printf("  note: %s\n", note)
 	}
-	return tw.err
+	return tw.Err()
 }
 
 func flowOf(x *solve.WorkloadResult) (*solve.Times, float64) {
@@ -221,70 +219,16 @@ func orEmpty(t *TimesErrors) *TimesErrors {
 
 func ptr(v float64) *float64 { return &v }
 
-// textWriter remembers the first write error.
-type textWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (tw *textWriter) printf(format string, args ...any) {
-	if tw.err == nil {
-		_, tw.err = fmt.Fprintf(tw.w, format, args...)
-	}
-}
-
-type textTable struct {
-	tw  *textWriter
-	tab *tabwriter.Writer
-}
-
-func (tw *textWriter) table() *textTable {
-	return &textTable{tw: tw, tab: tabwriter.NewWriter(tw.w, 0, 0, 2, ' ', 0)}
-}
-
-func (t *textTable) row(cells ...string) {
-	if t.tw.err == nil {
-		_, t.tw.err = io.WriteString(t.tab, strings.Join(cells, "\t")+"\n")
-	}
-}
-
-func (t *textTable) flush() {
-	if t.tw.err == nil {
-		t.tw.err = t.tab.Flush()
-	}
-}
-
-// formatDuration writes seconds in µs, ms, s, min or h with three
-// significant digits.
-func formatDuration(sec float64) string {
-	a := math.Abs(sec)
-	switch {
-	case sec == 0 || math.IsNaN(sec) || math.IsInf(sec, 0):
-		return sig3(sec) + " s"
-	case a < 1e-3:
-		return sig3(sec*1e6) + " µs"
-	case a < 1:
-		return sig3(sec*1e3) + " ms"
-	case a < 600:
-		return sig3(sec) + " s"
-	case a < 36000:
-		return sig3(sec/60) + " min"
-	}
-	return sig3(sec/3600) + " h"
-}
-
 func formatOptDuration(v *float64) string {
 	if v == nil {
 		return "-"
 	}
-	return formatDuration(*v)
+	return textout.Duration(*v)
 }
-
-func formatRate(v float64) string { return sig3(v) + "/s" }
 
 // formatPercent writes a fraction as a percentage with three significant
 // digits.
-func formatPercent(f float64) string { return sig3(100*f) + " %" }
+func formatPercent(f float64) string { return textout.Sig3(100*f) + " %" }
 
 // formatErr writes a signed relative error in percent, marked "*" when it
 // exceeds its noise.
@@ -292,7 +236,7 @@ func formatErr(e, noise *float64) string {
 	if e == nil {
 		return "-"
 	}
-	s := sig3(100 * *e)
+	s := textout.Sig3(100 * *e)
 	if *e >= 0 {
 		s = "+" + s
 	}
@@ -307,7 +251,7 @@ func formatNoise(n *float64) string {
 	if n == nil {
 		return "-"
 	}
-	return "±" + sig3(100**n) + " %"
+	return "±" + textout.Sig3(100**n) + " %"
 }
 
 func formatAbs(e *float64) string {
@@ -315,18 +259,4 @@ func formatAbs(e *float64) string {
 		return "-"
 	}
 	return formatPercent(*e)
-}
-
-// sig3 writes a number with three significant digits, without an exponent
-// for ordinary magnitudes.
-func sig3(v float64) string {
-	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-		return strconv.FormatFloat(v, 'g', -1, 64)
-	}
-	a := math.Abs(v)
-	if a >= 1e6 || a < 1e-3 {
-		return strconv.FormatFloat(v, 'g', 3, 64)
-	}
-	digits := max(2-int(math.Floor(math.Log10(a))), 0)
-	return strconv.FormatFloat(v, 'f', digits, 64)
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/perfcast/perfcast/report"
 	"github.com/perfcast/perfcast/solve"
 	"github.com/perfcast/perfcast/solve/mva"
-	"github.com/perfcast/perfcast/solve/sim"
 )
 
 func newAnalyzeCmd(g *globalFlags) *cobra.Command {
@@ -155,7 +154,9 @@ func analyzeOptions(cmd *cobra.Command, f *solveFlags, prog *progress, points in
 		SweepFallback:  fallback,
 		Solve: func(ctx context.Context, m *model.Model) (*solve.Result, error) {
 			prog.set("solving the observed load", 0)
-			return solveReporting(ctx, m, f, func(done float64) { prog.set("solving the observed load", done) })
+			observed := *f
+			observed.progress = func(done float64) { prog.set("solving the observed load", done) }
+			return solveModel(ctx, m, &observed)
 		},
 		SolveSweep: func(ctx context.Context, m *model.Model) (*solve.Result, error) {
 			return solveModel(ctx, m, &sweepFlags)
@@ -168,42 +169,6 @@ func analyzeOptions(cmd *cobra.Command, f *solveFlags, prog *progress, points in
 			prog.set(fmt.Sprintf("solving load levels %d/%d", done, total), float64(done)/float64(total))
 		},
 	}
-}
-
-// solveReporting is solveModel with a progress callback for simulations.
-func solveReporting(ctx context.Context, m *model.Model, f *solveFlags, progress func(float64)) (*solve.Result, error) {
-	opts, err := f.options()
-	if err != nil {
-		return nil, err
-	}
-	opts.Progress = progress
-	var s solve.Solver
-	var note []string
-	switch f.solver {
-	case "sim":
-		s = sim.New()
-	case "mva":
-		s = mva.New()
-	case "auto":
-		if ok, reasons := mva.Supports(m); ok {
-			s = mva.New()
-		} else {
-			s = sim.New()
-			for _, r := range reasons {
-				note = append(note, "solver auto chose simulation: "+r)
-			}
-		}
-	default:
-		return nil, usagef("--solver takes sim, mva or auto, not %q", f.solver)
-	}
-	res, err := s.Solve(ctx, m, opts)
-	if err != nil {
-		return nil, err
-	}
-	if len(note) > 0 {
-		res.Warnings = append(note, res.Warnings...)
-	}
-	return res, nil
 }
 
 // writeResults writes the results as indented JSON.

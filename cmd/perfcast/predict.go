@@ -25,6 +25,8 @@ type solveFlags struct {
 	workers   int
 	json      bool
 	sets      []string
+	// progress, when set, is told how far a simulation has come.
+	progress func(done float64)
 }
 
 func (f *solveFlags) register(cmd *cobra.Command) {
@@ -64,7 +66,7 @@ func (f *solveFlags) options() (solve.Options, error) {
 	if f.requests < 0 || f.workers < 1 {
 		return solve.Options{}, usagef("--requests must not be negative and --workers must be at least 1")
 	}
-	return solve.Options{Seed: f.seed, Requests: f.requests, Precision: f.precision, Workers: f.workers}, nil
+	return solve.Options{Seed: f.seed, Requests: f.requests, Precision: f.precision, Workers: f.workers, Progress: f.progress}, nil
 }
 
 // solveModel solves m with the chosen solver; auto picks the analytical
