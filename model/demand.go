@@ -234,3 +234,41 @@ func (m *Model) Servers(resource string) int {
 	}
 	return 0
 }
+
+// Alternative is one body a switch step may take, with its probability.
+type Alternative struct {
+	Steps []Step
+	P     float64
+}
+
+// Alternatives lists the bodies a switch step takes for requests of
+// workload w, with their probabilities: the case of the workload's name for
+// `on: class`, the cases of the parameter's values weighted by its
+// distribution, or the default (for a nil w, or a parameter w does not
+// declare). Nested switches on one parameter are treated as independent
+// draws; Demands keeps them consistent.
+func (s *Step) Alternatives(w *Workload) []Alternative {
+	pick := func(v string) []Step {
+		for _, c := range s.Cases {
+			if c.Value == v {
+				return c.Steps
+			}
+		}
+		return s.Default
+	}
+	if w == nil {
+		return []Alternative{{s.Default, 1}}
+	}
+	if s.On == "class" {
+		return []Alternative{{pick(w.Name), 1}}
+	}
+	p := w.Param(s.On)
+	if p == nil {
+		return []Alternative{{s.Default, 1}}
+	}
+	out := make([]Alternative, len(p.Values))
+	for i, v := range p.Values {
+		out[i] = Alternative{pick(v), p.Probs[i]}
+	}
+	return out
+}

@@ -79,44 +79,11 @@ func walkOwn(steps []model.Step, h *model.Host, w *model.Workload, weight float6
 		case model.StepHold:
 			walkOwn(s.Steps, h, w, weight, out, depth+1)
 		case model.StepSwitch:
-			for _, c := range switchCases(s, w) {
-				walkOwn(c.steps, h, w, weight*c.p, out, depth+1)
+			for _, c := range s.Alternatives(w) {
+				walkOwn(c.Steps, h, w, weight*c.P, out, depth+1)
 			}
 		}
 	}
-}
-
-type weighted struct {
-	steps []model.Step
-	p     float64
-}
-
-// switchCases lists the bodies a switch step takes for requests of w, with
-// their probabilities; nil w takes the default.
-func switchCases(s *model.Step, w *model.Workload) []weighted {
-	pick := func(v string) []model.Step {
-		for _, c := range s.Cases {
-			if c.Value == v {
-				return c.Steps
-			}
-		}
-		return s.Default
-	}
-	if w == nil {
-		return []weighted{{s.Default, 1}}
-	}
-	if s.On == "class" {
-		return []weighted{{pick(w.Name), 1}}
-	}
-	p := w.Param(s.On)
-	if p == nil {
-		return []weighted{{s.Default, 1}}
-	}
-	out := make([]weighted, len(p.Values))
-	for i, v := range p.Values {
-		out[i] = weighted{pick(v), p.Probs[i]}
-	}
-	return out
 }
 
 // workloadRate is the request rate of a workload at the observed load: the

@@ -184,51 +184,14 @@ func (b *boundWalk) minStepTime(c *model.Component, s *model.Step, depth int) fl
 		return b.minStepsTime(c, s.Steps, depth)
 	case model.StepSwitch:
 		var t float64
-		for _, ws := range switchBodies(w, s) {
-			t += ws.p * b.minStepsTime(c, ws.steps, depth)
+		for _, ws := range s.Alternatives(w) {
+			t += ws.P * b.minStepsTime(c, ws.Steps, depth)
 		}
 		return t
 	}
 	return 0
 }
 
-// weightedSteps is one body a switch step may take, with its probability.
-type weightedSteps struct {
-	steps []model.Step
-	p     float64
-}
-
-// switchBodies lists the bodies a switch step may take for a request of
-// workload w, with their probabilities. Nested switches on one parameter are
-// treated as independent draws, which keeps this a bound-grade estimate.
-func switchBodies(w *model.Workload, s *model.Step) []weightedSteps {
-	pick := func(v string) []model.Step {
-		for _, cs := range s.Cases {
-			if cs.Value == v {
-				return cs.Steps
-			}
-		}
-		return s.Default
-	}
-	if s.On == "class" {
-		if w == nil {
-			return []weightedSteps{{s.Default, 1}}
-		}
-		return []weightedSteps{{pick(w.Name), 1}}
-	}
-	var p *model.Param
-	if w != nil {
-		p = w.Param(s.On)
-	}
-	if p == nil {
-		return []weightedSteps{{s.Default, 1}}
-	}
-	out := make([]weightedSteps, len(p.Values))
-	for i, v := range p.Values {
-		out[i] = weightedSteps{pick(v), p.Probs[i]}
-	}
-	return out
-}
 
 // collectHolds adds, per passive resource, the expected holding time per
 // request implied by hold steps (the minimal time of their bodies), weighted
@@ -267,8 +230,8 @@ func (b *boundWalk) collectHolds(steps []model.Step, c *model.Component, weight 
 				b.collectHolds(list, c, weight, out, depth)
 			}
 		case model.StepSwitch:
-			for _, ws := range switchBodies(b.w, s) {
-				b.collectHolds(ws.steps, c, weight*ws.p, out, depth)
+			for _, ws := range s.Alternatives(b.w) {
+				b.collectHolds(ws.Steps, c, weight*ws.P, out, depth)
 			}
 		}
 	}
