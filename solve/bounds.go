@@ -192,7 +192,6 @@ func (b *boundWalk) minStepTime(c *model.Component, s *model.Step, depth int) fl
 	return 0
 }
 
-
 // collectHolds adds, per passive resource, the expected holding time per
 // request implied by hold steps (the minimal time of their bodies), weighted
 // by how often they run.
