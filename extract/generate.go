@@ -136,6 +136,10 @@ type generator struct {
 	busy map[*model.Host]float64
 	// est holds demands estimated from utilization metrics.
 	est *Estimates
+	// ownBusy holds, per host, the busy cores that own times taken as CPU
+	// would make (over all replicas), and scales the resulting ownScale.
+	ownBusy map[*model.Host]float64
+	scales  map[*model.Host]float64
 }
 
 // inferLimits looks for hidden bounds on concurrency: a component whose
@@ -453,6 +457,9 @@ func (g *generator) operations() {
 			o.Steps = append(o.Steps, sw...)
 		} else {
 			if f := g.fit(id+" cpu", cpu); cpu.mean() > 0 {
+				if scale := g.ownScale(op); scale != 1 {
+					f = withMean(f, f.Mean()*scale)
+				}
 				o.Steps = append(o.Steps, model.Step{Kind: model.StepCPU, Demand: f})
 			}
 			o.Steps = append(o.Steps, g.behavior(id, op)...)
@@ -479,7 +486,7 @@ func (g *generator) operations() {
 	}
 	g.rep.CPUMeasured = len(noCPU) == 0 && len(ids) > 0
 	if len(noCPU) > 0 {
-		g.rep.warnf("no CPU time (perfcast.cpu.time) on %d of %d operations; their own time (duration minus calls) is taken as CPU demand, which overstates CPU where they wait for locks, I/O or unmodeled systems: %s",
+		g.rep.warnf("no CPU time (perfcast.cpu.time) and no utilization metrics (--metrics) for %d of %d operations; their own time (duration minus calls), less the wait for the CPU it implies at the observed load, is taken as CPU demand, which overstates CPU where they wait for locks, I/O or unmodeled systems: %s",
 			len(noCPU), len(ids), abbreviate(noCPU, 8))
 	}
 }
@@ -854,6 +861,8 @@ func arrivalCV(e *entryStats, rate float64) float64 {
 func (g *generator) cores() {
 	span := g.s.span()
 	g.busy = map[*model.Host]float64{}
+	g.ownBusy = map[*model.Host]float64{}
+	g.scales = map[*model.Host]float64{}
 	if span <= 0 {
 		return
 	}
@@ -867,6 +876,8 @@ func (g *generator) cores() {
 			d = op.cpu.sum
 		} else if r, ok := g.est.PerOp[g.s.opID(op)]; ok && r.CPU > 0 {
 			d = r.CPU * float64(op.count)
+		} else {
+			g.ownBusy[h] += d / span
 		}
 		g.busy[h] += d / span
 	}
@@ -883,6 +894,57 @@ func (g *generator) cores() {
 	}
 	if len(assumed) > 0 {
 		g.rep.warnf("cores per host assumed (give them in --config hosts: NAME: {cores: N}): %s", strings.Join(assumed, ", "))
+	}
+	g.ownScales()
+}
+
+// ownScale is the share of an operation's own time that is CPU demand when
+// nothing measures its CPU (see ownScales); 1 for operations with measured or
+// estimated CPU.
+func (g *generator) ownScale(op *opStats) float64 {
+	if op.cpu.n == op.count && op.count > 0 {
+		return 1
+	}
+	if r, ok := g.est.PerOp[g.s.opID(op)]; ok && r.CPU > 0 {
+		return 1
+	}
+	if f, ok := g.scales[g.hostOf[op.component]]; ok {
+		return f
+	}
+	return 1
+}
+
+// ownScales decides, per host, the share of own time that is CPU demand for
+// operations whose CPU nothing measures. Taken as CPU whole, their own times
+// would keep a_T cores busy per replica; but under processor sharing an own
+// time is the demand plus the wait for the CPU, D·(1 + W) with
+// W = C(c, a)/(c − a) at the busy cores a that the demands make, measured ones
+// (a_m) included. The share f solves f·(1 + W(a_m + f·a_T)) = 1, so the model
+// reproduces the own times at the observed load and keeps the host below
+// saturation; the busy cores are corrected to a_m + f·a_T.
+func (g *generator) ownScales() {
+	for _, h := range g.m.Hosts {
+		aT := g.ownBusy[h] / float64(h.Replicas) / h.CPU.Speed
+		if aT <= 0 {
+			continue
+		}
+		am := (g.busy[h] - g.ownBusy[h]) / float64(h.Replicas) / h.CPU.Speed
+		c := float64(h.CPU.Cores)
+		excess := func(f float64) bool {
+			a := am + f*aT
+			return a >= c || f*(1+erlangC(h.CPU.Cores, a)/(c-a)) > 1
+		}
+		lo, hi := 0.0, 1.0
+		for range 60 {
+			if f := (lo + hi) / 2; excess(f) {
+				hi = f
+			} else {
+				lo = f
+			}
+		}
+		f := lo
+		g.scales[h] = f
+		g.busy[h] -= (1 - f) * g.ownBusy[h]
 	}
 }
 

@@ -376,7 +376,11 @@ func (g *generator) paramSwitch(id string, op *opStats, bins map[string]map[stri
 			ps := byLabel[l]
 			var steps []model.Step
 			if d := ps.demand; d.mean() > 0 {
-				steps = append(steps, model.Step{Kind: model.StepCPU, Demand: g.fit(id+" cpu "+p+"="+l, d)})
+				f := g.fit(id+" cpu "+p+"="+l, d)
+				if scale := g.ownScale(op); scale != 1 {
+					f = withMean(f, f.Mean()*scale)
+				}
+				steps = append(steps, model.Step{Kind: model.StepCPU, Demand: f})
 			}
 			steps = append(steps, g.variantSteps(ps.variants)...)
 			sw.Cases = append(sw.Cases, model.Case{Value: l, Steps: steps})
