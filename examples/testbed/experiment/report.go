@@ -190,13 +190,15 @@ func (r *report) write(w io.Writer, args []string) {
 		"- CPU in no span: the model's CPU demand is the sum of the spans' `perfcast.cpu.time`; the processes'\n"+
 		"  garbage collection, span export and runtime work are missing from it (see the share above), so\n"+
 		"  predicted utilization and the queueing it causes are low.\n"+
-		"- Waiting taken for work: extraction models each operation's own time off the CPU (own time minus\n"+
-		"  CPU time) as a fixed delay. At the reference load that time includes waiting for the CPU and for\n"+
-		"  the stock mutex, which the model then also simulates: counted twice when either is busy at the\n"+
-		"  reference.\n"+
-		"- The fan-out: the reference's recommendation calls come out of extraction as several call variants\n"+
-		"  (parallel groups and sequences, depending on how the pool's workers interleaved), not as one\n"+
-		"  parallel block of six calls; the declared pool then bounds them.\n"+
+		"- Waiting taken for work: each operation's own time off the CPU, less the wait for the CPU that\n"+
+		"  processor sharing implies at the reference load and the wait for locks extraction inferred, is a\n"+
+		"  fixed delay. Waits the spans do not show as such (a goroutine ready but not running, a lock whose\n"+
+		"  holders do not bound the span's concurrency, I/O) stay fixed, so they do not grow with the load.\n"+
+		"- The fan-out: the recommendation's six calls are one parallel block; each call's time outside the\n"+
+		"  catalog's span (waiting for the catalog's CPU before the span starts) is a fixed delay per call,\n"+
+		"  and the join takes the maximum of six independent delays where the real ones move together.\n"+
+		"- Declared resources: the runner declares the fan-out pool and the stock mutex; at the reference\n"+
+		"  load they are too rarely full for extraction to infer them.\n"+
 		"- Other work on the machine: pinning keeps the load generator off the services' CPU, not other\n"+
 		"  processes; the load average above tells how busy the machine was.\n\n")
 	if len(r.warnings) > 0 {
