@@ -71,21 +71,9 @@ func limitedTraces(n int, seed uint64) []*ingest.Span {
 	}
 	lStart, lEnd := fcfs(lockArr, lockS, 1)
 	var spans []*ingest.Span
-	var id uint64
-	next := func() ingest.SpanID {
-		id++
-		var s ingest.SpanID
-		for j := 0; j < 8; j++ {
-			s[j] = byte(id >> (56 - 8*j))
-		}
-		return s
-	}
+	next := spanIDs()
 	for i := 0; i < n; i++ {
-		var tid ingest.TraceID
-		tid[0] = 2
-		for j := 0; j < 8; j++ {
-			tid[8+j] = byte(uint64(i) >> (56 - 8*j))
-		}
+		tid := testTraceID(2, i)
 		mk := func(parent ingest.SpanID, kind ingest.Kind, svc, name string, s, e int64) *ingest.Span {
 			sp := &ingest.Span{TraceID: tid, SpanID: next(), ParentID: parent, Kind: kind, Service: svc, Host: svc + "-host",
 				Name: name, Start: s, End: e, CPUTime: math.NaN()}
@@ -182,21 +170,9 @@ func lockedCallTraces(n int, seed uint64) []*ingest.Span {
 	}
 	start, end := fcfs(want, svc, 1)
 	var spans []*ingest.Span
-	var id uint64
-	next := func() ingest.SpanID {
-		id++
-		var s ingest.SpanID
-		for j := 0; j < 8; j++ {
-			s[j] = byte(id >> (56 - 8*j))
-		}
-		return s
-	}
+	next := spanIDs()
 	for i := 0; i < n; i++ {
-		var tid ingest.TraceID
-		tid[0] = 5
-		for j := 0; j < 8; j++ {
-			tid[8+j] = byte(uint64(i) >> (56 - 8*j))
-		}
+		tid := testTraceID(5, i)
 		root := &ingest.Span{TraceID: tid, SpanID: next(), Kind: ingest.KindServer, Service: "orders", Host: "o",
 			Name: "POST /orders", Start: arrive[i], End: end[i] + 100_000, CPUTime: 1e-3}
 		cl := &ingest.Span{TraceID: tid, SpanID: next(), ParentID: root.SpanID, Kind: ingest.KindClient, Service: "orders",
@@ -292,4 +268,27 @@ func TestDeclaredPassive(t *testing.T) {
 	if !found {
 		t.Errorf("no warning for a declared call to nothing: %v", rep.Warnings)
 	}
+}
+
+// spanIDs returns a source of distinct span ids for generated traces.
+func spanIDs() func() ingest.SpanID {
+	var id uint64
+	return func() ingest.SpanID {
+		id++
+		var s ingest.SpanID
+		for j := 0; j < 8; j++ {
+			s[j] = byte(id >> (56 - 8*j))
+		}
+		return s
+	}
+}
+
+// testTraceID is the id of the i-th trace of a generator tagged tag.
+func testTraceID(tag byte, i int) ingest.TraceID {
+	var t ingest.TraceID
+	t[0] = tag
+	for j := 0; j < 8; j++ {
+		t[8+j] = byte(uint64(i) >> (56 - 8*j))
+	}
+	return t
 }

@@ -18,22 +18,10 @@ func paramTraces(n int, seed uint64) []*ingest.Span {
 	r := rand.New(rand.NewPCG(seed, 5))
 	var spans []*ingest.Span
 	t := int64(1_700_000_000_000_000_000)
-	var id uint64
-	next := func() ingest.SpanID {
-		id++
-		var s ingest.SpanID
-		for j := 0; j < 8; j++ {
-			s[j] = byte(id >> (56 - 8*j))
-		}
-		return s
-	}
+	next := spanIDs()
 	for i := 0; i < n; i++ {
 		t += int64(r.ExpFloat64() * 1e9 / 20)
-		var tid ingest.TraceID
-		tid[0] = 3
-		for j := 0; j < 8; j++ {
-			tid[8+j] = byte(uint64(i) >> (56 - 8*j))
-		}
+		tid := testTraceID(3, i)
 		large := r.Float64() < 0.3
 		size := 100 + r.Float64()*900
 		cpu := r.ExpFloat64() * 1e-3
