@@ -58,13 +58,9 @@ the curves do not jump between methods). All workloads' loads grow together
 			if points < 2 {
 				return usagef("--points must be at least 2, not %d", points)
 			}
-			var cfg *extract.Config
-			if configPath != "" {
-				c, err := extract.LoadConfig(configPath)
-				if err != nil {
-					return err
-				}
-				cfg = c
+			cfg, err := extractConfig(configPath, metrics)
+			if err != nil {
+				return err
 			}
 			if name == "" {
 				name = filepath.Base(filepath.Clean(out))
@@ -73,12 +69,6 @@ the curves do not jump between methods). All workloads' loads grow together
 			prog := newProgress(cmd.ErrOrStderr(), g.quiet)
 			defer prog.close()
 
-			if len(metrics) > 0 {
-				if cfg == nil {
-					cfg = &extract.Config{}
-				}
-				cfg.Metrics = append(cfg.Metrics, metrics...)
-			}
 			prog.set("reading traces", -1)
 			ex, err := extract.Run(ctx, a, name, cfg)
 			if err != nil {

@@ -40,25 +40,15 @@ standard output as JSON with --json.`,
 			if out == "" {
 				return usagef("extract needs -o MODEL (or -o - for standard output)")
 			}
-			var cfg *extract.Config
-			if configPath != "" {
-				c, err := extract.LoadConfig(configPath)
-				if err != nil {
-					return err
-				}
-				cfg = c
+			cfg, err := extractConfig(configPath, metrics)
+			if err != nil {
+				return err
 			}
 			if name == "" {
 				name = strings.TrimSuffix(filepath.Base(out), filepath.Ext(out))
 				if out == "-" {
 					name = "extracted"
 				}
-			}
-			if len(metrics) > 0 {
-				if cfg == nil {
-					cfg = &extract.Config{}
-				}
-				cfg.Metrics = append(cfg.Metrics, metrics...)
 			}
 			res, err := extract.Run(cmd.Context(), a, name, cfg)
 			if err != nil {
@@ -129,4 +119,19 @@ func writeReport(w io.Writer, r *extract.Report, out string) {
 			fmt.Fprintf(w, "  %s\n", line)
 		}
 	}
+}
+
+// extractConfig loads the extraction configuration file, if one is named,
+// and adds the --metrics files to it.
+func extractConfig(path string, metrics []string) (*extract.Config, error) {
+	cfg := &extract.Config{}
+	if path != "" {
+		c, err := extract.LoadConfig(path)
+		if err != nil {
+			return nil, err
+		}
+		cfg = c
+	}
+	cfg.Metrics = append(cfg.Metrics, metrics...)
+	return cfg, nil
 }

@@ -75,13 +75,9 @@ validated again.`,
 			if _, err := f.options(); err != nil {
 				return err
 			}
-			var cfg *extract.Config
-			if configPath != "" {
-				c, err := extract.LoadConfig(configPath)
-				if err != nil {
-					return err
-				}
-				cfg = c
+			cfg, err := extractConfig(configPath, nil)
+			if err != nil {
+				return err
 			}
 			m, err := f.loadModel(a[0])
 			if err != nil {
