@@ -27,6 +27,8 @@ import (
 //	passive:                # pools and locks the traces do not show
 //	  dbpool: {capacity: 10, calls: [db/query]}
 //	  ledger: {capacity: 1, operations: [orders/POST /orders]}
+//	cpu_slots:              # threads of a component on the CPU at once
+//	  catalog: 1            # (GOMAXPROCS of a Go service); "*": every component
 type Config struct {
 	Hosts map[string]HostConfig `yaml:"hosts"`
 	// Rename maps service names to component names.
@@ -51,6 +53,26 @@ type Config struct {
 	// the listed operations, or the listed operations themselves, hold one
 	// unit each.
 	Passive map[string]PassiveConfig `yaml:"passive"`
+	// CPUSlots bounds, per component (key "*": every component without its
+	// own entry), how many of a replica's threads run on the CPU at once,
+	// as GOMAXPROCS bounds a Go program: each CPU step then holds one of
+	// the component's slots, which requests wait for in FIFO order, so a
+	// service with one slot runs its requests' CPU bursts one after the
+	// other while the host's processor sharing divides the CPU between
+	// services. Without an entry, a component's threads share the CPU
+	// freely.
+	CPUSlots map[string]int `yaml:"cpu_slots"`
+}
+
+// cpuSlots is the slots of component comp, 0 for unbounded.
+func (c *Config) cpuSlots(comp string) int {
+	if c == nil {
+		return 0
+	}
+	if k, ok := c.CPUSlots[comp]; ok {
+		return max(k, 0)
+	}
+	return max(c.CPUSlots["*"], 0)
 }
 
 // PassiveConfig declares one pool or lock.

@@ -443,7 +443,7 @@ func (g *generator) operations() {
 			shape := g.fit(id+" own time", op.self)
 			o.Steps = append(o.Steps, model.Step{Kind: model.StepCPU, Demand: withMean(shape, r.CPU)})
 			o.Steps = append(o.Steps, g.behavior(id, op)...)
-			wait := g.cpuWait(g.hostOf[op.component], r.CPU) + g.siteWait(id, op)
+			wait := g.cpuWait(g.hostOf[op.component], r.CPU) + g.slotWait(op.component) + g.siteWait(id, op)
 			if rest := r.OffCPU - wait; rest >= minLatency {
 				o.Steps = append(o.Steps, model.Step{Kind: model.StepDelay, Demand: withMean(shape, rest)})
 			}
@@ -467,12 +467,15 @@ func (g *generator) operations() {
 		if off != nil && off.mean() > 0 {
 			// Part of the time off the CPU was spent waiting for it,
 			// which the model's CPU produces again: keep the rest.
-			wait := g.cpuWait(g.hostOf[op.component], cpu.mean()) + g.siteWait(id, op)
+			wait := g.cpuWait(g.hostOf[op.component], cpu.mean()) + g.slotWait(op.component) + g.siteWait(id, op)
 			if rest := off.mean() - wait; rest >= minLatency {
 				d := withMean(g.fit(id+" off-cpu", off), rest)
 				o.Steps = append(o.Steps, model.Step{Kind: model.StepDelay, Demand: d})
 				g.rep.evidencef("%s: %.3gms of its own time is off the CPU (own time minus perfcast.cpu.time, less %.3gms of waiting for the CPU at the observed load): modeled as a delay", id, rest*1e3, wait*1e3)
 			}
+		}
+		if k := g.cfg.cpuSlots(op.component); k > 0 {
+			o.Steps = holdCPU(o.Steps, g.cpuSlotsResource(op.component, k))
 		}
 		if name, ok := g.declaredOps[id]; ok {
 			o.Steps = []model.Step{{Kind: model.StepHold, Resource: name, Units: 1, Steps: o.Steps}}
@@ -822,9 +825,12 @@ func (g *generator) workloads() {
 // arrivalCV estimates the interarrival coefficient of variation from the
 // dispersion of arrival counts in one-second windows: for a renewal process
 // the index of dispersion of counts tends to cv² over windows long compared
-// with the interarrival time. Without at least 30 windows and 10 arrivals per
-// window, or when the estimate is within 15 % of 1, arrivals are taken as
-// Poisson (cv 1).
+// with the interarrival time. The variance is the Allan variance (half the
+// mean squared difference of consecutive counts), so that a rate that
+// changes slowly (a ramp-up, a daily cycle) does not pass for burstiness.
+// Without at least 30 windows and 10 arrivals per second, or when the index
+// is within two standard errors of 1 (sqrt(3/(n-1)) for n windows of
+// Poisson counts), arrivals are taken as Poisson (cv 1).
 func arrivalCV(e *entryStats, rate float64) float64 {
 	if rate < 10 || len(e.perSecond) < 30 {
 		return 1
@@ -835,23 +841,26 @@ func arrivalCV(e *entryStats, rate float64) float64 {
 	}
 	sort.Slice(secs, func(i, j int) bool { return secs[i] < secs[j] })
 	// Whole seconds only: leave out the first and last, which are partial.
-	var n, sum, sq float64
+	var n, sum, diff2 float64
+	prev := 0.0
 	for sec := secs[0] + 1; sec < secs[len(secs)-1]; sec++ {
 		c := float64(e.perSecond[sec])
+		if n > 0 {
+			diff2 += (c - prev) * (c - prev)
+		}
 		n++
 		sum += c
-		sq += c * c
+		prev = c
 	}
 	if n < 30 {
 		return 1
 	}
 	mean := sum / n
-	variance := (sq - n*mean*mean) / (n - 1)
-	cv := math.Sqrt(math.Max(variance, 0) / mean)
-	if math.Abs(cv-1) < 0.15 {
+	index := diff2 / (2 * (n - 1)) / mean
+	if math.Abs(index-1) <= 2*math.Sqrt(3/(n-1)) {
 		return 1
 	}
-	return round(math.Min(math.Max(cv, 0.2), 5), 2)
+	return round(math.Min(math.Max(math.Sqrt(index), 0.2), 5), 2)
 }
 
 // cores sets the cores of hosts the configuration says nothing about: one,
@@ -959,6 +968,79 @@ func (g *generator) cpuWait(h *model.Host, d float64) float64 {
 		return 0
 	}
 	return d * erlangC(c, a) / (float64(c) - a)
+}
+
+// cpuSlotsResource names the passive resource of component comp's k CPU
+// slots (one set per replica of its host), adding it to the model the first
+// time.
+func (g *generator) cpuSlotsResource(comp string, k int) string {
+	name := hostSafe(comp) + "-cpu-slots"
+	if g.m.PassiveResource(name) == nil {
+		host := ""
+		if h := g.hostOf[comp]; h != nil && h.Replicas > 1 {
+			host = h.Name
+		}
+		g.m.Passive = append(g.m.Passive, &model.Passive{Name: name, Capacity: k, Host: host})
+		g.rep.evidencef("component %s: at most %d of its threads on the CPU at once, as the configuration declares (cpu_slots): its CPU steps hold %s", comp, k, name)
+	}
+	return name
+}
+
+// holdCPU wraps every CPU step of steps, at any depth, in a hold of one
+// unit of resource.
+func holdCPU(steps []model.Step, resource string) []model.Step {
+	for i := range steps {
+		s := &steps[i]
+		if s.Kind == model.StepCPU {
+			*s = model.Step{Kind: model.StepHold, Resource: resource, Units: 1, Steps: []model.Step{*s}}
+			continue
+		}
+		s.Steps = holdCPU(s.Steps, resource)
+		for j := range s.Branches {
+			s.Branches[j].Steps = holdCPU(s.Branches[j].Steps, resource)
+		}
+		for j := range s.Parallel {
+			s.Parallel[j] = holdCPU(s.Parallel[j], resource)
+		}
+		for j := range s.Cases {
+			s.Cases[j].Steps = holdCPU(s.Cases[j].Steps, resource)
+		}
+		s.Default = holdCPU(s.Default, resource)
+	}
+	return steps
+}
+
+// slotWait is the mean time a CPU burst of component comp waits for one of
+// its CPU slots at the observed load, by the Allen–Cunneen approximation
+// of a G/G/k queue with Poisson arrivals: the M/M/k wait scaled by
+// (1 + cs²)/2 for the bursts' squared coefficient of variation cs²; 0
+// without slots.
+func (g *generator) slotWait(comp string) float64 {
+	k := g.cfg.cpuSlots(comp)
+	h := g.hostOf[comp]
+	span := g.s.span()
+	if k == 0 || h == nil || span <= 0 {
+		return 0
+	}
+	var n, sum, sq float64
+	for _, op := range g.s.ops {
+		if op.component != comp || op.cpu.n != op.count || op.count == 0 {
+			continue
+		}
+		n += float64(op.cpu.n)
+		sum += op.cpu.sum
+		sq += op.cpu.sq
+	}
+	if n == 0 || sum <= 0 {
+		return 0
+	}
+	mean := sum / n
+	cs2 := math.Max(sq/n/(mean*mean)-1, 0)
+	a := sum / span / float64(h.Replicas) / h.CPU.Speed
+	if a >= float64(k) {
+		return 0
+	}
+	return mean / h.CPU.Speed * erlangC(k, a) / (float64(k) - a) * (1 + cs2) / 2
 }
 
 // erlangC is the probability that a request waits in an M/M/c queue with

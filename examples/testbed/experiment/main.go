@@ -53,6 +53,7 @@ type options struct {
 	refRate   float64
 	precision float64
 	small     bool
+	only      string
 }
 
 func run() error {
@@ -63,6 +64,7 @@ func run() error {
 	flag.StringVar(&o.dataset, "dataset", "", "instead of the experiment, make the example data set in this `dir` (90 s at 25 requests/s)")
 	flag.Float64Var(&o.refRate, "ref-rate", 20, "the reference configuration's arrival rate, requests per second")
 	flag.Float64Var(&o.precision, "precision", 0.02, "simulation precision of the predictions")
+	flag.StringVar(&o.only, "only", "", "run only these `configurations` (comma-separated names) besides the reference")
 	flag.Parse()
 	o.small = o.quick
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -233,6 +235,10 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	nc.Name, nc.SpanCPU = "span-cpu-off", false
 	nc.What = "per-span CPU time off, reference rate (shows the instrumentation's cost)"
 	setups = append(setups, p2, nl, nc)
+	if o.only != "" {
+		keep := strings.Split(o.only, ",")
+		setups = slices.DeleteFunc(setups, func(s setup) bool { return !slices.Contains(keep, s.Name) })
+	}
 
 	type row struct {
 		s    setup
