@@ -60,8 +60,9 @@ func Run(ctx context.Context, paths []string, name string, cfg *Config) (*Result
 				cores[h] = hc.Cores
 			}
 		}
-		perOp, drep := EstimateDemands(st.Windows, set.Series, DemandOptions{Cores: cores})
-		est = &Estimates{PerOp: perOp, Report: drep}
+		opts := DemandOptions{Cores: cores}
+		perOp, drep := EstimateDemands(st.Windows, set.Series, opts)
+		est = &Estimates{PerOp: perOp, Report: drep, Coverage: CPUCoverage(st.Windows, set.Series, opts)}
 	}
 	m, rep := st.ModelWith(name, cfg, est)
 	read := r.Stats()

@@ -55,6 +55,9 @@ type Report struct {
 	// Demands is the estimation of CPU demands from utilization metrics,
 	// when metrics were given.
 	Demands *DemandReport `json:"demands,omitempty"`
+	// CPUCoverage compares, per host, the spans' CPU times with the CPU
+	// time the metrics measured, when metrics were given.
+	CPUCoverage []*Coverage `json:"cpu_coverage,omitempty"`
 }
 
 func (r *Report) warnf(format string, args ...any) {
@@ -70,6 +73,9 @@ func (r *Report) evidencef(format string, args ...any) {
 type Estimates struct {
 	PerOp  map[string]estimate.Result
 	Report *DemandReport
+	// Coverage is, per host, how much of the measured CPU time the spans'
+	// CPU times account for.
+	Coverage []*Coverage
 }
 
 // Model generates the model the state describes, with a report of the
@@ -95,6 +101,7 @@ func (s *State) ModelWith(name string, cfg *Config, est *Estimates) (*model.Mode
 		g.rep.Demands = est.Report
 		g.rep.Warnings = append(g.rep.Warnings, est.Report.Warnings...)
 	}
+	g.rep.CPUCoverage = est.Coverage
 	g.placeComponents()
 	g.cores()
 	g.operations()
@@ -136,6 +143,9 @@ type generator struct {
 	busy map[*model.Host]float64
 	// est holds demands estimated from utilization metrics.
 	est *Estimates
+	// unattributed holds, per component, the CPU time per execution that
+	// utilization metrics measured beyond the spans' CPU times.
+	unattributed map[string]float64
 	// ownBusy holds, per host, the busy cores that own times taken as CPU
 	// would make (over all replicas), and scales the resulting ownScale.
 	ownBusy map[*model.Host]float64
@@ -474,6 +484,9 @@ func (g *generator) operations() {
 				g.rep.evidencef("%s: %.3gms of its own time is off the CPU (own time minus perfcast.cpu.time, less %.3gms of waiting for the CPU at the observed load): modeled as a delay", id, rest*1e3, wait*1e3)
 			}
 		}
+		if d := g.unattributed[op.component]; d > 0 && op.cpu.n == op.count {
+			o.Steps = append(o.Steps, model.Step{Kind: model.StepSend, Target: op.component + "/" + unattributedOp})
+		}
 		if k := g.cfg.cpuSlots(op.component); k > 0 {
 			o.Steps = holdCPU(o.Steps, g.cpuSlotsResource(op.component, k))
 		}
@@ -483,6 +496,19 @@ func (g *generator) operations() {
 			name := limitName(id)
 			g.needPassive(name, lim.k, id)
 			o.Steps = []model.Step{{Kind: model.StepHold, Resource: name, Units: 1, Steps: o.Steps}}
+		}
+		c.Operations = append(c.Operations, o)
+		g.rep.Operations++
+	}
+	for _, c := range g.m.Components {
+		d := g.unattributed[c.Name]
+		if d <= 0 {
+			continue
+		}
+		o := &model.Operation{Name: unattributedOp, Component: c.Name,
+			Steps: []model.Step{{Kind: model.StepCPU, Demand: model.Exp(d)}}}
+		if k := g.cfg.cpuSlots(c.Name); k > 0 {
+			o.Steps = holdCPU(o.Steps, g.cpuSlotsResource(c.Name, k))
 		}
 		c.Operations = append(c.Operations, o)
 		g.rep.Operations++
@@ -890,6 +916,7 @@ func (g *generator) cores() {
 		}
 		g.busy[h] += d / span
 	}
+	g.unattributedCPU(span)
 	var assumed []string
 	for _, h := range g.m.Hosts {
 		if g.configured[h] {

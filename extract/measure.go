@@ -10,7 +10,8 @@ import (
 // compared with it key by key: per workload (named as Model names them) and
 // per operation the throughput and the response-time mean and percentiles;
 // per host CPU, when spans carry CPU times, the utilization the measured CPU
-// demand implies on the hosts and cores of m. Entry operations that m has no
+// demand implies on the hosts and cores of m (with the CPU time outside spans
+// that metrics measured, when m models it). Entry operations that m has no
 // workload for are left out of the workloads.
 func (s *State) Measured(m *model.Model) *solve.Result {
 	r := solve.NewResult(m, "measured")
@@ -54,6 +55,26 @@ func (s *State) Measured(m *model.Model) *solve.Result {
 			}
 		} else {
 			cpuKnown[res] = false
+		}
+	}
+	// The CPU the spans missed, as metrics measured it, is in the model
+	// as each component's unattributedOp: count it at the rate of the
+	// component's executions, as the model does.
+	for _, c := range m.Components {
+		o := c.Operation(unattributedOp)
+		if o == nil {
+			continue
+		}
+		var n int64
+		for _, op := range s.ops {
+			if op.component == c.Name {
+				n += op.count
+			}
+		}
+		for res, d := range m.OperationDemands(o, nil).Service {
+			if _, ok := busy[res]; ok {
+				busy[res] += d * float64(n) / span
+			}
 		}
 	}
 	for res, b := range busy {

@@ -10,17 +10,15 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/perfcast/perfcast/ingest"
 	"github.com/perfcast/perfcast/ingest/ingesttest"
 	"github.com/perfcast/perfcast/model"
 )
 
-// TestExtractWithMetrics removes the CPU times from the known-model traces,
-// writes each host's cumulative CPU seconds once a second as the metrics
-// CSV, and checks that extraction estimates the CPU demands back from them.
-func TestExtractWithMetrics(t *testing.T) {
-	spans := generate(21, 30000, true)
-	// Cumulative CPU seconds per host at each whole second, from the CPU
-	// times of the spans, charged at their end.
+// cpuSecondsCSV writes each host's cumulative CPU seconds once a second as
+// the metrics CSV: the CPU times of the spans, plus extra(span) for each,
+// charged at their end.
+func cpuSecondsCSV(spans []*ingest.Span, extra func(*ingest.Span) float64) []byte {
 	type charge struct {
 		at  int64
 		cpu float64
@@ -28,8 +26,7 @@ func TestExtractWithMetrics(t *testing.T) {
 	byHost := map[string][]charge{}
 	for _, s := range spans {
 		if s.HasCPUTime() {
-			byHost[s.Host] = append(byHost[s.Host], charge{s.End, s.CPUTime})
-			s.CPUTime = math.NaN()
+			byHost[s.Host] = append(byHost[s.Host], charge{s.End, s.CPUTime + extra(s)})
 		}
 	}
 	var csv bytes.Buffer
@@ -52,9 +49,21 @@ func TestExtractWithMetrics(t *testing.T) {
 			fmt.Fprintf(&csv, "%d,%s,%.6f\n", sec, h, total)
 		}
 	}
+	return csv.Bytes()
+}
+
+// TestExtractWithMetrics removes the CPU times from the known-model traces,
+// writes each host's cumulative CPU seconds once a second as the metrics
+// CSV, and checks that extraction estimates the CPU demands back from them.
+func TestExtractWithMetrics(t *testing.T) {
+	spans := generate(21, 30000, true)
+	csv := cpuSecondsCSV(spans, func(*ingest.Span) float64 { return 0 })
+	for _, s := range spans {
+		s.CPUTime = math.NaN()
+	}
 	dir := t.TempDir()
 	metricsFile := filepath.Join(dir, "cpu.csv")
-	if err := os.WriteFile(metricsFile, csv.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(metricsFile, csv, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var traces bytes.Buffer
@@ -118,5 +127,78 @@ func TestExtractWithMetrics(t *testing.T) {
 	}
 	if math.Abs(off-catalogOff) > 0.15*catalogOff {
 		t.Errorf("GetItem off-CPU delay %.4g, want about %.4g", off, catalogOff)
+	}
+}
+
+// TestUnattributedCPU keeps the spans' CPU times but lets the metrics of
+// the front end's host measure 0.4 ms more per execution (CPU outside the
+// spans), and checks that extraction finds that much per execution there,
+// models it as an operation the front end's executions send to, counts it
+// in the measured utilization, and adds nothing where spans and metrics
+// agree.
+func TestUnattributedCPU(t *testing.T) {
+	const extra = 0.4e-3
+	spans := generate(22, 30000, true)
+	csv := cpuSecondsCSV(spans, func(s *ingest.Span) float64 {
+		if s.Host == "web" {
+			return extra
+		}
+		return 0
+	})
+	dir := t.TempDir()
+	metricsFile := filepath.Join(dir, "cpu.csv")
+	if err := os.WriteFile(metricsFile, csv, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var traces bytes.Buffer
+	if err := ingesttest.WriteOTLPJSON(&traces, spans, 200); err != nil {
+		t.Fatal(err)
+	}
+	tracesFile := filepath.Join(dir, "traces.jsonl")
+	if err := os.WriteFile(tracesFile, traces.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), []string{tracesFile}, "x", &Config{Metrics: []string{metricsFile}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byHost := map[string]*Coverage{}
+	for _, c := range res.Report.CPUCoverage {
+		byHost[c.Host] = c
+		t.Logf("%+v", *c)
+	}
+	web := byHost["web"]
+	if web == nil || web.Skipped != "" || math.Abs(web.PerExecution-extra) > 0.02*extra {
+		t.Fatalf("web coverage %+v, want %.3g s per execution", web, extra)
+	}
+	for _, h := range []string{"cat-1", "cat-2", "wk"} {
+		if c := byHost[h]; c == nil || c.PerExecution != 0 || math.Abs(c.Share-1) > 0.01 {
+			t.Errorf("%s coverage %+v, want the spans' CPU to be all", h, c)
+		}
+	}
+	m := res.Model
+	u := m.Operation("front/" + unattributedOp)
+	if u == nil || math.Abs(u.Steps[0].Demand.Mean()-extra) > 0.02*extra {
+		t.Fatalf("no front/%s of mean %.3g:\n%s", unattributedOp, extra, m.Marshal())
+	}
+	if m.Operation("catalog/"+unattributedOp) != nil || m.Operation("worker/"+unattributedOp) != nil {
+		t.Errorf("unattributed CPU where spans and metrics agree:\n%s", m.Marshal())
+	}
+	for _, id := range []string{"front/GET /page", "front/GET /home"} {
+		sends := 0
+		model.Walk(m.Operation(id).Steps, func(s *model.Step) {
+			if s.Kind == model.StepSend && s.Target == "front/"+unattributedOp {
+				sends++
+			}
+		})
+		if sends != 1 {
+			t.Errorf("%s sends to %s %d times, want 1", id, unattributedOp, sends)
+		}
+	}
+	// Measured utilization of the front end's host: the metrics' figure.
+	meas := res.State.Measured(m).Resources[model.CPUResource(m.Component("front").Host)]
+	want := web.Measured / (float64(web.Windows) * web.Window) / float64(m.Servers(model.CPUResource(m.Component("front").Host)))
+	if meas == nil || math.Abs(meas.Utilization-want) > 0.03*want {
+		t.Errorf("measured utilization %+v, want the metrics' %.4g", meas, want)
 	}
 }

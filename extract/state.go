@@ -331,7 +331,11 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 	op.resp.add(seconds(dur))
 	self := seconds(dur - covered(n.Span.Start, n.Span.End, found))
 	op.self.add(self)
-	s.Windows.Add(WindowHost(n.Span, comp), id, n.Span.End, self)
+	spanCPU := math.NaN()
+	if hasCPU || cpu > 0 {
+		spanCPU = cpu
+	}
+	s.Windows.Add(WindowHost(n.Span, comp), id, n.Span.End, self, spanCPU)
 	if hasCPU || cpu > 0 {
 		s.WithCPU++
 		op.cpu.add(cpu)

@@ -46,8 +46,10 @@ type hostWindows struct {
 
 // cell is one operation in one window.
 type cell struct {
-	n   float64 // completions
-	own float64 // sum of own times, seconds
+	n    float64 // completions
+	own  float64 // sum of own times, seconds
+	cpuN float64 // completions whose span carried its CPU time
+	cpu  float64 // sum of those CPU times, seconds
 }
 
 // NewWindows returns an empty aggregate.
@@ -68,8 +70,9 @@ func WindowHost(sp *ingest.Span, component string) string {
 
 // Add counts one execution of op (`component/operation`) on host that
 // completed at end (Unix nanoseconds) with the given own time in seconds
-// (its duration minus the time it waited for synchronous calls).
-func (w *Windows) Add(host, op string, end int64, ownTime float64) {
+// (its duration minus the time it waited for synchronous calls) and the CPU
+// time its spans carried (NaN when they carried none).
+func (w *Windows) Add(host, op string, end int64, ownTime, cpu float64) {
 	h := w.hosts[host]
 	if h == nil {
 		h = &hostWindows{width: windowWidth, index: map[string]int{}, cells: map[int64][]cell{}}
@@ -78,7 +81,11 @@ func (w *Windows) Add(host, op string, end int64, ownTime float64) {
 	if !(ownTime >= 0) || math.IsInf(ownTime, 0) {
 		ownTime = 0
 	}
-	h.add(h.opIndex(op), floorDiv(end, h.width), cell{n: 1, own: ownTime})
+	c := cell{n: 1, own: ownTime}
+	if cpu >= 0 && !math.IsInf(cpu, 0) {
+		c.cpuN, c.cpu = 1, cpu
+	}
+	h.add(h.opIndex(op), floorDiv(end, h.width), c)
 	h.bound()
 }
 
@@ -99,6 +106,8 @@ func (h *hostWindows) add(op int, idx int64, c cell) {
 	}
 	cs[op].n += c.n
 	cs[op].own += c.own
+	cs[op].cpuN += c.cpuN
+	cs[op].cpu += c.cpu
 	h.cells[idx] = cs
 }
 
@@ -120,7 +129,7 @@ func (h *hostWindows) widen(width int64) {
 	for _, idx := range slices.Sorted(maps.Keys(old)) {
 		to := floorDiv(idx*h.width, width)
 		for op, c := range old[idx] {
-			if c.n != 0 || c.own != 0 {
+			if c.n != 0 || c.own != 0 || c.cpuN != 0 {
 				h.add(op, to, c)
 			}
 		}
@@ -146,7 +155,7 @@ func (w *Windows) Merge(o *Windows) {
 		oh.widen(width)
 		for _, idx := range slices.Sorted(maps.Keys(oh.cells)) {
 			for op, c := range oh.cells[idx] {
-				if c.n != 0 || c.own != 0 {
+				if c.n != 0 || c.own != 0 || c.cpuN != 0 {
 					h.add(h.opIndex(oh.ops[op]), idx, c)
 				}
 			}
@@ -320,58 +329,21 @@ func estimateHost(host string, h *hostWindows, series map[string]*metrics.Series
 	case s.Unit == metrics.Fraction:
 		hd.Cores, hd.CoresAssumed = 1, true
 	}
-	// Estimation windows: a multiple of the aggregate's width at least as
-	// long as a reading.
-	k := max(int64(1), (s.Step()+h.width-1)/h.width)
-	width := h.width * k
-	hd.Window = float64(width) / 1e9
-	if len(h.cells) == 0 {
+	cw := coveredWindows(h, s, hd.Cores)
+	hd.Window, hd.Uncovered = cw.length, cw.uncovered
+	if cw.empty {
 		hd.Skipped = "no executions"
 		return hd
 	}
-	idxs := slices.Sorted(maps.Keys(h.cells))
-	first, last := floorDiv(idxs[0]*h.width, width), floorDiv(idxs[len(idxs)-1]*h.width, width)
-	// Operations in name order, for a stable report.
-	order := slices.Sorted(maps.Keys(h.index))
-	hd.Ops = order
-	nops := len(order)
-	agg := map[int64]*estimate.Window{}
-	for _, idx := range idxs {
-		e := floorDiv(idx*h.width, width)
-		win := agg[e]
-		if win == nil {
-			win = &estimate.Window{Start: e * width, Length: hd.Window, Count: make([]float64, nops), Own: make([]float64, nops)}
-			agg[e] = win
+	hd.Ops = cw.ops
+	p := &estimate.Problem{Ops: cw.ops, Cores: hd.Cores}
+	for _, win := range cw.windows {
+		ew := estimate.Window{Start: win.start, Length: cw.length, Busy: win.busy,
+			Count: make([]float64, len(cw.ops)), Own: make([]float64, len(cw.ops))}
+		for j, c := range win.cells {
+			ew.Count[j], ew.Own[j] = c.n, c.own
 		}
-		for op, c := range h.cells[idx] {
-			j, _ := slices.BinarySearch(order, h.ops[op])
-			win.Count[j] += c.n
-			win.Own[j] += c.own
-		}
-	}
-	p := &estimate.Problem{Ops: order, Cores: hd.Cores}
-	cores := hd.Cores
-	if cores == 0 {
-		cores = 1
-	}
-	lo, hi := first, last
-	if last-first >= 3 {
-		lo, hi = first+1, last-1
-	}
-	for e := lo; e <= hi; e++ {
-		start := e * width
-		busy, covered := s.Busy(start, start+width, cores)
-		if covered < minCoverage*hd.Window {
-			hd.Uncovered++
-			continue
-		}
-		win := agg[e]
-		if win == nil {
-			win = &estimate.Window{Start: start, Length: hd.Window, Count: make([]float64, nops), Own: make([]float64, nops)}
-		}
-		// Scale to the whole window where the metrics miss a little.
-		win.Busy = busy * hd.Window / covered
-		p.Windows = append(p.Windows, *win)
+		p.Windows = append(p.Windows, ew)
 	}
 	hd.Windows = len(p.Windows)
 	if len(p.Windows) == 0 {
@@ -387,6 +359,83 @@ func estimateHost(host string, h *hostWindows, series map[string]*metrics.Series
 	hd.Result = estimate.Results(p, c)
 	hd.Background = c.Fit.Background
 	return hd
+}
+
+// coveredSet is a host's windows regrouped to the metrics' resolution, with
+// the busy core-seconds the metrics measured in each.
+type coveredSet struct {
+	// length is the windows' length in seconds.
+	length float64
+	// ops are the operations in name order, the order of cells.
+	ops []string
+	// windows are those the metrics cover (at least minCoverage of
+	// each), the first and last left out when there are more than three.
+	windows []coveredWindow
+	// uncovered counts the windows left out for lack of metrics.
+	uncovered int
+	// empty is true when the host had no executions.
+	empty bool
+}
+
+type coveredWindow struct {
+	start int64
+	busy  float64 // core-seconds
+	cells []cell  // per operation
+}
+
+// coveredWindows regroups h into windows a multiple of its width at least
+// as long as a reading of s, and measures each window's busy core-seconds
+// (cores converts a utilization fraction; 0 counts as 1); windows the
+// metrics cover for more than minCoverage have their busy time scaled to
+// the whole window.
+func coveredWindows(h *hostWindows, s *metrics.Series, cores float64) coveredSet {
+	k := max(int64(1), (s.Step()+h.width-1)/h.width)
+	width := h.width * k
+	cw := coveredSet{length: float64(width) / 1e9, ops: []string{}}
+	if len(h.cells) == 0 {
+		cw.empty = true
+		return cw
+	}
+	idxs := slices.Sorted(maps.Keys(h.cells))
+	first, last := floorDiv(idxs[0]*h.width, width), floorDiv(idxs[len(idxs)-1]*h.width, width)
+	cw.ops = slices.Sorted(maps.Keys(h.index))
+	agg := map[int64][]cell{}
+	for _, idx := range idxs {
+		e := floorDiv(idx*h.width, width)
+		cells := agg[e]
+		if cells == nil {
+			cells = make([]cell, len(cw.ops))
+			agg[e] = cells
+		}
+		for op, c := range h.cells[idx] {
+			j, _ := slices.BinarySearch(cw.ops, h.ops[op])
+			cells[j].n += c.n
+			cells[j].own += c.own
+			cells[j].cpuN += c.cpuN
+			cells[j].cpu += c.cpu
+		}
+	}
+	if cores == 0 {
+		cores = 1
+	}
+	lo, hi := first, last
+	if last-first >= 3 {
+		lo, hi = first+1, last-1
+	}
+	for e := lo; e <= hi; e++ {
+		start := e * width
+		busy, got := s.Busy(start, start+width, cores)
+		if got < minCoverage*cw.length {
+			cw.uncovered++
+			continue
+		}
+		cells := agg[e]
+		if cells == nil {
+			cells = make([]cell, len(cw.ops))
+		}
+		cw.windows = append(cw.windows, coveredWindow{start: start, busy: busy * cw.length / got, cells: cells})
+	}
+	return cw
 }
 
 // WriteText renders the report for people: per host, the estimators'

@@ -181,7 +181,7 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	if err != nil {
 		return err
 	}
-	refX, err := extractModel(ctx, refM.Dir, ref.ModelCores)
+	refX, err := extractModel(ctx, refM.Dir, ref)
 	if err != nil {
 		return err
 	}
@@ -205,8 +205,10 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 		twoCores = min(twoCores, 0.7*ref.Rate/lk.Utilization)
 	}
 	spanShare := 0.0
-	if busy := refX.State.Measured(refX.Model).Resources[hostName+".cpu"]; busy != nil {
-		spanShare = busy.Busy / refM.CPUSeconds
+	for _, c := range refX.Report.CPUCoverage {
+		if c.Host == hostName {
+			spanShare = c.Share
+		}
 	}
 	var setups []setup
 	for _, f := range []float64{0.2, 0.4, 0.6, 0.8} {
@@ -217,7 +219,7 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	}
 	g2 := ref
 	g2.Name, g2.Rate, g2.GOMAXPROCS = "gomaxprocs-2", at(0.6), 2
-	g2.What = "GOMAXPROCS 2 on the same single CPU (model: unchanged, 1 core)"
+	g2.What = "GOMAXPROCS 2 on the same single CPU (model: 2 CPU slots per service, 1 core)"
 	setups = append(setups, g2)
 	if e.pin {
 		c2 := ref
@@ -268,7 +270,7 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	ncIdx := slices.IndexFunc(rows, func(r row) bool { return r.s.Name == "span-cpu-off" })
 	heavy := slices.IndexFunc(rows, func(r row) bool { return r.s.Name == "load-80" })
 	if ncIdx >= 0 && heavy >= 0 {
-		ncX, err := extractModel(ctx, rows[ncIdx].m.Dir, 1)
+		ncX, err := extractModel(ctx, rows[ncIdx].m.Dir, rows[ncIdx].s)
 		if err != nil {
 			return err
 		}

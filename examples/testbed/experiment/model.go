@@ -26,13 +26,37 @@ const (
 	lockTarget   = "payments/POST /charge"
 )
 
-// extractModel extracts a model from a run's traces, with the host's cores.
-func extractModel(ctx context.Context, dir string, cores int) (*extract.Result, error) {
+// extractModel extracts a model from a run's traces and the host's CPU
+// time (the services' processes summed, once a second), with the host's
+// cores and every service's GOMAXPROCS as its CPU slots.
+func extractModel(ctx context.Context, dir string, s setup) (*extract.Result, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.otlp.jsonl"))
 	if err != nil || len(files) == 0 {
 		return nil, fmt.Errorf("no traces in %s", dir)
 	}
-	return extract.Run(ctx, files, "testbed", &extract.Config{Hosts: map[string]extract.HostConfig{hostName: {Cores: cores}}})
+	cpu := filepath.Join(dir, "host-cpu.csv")
+	if err := mergeMetrics(cpu, dir); err != nil {
+		return nil, err
+	}
+	return extract.Run(ctx, files, "testbed", &extract.Config{
+		Hosts:    map[string]extract.HostConfig{hostName: {Cores: s.ModelCores}},
+		CPUSlots: map[string]int{"*": s.GOMAXPROCS},
+		Metrics:  []string{cpu},
+	})
+}
+
+// setSlots gives every component of m the CPU slots of GOMAXPROCS k.
+func setSlots(m *model.Model, k int) error {
+	for _, c := range m.Components {
+		name := c.Name + "-cpu-slots"
+		if m.PassiveResource(name) == nil {
+			return fmt.Errorf("the extracted model has no passive resource %s", name)
+		}
+		if err := whatif.SetKey(m, "passive."+name+".capacity", fmt.Sprint(k)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // declare adds the pool and the lock of s to m: every call of op to target
@@ -145,6 +169,9 @@ func predict(ctx context.Context, base *model.Model, s setup, mix map[string]flo
 		}
 	}
 	if err := whatif.SetKey(m, "hosts."+hostName+".cpu.cores", fmt.Sprint(s.ModelCores)); err != nil {
+		return nil, err
+	}
+	if err := setSlots(m, s.GOMAXPROCS); err != nil {
 		return nil, err
 	}
 	if err := m.Validate(); err != nil {
