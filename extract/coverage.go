@@ -7,12 +7,10 @@ import (
 	"slices"
 	"strings"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/perfcast/perfcast/metrics"
 )
-
-// unattributedOp names the operation each component gets for the CPU time
-// its spans miss.
-const unattributedOp = "unattributed CPU"
 
 // minUnattributed is the smallest share of a host's measured CPU time,
 // outside every span, that extraction models: below it the spans are taken
@@ -37,13 +35,18 @@ type Coverage struct {
 	Measured   float64 `json:"measured_cpu_seconds"`
 	Spans      float64 `json:"span_cpu_seconds"`
 	Executions float64 `json:"executions"`
-	// Share is Spans/Measured, ShareSE its standard error from the spread
-	// of the windows' ratios (a ratio estimator).
+	// Background is the busy cores that do not follow the spans' CPU (the
+	// intercept of the busy time regressed on the spans' CPU time), when
+	// the data show one; the model leaves it out.
+	Background float64 `json:"background"`
+	// Share is the part of the CPU time that grows with the work the spans
+	// account for, and ShareSE its standard error.
 	Share   float64 `json:"share"`
 	ShareSE float64 `json:"share_se"`
-	// PerExecution is the CPU time outside the spans per execution,
-	// (Measured − Spans)/Executions, when the spans miss a significant
-	// part (more than minUnattributed, and two standard errors); else 0.
+	// PerExecution is the CPU time outside the spans per execution, what
+	// the metrics measured beyond the background and the spans, divided by
+	// the executions, when the spans miss a significant part (more than
+	// minUnattributed, and two standard errors); else 0.
 	PerExecution float64 `json:"unattributed_per_execution"`
 	// Skipped says why the host was not compared.
 	Skipped string `json:"skipped,omitempty"`
@@ -74,7 +77,7 @@ func coverage(host string, h *hostWindows, series map[string]*metrics.Series, op
 	}
 	cw := coveredWindows(h, s, cores)
 	c.Window = cw.length
-	var ratios []struct{ busy, spans float64 }
+	var ratios []windowCPU
 	for _, win := range cw.windows {
 		var n, withCPU, cpu float64
 		for _, cl := range win.cells {
@@ -89,51 +92,107 @@ func coverage(host string, h *hostWindows, series map[string]*metrics.Series, op
 		c.Measured += win.busy
 		c.Spans += cpu
 		c.Executions += n
-		ratios = append(ratios, struct{ busy, spans float64 }{win.busy, cpu})
+		ratios = append(ratios, windowCPU{busy: win.busy, spans: cpu, n: n})
 	}
 	c.Windows = len(ratios)
 	if c.Windows < 3 || c.Measured <= 0 || c.Spans <= 0 {
 		c.Skipped = fmt.Sprintf("the metrics (%s) cover fewer than 3 windows with CPU time", s.Source)
 		return c
 	}
-	// Ratio estimator: share = ΣS/ΣB, its variance from the residuals
-	// S_t − share·B_t.
-	c.Share = c.Spans / c.Measured
+	// Busy time per window as a constant background, plus a multiple of
+	// the spans' CPU, plus a time per execution: B_t = a + r·S_t + u·N_t
+	// by least squares. The constant (timers, the runtime's idle work,
+	// other processes) does not grow with the load; without clear
+	// evidence of it (a more than two standard errors above 0), a = 0.
 	n := float64(c.Windows)
-	meanB := c.Measured / n
-	var ss float64
-	for _, r := range ratios {
-		e := r.spans - c.Share*r.busy
-		ss += e * e
+	meanB, meanS, meanN := c.Measured/n, c.Spans/n, c.Executions/n
+	if a, se, ok := intercept(ratios); ok && a > 2*se {
+		c.Background = a / c.Window
+		meanB -= a
+		c.ShareSE = meanS / (meanB * meanB) * se
 	}
-	c.ShareSE = math.Sqrt(ss/(n-1)/n) / meanB
+	c.Share = meanS / meanB
+	if c.Background == 0 {
+		// Ratio estimator: share = ΣS/ΣB, its variance from the residuals
+		// S_t − share·B_t.
+		var ss float64
+		for _, r := range ratios {
+			e := r.spans - c.Share*r.busy
+			ss += e * e
+		}
+		c.ShareSE = math.Sqrt(ss/(n-1)/n) / meanB
+	}
 	if missing := 1 - c.Share; missing > minUnattributed && missing > 2*c.ShareSE && c.Executions > 0 {
-		c.PerExecution = (c.Measured - c.Spans) / c.Executions
+		c.PerExecution = (meanB - meanS) / meanN
 	}
 	return c
 }
 
+// windowCPU is one window's busy core-seconds by the metrics, the spans'
+// CPU seconds and the executions.
+type windowCPU struct{ busy, spans, n float64 }
+
+// intercept fits busy = a + r·spans + u·n over the windows by least
+// squares and returns a with its standard error; ok is false when the
+// windows do not determine the fit.
+func intercept(ws []windowCPU) (a, se float64, ok bool) {
+	if len(ws) <= 3 {
+		return 0, 0, false
+	}
+	x := mat.NewDense(len(ws), 3, nil)
+	y := mat.NewVecDense(len(ws), nil)
+	for i, w := range ws {
+		x.SetRow(i, []float64{1, w.spans, w.n})
+		y.SetVec(i, w.busy)
+	}
+	var xtx mat.Dense
+	xtx.Mul(x.T(), x)
+	var inv mat.Dense
+	if err := inv.Inverse(&xtx); err != nil {
+		return 0, 0, false
+	}
+	var beta, xty mat.VecDense
+	xty.MulVec(x.T(), y)
+	beta.MulVec(&inv, &xty)
+	var ss float64
+	for _, w := range ws {
+		e := w.busy - beta.AtVec(0) - beta.AtVec(1)*w.spans - beta.AtVec(2)*w.n
+		ss += e * e
+	}
+	s2 := ss / float64(len(ws)-3)
+	v := s2 * inv.At(0, 0)
+	if !(v >= 0) || math.IsInf(v, 0) {
+		return 0, 0, false
+	}
+	return beta.AtVec(0), math.Sqrt(v), true
+}
+
 // unattributedCPU spreads, per host the metrics compared, the CPU time the
 // spans missed evenly over the executions of the host's operations, as
-// per-request overhead done outside the spans (the transport, span export,
-// the garbage the request left): each component's share is an operation
-// of its own that every execution sends to, so that it loads the CPU in
-// proportion to the load without lengthening responses, which at the
-// observed load already include it. The busy cores it adds count in the
-// correction of off-CPU time.
+// per-request overhead done around the spans: reading the request and
+// writing the response, the transport, the span's export, the garbage the
+// request left. Each execution's operation starts with that much CPU (an
+// exponential demand), taken out of its callers' time outside its span,
+// where it was spent, so that the model keeps the observed response times
+// at the observed load while the CPU carries the load the metrics saw.
+// The busy cores it adds count in the correction of off-CPU time.
 func (g *generator) unattributedCPU(span float64) {
 	g.unattributed = map[string]float64{}
 	for _, c := range g.est.Coverage {
 		if c.Skipped != "" {
 			continue
 		}
+		if c.Background > 0 {
+			g.rep.warnf("host %s: %.3g busy cores the metrics (%s) measured do not follow the spans' CPU time (the intercept of a regression over %d windows): a constant background, left out of the model",
+				c.Host, c.Background, c.Metrics, c.Windows)
+		}
 		if c.PerExecution <= 0 {
 			g.rep.evidencef("host %s: the spans' CPU times account for %.0f %% (± %.1f %%) of the CPU time the metrics (%s) measured: nothing added",
 				c.Host, 100*c.Share, 200*c.ShareSE, c.Metrics)
 			continue
 		}
-		g.rep.evidencef("host %s: the spans' CPU times account for %.0f %% (± %.1f %%) of the CPU time the metrics (%s) measured; the rest, %.3gms per execution, is an operation %q of each component, sent to by every execution",
-			c.Host, 100*c.Share, 200*c.ShareSE, c.Metrics, c.PerExecution*1e3, unattributedOp)
+		g.rep.evidencef("host %s: the spans' CPU times account for %.0f %% (± %.1f %%) of the CPU time the metrics (%s) measured beyond any constant background; the rest, %.3gms per execution, is CPU demand at the start of every operation there, taken out of its callers' time outside its span",
+			c.Host, 100*c.Share, 200*c.ShareSE, c.Metrics, c.PerExecution*1e3)
 	}
 	if len(g.est.Coverage) == 0 || span <= 0 {
 		return
@@ -166,4 +225,21 @@ func (g *generator) unattributedCPU(span float64) {
 			g.busy[h] += d * n[comp] / span
 		}
 	}
+	g.s.unattributed = g.unattributed
+}
+
+// unattributedOf is the CPU time outside its spans that operation id gets
+// at its start: its component's share, when its spans carry CPU times.
+func (g *generator) unattributedOf(id string) float64 {
+	op := g.s.ops[id]
+	if op == nil || op.count == 0 || op.cpu.n != op.count {
+		return 0
+	}
+	return g.unattributed[op.component]
+}
+
+// targetComponent is the component of a `component/operation` reference.
+func targetComponent(id string) string {
+	comp, _ := splitID(id)
+	return comp
 }

@@ -484,8 +484,8 @@ func (g *generator) operations() {
 				g.rep.evidencef("%s: %.3gms of its own time is off the CPU (own time minus perfcast.cpu.time, less %.3gms of waiting for the CPU at the observed load): modeled as a delay", id, rest*1e3, wait*1e3)
 			}
 		}
-		if d := g.unattributed[op.component]; d > 0 && op.cpu.n == op.count {
-			o.Steps = append(o.Steps, model.Step{Kind: model.StepSend, Target: op.component + "/" + unattributedOp})
+		if d := g.unattributedOf(id); d > 0 {
+			o.Steps = append([]model.Step{{Kind: model.StepCPU, Demand: model.Exp(d)}}, o.Steps...)
 		}
 		if k := g.cfg.cpuSlots(op.component); k > 0 {
 			o.Steps = holdCPU(o.Steps, g.cpuSlotsResource(op.component, k))
@@ -496,19 +496,6 @@ func (g *generator) operations() {
 			name := limitName(id)
 			g.needPassive(name, lim.k, id)
 			o.Steps = []model.Step{{Kind: model.StepHold, Resource: name, Units: 1, Steps: o.Steps}}
-		}
-		c.Operations = append(c.Operations, o)
-		g.rep.Operations++
-	}
-	for _, c := range g.m.Components {
-		d := g.unattributed[c.Name]
-		if d <= 0 {
-			continue
-		}
-		o := &model.Operation{Name: unattributedOp, Component: c.Name,
-			Steps: []model.Step{{Kind: model.StepCPU, Demand: model.Exp(d)}}}
-		if k := g.cfg.cpuSlots(c.Name); k > 0 {
-			o.Steps = holdCPU(o.Steps, g.cpuSlotsResource(c.Name, k))
 		}
 		c.Operations = append(c.Operations, o)
 		g.rep.Operations++
@@ -741,16 +728,26 @@ func (g *generator) elemSteps(elems []*elem) []model.Step {
 		var body []model.Step
 		switch e.kind {
 		case elemCall:
+			// The callee's CPU outside its span (unattributedCPU) is in
+			// the caller's time outside the callee's span, and now in
+			// the callee's steps.
+			outside := g.unattributedOf(e.target)
 			switch {
-			case g.limited(e.target):
+			case g.limited(e.target) || g.cfg.cpuSlots(targetComponent(e.target)) > 0:
 				// The caller's time outside the callee's span holds the
-				// wait for the limit, which the model now produces itself:
-				// keep only the network, the low end of that time.
-				if base := round(e.latency.quantile(0.1), 3); base >= minLatency {
+				// wait for the limit, or for a CPU slot (a Go server needs
+				// one to read a request before its span starts), which the
+				// model now produces itself: keep only the network, the
+				// low end of that time.
+				if base := round(e.latency.quantile(0.1)-outside, 3); base >= minLatency {
 					body = append(body, model.Step{Kind: model.StepDelay, Demand: model.Det(base)})
 				}
-			case e.latency.mean() >= minLatency:
-				body = append(body, model.Step{Kind: model.StepDelay, Demand: g.fit("network to "+e.target, e.latency)})
+			case e.latency.mean()-outside >= minLatency:
+				d := g.fit("network to "+e.target, e.latency)
+				if outside > 0 {
+					d = withMean(d, e.latency.mean()-outside)
+				}
+				body = append(body, model.Step{Kind: model.StepDelay, Demand: d})
 			}
 			body = append(body, model.Step{Kind: model.StepCall, Target: e.target})
 			if name, ok := g.declaredCalls[e.target]; ok {

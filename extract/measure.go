@@ -57,24 +57,16 @@ func (s *State) Measured(m *model.Model) *solve.Result {
 			cpuKnown[res] = false
 		}
 	}
-	// The CPU the spans missed, as metrics measured it, is in the model
-	// as each component's unattributedOp: count it at the rate of the
-	// component's executions, as the model does.
-	for _, c := range m.Components {
-		o := c.Operation(unattributedOp)
-		if o == nil {
+	// The CPU the spans missed, as metrics measured it, which the model
+	// adds to every execution whose spans carry CPU times.
+	for _, op := range s.ops {
+		d := s.unattributed[op.component]
+		c := m.Component(op.component)
+		if d <= 0 || c == nil || op.cpu.n != op.count {
 			continue
 		}
-		var n int64
-		for _, op := range s.ops {
-			if op.component == c.Name {
-				n += op.count
-			}
-		}
-		for res, d := range m.OperationDemands(o, nil).Service {
-			if _, ok := busy[res]; ok {
-				busy[res] += d * float64(n) / span
-			}
+		if res := model.CPUResource(c.Host); cpuKnown[res] {
+			busy[res] += d * float64(op.count) / span
 		}
 	}
 	for res, b := range busy {

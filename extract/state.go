@@ -27,6 +27,10 @@ type State struct {
 	Partial int64
 	// WithCPU counts operation executions that carried a measured CPU time.
 	WithCPU int64
+	// unattributed is, per component, the CPU time per execution outside
+	// the spans that the last model generated added (see unattributedCPU);
+	// Measured counts it.
+	unattributed map[string]float64
 	// First and Last are the earliest and latest request arrival, in Unix
 	// nanoseconds.
 	First, Last int64

@@ -164,6 +164,19 @@ func (w *Windows) Merge(o *Windows) {
 	}
 }
 
+// allMeasured reports whether every execution on the host carried its
+// CPU time.
+func (h *hostWindows) allMeasured() bool {
+	for _, cells := range h.cells {
+		for _, c := range cells {
+			if c.cpuN != c.n {
+				return false
+			}
+		}
+	}
+	return len(h.cells) > 0
+}
+
 // Hosts returns the hosts with windows, sorted.
 func (w *Windows) Hosts() []string { return slices.Sorted(maps.Keys(w.hosts)) }
 
@@ -230,6 +243,9 @@ func EstimateDemands(w *Windows, series map[string]*metrics.Series, opts DemandO
 	for _, host := range w.Hosts() {
 		hd := estimateHost(host, w.hosts[host], series, opts)
 		rep.Hosts = append(rep.Hosts, hd)
+		if hd.Skipped == allMeasured {
+			continue
+		}
 		if hd.Skipped != "" {
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("host %s: CPU demands not estimated: %s", host, hd.Skipped))
 			continue
@@ -313,8 +329,16 @@ func matchSeries(host string, series map[string]*metrics.Series) *metrics.Series
 	return found
 }
 
+// allMeasured is why a host whose spans all carry their CPU times has no
+// estimate.
+const allMeasured = "every span carries its CPU time"
+
 func estimateHost(host string, h *hostWindows, series map[string]*metrics.Series, opts DemandOptions) *HostDemands {
 	hd := &HostDemands{Host: host, Ops: []string{}}
+	if h.allMeasured() {
+		hd.Skipped = allMeasured
+		return hd
+	}
 	s := matchSeries(host, series)
 	if s == nil {
 		hd.Skipped = "no metrics for this host"

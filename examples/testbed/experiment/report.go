@@ -133,7 +133,7 @@ func (r *report) write(w io.Writer, args []string) {
 		r.phases.RampUp, r.phases.Steady, r.phases.RampDown, formatMix(r.mix))
 	fmt.Fprintf(w, "- Reference: %.2f ms of service CPU per request, so about %.0f requests/s saturate one core; load levels are fractions of that rate.\n",
 		1000*r.perRequest, r.saturation)
-	fmt.Fprintf(w, "- Span CPU times (perfcast.cpu.time) account for %.0f %% of the CPU time the services' processes used in the reference run; the rest (garbage collection, span export, the HTTP transport's goroutines, the runtime) is in no span. Extraction, given the host's CPU time as metrics, models it as an operation `unattributed CPU` per service that every execution sends to.\n\n",
+	fmt.Fprintf(w, "- Span CPU times (perfcast.cpu.time) account for %.0f %% of the CPU time the services' processes used in the reference run; the rest (garbage collection, span export, the HTTP transport's goroutines, the runtime) is in no span. Extraction, given the host's CPU time as metrics, adds it as CPU at the start of every operation, taken out of the callers' time outside the callee's span.\n\n",
 		100*r.spanShare)
 
 	fmt.Fprintf(w, "## Configurations: throughput and CPU utilization\n\n")
