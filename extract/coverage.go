@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"gonum.org/v1/gonum/mat"
-
 	"github.com/perfcast/perfcast/metrics"
 )
 
@@ -35,18 +33,14 @@ type Coverage struct {
 	Measured   float64 `json:"measured_cpu_seconds"`
 	Spans      float64 `json:"span_cpu_seconds"`
 	Executions float64 `json:"executions"`
-	// Background is the busy cores that do not follow the spans' CPU (the
-	// intercept of the busy time regressed on the spans' CPU time), when
-	// the data show one; the model leaves it out.
-	Background float64 `json:"background"`
-	// Share is the part of the CPU time that grows with the work the spans
-	// account for, and ShareSE its standard error.
+	// Share is the part of the measured CPU time the spans account for,
+	// Spans/Measured, and ShareSE its standard error from the spread of
+	// the windows (a ratio estimator).
 	Share   float64 `json:"share"`
 	ShareSE float64 `json:"share_se"`
-	// PerExecution is the CPU time outside the spans per execution, what
-	// the metrics measured beyond the background and the spans, divided by
-	// the executions, when the spans miss a significant part (more than
-	// minUnattributed, and two standard errors); else 0.
+	// PerExecution is the CPU time outside the spans per execution,
+	// (Measured − Spans)/Executions, when the spans miss a significant
+	// part (more than minUnattributed, and two standard errors); else 0.
 	PerExecution float64 `json:"unattributed_per_execution"`
 	// Skipped says why the host was not compared.
 	Skipped string `json:"skipped,omitempty"`
@@ -99,29 +93,21 @@ func coverage(host string, h *hostWindows, series map[string]*metrics.Series, op
 		c.Skipped = fmt.Sprintf("the metrics (%s) cover fewer than 3 windows with CPU time", s.Source)
 		return c
 	}
-	// Busy time per window as a constant background, plus a multiple of
-	// the spans' CPU, plus a time per execution: B_t = a + r·S_t + u·N_t
-	// by least squares. The constant (timers, the runtime's idle work,
-	// other processes) does not grow with the load; without clear
-	// evidence of it (a more than two standard errors above 0), a = 0.
+	// Ratio estimator: share = ΣS/ΣB, its variance from the residuals
+	// S_t − share·B_t. A constant background (timers, idle work, other
+	// processes) is not told apart: at one load level the intercept of a
+	// regression of B on S is an extrapolation, which on the testbed moved
+	// between 0.007 and 0.026 cores from run to run; it is spread over the
+	// executions with the rest.
 	n := float64(c.Windows)
 	meanB, meanS, meanN := c.Measured/n, c.Spans/n, c.Executions/n
-	if a, se, ok := intercept(ratios); ok && a > 2*se {
-		c.Background = a / c.Window
-		meanB -= a
-		c.ShareSE = meanS / (meanB * meanB) * se
-	}
 	c.Share = meanS / meanB
-	if c.Background == 0 {
-		// Ratio estimator: share = ΣS/ΣB, its variance from the residuals
-		// S_t − share·B_t.
-		var ss float64
-		for _, r := range ratios {
-			e := r.spans - c.Share*r.busy
-			ss += e * e
-		}
-		c.ShareSE = math.Sqrt(ss/(n-1)/n) / meanB
+	var ss float64
+	for _, r := range ratios {
+		e := r.spans - c.Share*r.busy
+		ss += e * e
 	}
+	c.ShareSE = math.Sqrt(ss/(n-1)/n) / meanB
 	if missing := 1 - c.Share; missing > minUnattributed && missing > 2*c.ShareSE && c.Executions > 0 {
 		c.PerExecution = (meanB - meanS) / meanN
 	}
@@ -131,41 +117,6 @@ func coverage(host string, h *hostWindows, series map[string]*metrics.Series, op
 // windowCPU is one window's busy core-seconds by the metrics, the spans'
 // CPU seconds and the executions.
 type windowCPU struct{ busy, spans, n float64 }
-
-// intercept fits busy = a + r·spans + u·n over the windows by least
-// squares and returns a with its standard error; ok is false when the
-// windows do not determine the fit.
-func intercept(ws []windowCPU) (a, se float64, ok bool) {
-	if len(ws) <= 3 {
-		return 0, 0, false
-	}
-	x := mat.NewDense(len(ws), 3, nil)
-	y := mat.NewVecDense(len(ws), nil)
-	for i, w := range ws {
-		x.SetRow(i, []float64{1, w.spans, w.n})
-		y.SetVec(i, w.busy)
-	}
-	var xtx mat.Dense
-	xtx.Mul(x.T(), x)
-	var inv mat.Dense
-	if err := inv.Inverse(&xtx); err != nil {
-		return 0, 0, false
-	}
-	var beta, xty mat.VecDense
-	xty.MulVec(x.T(), y)
-	beta.MulVec(&inv, &xty)
-	var ss float64
-	for _, w := range ws {
-		e := w.busy - beta.AtVec(0) - beta.AtVec(1)*w.spans - beta.AtVec(2)*w.n
-		ss += e * e
-	}
-	s2 := ss / float64(len(ws)-3)
-	v := s2 * inv.At(0, 0)
-	if !(v >= 0) || math.IsInf(v, 0) {
-		return 0, 0, false
-	}
-	return beta.AtVec(0), math.Sqrt(v), true
-}
 
 // unattributedCPU spreads, per host the metrics compared, the CPU time the
 // spans missed evenly over the executions of the host's operations, as
@@ -182,16 +133,12 @@ func (g *generator) unattributedCPU(span float64) {
 		if c.Skipped != "" {
 			continue
 		}
-		if c.Background > 0 {
-			g.rep.warnf("host %s: %.3g busy cores the metrics (%s) measured do not follow the spans' CPU time (the intercept of a regression over %d windows): a constant background, left out of the model",
-				c.Host, c.Background, c.Metrics, c.Windows)
-		}
 		if c.PerExecution <= 0 {
 			g.rep.evidencef("host %s: the spans' CPU times account for %.0f %% (± %.1f %%) of the CPU time the metrics (%s) measured: nothing added",
 				c.Host, 100*c.Share, 200*c.ShareSE, c.Metrics)
 			continue
 		}
-		g.rep.evidencef("host %s: the spans' CPU times account for %.0f %% (± %.1f %%) of the CPU time the metrics (%s) measured beyond any constant background; the rest, %.3gms per execution, is CPU demand at the start of every operation there, taken out of its callers' time outside its span",
+		g.rep.evidencef("host %s: the spans' CPU times account for %.0f %% (± %.1f %%) of the CPU time the metrics (%s) measured; the rest, %.3gms per execution, is CPU demand at the start of every operation there, taken out of its callers' time outside its span",
 			c.Host, 100*c.Share, 200*c.ShareSE, c.Metrics, c.PerExecution*1e3)
 	}
 	if len(g.est.Coverage) == 0 || span <= 0 {

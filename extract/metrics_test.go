@@ -17,8 +17,8 @@ import (
 
 // cpuSecondsCSV writes each host's cumulative CPU seconds once a second as
 // the metrics CSV: the CPU times of the spans, plus extra(span) for each,
-// charged at their end, plus background cores on host web.
-func cpuSecondsCSV(spans []*ingest.Span, extra func(*ingest.Span) float64, background float64) []byte {
+// charged at their end.
+func cpuSecondsCSV(spans []*ingest.Span, extra func(*ingest.Span) float64) []byte {
 	type charge struct {
 		at  int64
 		cpu float64
@@ -46,9 +46,6 @@ func cpuSecondsCSV(spans []*ingest.Span, extra func(*ingest.Span) float64, backg
 				total += cs[k].cpu
 				k++
 			}
-			if h == "web" {
-				total += background
-			}
 			fmt.Fprintf(&csv, "%d,%s,%.6f\n", sec, h, total)
 		}
 	}
@@ -60,7 +57,7 @@ func cpuSecondsCSV(spans []*ingest.Span, extra func(*ingest.Span) float64, backg
 // CSV, and checks that extraction estimates the CPU demands back from them.
 func TestExtractWithMetrics(t *testing.T) {
 	spans := generate(21, 30000, true)
-	csv := cpuSecondsCSV(spans, func(*ingest.Span) float64 { return 0 }, 0)
+	csv := cpuSecondsCSV(spans, func(*ingest.Span) float64 { return 0 })
 	for _, s := range spans {
 		s.CPUTime = math.NaN()
 	}
@@ -140,14 +137,14 @@ func TestExtractWithMetrics(t *testing.T) {
 // in the measured utilization, and adds nothing where spans and metrics
 // agree.
 func TestUnattributedCPU(t *testing.T) {
-	const extra, background = 0.4e-3, 0.05
+	const extra = 0.4e-3
 	spans := generate(22, 30000, true)
 	csv := cpuSecondsCSV(spans, func(s *ingest.Span) float64 {
 		if s.Host == "web" {
 			return extra
 		}
 		return 0
-	}, background)
+	})
 	dir := t.TempDir()
 	metricsFile := filepath.Join(dir, "cpu.csv")
 	if err := os.WriteFile(metricsFile, csv, 0o644); err != nil {
@@ -171,8 +168,8 @@ func TestUnattributedCPU(t *testing.T) {
 		t.Logf("%+v", *c)
 	}
 	web := byHost["web"]
-	if web == nil || web.Skipped != "" || math.Abs(web.PerExecution-extra) > 0.02*extra || math.Abs(web.Background-background) > 0.1*background {
-		t.Fatalf("web coverage %+v, want %.3g s per execution and %.3g cores of background", web, extra, background)
+	if web == nil || web.Skipped != "" || math.Abs(web.PerExecution-extra) > 0.02*extra {
+		t.Fatalf("web coverage %+v, want %.3g s per execution", web, extra)
 	}
 	for _, h := range []string{"cat-1", "cat-2", "wk"} {
 		if c := byHost[h]; c == nil || c.PerExecution != 0 || math.Abs(c.Share-1) > 0.01 {
@@ -197,10 +194,9 @@ func TestUnattributedCPU(t *testing.T) {
 			t.Errorf("%s has %d CPU steps where spans and metrics agree, want 1:\n%s", id, cpu, m.Marshal())
 		}
 	}
-	// Measured utilization of the front end's host: the metrics' figure,
-	// less the background.
+	// Measured utilization of the front end's host: the metrics' figure.
 	meas := res.State.Measured(m).Resources[model.CPUResource(m.Component("front").Host)]
-	want := (web.Measured/(float64(web.Windows)*web.Window) - web.Background) / float64(m.Servers(model.CPUResource(m.Component("front").Host)))
+	want := web.Measured / (float64(web.Windows) * web.Window) / float64(m.Servers(model.CPUResource(m.Component("front").Host)))
 	if meas == nil || math.Abs(meas.Utilization-want) > 0.03*want {
 		t.Errorf("measured utilization %+v, want the metrics' %.4g", meas, want)
 	}

@@ -54,6 +54,7 @@ type options struct {
 	precision float64
 	small     bool
 	only      string
+	reuse     bool
 }
 
 func run() error {
@@ -65,6 +66,7 @@ func run() error {
 	flag.Float64Var(&o.refRate, "ref-rate", 20, "the reference configuration's arrival rate, requests per second")
 	flag.Float64Var(&o.precision, "precision", 0.02, "simulation precision of the predictions")
 	flag.StringVar(&o.only, "only", "", "run only these `configurations` (comma-separated names) besides the reference")
+	flag.BoolVar(&o.reuse, "reuse", false, "with -work, take the runs already there instead of running them again (to try another extraction on the same measurements)")
 	flag.Parse()
 	o.small = o.quick
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -83,7 +85,7 @@ func run() error {
 		defer os.RemoveAll(work)
 	}
 	work, _ = filepath.Abs(work)
-	e := &env{work: work, mix: shop.DefaultMix, small: o.small, seed: 1}
+	e := &env{work: work, mix: shop.DefaultMix, small: o.small, seed: 1, reuse: o.reuse && o.work != ""}
 	e.bin = filepath.Join(work, "testbed")
 	slog.Info("build", "bin", e.bin)
 	build := exec.Command("go", "build", "-o", e.bin, "./examples/testbed")
@@ -285,7 +287,7 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 		extra = append(extra, r)
 	}
 	rep := &report{
-		quick: o.quick, started: started, elapsed: time.Since(started),
+		quick: o.quick, reused: e.reuse, started: started, elapsed: time.Since(started),
 		loadBefore: loadBefore, loadAfter: loadAfter, busyBefore: busyBefore, busyAfter: busyAfter, pinned: e.pin,
 		phases: e.phases, mix: e.mix, saturation: saturation, perRequest: perRequest, spanShare: spanShare,
 		warnings: refX.Report.Warnings,

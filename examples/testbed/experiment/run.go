@@ -66,6 +66,9 @@ type env struct {
 	mix         map[string]float64
 	small       bool
 	seed        uint64
+	// reuse takes the measurements of runs already in work instead of
+	// running them again.
+	reuse bool
 }
 
 // freePort returns a loopback port that was free a moment ago.
@@ -108,6 +111,12 @@ func (e *env) command(cpus string, args ...string) *exec.Cmd {
 // returns what was measured; the run's files stay in work/NAME.
 func (e *env) run(ctx context.Context, s setup) (*measured, error) {
 	dir := filepath.Join(e.work, s.Name)
+	if e.reuse {
+		if _, err := os.Stat(filepath.Join(dir, "load.json")); err == nil {
+			slog.Info("reuse", "run", s.Name, "dir", dir)
+			return e.measure(s, dir)
+		}
+	}
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, err
 	}
@@ -203,6 +212,13 @@ func (e *env) run(ctx context.Context, s setup) (*measured, error) {
 	if stopErr != nil {
 		return nil, stopErr
 	}
+	return e.measure(s, dir)
+}
+
+// measure reads what the run of s in dir measured: the load generator's
+// result and the services' CPU time over the steady phase.
+func (e *env) measure(s setup, dir string) (*measured, error) {
+	loadFile := filepath.Join(dir, "load.json")
 	var res loadgen.Result
 	data, err := os.ReadFile(loadFile)
 	if err != nil {
