@@ -308,6 +308,16 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	return nil
 }
 
+// datasetConfig is the extraction configuration of the example data set:
+// what the traces do not say about the run.
+const datasetConfig = `# What the testbed's traces do not say: the services ran on one CPU,
+# each with GOMAXPROCS 1.
+hosts:
+  testbed: {cores: 1}
+cpu_slots:
+  "*": 1
+`
+
 func (e *env) makeDataset(ctx context.Context, dir string, o options) error {
 	e.phases = loadgen.Phases{RampUp: 5 * time.Second, Steady: 90 * time.Second, RampDown: 2 * time.Second}
 	s := reference(25, e.pin)
@@ -348,6 +358,9 @@ func (e *env) makeDataset(ctx context.Context, dir string, o options) error {
 		return err
 	}
 	if err := mergeMetrics(filepath.Join(dir, "testbed-metrics.csv"), m.Dir); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "testbed-config.yaml"), []byte(datasetConfig), 0o644); err != nil {
 		return err
 	}
 	slog.Info("dataset", "traces", tracesOut, "throughput", m.Load.All.Throughput, "cpu", m.CPU)
