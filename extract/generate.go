@@ -130,6 +130,10 @@ type generator struct {
 	// siteLimits holds the inferred locks of call sites, by caller and
 	// target.
 	siteLimits map[string]map[string]limit
+	// fanOutBase holds, while a parallel block is generated, the lowest
+	// 10th percentile of call latency over its branches' first calls, by
+	// target.
+	fanOutBase map[string]float64
 	// caller is the operation whose steps are being generated.
 	caller string
 	// declaredCalls and declaredOps hold the configuration's passive
@@ -320,6 +324,13 @@ func (g *generator) siteWait(caller string, op *opStats) float64 {
 
 // limited reports whether calls to an operation wait for an inferred limit
 // before its server span starts.
+// waitsBeforeSpan reports whether calls to target wait, before the
+// target's span starts, for something the model reproduces: a limit, or a
+// CPU slot of its component.
+func (g *generator) waitsBeforeSpan(target string) bool {
+	return g.limited(target) || g.cfg.cpuSlots(targetComponent(target)) > 0
+}
+
 func (g *generator) limited(target string) bool {
 	comp, _ := splitID(target)
 	_, a := g.threads[comp]
@@ -733,13 +744,19 @@ func (g *generator) elemSteps(elems []*elem) []model.Step {
 			// the callee's steps.
 			outside := g.unattributedOf(e.target)
 			switch {
-			case g.limited(e.target) || g.cfg.cpuSlots(targetComponent(e.target)) > 0:
+			case g.waitsBeforeSpan(e.target):
 				// The caller's time outside the callee's span holds the
 				// wait for the limit, or for a CPU slot (a Go server needs
 				// one to read a request before its span starts), which the
 				// model now produces itself: keep only the network, the
-				// low end of that time.
-				if base := round(e.latency.quantile(0.1)-outside, 3); base >= minLatency {
+				// low end of that time (in a fan-out, the lowest over the
+				// calls to the same operation: later calls queue behind
+				// earlier ones even at best).
+				base := e.latency.quantile(0.1)
+				if f, ok := g.fanOutBase[e.target]; ok {
+					base = math.Min(base, f)
+				}
+				if base = round(base-outside, 3); base >= minLatency {
 					body = append(body, model.Step{Kind: model.StepDelay, Demand: model.Det(base)})
 				}
 			case e.latency.mean()-outside >= minLatency:
@@ -763,9 +780,20 @@ func (g *generator) elemSteps(elems []*elem) []model.Step {
 			body = append(body, model.Step{Kind: model.StepDelay, Demand: g.fit("external "+e.target, e.latency)})
 		case elemParallel:
 			par := model.Step{Kind: model.StepParallel}
+			outer := g.fanOutBase
+			g.fanOutBase = map[string]float64{}
+			for _, l := range e.lists {
+				if len(l) > 0 && l[0].kind == elemCall && g.waitsBeforeSpan(l[0].target) {
+					q := l[0].latency.quantile(0.1)
+					if f, ok := g.fanOutBase[l[0].target]; !ok || q < f {
+						g.fanOutBase[l[0].target] = q
+					}
+				}
+			}
 			for _, l := range e.lists {
 				par.Parallel = append(par.Parallel, g.elemSteps(l))
 			}
+			g.fanOutBase = outer
 			body = append(body, par)
 		}
 		if len(e.times) == 1 && e.times[1] > 0 {

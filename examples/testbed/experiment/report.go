@@ -254,36 +254,45 @@ func within(errs []float64, limit float64) int {
 }
 
 // writeNoise reports the CPU time per request of the runs that share the
-// reference's code path (GOMAXPROCS 1, span CPU time on): their spread is
-// noise of the machine that no model extracted from one run can predict.
+// reference's code path (GOMAXPROCS 1, span CPU time on), and the line
+// CPU = a + b·X fitted over them: a model extracted from one run carries
+// that run's CPU per request to every prediction.
 func (r *report) writeNoise(w io.Writer) {
 	var per []string
-	var v []float64
+	var xs, cs []float64
 	for _, row := range r.rows {
 		s, m := row.setup, row.measured
 		if strings.Contains(s.Name, " from ") || s.GOMAXPROCS != 1 || !s.SpanCPU || m.Load.All.Throughput <= 0 {
 			continue
 		}
-		c := m.CPUSeconds / m.Load.All.Throughput
-		v = append(v, c)
-		per = append(per, fmt.Sprintf("%s %.2f", s.Name, 1000*c))
+		xs = append(xs, m.Load.All.Throughput)
+		cs = append(cs, m.CPUSeconds)
+		per = append(per, fmt.Sprintf("%s %.2f", s.Name, 1000*m.CPUSeconds/m.Load.All.Throughput))
 	}
-	if len(v) < 2 {
+	n := float64(len(xs))
+	if n < 3 {
 		return
 	}
-	mean, sd := 0.0, 0.0
-	for _, x := range v {
-		mean += x
+	var mx, mc, mp float64
+	for i := range xs {
+		mx += xs[i] / n
+		mc += cs[i] / n
+		mp += cs[i] / xs[i] / n
 	}
-	mean /= float64(len(v))
-	for _, x := range v {
-		sd += (x - mean) * (x - mean)
+	var sxx, sxc, sp float64
+	for i := range xs {
+		sxx += (xs[i] - mx) * (xs[i] - mx)
+		sxc += (xs[i] - mx) * (cs[i] - mc)
+		sp += (cs[i]/xs[i] - mp) * (cs[i]/xs[i] - mp)
 	}
-	sd = math.Sqrt(sd / float64(len(v)-1))
+	b := sxc / sxx
+	a := mc - b*mx
 	fmt.Fprintf(w, "Measurement noise: the services' CPU time per request in the runs with GOMAXPROCS 1 and span CPU time on "+
-		"(ms: %s) has a mean of %.2f ms and a coefficient of variation of %.0f %%. The code path is the same in all of "+
-		"them and the values do not follow the load, so the spread is taken as the machine's (a shared virtual machine); it bounds how closely a model extracted "+
-		"from one run can predict another run's utilization.\n\n", strings.Join(per, ", "), 1000*mean, 100*sd/mean)
+		"(ms: %s) has a mean of %.2f ms and a coefficient of variation of %.0f %%. A line fitted over these runs, "+
+		"CPU = %.3f cores + %.2f ms × throughput, tells a part that does not grow with the load (the intercept) from "+
+		"one that does; the scatter around it is the machine's. A model extracted from one run carries that run's CPU "+
+		"per request to every prediction.\n\n",
+		strings.Join(per, ", "), 1000*mp, 100*math.Sqrt(sp/(n-1))/mp, a, 1000*b)
 }
 
 func median(v []float64) float64 {

@@ -1,0 +1,82 @@
+package extract
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/perfcast/perfcast/ingest"
+	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/trace"
+)
+
+// TestFanOutIntoSlots fans each request out to four calls of a service
+// with one CPU slot, which starts their spans one after the other (it
+// reads a request only once the previous one is done), 0.2 ms of network
+// each way. With cpu_slots declared, every branch keeps the network alone
+// as its delay, the same for all four, rather than its position's queueing.
+func TestFanOutIntoSlots(t *testing.T) {
+	const net, service = int64(200_000), int64(1_000_000)
+	r := rand.New(rand.NewPCG(9, 9))
+	next := spanIDs()
+	var spans []*ingest.Span
+	now := int64(1_700_000_000_000_000_000)
+	for i := range 400 {
+		now += int64(r.ExpFloat64() * 50e6)
+		tid := testTraceID(4, i)
+		mk := func(parent ingest.SpanID, kind ingest.Kind, svc, name string, s, e int64, cpu float64) *ingest.Span {
+			sp := &ingest.Span{TraceID: tid, SpanID: next(), ParentID: parent, Kind: kind, Service: svc, Host: "box",
+				Name: name, Start: s, End: e, CPUTime: cpu}
+			spans = append(spans, sp)
+			return sp
+		}
+		root := mk(ingest.SpanID{}, ingest.KindServer, "front", "GET /fan", now, 0, 1e-4)
+		free := now + net
+		end := now
+		for range 4 {
+			cl := mk(root.SpanID, ingest.KindClient, "front", "get", now, 0, math.NaN())
+			start := free
+			mk(cl.SpanID, ingest.KindServer, "store", "Get", start, start+service, float64(service)/1e9)
+			free = start + service
+			cl.End = free + net
+			end = max(end, cl.End)
+		}
+		root.End = end + 100_000
+	}
+	st := NewState()
+	cfg := &Config{Hosts: map[string]HostConfig{"box": {Cores: 1}}, CPUSlots: map[string]int{"store": 1}}
+	a := trace.New(trace.Options{}, func(tr *trace.Tree) error {
+		st.Fold(tr, cfg)
+		return nil
+	})
+	for _, s := range spans {
+		if err := a.Add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := st.Model("fan", cfg)
+	var delays []float64
+	model.Walk(m.Operation("front/GET /fan").Steps, func(s *model.Step) {
+		if s.Kind == model.StepParallel {
+			for _, br := range s.Parallel {
+				for _, b := range br {
+					if b.Kind == model.StepDelay {
+						delays = append(delays, b.Demand.Mean())
+					}
+				}
+			}
+		}
+	})
+	if len(delays) != 4 {
+		t.Fatalf("delays %v in the fan-out, want 4:\n%s", delays, m.Marshal())
+	}
+	for _, d := range delays {
+		// The latency's quantiles come from a sketch of 1 % relative accuracy.
+		if want := 2 * float64(net) / 1e9; math.Abs(d-want) > 0.02*want {
+			t.Errorf("branch delay %.4g, want the network's %.4g: %v", d, 2*float64(net)/1e9, delays)
+		}
+	}
+}
