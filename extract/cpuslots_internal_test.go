@@ -3,6 +3,7 @@ package extract
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/perfcast/perfcast/ingest"
@@ -78,5 +79,28 @@ func TestFanOutIntoSlots(t *testing.T) {
 		if want := 2 * float64(net) / 1e9; math.Abs(d-want) > 0.02*want {
 			t.Errorf("branch delay %.4g, want the network's %.4g: %v", d, 2*float64(net)/1e9, delays)
 		}
+	}
+}
+
+// TestHoldCPU wraps runs of CPU steps, one hold per run, at any depth.
+func TestHoldCPU(t *testing.T) {
+	cpu := model.Step{Kind: model.StepCPU, Demand: model.Exp(1e-3)}
+	delay := model.Step{Kind: model.StepDelay, Demand: model.Det(1e-3)}
+	steps := []model.Step{cpu, cpu, delay, {Kind: model.StepBranch, Branches: []model.Branch{{P: 1, Steps: []model.Step{delay, cpu}}}}, cpu}
+	got := holdCPU(steps, "slots")
+	kinds := func(ss []model.Step) []model.StepKind {
+		var k []model.StepKind
+		for _, s := range ss {
+			k = append(k, s.Kind)
+		}
+		return k
+	}
+	want := []model.StepKind{model.StepHold, model.StepDelay, model.StepBranch, model.StepHold}
+	if !slices.Equal(kinds(got), want) || len(got[0].Steps) != 2 || len(got[3].Steps) != 1 {
+		t.Fatalf("top level %v, want %v with 2 and 1 CPU steps held", kinds(got), want)
+	}
+	inner := got[2].Branches[0].Steps
+	if !slices.Equal(kinds(inner), []model.StepKind{model.StepDelay, model.StepHold}) || inner[1].Resource != "slots" {
+		t.Errorf("branch %v", kinds(inner))
 	}
 }

@@ -1038,13 +1038,26 @@ func (g *generator) cpuSlotsResource(comp string, k int) string {
 	return name
 }
 
-// holdCPU wraps every CPU step of steps, at any depth, in a hold of one
-// unit of resource.
+// holdCPU wraps every run of consecutive CPU steps of steps, at any depth,
+// in a hold of one unit of resource: one burst, one wait for a slot.
 func holdCPU(steps []model.Step, resource string) []model.Step {
+	var out []model.Step
+	for i := 0; i < len(steps); i++ {
+		if steps[i].Kind == model.StepCPU {
+			j := i
+			for j < len(steps) && steps[j].Kind == model.StepCPU {
+				j++
+			}
+			out = append(out, model.Step{Kind: model.StepHold, Resource: resource, Units: 1, Steps: slices.Clone(steps[i:j])})
+			i = j - 1
+			continue
+		}
+		out = append(out, steps[i])
+	}
+	steps = out
 	for i := range steps {
 		s := &steps[i]
-		if s.Kind == model.StepCPU {
-			*s = model.Step{Kind: model.StepHold, Resource: resource, Units: 1, Steps: []model.Step{*s}}
+		if s.Kind == model.StepHold && s.Resource == resource {
 			continue
 		}
 		s.Steps = holdCPU(s.Steps, resource)
