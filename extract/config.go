@@ -109,7 +109,11 @@ func LoadConfig(path string) (*Config, error) {
 
 // component is the component a span belongs to.
 func (c *Config) component(sp *ingest.Span) string {
-	name := sp.Service
+	return c.serviceComponent(sp.Service)
+}
+
+// serviceComponent is the component of the service named name.
+func (c *Config) serviceComponent(name string) string {
 	if name == "" {
 		name = "unknown"
 	}

@@ -22,8 +22,11 @@ const minUnattributed = 0.02
 // is CPU demand all the same: it is what makes the measured utilization
 // higher than the spans' sum.
 type Coverage struct {
-	Host    string `json:"host"`
-	Metrics string `json:"metrics,omitempty"`
+	Host string `json:"host"`
+	// Component is the component whose processes the metrics measured,
+	// "" when they measured the whole host.
+	Component string `json:"component,omitempty"`
+	Metrics   string `json:"metrics,omitempty"`
 	// Windows is the number of windows compared, each Window seconds long.
 	Windows int     `json:"windows"`
 	Window  float64 `json:"window"`
@@ -47,23 +50,55 @@ type Coverage struct {
 }
 
 // CPUCoverage compares, per host of the windows, the spans' CPU times with
-// the metrics (hosts matched as EstimateDemands matches them). Only hosts
-// where every execution carried its CPU time are compared.
-func CPUCoverage(w *Windows, series map[string]*metrics.Series, opts DemandOptions) []*Coverage {
+// the metrics (hosts matched as EstimateDemands matches them). Where the
+// metrics measure the processes of services on the host (set.Services),
+// each component whose name component(service) gives is compared with its
+// own processes instead, and the host as a whole is not. Only hosts and
+// components where every execution carried its CPU time are compared.
+func CPUCoverage(w *Windows, set *metrics.Set, component func(service string) string, opts DemandOptions) []*Coverage {
 	var out []*Coverage
 	for _, host := range w.Hosts() {
-		out = append(out, coverage(host, w.hosts[host], series, opts))
+		h := w.hosts[host]
+		var byComp []*Coverage
+		if svcs := set.Services[matchHost(host, slices.Collect(maps.Keys(set.Services)))]; len(svcs) > 0 {
+			for _, svc := range slices.Sorted(maps.Keys(svcs)) {
+				comp := component(svc)
+				if !h.hasComponent(comp) {
+					continue
+				}
+				c := coverage(host, h, svcs[svc], comp, opts)
+				c.Component = comp
+				byComp = append(byComp, c)
+			}
+		}
+		if len(byComp) > 0 {
+			out = append(out, byComp...)
+			continue
+		}
+		s := matchSeries(host, set.Series)
+		if s == nil {
+			out = append(out, &Coverage{Host: host, Skipped: "no metrics for this host"})
+			continue
+		}
+		out = append(out, coverage(host, h, s, "", opts))
 	}
 	return out
 }
 
-func coverage(host string, h *hostWindows, series map[string]*metrics.Series, opts DemandOptions) *Coverage {
-	c := &Coverage{Host: host}
-	s := matchSeries(host, series)
-	if s == nil {
-		c.Skipped = "no metrics for this host"
-		return c
+// hasComponent reports whether operations of comp ran on the host.
+func (h *hostWindows) hasComponent(comp string) bool {
+	for _, op := range h.ops {
+		if c, _, _ := strings.Cut(op, "/"); c == comp {
+			return true
+		}
 	}
+	return false
+}
+
+// coverage compares the metrics s with the spans of the operations of
+// comp on host h, of every operation when comp is "".
+func coverage(host string, h *hostWindows, s *metrics.Series, comp string, opts DemandOptions) *Coverage {
+	c := &Coverage{Host: host}
 	c.Metrics = s.Source
 	cores := float64(s.Cores)
 	if cores == 0 {
@@ -71,10 +106,18 @@ func coverage(host string, h *hostWindows, series map[string]*metrics.Series, op
 	}
 	cw := coveredWindows(h, s, cores)
 	c.Window = cw.length
+	mine := make([]bool, len(cw.ops))
+	for i, op := range cw.ops {
+		oc, _, _ := strings.Cut(op, "/")
+		mine[i] = comp == "" || oc == comp
+	}
 	var ratios []windowCPU
 	for _, win := range cw.windows {
 		var n, withCPU, cpu float64
-		for _, cl := range win.cells {
+		for i, cl := range win.cells {
+			if !mine[i] {
+				continue
+			}
 			n += cl.n
 			withCPU += cl.cpuN
 			cpu += cl.cpu
@@ -133,21 +176,34 @@ func (g *generator) unattributedCPU(span float64) {
 		if c.Skipped != "" {
 			continue
 		}
+		what := "host " + c.Host
+		if c.Component != "" {
+			what = "component " + c.Component + " on host " + c.Host
+		}
 		if c.PerExecution <= 0 {
-			g.rep.evidencef("host %s: the spans' CPU times account for %.0f %% (± %.1f %%) of the CPU time the metrics (%s) measured: nothing added",
-				c.Host, 100*c.Share, 200*c.ShareSE, c.Metrics)
+			g.rep.evidencef("%s: the spans' CPU times account for %.0f %% (± %.1f %%) of the CPU time the metrics (%s) measured: nothing added",
+				what, 100*c.Share, 200*c.ShareSE, c.Metrics)
 			continue
 		}
-		g.rep.evidencef("host %s: the spans' CPU times account for %.0f %% (± %.1f %%) of the CPU time the metrics (%s) measured; the rest, %.3gms per execution, is CPU demand at the start of every operation there, taken out of its callers' time outside its span",
-			c.Host, 100*c.Share, 200*c.ShareSE, c.Metrics, c.PerExecution*1e3)
+		g.rep.evidencef("%s: the spans' CPU times account for %.0f %% (± %.1f %%) of the CPU time the metrics (%s) measured; the rest, %.3gms per execution, is CPU demand at the start of every operation there, taken out of its callers' time outside its span",
+			what, 100*c.Share, 200*c.ShareSE, c.Metrics, c.PerExecution*1e3)
 	}
 	if len(g.est.Coverage) == 0 || span <= 0 {
 		return
 	}
-	perExec := map[string]float64{}
+	// Per host, the time per execution of the whole host, or of each
+	// component where the metrics measured components' processes.
+	hostExec := map[string]float64{}
+	compExec := map[string]map[string]float64{}
 	for _, c := range g.est.Coverage {
-		if c.PerExecution > 0 {
-			perExec[c.Host] = c.PerExecution
+		switch {
+		case c.Component != "":
+			if compExec[c.Host] == nil {
+				compExec[c.Host] = map[string]float64{}
+			}
+			compExec[c.Host][c.Component] = c.PerExecution
+		case c.PerExecution > 0:
+			hostExec[c.Host] = c.PerExecution
 		}
 	}
 	// Per component, the executions on each compared host.
@@ -157,8 +213,12 @@ func (g *generator) unattributedCPU(span float64) {
 		for _, cells := range h.cells {
 			for i, cl := range cells {
 				comp, _, _ := strings.Cut(h.ops[i], "/")
+				d := hostExec[host]
+				if byComp, ok := compExec[host]; ok {
+					d = byComp[comp]
+				}
 				n[comp] += cl.n
-				sum[comp] += cl.n * perExec[host]
+				sum[comp] += cl.n * d
 			}
 		}
 	}

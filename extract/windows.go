@@ -302,8 +302,16 @@ func EstimateDemands(w *Windows, series map[string]*metrics.Series, opts DemandO
 
 // matchSeries finds the series of a host.
 func matchSeries(host string, series map[string]*metrics.Series) *metrics.Series {
-	if s := series[host]; s != nil {
-		return s
+	return series[matchHost(host, slices.Collect(maps.Keys(series)))]
+}
+
+// matchHost finds, among names, the one that names host: the same name,
+// then the same ignoring case, then the only one with the same first
+// dot-separated label; "" when none (or several) do.
+func matchHost(host string, names []string) string {
+	slices.Sort(names)
+	if slices.Contains(names, host) {
+		return host
 	}
 	short := func(h string) string {
 		h = strings.ToLower(h)
@@ -312,18 +320,18 @@ func matchSeries(host string, series map[string]*metrics.Series) *metrics.Series
 		}
 		return h
 	}
-	var found *metrics.Series
-	for _, name := range slices.Sorted(maps.Keys(series)) {
+	for _, name := range names {
 		if strings.EqualFold(name, host) {
-			return series[name]
+			return name
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(series)) {
+	found := ""
+	for _, name := range names {
 		if short(name) == short(host) {
-			if found != nil {
-				return nil // ambiguous
+			if found != "" {
+				return "" // ambiguous
 			}
-			found = series[name]
+			found = name
 		}
 	}
 	return found

@@ -15,8 +15,9 @@ import (
 const maxLine = 1 << 16
 
 // csv reads the CSV format: a header naming the columns timestamp, host
-// and cpu_utilization or cpu_seconds (in any order, optionally cores), then
-// one reading per line. Fields may be quoted with double quotes; empty
+// and cpu_utilization or cpu_seconds (in any order, optionally cores and
+// service, the service.name of the process measured), then one reading per
+// line. Fields may be quoted with double quotes; empty
 // lines and lines starting with # are skipped.
 func (r *reader) csv(data []byte) error {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
@@ -107,10 +108,17 @@ func (r *reader) csv(data []byte) error {
 			}
 			r.explicitCores[host] = max(r.explicitCores[host], n)
 		}
-		tr := byHost[host]
+		service, _ := field("service")
+		key := host + "\x00" + service
+		tr := byHost[key]
 		if tr == nil {
 			tr = &track{host: host, kind: kind, unit: unit, source: valueCol + " of " + host}
-			byHost[host] = tr
+			if service != "" {
+				// A process of the host: machine-wide readings win.
+				tr.service, tr.family = service, 1
+				tr.source += " (" + service + ")"
+			}
+			byHost[key] = tr
 			order = append(order, tr)
 		}
 		tr.points = append(tr.points, point{t: t, v: v})

@@ -144,7 +144,11 @@ type FileStats struct {
 // Set is what the metrics files measured, per host.
 type Set struct {
 	Series map[string]*Series `json:"series"`
-	Files  []FileStats        `json:"files"`
+	// Services holds, by host and then by service.name, the CPU use of the
+	// processes of a service, where the readings name it (the CSV service
+	// column, OTLP process metrics); only series in busy cores.
+	Services map[string]map[string]*Series `json:"services,omitempty"`
+	Files    []FileStats                   `json:"files"`
 }
 
 // Hosts returns the hosts with a series, sorted.
@@ -154,7 +158,7 @@ func (s *Set) Hosts() []string { return slices.Sorted(maps.Keys(s.Series)) }
 // readings of all of them that do not overlap in time; readings of another
 // unit than the first file's for that host are left out, with a note.
 func Read(paths []string) (*Set, error) {
-	set := &Set{Series: map[string]*Series{}}
+	set := &Set{Series: map[string]*Series{}, Services: map[string]map[string]*Series{}}
 	for _, p := range paths {
 		f, err := ReadFile(p)
 		if err != nil {
@@ -173,6 +177,20 @@ func Read(paths []string) (*Set, error) {
 				mine.Samples, _ = mergeSamples(mine.Samples, s.Samples)
 				mine.Cores = max(mine.Cores, s.Cores)
 				mine.Source += ", " + s.Source
+			}
+		}
+		for _, h := range slices.Sorted(maps.Keys(f.Services)) {
+			for _, svc := range slices.Sorted(maps.Keys(f.Services[h])) {
+				s := f.Services[h][svc]
+				if set.Services[h] == nil {
+					set.Services[h] = map[string]*Series{}
+				}
+				if mine := set.Services[h][svc]; mine != nil {
+					mine.Samples, _ = mergeSamples(mine.Samples, s.Samples)
+					mine.Source += ", " + s.Source
+				} else {
+					set.Services[h][svc] = s
+				}
 			}
 		}
 		set.Files = append(set.Files, fs)
@@ -304,8 +322,14 @@ type track struct {
 	// cpu names the core a per-core series measures.
 	cpu string
 	// cores is the core count a reading said, or 0.
-	cores  int
-	points []point
+	cores int
+	// service is the service.name of the process a per-process track
+	// measures, "" for machine-wide tracks.
+	service string
+	points  []point
+	// computed and computedSamples memoize samples.
+	computed        bool
+	computedSamples []Sample
 }
 
 // reader accumulates the tracks of one file.
@@ -340,6 +364,45 @@ const maxStep = int64(24 * 3600 * 1e9)
 const maxCores = 1 << 14
 
 // build turns the tracks into one series per host.
+// services sums the per-process tracks in busy cores by host and service.
+func (r *reader) services() map[string]map[string]*Series {
+	type key struct{ host, service string }
+	byService := map[key][]*track{}
+	for _, t := range r.tracks {
+		if t.service != "" && t.unit == Cores && len(t.points) > 0 {
+			k := key{t.host, t.service}
+			byService[k] = append(byService[k], t)
+		}
+	}
+	out := map[string]map[string]*Series{}
+	keys := slices.SortedFunc(maps.Keys(byService), func(a, b key) int {
+		return strings.Compare(a.host+"\x00"+a.service, b.host+"\x00"+b.service)
+	})
+	for _, k := range keys {
+		var tracks [][]Sample
+		var sources []string
+		for _, t := range byService[k] {
+			if s := r.samples(t); len(s) > 0 {
+				tracks = append(tracks, s)
+				if !slices.Contains(sources, t.source) {
+					sources = append(sources, t.source)
+				}
+			}
+		}
+		samples := sumTracks(tracks)
+		if len(samples) == 0 {
+			continue
+		}
+		if out[k.host] == nil {
+			out[k.host] = map[string]*Series{}
+		}
+		sort.Strings(sources)
+		out[k.host][k.service] = &Series{Host: k.host, Unit: Cores, Samples: samples,
+			Source: r.name + " (" + strings.Join(sources, ", ") + ")"}
+	}
+	return out
+}
+
 func (r *reader) build() (*Set, error) {
 	byHost := map[string][]*track{}
 	for _, t := range r.tracks {
@@ -347,7 +410,7 @@ func (r *reader) build() (*Set, error) {
 			byHost[t.host] = append(byHost[t.host], t)
 		}
 	}
-	set := &Set{Series: map[string]*Series{}}
+	set := &Set{Series: map[string]*Series{}, Services: r.services()}
 	for _, host := range slices.Sorted(maps.Keys(byHost)) {
 		ts := byHost[host]
 		// The best family present; within it, cores before fractions.
@@ -432,8 +495,17 @@ func (r *reader) build() (*Set, error) {
 	return set, nil
 }
 
-// samples converts a track's readings into intervals.
+// samples is computeSamples of t, once: the damage it finds is counted
+// once however many series use the track.
 func (r *reader) samples(t *track) []Sample {
+	if !t.computed {
+		t.computed, t.computedSamples = true, r.computeSamples(t)
+	}
+	return t.computedSamples
+}
+
+// computeSamples converts a track's readings into intervals.
+func (r *reader) computeSamples(t *track) []Sample {
 	pts := t.points
 	sort.SliceStable(pts, func(i, j int) bool { return pts[i].t < pts[j].t })
 	// Repeated instants: the first reading is kept.

@@ -282,3 +282,39 @@ func TestSumTracksMisaligned(t *testing.T) {
 		t.Errorf("gap: %v", got)
 	}
 }
+
+// TestServices reads per-process CPU seconds of two services of one host
+// (the CSV service column): the host's series is their sum, and each
+// service keeps its own; a machine-wide reading of another host is no
+// service.
+func TestServices(t *testing.T) {
+	csv := "timestamp,host,service,cpu_seconds\n" +
+		"10,h,a,1\n10,h,b,5\n20,h,a,2\n20,h,b,7\n30,h,a,4\n30,h,b,8\n" +
+		"10,g,,0\n20,g,,3\n"
+	s, err := Parse(strings.NewReader(csv), "svc.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := func(sr *Series) string {
+		if sr == nil {
+			return "<nil>"
+		}
+		var v []string
+		for _, sm := range sr.Samples {
+			v = append(v, fmt.Sprintf("%.2f", sm.Value))
+		}
+		return strings.Join(v, " ")
+	}
+	if got := values(s.Series["h"]); got != "0.30 0.30" {
+		t.Errorf("host h: %s, want 0.30 0.30 (the services summed)", got)
+	}
+	if got := values(s.Services["h"]["a"]); got != "0.10 0.20" {
+		t.Errorf("service a: %s", got)
+	}
+	if got := values(s.Services["h"]["b"]); got != "0.20 0.10" {
+		t.Errorf("service b: %s", got)
+	}
+	if len(s.Services["g"]) != 0 || s.Series["g"] == nil {
+		t.Errorf("host g: services %v, series %v", s.Services["g"], s.Series["g"])
+	}
+}

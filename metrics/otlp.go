@@ -100,19 +100,20 @@ func (r *reader) otlpMetrics(md pmetric.Metrics, tracks map[string]*track) {
 			host = attr(attrs, "service.instance.id")
 		}
 		process := attr(attrs, "service.instance.id") + "/" + attr(attrs, "process.pid") + "/" + attr(attrs, "service.name")
+		service := attr(attrs, "service.name")
 		sms := rm.ScopeMetrics()
 		for j := 0; j < sms.Len(); j++ {
 			ms := sms.At(j).Metrics()
 			for k := 0; k < ms.Len(); k++ {
 				m := ms.At(k)
 				place := fmt.Sprintf("resourceMetrics[%d].scopeMetrics[%d].metrics[%d] (%s)", i, j, k, m.Name())
-				r.otlpMetric(m, host, process, place, tracks)
+				r.otlpMetric(m, host, process, service, place, tracks)
 			}
 		}
 	}
 }
 
-func (r *reader) otlpMetric(m pmetric.Metric, host, process, place string, tracks map[string]*track) {
+func (r *reader) otlpMetric(m pmetric.Metric, host, process, service, place string, tracks map[string]*track) {
 	var family int
 	var perProcess, cumulative bool
 	var dps pmetric.NumberDataPointSlice
@@ -206,6 +207,9 @@ func (r *reader) otlpMetric(m pmetric.Metric, host, process, place string, track
 		if t == nil {
 			src := m.Name()
 			t = &track{host: host, kind: kind, unit: unit, source: src, family: family}
+			if perProcess {
+				t.service = service
+			}
 			if cpu != "" {
 				t.cpu = cpu
 				if unit == Fraction {

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/perfcast/perfcast/metrics"
 	"github.com/perfcast/perfcast/model"
 )
 
@@ -113,17 +115,21 @@ func TestCPUSeries(t *testing.T) {
 	if _, err := s.at(t0.Add(4 * time.Second)); err == nil {
 		t.Fatal("a time after the samples was interpolated")
 	}
-	out := filepath.Join(dir, "merged.csv")
-	if err := mergeMetrics(out, dir); err != nil {
+	out := filepath.Join(dir, "services.csv")
+	if err := serviceMetrics(out, dir); err != nil {
 		t.Fatal(err)
 	}
-	data, _ := os.ReadFile(out)
-	want := "timestamp,host,cpu_seconds\n" +
-		"2024-01-01T00:00:01Z,testbed,6.000000\n" +
-		"2024-01-01T00:00:02Z,testbed,8.000000\n" +
-		"2024-01-01T00:00:03Z,testbed,10.000000\n"
-	if string(data) != want {
-		t.Fatalf("merged:\n%s\nwant:\n%s", data, want)
+	set, err := metrics.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The host is the services' sum (0.5 busy cores each); each service
+	// keeps its own series.
+	if h := set.Series["h"]; h == nil || len(h.Samples) != 2 || math.Abs(h.Samples[0].Value-2) > 1e-9 {
+		t.Fatalf("host series %+v", h)
+	}
+	if len(set.Services["h"]) != len(services) {
+		t.Fatalf("services %v", set.Services["h"])
 	}
 	if _, err := readCPU(filepath.Join(dir, "missing.csv")); err == nil || !strings.Contains(err.Error(), "missing.csv") {
 		t.Fatalf("error for a missing file: %v", err)

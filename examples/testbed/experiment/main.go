@@ -206,11 +206,15 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	if lk := refPred.Resources[lockResource]; lk != nil && lk.Utilization > 0 {
 		twoCores = min(twoCores, 0.7*ref.Rate/lk.Utilization)
 	}
-	spanShare := 0.0
+	var spans, busy float64
 	for _, c := range refX.Report.CPUCoverage {
-		if c.Host == hostName {
-			spanShare = c.Share
+		if c.Host == hostName && c.Skipped == "" {
+			spans, busy = spans+c.Spans, busy+c.Measured
 		}
+	}
+	spanShare := 0.0
+	if busy > 0 {
+		spanShare = spans / busy
 	}
 	var setups []setup
 	for _, f := range []float64{0.2, 0.4, 0.6, 0.8} {
@@ -357,7 +361,7 @@ func (e *env) makeDataset(ctx context.Context, dir string, o options) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := mergeMetrics(filepath.Join(dir, "testbed-metrics.csv"), m.Dir); err != nil {
+	if err := serviceMetrics(filepath.Join(dir, "testbed-metrics.csv"), m.Dir); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "testbed-config.yaml"), []byte(datasetConfig), 0o644); err != nil {
@@ -367,48 +371,20 @@ func (e *env) makeDataset(ctx context.Context, dir string, o options) error {
 	return os.WriteFile(filepath.Join(dir, "testbed-load.json"), mustJSON(m.Load), 0o644)
 }
 
-// mergeMetrics writes the host's CPU time, summed over the services'
-// processes, once a second over the seconds every process sampled.
-func mergeMetrics(path, dir string) error {
-	var series []*cpuSeries
+// serviceMetrics writes the services' CPU time as one metrics CSV with a
+// service column: each process's cumulative CPU seconds, once a second, as
+// its sampler read them.
+func serviceMetrics(path, dir string) error {
+	var b strings.Builder
+	b.WriteString("timestamp,host,service,cpu_seconds\n")
 	for _, svc := range services {
 		s, err := readCPU(filepath.Join(dir, svc+".csv"))
 		if err != nil {
 			return err
 		}
-		series = append(series, s)
-	}
-	from, to := series[0].t[0], series[0].t[len(series[0].t)-1]
-	for _, s := range series[1:] {
-		from = later(from, s.t[0])
-		to = earlier(to, s.t[len(s.t)-1])
-	}
-	var b strings.Builder
-	b.WriteString("timestamp,host,cpu_seconds\n")
-	for t := from.Truncate(time.Second).Add(time.Second); !t.After(to); t = t.Add(time.Second) {
-		sum := 0.0
-		for _, s := range series {
-			v, err := s.at(t)
-			if err != nil {
-				return err
-			}
-			sum += v
+		for i := range s.t {
+			fmt.Fprintf(&b, "%s,%s,%s,%.6f\n", s.t[i].UTC().Format(time.RFC3339Nano), s.host, svc, s.cpu[i])
 		}
-		fmt.Fprintf(&b, "%s,%s,%.6f\n", t.UTC().Format(time.RFC3339), hostName, sum)
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
-}
-
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}
-
-func earlier(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
 }

@@ -26,16 +26,16 @@ const (
 	lockTarget   = "payments/POST /charge"
 )
 
-// extractModel extracts a model from a run's traces and the host's CPU
-// time (the services' processes summed, once a second), with the host's
-// cores and every service's GOMAXPROCS as its CPU slots.
+// extractModel extracts a model from a run's traces and the services'
+// processes' CPU time (once a second), with the host's cores and every
+// service's GOMAXPROCS as its CPU slots.
 func extractModel(ctx context.Context, dir string, s setup) (*extract.Result, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.otlp.jsonl"))
 	if err != nil || len(files) == 0 {
 		return nil, fmt.Errorf("no traces in %s", dir)
 	}
-	cpu := filepath.Join(dir, "host-cpu.csv")
-	if err := mergeMetrics(cpu, dir); err != nil {
+	cpu := filepath.Join(dir, "services-cpu.csv")
+	if err := serviceMetrics(cpu, dir); err != nil {
 		return nil, err
 	}
 	return extract.Run(ctx, files, "testbed", &extract.Config{

@@ -138,7 +138,7 @@ func (r *report) write(w io.Writer, args []string) {
 		r.phases.RampUp, r.phases.Steady, r.phases.RampDown, formatMix(r.mix))
 	fmt.Fprintf(w, "- Reference: %.2f ms of service CPU per request, so about %.0f requests/s saturate one core; load levels are fractions of that rate.\n",
 		1000*r.perRequest, r.saturation)
-	fmt.Fprintf(w, "- Span CPU times (perfcast.cpu.time) account for %.0f %% of the CPU time the services' processes used in the reference run; the rest (garbage collection, span export, the HTTP transport's goroutines, the runtime) is in no span. Extraction, given the host's CPU time as metrics, adds it as CPU at the start of every operation, taken out of the callers' time outside the callee's span.\n\n",
+	fmt.Fprintf(w, "- Span CPU times (perfcast.cpu.time) account for %.0f %% of the CPU time the services' processes used in the reference run; the rest (garbage collection, span export, the HTTP transport's goroutines, the runtime) is in no span. Extraction, given each service's process CPU time as metrics, adds each service's share as CPU at the start of its operations, taken out of the callers' time outside the callee's span.\n\n",
 		100*r.spanShare)
 
 	fmt.Fprintf(w, "## Configurations: throughput and CPU utilization\n\n")
@@ -221,10 +221,12 @@ func (r *report) write(w io.Writer, args []string) {
 		"- GOMAXPROCS 2 on one CPU: the real services used more CPU per request and answered up to twice\n"+
 		"  as slowly as the model with two CPU slots per service predicts; the cost of two threads per\n"+
 		"  process contending for one CPU is not in the model.\n"+
-		"- CPU outside spans: the host's metrics say how much the spans miss, not which service misses it,\n"+
-		"  so it is spread evenly over all executions; the gateway misses more per execution than the\n"+
-		"  catalog, so the six catalog calls of a recommendation get too much, which is part of why\n"+
-		"  recommend is over-predicted at low load.\n"+
+		"- CPU outside spans: each service's share is spread evenly over its executions; where it is\n"+
+		"  really spent (before the span, after it, in another goroutine) decides how it delays requests,\n"+
+		"  which the model only approximates.\n"+
+		"- FIFO slots: a service's CPU slot serves bursts in arrival order; the six calls of a\n"+
+		"  recommendation queue behind the catalog's long queries in the model as they may not in the\n"+
+		"  runtime: a suspect for recommend's over-prediction at 60 %% load.\n"+
 		"- Waiting taken for work: each operation's own time off the CPU, less the waits for the CPU and\n"+
 		"  the CPU slot the model reproduces, is a fixed delay. Waits the spans do not show as such (I/O, a\n"+
 		"  lock inside a span) stay fixed, so they do not grow with the load.\n"+
