@@ -470,6 +470,17 @@ func coveredWindows(h *hostWindows, s *metrics.Series, cores float64) coveredSet
 	return cw
 }
 
+// Estimated reports whether some host needed an estimate: false when on
+// every host each span carried its CPU time.
+func (r *DemandReport) Estimated() bool {
+	for _, h := range r.Hosts {
+		if h.Skipped != allMeasured {
+			return true
+		}
+	}
+	return false
+}
+
 // WriteText renders the report for people: per host, the estimators'
 // errors, the one picked and why, the doubts, and per operation the CPU
 // demand, its standard error, the own time and the off-CPU rest.

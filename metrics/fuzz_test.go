@@ -17,7 +17,7 @@ var updateCorpus = flag.Bool("update-corpus", false, "rewrite the seed corpora i
 // of its format, and a few damaged variants.
 var fuzzSeeds = map[string][]string{
 	"FuzzParse":      {"testdata/csv_utilization.csv", "testdata/prom_node.json", "testdata/otlp_process.jsonl"},
-	"FuzzCSV":        {"testdata/csv_utilization.csv", "testdata/csv_seconds.csv"},
+	"FuzzCSV":        {"testdata/csv_utilization.csv", "testdata/csv_seconds.csv", "testdata/csv_services.csv"},
 	"FuzzPrometheus": {"testdata/prom_process.json", "testdata/prom_node.json", "testdata/prom_rate.json"},
 	"FuzzOTLP":       {"testdata/otlp_system.json", "testdata/otlp_process.jsonl"},
 }

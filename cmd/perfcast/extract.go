@@ -111,7 +111,7 @@ func writeReport(w io.Writer, r *extract.Report, out string) {
 	for _, warn := range r.Warnings {
 		fmt.Fprintf(w, "  warning: %s\n", warn)
 	}
-	if r.Demands != nil {
+	if r.Demands != nil && r.Demands.Estimated() {
 		fmt.Fprintln(w, "CPU demands estimated from utilization metrics:")
 		var b strings.Builder
 		_ = r.Demands.WriteText(&b)

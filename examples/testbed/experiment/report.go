@@ -213,20 +213,21 @@ func (r *report) write(w io.Writer, args []string) {
 		"- Measurement noise: the CPU time per request moves from run to run (see above), and the model\n"+
 		"  carries the reference run's figure to every prediction; utilization errors of that size are the\n"+
 		"  floor on this machine.\n"+
-		"- Collapse near saturation: at about 84 %% CPU (load-80, no-coarse-lock) and with two CPUs\n"+
-		"  shared with the load generator (cores-2), the real recommendation path falls behind (means of\n"+
-		"  150–400 ms, p95 near a second or more) while the model, whose CPU slots serve each service first\n"+
-		"  come first served, stays at tens of milliseconds. The cause in the real system is not established;\n"+
-		"  the runtime's scheduler, which does not serve ready goroutines in arrival order, is a suspect.\n"+
-		"- GOMAXPROCS 2 on one CPU: the real services used more CPU per request and answered up to twice\n"+
-		"  as slowly as the model with two CPU slots per service predicts; the cost of two threads per\n"+
-		"  process contending for one CPU is not in the model.\n"+
+		"- A constant background: the intercept of the line above is CPU that does not grow with the load\n"+
+		"  (timers, samplers, the runtimes' idle work). Extraction takes all CPU outside spans as per-request\n"+
+		"  overhead, since one run does not tell the two apart, so predicted utilization, and the queueing\n"+
+		"  it brings, grows too fast with the load.\n"+
+		"- Collapse: in some runs the real recommendation path falls far behind (cores-2, where the load\n"+
+		"  generator shares a CPU with the services; load-80 in earlier runs) while the model stays at tens\n"+
+		"  of milliseconds. The cause in the real system is not established.\n"+
+		"- GOMAXPROCS 2 on one CPU: the cost of two threads per process contending for one CPU (more CPU per\n"+
+		"  request, longer waits) is not in the model, which has two CPU slots per service.\n"+
 		"- CPU outside spans: each service's share is spread evenly over its executions; where it is\n"+
 		"  really spent (before the span, after it, in another goroutine) decides how it delays requests,\n"+
 		"  which the model only approximates.\n"+
 		"- FIFO slots: a service's CPU slot serves bursts in arrival order; the six calls of a\n"+
 		"  recommendation queue behind the catalog's long queries in the model as they may not in the\n"+
-		"  runtime: a suspect for recommend's over-prediction at 60 %% load.\n"+
+		"  runtime, a suspect for recommend's over-prediction at mid loads.\n"+
 		"- Waiting taken for work: each operation's own time off the CPU, less the waits for the CPU and\n"+
 		"  the CPU slot the model reproduces, is a fixed delay. Waits the spans do not show as such (I/O, a\n"+
 		"  lock inside a span) stay fixed, so they do not grow with the load.\n"+
