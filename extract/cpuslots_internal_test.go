@@ -8,7 +8,6 @@ import (
 
 	"github.com/perfcast/perfcast/ingest"
 	"github.com/perfcast/perfcast/model"
-	"github.com/perfcast/perfcast/trace"
 )
 
 // TestFanOutIntoSlots fans each request out to four calls of a service
@@ -44,21 +43,8 @@ func TestFanOutIntoSlots(t *testing.T) {
 		}
 		root.End = end + 100_000
 	}
-	st := NewState()
 	cfg := &Config{Hosts: map[string]HostConfig{"box": {Cores: 1}}, CPUSlots: map[string]int{"store": 1}}
-	a := trace.New(trace.Options{}, func(tr *trace.Tree) error {
-		st.Fold(tr, cfg)
-		return nil
-	})
-	for _, s := range spans {
-		if err := a.Add(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := a.Close(); err != nil {
-		t.Fatal(err)
-	}
-	m, _ := st.Model("fan", cfg)
+	m, _ := foldWith(t, spans, cfg).Model("fan", cfg)
 	var delays []float64
 	model.Walk(m.Operation("front/GET /fan").Steps, func(s *model.Step) {
 		if s.Kind == model.StepParallel {

@@ -139,9 +139,16 @@ func generate(seed uint64, n int, cpu bool) []*ingest.Span {
 
 func fold(t *testing.T, spans []*ingest.Span) *State {
 	t.Helper()
+	return foldWith(t, spans, nil)
+}
+
+// foldWith folds the spans' traces into a new state with the
+// configuration cfg.
+func foldWith(t *testing.T, spans []*ingest.Span, cfg *Config) *State {
+	t.Helper()
 	st := NewState()
 	a := trace.New(trace.Options{}, func(tr *trace.Tree) error {
-		st.Fold(tr, nil)
+		st.Fold(tr, cfg)
 		return nil
 	})
 	for _, s := range spans {

@@ -65,15 +65,10 @@ func cpuCSV(spans []*ingest.Span, extra func(*ingest.Span) float64, perService b
 	return csv.Bytes()
 }
 
-// TestExtractWithMetrics removes the CPU times from the known-model traces,
-// writes each host's cumulative CPU seconds once a second as the metrics
-// CSV, and checks that extraction estimates the CPU demands back from them.
-func TestExtractWithMetrics(t *testing.T) {
-	spans := generate(21, 30000, true)
-	csv := cpuSecondsCSV(spans, func(*ingest.Span) float64 { return 0 })
-	for _, s := range spans {
-		s.CPUTime = math.NaN()
-	}
+// runWithMetrics writes the spans as OTLP JSON and the metrics CSV to
+// files and extracts from them.
+func runWithMetrics(t *testing.T, spans []*ingest.Span, csv []byte) *Result {
+	t.Helper()
 	dir := t.TempDir()
 	metricsFile := filepath.Join(dir, "cpu.csv")
 	if err := os.WriteFile(metricsFile, csv, 0o644); err != nil {
@@ -91,6 +86,19 @@ func TestExtractWithMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return res
+}
+
+// TestExtractWithMetrics removes the CPU times from the known-model traces,
+// writes each host's cumulative CPU seconds once a second as the metrics
+// CSV, and checks that extraction estimates the CPU demands back from them.
+func TestExtractWithMetrics(t *testing.T) {
+	spans := generate(21, 30000, true)
+	csv := cpuSecondsCSV(spans, func(*ingest.Span) float64 { return 0 })
+	for _, s := range spans {
+		s.CPUTime = math.NaN()
+	}
+	res := runWithMetrics(t, spans, csv)
 	if res.Report.Demands == nil {
 		t.Fatal("no demand estimation in the report")
 	}
@@ -158,23 +166,7 @@ func TestUnattributedCPU(t *testing.T) {
 		}
 		return 0
 	})
-	dir := t.TempDir()
-	metricsFile := filepath.Join(dir, "cpu.csv")
-	if err := os.WriteFile(metricsFile, csv, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var traces bytes.Buffer
-	if err := ingesttest.WriteOTLPJSON(&traces, spans, 200); err != nil {
-		t.Fatal(err)
-	}
-	tracesFile := filepath.Join(dir, "traces.jsonl")
-	if err := os.WriteFile(tracesFile, traces.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	res, err := Run(context.Background(), []string{tracesFile}, "x", &Config{Metrics: []string{metricsFile}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runWithMetrics(t, spans, csv)
 	byHost := map[string]*Coverage{}
 	for _, c := range res.Report.CPUCoverage {
 		byHost[c.Host] = c
@@ -232,23 +224,7 @@ func TestUnattributedCPUPerService(t *testing.T) {
 		}
 		return 0
 	}, true)
-	dir := t.TempDir()
-	metricsFile := filepath.Join(dir, "cpu.csv")
-	if err := os.WriteFile(metricsFile, csv, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var traces bytes.Buffer
-	if err := ingesttest.WriteOTLPJSON(&traces, spans, 200); err != nil {
-		t.Fatal(err)
-	}
-	tracesFile := filepath.Join(dir, "traces.jsonl")
-	if err := os.WriteFile(tracesFile, traces.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	res, err := Run(context.Background(), []string{tracesFile}, "x", &Config{Metrics: []string{metricsFile}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runWithMetrics(t, spans, csv)
 	got := map[string]*Coverage{}
 	for _, c := range res.Report.CPUCoverage {
 		if c.Component == "" {
