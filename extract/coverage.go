@@ -15,9 +15,9 @@ import (
 // to account for the host's CPU.
 const minUnattributed = 0.02
 
-// Coverage compares, on one host, the CPU time the spans carried
-// (perfcast.cpu.time) with the CPU time utilization metrics measured over
-// the same windows. What the spans miss (garbage collection, span export,
+// Coverage compares, on one host or for one component's processes there,
+// the CPU time the spans carried (perfcast.cpu.time) with the CPU time
+// utilization metrics measured over the same windows. What the spans miss (garbage collection, span export,
 // the HTTP transport's and the runtime's own goroutines, other processes)
 // is CPU demand all the same: it is what makes the measured utilization
 // higher than the spans' sum.
@@ -45,7 +45,7 @@ type Coverage struct {
 	// (Measured − Spans)/Executions, when the spans miss a significant
 	// part (more than minUnattributed, and two standard errors); else 0.
 	PerExecution float64 `json:"unattributed_per_execution"`
-	// Skipped says why the host was not compared.
+	// Skipped says why the host or component was not compared.
 	Skipped string `json:"skipped,omitempty"`
 }
 
@@ -129,7 +129,7 @@ func coverage(host string, h *hostWindows, s *metrics.Series, comp string, opts 
 		c.Measured += win.busy
 		c.Spans += cpu
 		c.Executions += n
-		ratios = append(ratios, windowCPU{busy: win.busy, spans: cpu, n: n})
+		ratios = append(ratios, windowCPU{busy: win.busy, spans: cpu})
 	}
 	c.Windows = len(ratios)
 	if c.Windows < 3 || c.Measured <= 0 || c.Spans <= 0 {
@@ -157,9 +157,9 @@ func coverage(host string, h *hostWindows, s *metrics.Series, comp string, opts 
 	return c
 }
 
-// windowCPU is one window's busy core-seconds by the metrics, the spans'
-// CPU seconds and the executions.
-type windowCPU struct{ busy, spans, n float64 }
+// windowCPU is one window's busy core-seconds by the metrics and the
+// spans' CPU seconds.
+type windowCPU struct{ busy, spans float64 }
 
 // unattributedCPU spreads, per host the metrics compared, the CPU time the
 // spans missed evenly over the executions of the host's operations, as
@@ -172,6 +172,7 @@ type windowCPU struct{ busy, spans, n float64 }
 // The busy cores it adds count in the correction of off-CPU time.
 func (g *generator) unattributedCPU(span float64) {
 	g.unattributed = map[string]float64{}
+	g.s.unattributed = g.unattributed
 	for _, c := range g.est.Coverage {
 		if c.Skipped != "" {
 			continue
@@ -210,8 +211,9 @@ func (g *generator) unattributedCPU(span float64) {
 	sum, n := map[string]float64{}, map[string]float64{}
 	for _, host := range g.s.Windows.Hosts() {
 		h := g.s.Windows.hosts[host]
-		for _, cells := range h.cells {
-			for i, cl := range cells {
+		// In window order: sums in a fixed order, the same output every run.
+		for _, idx := range slices.Sorted(maps.Keys(h.cells)) {
+			for i, cl := range h.cells[idx] {
 				comp, _, _ := strings.Cut(h.ops[i], "/")
 				d := hostExec[host]
 				if byComp, ok := compExec[host]; ok {
@@ -226,13 +228,12 @@ func (g *generator) unattributedCPU(span float64) {
 		if sum[comp] <= 0 || n[comp] <= 0 {
 			continue
 		}
-		d := sum[comp] / n[comp]
+		d := round(sum[comp]/n[comp], 4)
 		g.unattributed[comp] = d
 		if h := g.hostOf[comp]; h != nil {
 			g.busy[h] += d * n[comp] / span
 		}
 	}
-	g.s.unattributed = g.unattributed
 }
 
 // unattributedOf is the CPU time outside its spans that operation id gets

@@ -55,8 +55,9 @@ type Report struct {
 	// Demands is the estimation of CPU demands from utilization metrics,
 	// when metrics were given.
 	Demands *DemandReport `json:"demands,omitempty"`
-	// CPUCoverage compares, per host, the spans' CPU times with the CPU
-	// time the metrics measured, when metrics were given.
+	// CPUCoverage compares, per host or per component, the spans' CPU
+	// times with the CPU time the metrics measured, when metrics were
+	// given.
 	CPUCoverage []*Coverage `json:"cpu_coverage,omitempty"`
 }
 
@@ -73,8 +74,8 @@ func (r *Report) evidencef(format string, args ...any) {
 type Estimates struct {
 	PerOp  map[string]estimate.Result
 	Report *DemandReport
-	// Coverage is, per host, how much of the measured CPU time the spans'
-	// CPU times account for.
+	// Coverage is, per host or per component, how much of the measured
+	// CPU time the spans' CPU times account for.
 	Coverage []*Coverage
 }
 
@@ -926,7 +927,8 @@ func (g *generator) cores() {
 	if span <= 0 {
 		return
 	}
-	for _, op := range g.s.ops {
+	for _, id := range slices.Sorted(maps.Keys(g.s.ops)) {
+		op := g.s.ops[id]
 		h := g.hostOf[op.component]
 		if h == nil {
 			continue
@@ -1088,7 +1090,8 @@ func (g *generator) slotWait(comp string) float64 {
 		return 0
 	}
 	var n, sum, sq float64
-	for _, op := range g.s.ops {
+	for _, id := range slices.Sorted(maps.Keys(g.s.ops)) {
+		op := g.s.ops[id]
 		if op.component != comp || op.cpu.n != op.count || op.count == 0 {
 			continue
 		}

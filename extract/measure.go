@@ -1,6 +1,9 @@
 package extract
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/solve"
 )
@@ -41,7 +44,10 @@ func (s *State) Measured(m *model.Model) *solve.Result {
 	}
 	busy := map[string]float64{}
 	cpuKnown := map[string]bool{}
-	for id, op := range s.ops {
+	// In name order: sums in a fixed order, the same figures every run.
+	ids := slices.Sorted(maps.Keys(s.ops))
+	for _, id := range ids {
+		op := s.ops[id]
 		r.Operations[id] = &solve.OperationResult{Throughput: float64(op.count) / span, ResponseTime: times(op.resp)}
 		c := m.Component(op.component)
 		if c == nil {
@@ -59,7 +65,8 @@ func (s *State) Measured(m *model.Model) *solve.Result {
 	}
 	// The CPU the spans missed, as metrics measured it, which the model
 	// adds to every execution whose spans carry CPU times.
-	for _, op := range s.ops {
+	for _, id := range ids {
+		op := s.ops[id]
 		d := s.unattributed[op.component]
 		c := m.Component(op.component)
 		if d <= 0 || c == nil || op.cpu.n != op.count {
