@@ -1,18 +1,21 @@
 // Package metrics reads CPU utilization measurements of hosts, the input
-// that lets perfcast estimate CPU demands when spans carry no CPU time.
+// that lets perfcast estimate CPU demands when spans carry no CPU time, and
+// measure the CPU time spans miss when they do.
 //
 // Three formats are read, recognized by content (gzip included):
 //
 //   - CSV with the header `timestamp,host,cpu_utilization` (a fraction of
 //     all the host's cores) or `timestamp,host,cpu_seconds` (cumulative CPU
-//     seconds, differentiated), and optionally a `cores` column; timestamps
-//     in RFC 3339 or Unix seconds;
+//     seconds, differentiated), and optionally `cores` and `service`
+//     columns; timestamps in RFC 3339 or Unix seconds;
 //   - Prometheus range-query JSON (the output of /api/v1/query_range);
 //   - OTLP metrics JSON (process.cpu.time, system.cpu.time,
 //     system.cpu.utilization, process.cpu.utilization), one
 //     ExportMetricsServiceRequest per file or per line.
 //
-// Whatever the format, the result is one Series per host: consecutive
+// Whatever the format, the result is one Series per host (and, where the
+// readings name the service a process belongs to, one per service of the
+// host: Set.Services): consecutive
 // intervals, each with the mean busy cores or the mean utilization over it,
 // and the number of cores when the data tell it. Cumulative counters are
 // differentiated between consecutive readings (a decrease is a restart and

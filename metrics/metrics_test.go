@@ -318,3 +318,24 @@ func TestServices(t *testing.T) {
 		t.Errorf("host g: services %v, series %v", s.Services["g"], s.Series["g"])
 	}
 }
+
+// TestOTLPServices reads process.cpu.time of resources with a service.name
+// as that service's series too.
+func TestOTLPServices(t *testing.T) {
+	s, err := ReadFile("testdata/otlp_process.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	for h, svcs := range s.Services {
+		for svc, sr := range svcs {
+			if len(sr.Samples) == 0 || sr.Unit != Cores {
+				t.Errorf("%s/%s: %+v", h, svc, sr)
+			}
+			found = append(found, h+"/"+svc)
+		}
+	}
+	if len(found) != 1 || found[0] != "cart-7f9c/cart" {
+		t.Errorf("service series %v, want cart-7f9c/cart", found)
+	}
+}
