@@ -131,6 +131,8 @@ type generator struct {
 	// siteLimits holds the inferred locks of call sites, by caller and
 	// target.
 	siteLimits map[string]map[string]limit
+	// slotWaits memoizes slotWait by component.
+	slotWaits map[string]float64
 	// fanOutBase holds, while a parallel block is generated, the lowest
 	// 10th percentile of call latency over its branches' first calls, by
 	// target.
@@ -542,15 +544,7 @@ func (g *generator) behavior(id string, op *opStats) []model.Step {
 	classes := slices.Sorted(maps.Keys(op.variants))
 	merged := map[string]*variant{}
 	for _, class := range classes {
-		for sig, v := range op.variants[class] {
-			w := merged[sig]
-			if w == nil {
-				w = &variant{elems: cloneShape(v.elems)}
-				merged[sig] = w
-			}
-			w.count += v.count
-			mergeElems(w.elems, v.elems)
-		}
+		addVariants(merged, op.variants[class])
 	}
 	// Classes are the workloads the entry operations belong to.
 	byWorkload := map[string]map[string]*variant{}
@@ -561,15 +555,7 @@ func (g *generator) behavior(id string, op *opStats) []model.Step {
 			vs = map[string]*variant{}
 			byWorkload[name] = vs
 		}
-		for sig, v := range op.variants[class] {
-			w := vs[sig]
-			if w == nil {
-				w = &variant{elems: cloneShape(v.elems)}
-				vs[sig] = w
-			}
-			w.count += v.count
-			mergeElems(w.elems, v.elems)
-		}
+		addVariants(vs, op.variants[class])
 	}
 	if len(byWorkload) > 1 && classesDiffer(byWorkload, merged) {
 		sw := model.Step{Kind: model.StepSwitch, On: "class"}
@@ -584,6 +570,19 @@ func (g *generator) behavior(id string, op *opStats) []model.Step {
 		g.rep.evidencef("%s: %d call variants: a branch", id, len(merged))
 	}
 	return g.variantSteps(merged)
+}
+
+// addVariants adds the variants of from into into, by signature.
+func addVariants(into, from map[string]*variant) {
+	for sig, v := range from {
+		w := into[sig]
+		if w == nil {
+			w = &variant{elems: cloneShape(v.elems)}
+			into[sig] = w
+		}
+		w.count += v.count
+		mergeElems(w.elems, v.elems)
+	}
 }
 
 func cloneShape(elems []*elem) []*elem {
@@ -1083,6 +1082,19 @@ func holdCPU(steps []model.Step, resource string) []model.Step {
 // (1 + cs²)/2 for the bursts' squared coefficient of variation cs²; 0
 // without slots.
 func (g *generator) slotWait(comp string) float64 {
+	if w, ok := g.slotWaits[comp]; ok {
+		return w
+	}
+	w := g.computeSlotWait(comp)
+	if g.slotWaits == nil {
+		g.slotWaits = map[string]float64{}
+	}
+	g.slotWaits[comp] = w
+	return w
+}
+
+// computeSlotWait is slotWait, computed over the component's operations.
+func (g *generator) computeSlotWait(comp string) float64 {
 	k := g.cfg.cpuSlots(comp)
 	h := g.hostOf[comp]
 	span := g.s.span()

@@ -125,15 +125,7 @@ func Record(ctx context.Context, m *model.Model, opts RecordOptions, emit func(*
 		seed = 1
 	}
 	res := solve.NewResult(m, "sim")
-	b := solve.Bounds(m)
-	if !b.Stable {
-		res.Stable = false
-		res.Bottleneck = b.Bottleneck
-		res.Saturation = b.Saturation
-		res.Warnings = append(res.Warnings, fmt.Sprintf(
-			"the open workloads need %.3g times what %s can serve (utilization law); not simulated",
-			b.Utilization[b.Bottleneck], b.Bottleneck))
-		res.Sim = &solve.SimInfo{Seed: seed, WallSeconds: time.Since(start).Seconds()}
+	if overloaded(m, res, seed, start) {
 		return res, nil
 	}
 	p, err := compile(m)

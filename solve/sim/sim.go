@@ -319,15 +319,7 @@ func (simulator) Solve(ctx context.Context, m *model.Model, opts solve.Options) 
 		return nil, fmt.Errorf("simulate %s: negative number of requests %d", modelName(m), opts.Requests)
 	}
 
-	b := solve.Bounds(m)
-	if !b.Stable {
-		res.Stable = false
-		res.Bottleneck = b.Bottleneck
-		res.Saturation = b.Saturation
-		res.Warnings = append(res.Warnings, fmt.Sprintf(
-			"the open workloads need %.3g times what %s can serve (utilization law); not simulated",
-			b.Utilization[b.Bottleneck], b.Bottleneck))
-		res.Sim = &solve.SimInfo{Seed: cfg.seed, WallSeconds: time.Since(start).Seconds()}
+	if overloaded(m, res, cfg.seed, start) {
 		return res, nil
 	}
 
@@ -876,4 +868,22 @@ func reportUnstable(res *solve.Result, m *model.Model, u *instability) {
 				"the saturation rate of %s is estimated from the rate at which it served requests before the stop", u.resource))
 		}
 	}
+}
+
+// overloaded reports whether the open workloads of m need more than a
+// resource can serve (the utilization law), in which case nothing is
+// simulated and res says so.
+func overloaded(m *model.Model, res *solve.Result, seed uint64, start time.Time) bool {
+	b := solve.Bounds(m)
+	if b.Stable {
+		return false
+	}
+	res.Stable = false
+	res.Bottleneck = b.Bottleneck
+	res.Saturation = b.Saturation
+	res.Warnings = append(res.Warnings, fmt.Sprintf(
+		"the open workloads need %.3g times what %s can serve (utilization law); not simulated",
+		b.Utilization[b.Bottleneck], b.Bottleneck))
+	res.Sim = &solve.SimInfo{Seed: seed, WallSeconds: time.Since(start).Seconds()}
+	return true
 }
