@@ -244,6 +244,9 @@ func load(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if used, err := cpusampler.ProcessCPU(); err == nil {
+		res.CPUSeconds = used.Seconds()
+	}
 	var w io.Writer = os.Stdout
 	if *out != "-" {
 		f, err := os.Create(*out)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"math"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/perfcast/perfcast/metrics"
 	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/solve"
+	"github.com/perfcast/perfcast/solve/mva"
 )
 
 const testModel = `perfcast: 1
@@ -86,6 +89,39 @@ func TestWrap(t *testing.T) {
 	}
 	if err := wrap(m, lockOp, lockTarget, lockResource); err == nil {
 		t.Fatal("wrapping an operation the model lacks succeeded")
+	}
+}
+
+// The declared catalog connections wrap every catalog operation; the load
+// generator, where it shares the CPUs, loads the host, and servicesCPU
+// takes its share out again.
+func TestDeclareGenerator(t *testing.T) {
+	m, err := model.Parse([]byte(testModel), "test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := setup{Name: "t", Rate: 100, ModelCores: 1, Pool: 8, GeneratorCPU: 0.002}
+	if err := declare(m, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range m.Component(dbComponent).Operations {
+		if len(op.Steps) != 1 || op.Steps[0].Kind != model.StepHold || op.Steps[0].Resource != dbResource {
+			t.Fatalf("%s is not held in %s: %+v", op.Name, dbResource, op.Steps)
+		}
+	}
+	res, err := mva.New().Solve(context.Background(), m, solve.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Recommend: 1 request/s of 6 ms on one core; the generator 100/s of 2 ms.
+	if host := res.Resources[hostName+".cpu"].Utilization; math.Abs(host-0.206) > 1e-9 {
+		t.Fatalf("host utilization %g, want 0.206", host)
+	}
+	if got := servicesCPU(res, s); math.Abs(got-0.006) > 1e-9 {
+		t.Fatalf("services' CPU %g, want 0.006", got)
 	}
 }
 

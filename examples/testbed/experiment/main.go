@@ -191,7 +191,12 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 		}
 		e.phases = phases
 	}
+	// The reference runs twice as long as the others: its CPU time per
+	// request goes into every prediction.
+	phases := e.phases
+	e.phases.Steady *= 2
 	refM, err := e.run(ctx, ref)
+	e.phases = phases
 	if err != nil {
 		return err
 	}
@@ -210,7 +215,7 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	at := func(f float64) float64 { return f * saturation }
 	// The coarse lock saturates before the CPU when orders are frequent
 	// enough: keep the two-core run below 70 % of the lock.
-	refPred, err := predict(ctx, refX.Model, ref, e.mix, 0.05)
+	refPred, err := predict(ctx, refX.Model, ref, e.mix, 0.05, 1)
 	if err != nil {
 		return err
 	}
@@ -228,6 +233,12 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	if busy > 0 {
 		spanShare = spans / busy
 	}
+	// The load generator's CPU time per request in the reference run,
+	// where it has CPU 0 to itself.
+	generatorCPU := 0.0
+	if refM.Load.Sent > 0 {
+		generatorCPU = refM.Load.CPUSeconds / float64(refM.Load.Sent)
+	}
 	var setups []setup
 	for _, f := range []float64{0.2, 0.4, 0.6, 0.8} {
 		s := ref
@@ -242,7 +253,8 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	if e.pin {
 		c2 := ref
 		c2.Name, c2.Rate, c2.GOMAXPROCS, c2.Cores, c2.ModelCores = "cores-2", twoCores, 2, "0,1", 2
-		c2.What = fmt.Sprintf("2 CPUs, GOMAXPROCS 2, %.0f %% of the 1-CPU saturation rate (the load generator shares CPU 0)", 100*twoCores/saturation)
+		c2.What = fmt.Sprintf("2 CPUs, GOMAXPROCS 2, %.0f %% of the 1-CPU saturation rate (the load generator shares CPU 0; model: its CPU time per request in the reference run, %.2f ms, as a load on the host)", 100*twoCores/saturation, 1000*generatorCPU)
+		c2.GeneratorCPU = generatorCPU
 		setups = append(setups, c2)
 	}
 	p2 := ref
@@ -254,16 +266,22 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	nc := ref
 	nc.Name, nc.SpanCPU = "span-cpu-off", false
 	nc.What = "per-span CPU time off, reference rate (shows the instrumentation's cost)"
-	setups = append(setups, p2, nl, nc)
+	// The reference once more, last: the same code, rate and seed, so its
+	// errors are the machine's drift alone.
+	again := ref
+	again.Name, again.What = "repeat", "the reference again, last (same code, rate and seed): what a perfect model would be off by"
+	setups = append(setups, p2, nl, nc, again)
 	if o.only != "" {
 		keep := strings.Split(o.only, ",")
 		setups = slices.DeleteFunc(setups, func(s setup) bool { return !slices.Contains(keep, s.Name) })
 	}
 
 	type row struct {
-		s    setup
-		m    *measured
-		pred *predicted
+		s        setup
+		m        *measured
+		pred     *predicted
+		adjusted *predicted
+		speed    float64
 	}
 	rows := []row{{s: ref, m: refM}}
 	for _, s := range setups {
@@ -276,11 +294,24 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	loadAfter, busyAfter := loadAverage()
 	// Predictions after all runs, so that solving does not disturb them.
 	for i := range rows {
-		p, err := predictFrom(ctx, refX.Model, rows[i].s, e.mix, o.precision)
+		p, err := predictFrom(ctx, refX.Model, rows[i].s, e.mix, o.precision, 1)
 		if err != nil {
 			return err
 		}
 		rows[i].pred = p
+		// A diagnostic: the runs on the reference's code path predicted
+		// again with the CPU speed each run had (its CPU time per request
+		// against the reference's), which takes the machine's drift out
+		// of the response-time errors.
+		s, m := rows[i].s, rows[i].m
+		if s.Name != ref.Name && sameCodePath(s, ref) && m.Load.All.Throughput > 0 && m.CPUSeconds > 0 {
+			speed := perRequest / (m.CPUSeconds / m.Load.All.Throughput)
+			a, err := predictFrom(ctx, refX.Model, s, e.mix, o.precision, speed)
+			if err != nil {
+				return err
+			}
+			rows[i].adjusted, rows[i].speed = a, speed
+		}
 	}
 	// The model extracted from the run without span CPU time (own time
 	// taken as CPU demand), predicting the heaviest load level.
@@ -292,14 +323,14 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 		if err != nil {
 			return err
 		}
-		p, err := predictFrom(ctx, ncX.Model, rows[heavy].s, e.mix, o.precision)
+		p, err := predictFrom(ctx, ncX.Model, rows[heavy].s, e.mix, o.precision, 1)
 		if err != nil {
 			return err
 		}
 		r := rows[heavy]
 		r.s.Name = "load-80 from span-cpu-off model"
 		r.s.What = "load-80 predicted by the model extracted from the run without span CPU time"
-		r.pred = p
+		r.pred, r.adjusted = p, nil
 		extra = append(extra, r)
 	}
 	rep := &report{
@@ -309,7 +340,7 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 		warnings: refX.Report.Warnings,
 	}
 	for _, r := range append(rows, extra...) {
-		rep.rows = append(rep.rows, reportRow{setup: r.s, measured: r.m, predicted: r.pred})
+		rep.rows = append(rep.rows, reportRow{setup: r.s, measured: r.m, predicted: r.pred, adjusted: r.adjusted, speed: r.speed})
 	}
 	var buf bytes.Buffer
 	rep.write(&buf, os.Args[1:])
@@ -322,6 +353,13 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	}
 	slog.Info("wrote", "report", out)
 	return nil
+}
+
+// sameCodePath tells whether s runs the code of the reference r on the
+// same CPUs with the same GOMAXPROCS and instrumentation, so that its CPU
+// time per request differs from r's only by the machine's drift.
+func sameCodePath(s, r setup) bool {
+	return s.GOMAXPROCS == r.GOMAXPROCS && s.Cores == r.Cores && s.ModelCores == r.ModelCores && s.SpanCPU == r.SpanCPU
 }
 
 // datasetConfig is the extraction configuration of the example data set:

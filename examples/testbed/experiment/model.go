@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -24,6 +25,13 @@ const (
 	poolTarget   = "catalog/GET /products/{id}"
 	lockOp       = "orders/POST /orders"
 	lockTarget   = "payments/POST /charge"
+	// The catalog's database/sql pool (the testbed's -db-conns default):
+	// every catalog operation is taken to hold one connection throughout.
+	dbResource  = "catalog-db"
+	dbComponent = "catalog"
+	dbConns     = 4
+	// The load generator, modelled where it shares the services' CPUs.
+	generator = "load-generator"
 )
 
 // extractModel extracts a model from a run's traces and the services'
@@ -48,6 +56,9 @@ func extractModel(ctx context.Context, dir string, s setup) (*extract.Result, er
 // setSlots gives every component of m the CPU slots of GOMAXPROCS k.
 func setSlots(m *model.Model, k int) error {
 	for _, c := range m.Components {
+		if c.Name == generator {
+			continue // not a service: its GOMAXPROCS stays 1, its CPU bursts short
+		}
 		name := c.Name + "-cpu-slots"
 		if m.PassiveResource(name) == nil {
 			return fmt.Errorf("the extracted model has no passive resource %s", name)
@@ -73,7 +84,34 @@ func declare(m *model.Model, s setup) error {
 		}
 		m.Passive = append(m.Passive, &model.Passive{Name: lockResource, Capacity: 1})
 	}
+	c := m.Component(dbComponent)
+	if c == nil {
+		return fmt.Errorf("the extracted model has no component %s", dbComponent)
+	}
+	for _, op := range c.Operations {
+		op.Steps = []model.Step{{Kind: model.StepHold, Resource: dbResource, Units: 1, Steps: op.Steps}}
+	}
+	m.Passive = append(m.Passive, &model.Passive{Name: dbResource, Capacity: dbConns})
+	if s.GeneratorCPU > 0 {
+		// The generator's CPU time per request, on the services' host:
+		// load the model has to carry when they share CPUs.
+		m.Components = append(m.Components, &model.Component{Name: generator, Host: hostName, Queue: model.QueueUnlimited, OnFull: model.Block,
+			Operations: []*model.Operation{{Name: "send", Component: generator,
+				Steps: []model.Step{{Kind: model.StepCPU, Demand: model.Exp(s.GeneratorCPU)}}}}})
+		m.Workloads = append(m.Workloads, &model.Workload{Name: generator, Open: &model.Open{Rate: s.Rate, CV: 1},
+			Steps: []model.Step{{Kind: model.StepCall, Target: generator + "/send"}}})
+	}
 	return nil
+}
+
+// servicesCPU is the predicted CPU utilization of the services alone: the
+// host's, less the load generator's share when the model carries it.
+func servicesCPU(res *solve.Result, s setup) float64 {
+	r := res.Resources[hostName+".cpu"]
+	if r == nil {
+		return math.NaN()
+	}
+	return r.Utilization - s.Rate*s.GeneratorCPU/float64(s.ModelCores)
 }
 
 func wrap(m *model.Model, opID, target, resource string) error {
@@ -145,8 +183,8 @@ func workloadOf(m *model.Model) map[string]string {
 }
 
 // predict solves base changed to configuration s, with the open rates of
-// the mix at s.Rate.
-func predict(ctx context.Context, base *model.Model, s setup, mix map[string]float64, precision float64) (*solve.Result, error) {
+// the mix at s.Rate and the host's CPU speed (1: the reference's).
+func predict(ctx context.Context, base *model.Model, s setup, mix map[string]float64, precision, speed float64) (*solve.Result, error) {
 	m, err := base.Clone()
 	if err != nil {
 		return nil, err
@@ -173,6 +211,11 @@ func predict(ctx context.Context, base *model.Model, s setup, mix map[string]flo
 	}
 	if err := setSlots(m, s.GOMAXPROCS); err != nil {
 		return nil, err
+	}
+	if speed != 1 {
+		if err := whatif.SetKey(m, "hosts."+hostName+".cpu.speed", fmt.Sprintf("%g", speed)); err != nil {
+			return nil, err
+		}
 	}
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: model: %w", s.Name, err)

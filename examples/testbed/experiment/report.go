@@ -22,8 +22,8 @@ type predicted struct {
 	names map[string]string
 }
 
-func predictFrom(ctx context.Context, base *model.Model, s setup, mix map[string]float64, precision float64) (*predicted, error) {
-	res, err := predict(ctx, base, s, mix, precision)
+func predictFrom(ctx context.Context, base *model.Model, s setup, mix map[string]float64, precision, speed float64) (*predicted, error) {
+	res, err := predict(ctx, base, s, mix, precision, speed)
 	if err != nil {
 		return nil, fmt.Errorf("predict %s: %w", s.Name, err)
 	}
@@ -42,6 +42,11 @@ type reportRow struct {
 	setup     setup
 	measured  *measured
 	predicted *predicted
+	// adjusted is the prediction at the CPU speed the run had (speed,
+	// the reference's CPU time per request over the run's), nil for runs
+	// off the reference's code path.
+	adjusted *predicted
+	speed    float64
 }
 
 type report struct {
@@ -134,8 +139,12 @@ func (r *report) write(w io.Writer, args []string) {
 		pin = "no pinning (taskset or a second CPU missing)"
 	}
 	fmt.Fprintf(w, "- Machine load average: %s before, %s after.\n- Placement: %s.\n", r.loadBefore, r.loadAfter, pin)
-	fmt.Fprintf(w, "- Phases: ramp-up %s, steady %s, ramp-down %s; open (Poisson) arrivals; mix %s.\n",
-		r.phases.RampUp, r.phases.Steady, r.phases.RampDown, formatMix(r.mix))
+	refSteady := time.Duration(0)
+	if len(r.rows) > 0 {
+		refSteady = time.Duration(r.rows[0].measured.Load.SteadySeconds * float64(time.Second)).Round(time.Second)
+	}
+	fmt.Fprintf(w, "- Phases: ramp-up %s, steady %s (the reference: %s), ramp-down %s; open (Poisson) arrivals; mix %s.\n",
+		r.phases.RampUp, r.phases.Steady, refSteady, r.phases.RampDown, formatMix(r.mix))
 	fmt.Fprintf(w, "- Reference: %.2f ms of service CPU per request, so about %.0f requests/s saturate one core; load levels are fractions of that rate.\n",
 		1000*r.perRequest, r.saturation)
 	fmt.Fprintf(w, "- Span CPU times (perfcast.cpu.time) account for %.0f %% of the CPU time the services' processes used in the reference run; the rest (garbage collection, span export, the HTTP transport's goroutines, the runtime) is in no span. Extraction, given each service's process CPU time as metrics, adds each service's share as CPU at the start of its operations, taken out of the callers' time outside the callee's span.\n\n",
@@ -148,18 +157,17 @@ func (r *report) write(w io.Writer, args []string) {
 	// The same over the held-out configurations below saturation.
 	var hoCPU, hoMean, hoP95, hoX []float64
 	heldOut := func(row reportRow) bool {
-		return row.setup.Name != "reference" && !strings.Contains(row.setup.Name, " from ") && row.measured.CPU < 0.8
+		return row.setup.Name != "reference" && row.setup.Name != "repeat" && !strings.Contains(row.setup.Name, " from ") && row.measured.CPU < 0.8
 	}
 	for _, row := range r.rows {
 		m, p := row.measured, row.predicted.res
 		predX := 0.0
-		for _, wl := range p.Workloads {
-			predX += wl.Throughput
+		for _, name := range row.predicted.names { // the classes, not the load generator
+			if wl := p.Workloads[name]; wl != nil {
+				predX += wl.Throughput
+			}
 		}
-		predCPU := math.NaN()
-		if rr := p.Resources[hostName+".cpu"]; rr != nil {
-			predCPU = rr.Utilization
-		}
+		predCPU := servicesCPU(p, row.setup)
 		ex, ec := relErr(predX, m.Load.All.Throughput), relErr(predCPU, m.CPU)
 		if !strings.Contains(row.setup.Name, " from ") {
 			cpuErrs = append(cpuErrs, math.Abs(ec))
@@ -209,14 +217,14 @@ func (r *report) write(w io.Writer, args []string) {
 		len(hoCPU), len(hoMean), absPct(median(hoX)), absPct(median(hoMean)), absPct(median(hoP95)), absPct(median(hoCPU)),
 		within(hoMean, 0.15), len(hoMean), within(hoCPU, 0.05), len(hoCPU))
 	r.writeNoise(w)
+	r.writeAdjusted(w)
 	fmt.Fprintf(w, "## Known sources of error\n\n"+
 		"- Measurement noise: the CPU time per request moves from run to run (see above), and the model\n"+
 		"  carries the reference run's figure to every prediction; utilization errors of that size are the\n"+
 		"  floor on this machine.\n"+
-		"- A constant background: the intercept of the line above is CPU that does not grow with the load\n"+
-		"  (timers, samplers, the runtimes' idle work). Extraction takes all CPU outside spans as per-request\n"+
-		"  overhead, since one run does not tell the two apart, so predicted utilization, and the queueing\n"+
-		"  it brings, grows too fast with the load.\n"+
+		"- Background: CPU that does not grow with the load (timers, samplers, the runtimes' idle work)\n"+
+		"  is taken as per-request overhead, since one run does not tell the two apart; where the intercept\n"+
+		"  above stands clear of its standard error, predicted utilization grows too fast with the load.\n"+
 		"- Collapse: in some runs the real recommendation path falls far behind (cores-2, where the load\n"+
 		"  generator shares a CPU with the services; load-80 in earlier runs) while the model stays at tens\n"+
 		"  of milliseconds. The cause in the real system is not established.\n"+
@@ -290,12 +298,61 @@ func (r *report) writeNoise(w io.Writer) {
 	}
 	b := sxc / sxx
 	a := mc - b*mx
+	var rss float64
+	for i := range xs {
+		d := cs[i] - a - b*xs[i]
+		rss += d * d
+	}
+	seA := math.Sqrt(rss / (n - 2) * (1/n + mx*mx/sxx))
 	fmt.Fprintf(w, "Measurement noise: the services' CPU time per request in the runs with GOMAXPROCS 1 and span CPU time on "+
-		"(ms: %s) has a mean of %.2f ms and a coefficient of variation of %.0f %%. A line fitted over these runs, "+
-		"CPU = %.3f cores + %.2f ms × throughput, tells a part that does not grow with the load (the intercept) from "+
-		"one that does; the scatter around it is the machine's. A model extracted from one run carries that run's CPU "+
-		"per request to every prediction.\n\n",
-		strings.Join(per, ", "), 1000*mp, 100*math.Sqrt(sp/(n-1))/mp, a, 1000*b)
+		"(ms: %s) has a mean of %.2f ms and a coefficient of variation of %.0f %%; these runs execute the same code, "+
+		"so the spread is the machine's. A line fitted over them, CPU = %.3f ± %.3f cores (standard error) + %.2f ms × "+
+		"throughput, would tell CPU that does not grow with the load (the intercept) from CPU that does. A model extracted "+
+		"from one run carries that run's CPU per request to every prediction.\n\n",
+		strings.Join(per, ", "), 1000*mp, 100*math.Sqrt(sp/(n-1))/mp, a, seA, 1000*b)
+}
+
+// writeAdjusted reports the response times predicted at each run's own
+// CPU speed, for the runs on the reference's code path: what is left of
+// the error once the machine's drift in CPU time per request is taken
+// out, that is the error of the model's structure (queues, slots, pool,
+// lock, delays).
+func (r *report) writeAdjusted(w io.Writer) {
+	var rows []reportRow
+	for _, row := range r.rows {
+		if row.adjusted != nil && row.adjusted.res.Stable {
+			rows = append(rows, row)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "## Response times at each run's CPU speed (a diagnostic)\n\n"+
+		"The runs that execute the reference's code on the same CPU predicted again with the host's CPU speed set to the\n"+
+		"reference's CPU time per request over the run's (`hosts.%s.cpu.speed`). This uses the run's measured CPU, so it\n"+
+		"is not a prediction; it shows how much of the errors above is the machine's drift and how much the model's\n"+
+		"structure (queues, CPU slots, pool, lock, fixed delays).\n\n", hostName)
+	fmt.Fprintf(w, "| configuration | class | speed | measured mean | predicted mean | error | measured p95 | predicted p95 | error |\n")
+	fmt.Fprintf(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	var meanErrs []float64
+	for _, row := range rows {
+		m, p := row.measured, row.adjusted
+		for _, class := range slices.Sorted(maps.Keys(m.Load.Classes)) {
+			mc := m.Load.Classes[class]
+			wl := p.res.Workloads[p.names[class]]
+			if wl == nil {
+				continue
+			}
+			em := relErr(wl.ResponseTime.Mean, mc.Mean)
+			if row.measured.CPU < 0.8 {
+				meanErrs = append(meanErrs, math.Abs(em))
+			}
+			fmt.Fprintf(w, "| %s | %s | %.2f | %s | %s | %s | %s | %s | %s |\n", row.setup.Name, class, row.speed,
+				ms(mc.Mean), ms(wl.ResponseTime.Mean), pct(em), ms(mc.P95), ms(deref(wl.ResponseTime.P95)), pct(relErr(deref(wl.ResponseTime.P95), mc.P95)))
+		}
+	}
+	fmt.Fprintf(w, "\nBelow saturation (measured CPU under 80 %% of the cores), at the runs' speeds: median absolute error of the mean "+
+		"response time %s; %d of %d class rows within 15 %%.\n\n", absPct(median(meanErrs)), within(meanErrs, 0.15), len(meanErrs))
 }
 
 func median(v []float64) float64 {

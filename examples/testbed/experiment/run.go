@@ -43,6 +43,9 @@ type setup struct {
 	Pool       int
 	CoarseLock bool
 	SpanCPU    bool
+	// GeneratorCPU is the load generator's CPU time per request when it
+	// shares the services' CPUs (the model then carries it), else 0.
+	GeneratorCPU float64
 }
 
 // measured is what one run measured.

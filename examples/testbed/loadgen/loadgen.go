@@ -101,6 +101,10 @@ type Result struct {
 	// behind measures a lighter load than the one asked for.
 	LagMean float64 `json:"lag_mean"`
 	LagMax  float64 `json:"lag_max"`
+	// CPUSeconds is the generator's own CPU time over the whole run, when
+	// its caller measured it (0 otherwise): what the generator takes from
+	// a CPU it shares with the system under test.
+	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
 	// FirstError is the first failure seen, for diagnosis.
 	FirstError string `json:"first_error,omitempty"`
 }
