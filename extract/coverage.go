@@ -58,29 +58,15 @@ type Coverage struct {
 func CPUCoverage(w *Windows, set *metrics.Set, component func(service string) string, opts DemandOptions) []*Coverage {
 	var out []*Coverage
 	for _, host := range w.Hosts() {
-		h := w.hosts[host]
-		var byComp []*Coverage
-		if svcs := set.Services[matchHost(host, slices.Collect(maps.Keys(set.Services)))]; len(svcs) > 0 {
-			for _, svc := range slices.Sorted(maps.Keys(svcs)) {
-				comp := component(svc)
-				if !h.hasComponent(comp) {
-					continue
-				}
-				c := coverage(host, h, svcs[svc], comp, opts)
-				c.Component = comp
-				byComp = append(byComp, c)
+		for _, sc := range scopes(host, w.hosts[host], set, component) {
+			if sc.s == nil {
+				out = append(out, &Coverage{Host: host, Component: sc.component, Skipped: sc.skipped})
+				continue
 			}
+			c := coverage(host, sc.h, sc.s, opts)
+			c.Component = sc.component
+			out = append(out, c)
 		}
-		if len(byComp) > 0 {
-			out = append(out, byComp...)
-			continue
-		}
-		s := matchSeries(host, set.Series)
-		if s == nil {
-			out = append(out, &Coverage{Host: host, Skipped: "no metrics for this host"})
-			continue
-		}
-		out = append(out, coverage(host, h, s, "", opts))
 	}
 	return out
 }
@@ -95,9 +81,9 @@ func (h *hostWindows) hasComponent(comp string) bool {
 	return false
 }
 
-// coverage compares the metrics s with the spans of the operations of
-// comp on host h, of every operation when comp is "".
-func coverage(host string, h *hostWindows, s *metrics.Series, comp string, opts DemandOptions) *Coverage {
+// coverage compares the metrics s with the spans of the operations of h
+// on host.
+func coverage(host string, h *hostWindows, s *metrics.Series, opts DemandOptions) *Coverage {
 	c := &Coverage{Host: host}
 	c.Metrics = s.Source
 	cores := float64(s.Cores)
@@ -106,18 +92,10 @@ func coverage(host string, h *hostWindows, s *metrics.Series, comp string, opts 
 	}
 	cw := coveredWindows(h, s, cores)
 	c.Window = cw.length
-	mine := make([]bool, len(cw.ops))
-	for i, op := range cw.ops {
-		oc, _, _ := strings.Cut(op, "/")
-		mine[i] = comp == "" || oc == comp
-	}
 	var ratios []windowCPU
 	for _, win := range cw.windows {
 		var n, withCPU, cpu float64
-		for i, cl := range win.cells {
-			if !mine[i] {
-				continue
-			}
+		for _, cl := range win.cells {
 			n += cl.n
 			withCPU += cl.cpuN
 			cpu += cl.cpu

@@ -61,7 +61,7 @@ func Run(ctx context.Context, paths []string, name string, cfg *Config) (*Result
 			}
 		}
 		opts := DemandOptions{Cores: cores}
-		perOp, drep := EstimateDemands(st.Windows, set.Series, opts)
+		perOp, drep := EstimateDemands(st.Windows, set, cfg.serviceComponent, opts)
 		est = &Estimates{PerOp: perOp, Report: drep, Coverage: CPUCoverage(st.Windows, set, cfg.serviceComponent, opts)}
 	}
 	m, rep := st.ModelWith(name, cfg, est)

@@ -197,9 +197,13 @@ type DemandReport struct {
 	Warnings []string `json:"warnings"`
 }
 
-// HostDemands is the estimation on one host.
+// HostDemands is the estimation on one host, or on one component of it
+// where the metrics measure the processes of each service.
 type HostDemands struct {
 	Host string `json:"host"`
+	// Component, when set, limits the estimation to its operations,
+	// measured by its service's processes' series.
+	Component string `json:"component,omitempty"`
 	// Metrics names the series used (file and metric), empty when none
 	// matched the host.
 	Metrics string `json:"metrics,omitempty"`
@@ -225,15 +229,20 @@ type HostDemands struct {
 }
 
 // EstimateDemands estimates the CPU demand of every operation on the hosts
-// the windows and the metric series have in common (a host is looked up by
-// its name, then case-insensitively, then by its first dot-separated
-// label). The estimation windows are the narrowest multiple of the
-// aggregate's windows at least as long as the series' readings; windows
-// the metrics cover less than 90 % are left out, and so are the first and
-// the last, which the traces may cover in part. An operation that ran on
-// several hosts gets the mean of its per-host estimates weighted by its
-// executions.
-func EstimateDemands(w *Windows, series map[string]*metrics.Series, opts DemandOptions) (map[string]estimate.Result, *DemandReport) {
+// the windows and the metric series of set have in common (a host is
+// looked up by its name, then case-insensitively, then by its first
+// dot-separated label). Where set measures the processes of services on a
+// host (set.Services), the operations of each component that
+// component(service) names (nil: the service's name) are estimated
+// against that service's series alone, which tells apart operations whose
+// loads rise and fall together on the host; the host's other components
+// then have no estimate. The estimation windows are the narrowest multiple
+// of the aggregate's windows at least as long as the series' readings;
+// windows the metrics cover less than 90 % are left out, and so are the
+// first and the last, which the traces may cover in part. An operation
+// that ran on several hosts gets the mean of its per-host estimates
+// weighted by its executions.
+func EstimateDemands(w *Windows, set *metrics.Set, component func(service string) string, opts DemandOptions) (map[string]estimate.Result, *DemandReport) {
 	rep := &DemandReport{Hosts: []*HostDemands{}, Warnings: []string{}}
 	type part struct {
 		r    estimate.Result
@@ -241,31 +250,17 @@ func EstimateDemands(w *Windows, series map[string]*metrics.Series, opts DemandO
 	}
 	byOp := map[string][]part{}
 	for _, host := range w.Hosts() {
-		hd := estimateHost(host, w.hosts[host], series, opts)
-		rep.Hosts = append(rep.Hosts, hd)
-		if hd.Skipped == allMeasured {
-			continue
-		}
-		if hd.Skipped != "" {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("host %s: CPU demands not estimated: %s", host, hd.Skipped))
-			continue
-		}
-		c := hd.Choice
-		msg := fmt.Sprintf("host %s: CPU demands by %s (%s)", host, c.Picked, c.Why)
-		if hd.CoresAssumed {
-			msg += "; cores unknown, 1 assumed (give them in --config hosts)"
-		}
-		for _, f := range c.Diagnosis.Flags {
-			if f.Kind != estimate.FlagUnknownCores {
-				msg += "; " + f.Message
+		for _, sc := range scopes(host, w.hosts[host], set, component) {
+			hd := estimateScope(sc, opts)
+			rep.Hosts = append(rep.Hosts, hd)
+			for i, op := range hd.Ops {
+				if hd.Skipped == "" {
+					byOp[op] = append(byOp[op], part{hd.Result[i], host})
+				}
 			}
-		}
-		if hd.Background > 0 && c.Fit != nil {
-			msg += fmt.Sprintf("; background load %.3g cores not attributed to any operation", hd.Background)
-		}
-		rep.Warnings = append(rep.Warnings, msg)
-		for i, op := range hd.Ops {
-			byOp[op] = append(byOp[op], part{hd.Result[i], host})
+			if msg := hd.warning(); msg != "" {
+				rep.Warnings = append(rep.Warnings, msg)
+			}
 		}
 	}
 	out := map[string]estimate.Result{}
@@ -298,6 +293,115 @@ func EstimateDemands(w *Windows, series map[string]*metrics.Series, opts DemandO
 		out[op] = r
 	}
 	return out, rep
+}
+
+// warning is the extraction report's line on hd, "" when there is
+// nothing to say (every span carried its CPU time).
+func (hd *HostDemands) warning() string {
+	what := "host " + hd.Host
+	if hd.Component != "" {
+		what = "component " + hd.Component + " on host " + hd.Host
+	}
+	switch hd.Skipped {
+	case allMeasured:
+		return ""
+	case "":
+	default:
+		return fmt.Sprintf("%s: CPU demands not estimated: %s", what, hd.Skipped)
+	}
+	c := hd.Choice
+	msg := fmt.Sprintf("%s: CPU demands by %s (%s)", what, c.Picked, c.Why)
+	if hd.CoresAssumed {
+		msg += "; cores unknown, 1 assumed (give them in --config hosts)"
+	}
+	for _, f := range c.Diagnosis.Flags {
+		if f.Kind != estimate.FlagUnknownCores {
+			msg += "; " + f.Message
+		}
+	}
+	if hd.Background > 0 && c.Fit != nil {
+		msg += fmt.Sprintf("; background load %.3g cores not attributed to any operation", hd.Background)
+	}
+	return msg
+}
+
+// scope is what one estimation or coverage check covers: a host's windows
+// and the series measuring them, or one component's operations on the
+// host and its service's processes' series.
+type scope struct {
+	host, component string
+	h               *hostWindows
+	// s is nil when no series measures the scope; skipped then says why.
+	s       *metrics.Series
+	skipped string
+}
+
+// scopes splits a host's windows by the series of set that measure them:
+// per component where set has series of the services' processes on the
+// host, whole otherwise (also when two services make one component). A
+// component of the host whose service has no series of its own gets a
+// scope with none.
+func scopes(host string, h *hostWindows, set *metrics.Set, component func(service string) string) []scope {
+	if component == nil {
+		component = func(s string) string { return s }
+	}
+	var out []scope
+	bySvc := map[string]string{}
+	if svcs := set.Services[matchHost(host, slices.Collect(maps.Keys(set.Services)))]; len(svcs) > 0 {
+		for _, svc := range slices.Sorted(maps.Keys(svcs)) {
+			comp := component(svc)
+			if !h.hasComponent(comp) {
+				continue
+			}
+			if _, ok := bySvc[comp]; ok {
+				// Two services' processes make one component: their
+				// series would have to be added; the host's is taken.
+				out = nil
+				break
+			}
+			bySvc[comp] = svc
+			out = append(out, scope{host: host, component: comp, h: h.only(comp), s: svcs[svc]})
+		}
+	}
+	if len(out) == 0 {
+		sc := scope{host: host, h: h, s: matchSeries(host, set.Series)}
+		if sc.s == nil {
+			sc.skipped = "no metrics for this host"
+		}
+		return []scope{sc}
+	}
+	for _, comp := range h.components() {
+		if _, ok := bySvc[comp]; !ok {
+			out = append(out, scope{host: host, component: comp, h: h.only(comp),
+				skipped: "no metrics for its processes (the host's are measured per service)"})
+		}
+	}
+	return out
+}
+
+// only returns the windows of comp's operations.
+func (h *hostWindows) only(comp string) *hostWindows {
+	sub := &hostWindows{width: h.width, index: map[string]int{}, cells: map[int64][]cell{}}
+	for _, idx := range slices.Sorted(maps.Keys(h.cells)) {
+		for op, c := range h.cells[idx] {
+			if oc, _, _ := strings.Cut(h.ops[op], "/"); oc == comp && c.n > 0 {
+				sub.add(sub.opIndex(h.ops[op]), idx, c)
+			}
+		}
+	}
+	return sub
+}
+
+// components returns the components of the host's operations, sorted.
+func (h *hostWindows) components() []string {
+	var out []string
+	for _, op := range h.ops {
+		if c, _, _ := strings.Cut(op, "/"); !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // matchSeries finds the series of a host.
@@ -341,15 +445,15 @@ func matchHost(host string, names []string) string {
 // estimate.
 const allMeasured = "every span carries its CPU time"
 
-func estimateHost(host string, h *hostWindows, series map[string]*metrics.Series, opts DemandOptions) *HostDemands {
-	hd := &HostDemands{Host: host, Ops: []string{}}
+func estimateScope(sc scope, opts DemandOptions) *HostDemands {
+	host, h, s := sc.host, sc.h, sc.s
+	hd := &HostDemands{Host: host, Component: sc.component, Ops: []string{}}
 	if h.allMeasured() {
 		hd.Skipped = allMeasured
 		return hd
 	}
-	s := matchSeries(host, series)
 	if s == nil {
-		hd.Skipped = "no metrics for this host"
+		hd.Skipped = sc.skipped
 		return hd
 	}
 	hd.Metrics = s.Source
@@ -481,7 +585,7 @@ func (r *DemandReport) Estimated() bool {
 	return false
 }
 
-// WriteText renders the report for people: per host, the estimators'
+// WriteText renders the report for people: per host (or component), the estimators'
 // errors, the one picked and why, the doubts, and per operation the CPU
 // demand, its standard error, the own time and the off-CPU rest.
 func (r *DemandReport) WriteText(w io.Writer) error {
@@ -499,7 +603,11 @@ func (r *DemandReport) WriteText(w io.Writer) error {
 		return fmt.Sprintf("%.1f %%", 100*v)
 	}
 	for _, h := range r.Hosts {
-		fmt.Fprintf(&b, "host %s\n", h.Host)
+		if h.Component != "" {
+			fmt.Fprintf(&b, "host %s, component %s\n", h.Host, h.Component)
+		} else {
+			fmt.Fprintf(&b, "host %s\n", h.Host)
+		}
 		if h.Skipped != "" {
 			fmt.Fprintf(&b, "  not estimated: %s\n\n", h.Skipped)
 			continue

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -112,7 +113,7 @@ func TestEstimateDemandsRecoversTruth(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, rep := EstimateDemands(w, set.Series, DemandOptions{Cores: map[string]int{"app-1": 2}})
+			res, rep := EstimateDemands(w, set, nil, DemandOptions{Cores: map[string]int{"app-1": 2}})
 			if _, err := json.Marshal(rep); err != nil {
 				t.Errorf("report does not encode as JSON: %v", err)
 			}
@@ -169,7 +170,7 @@ func TestEstimateDemandsSkips(t *testing.T) {
 		w.Add("Web-1.example.com", "b/y", int64(1e18)+int64(i)*1e9, 0.01, math.NaN())
 	}
 	series := map[string]*metrics.Series{"web-1": {Host: "web-1", Unit: metrics.Fraction, Samples: []metrics.Sample{{Start: 0, End: 1e9, Value: 0.5}}}}
-	res, rep := EstimateDemands(w, series, DemandOptions{})
+	res, rep := EstimateDemands(w, &metrics.Set{Series: series}, nil, DemandOptions{})
 	if len(res) != 0 || len(rep.Hosts) != 2 {
 		t.Fatalf("results %v, hosts %d", res, len(rep.Hosts))
 	}
@@ -253,4 +254,75 @@ func dumpWindows(w *Windows) string {
 	lines := strings.Split(b.String(), "\n")
 	slices.Sort(lines)
 	return strings.Join(lines, "\n")
+}
+
+// TestEstimateDemandsPerService estimates, where the metrics measure each
+// service's processes, every component's operations against its own
+// series: two services whose loads rise and fall together on one host, one
+// of them mostly waiting, get their own demands; a third service with no
+// series of its own is reported, not estimated.
+func TestEstimateDemandsPerService(t *testing.T) {
+	w := NewWindows()
+	front := []hostOp{{name: "front/GET /page", demand: 0.002, rate: 100, period: 300}}
+	pay := []hostOp{{name: "pay/POST /charge", demand: 0.0005, wait: 0.02, rate: 100, period: 300}}
+	var b bytes.Buffer
+	b.WriteString("timestamp,host,service,cpu_seconds\n")
+	for i, svc := range []struct {
+		name string
+		ops  []hostOp
+	}{{"front", front}, {"pay", pay}} {
+		// Each service's processes' CPU time, cumulative, from the
+		// utilization of its own operations.
+		csv := simulateHost(uint64(i+1), w, "app-1", 1, 0, 1200, svc.ops)
+		used := 0.0
+		for _, line := range strings.Split(strings.TrimSpace(string(csv)), "\n")[1:] {
+			f := strings.Split(line, ",")
+			u, err := strconv.ParseFloat(f[2], 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			used += u
+			fmt.Fprintf(&b, "%s,%s,%s,%.5f\n", f[0], f[1], svc.name, used)
+		}
+	}
+	simulateHost(3, w, "app-1", 1, 0, 1200, []hostOp{{name: "audit/POST /log", demand: 0.001, rate: 10, period: 100}})
+	path := filepath.Join(t.TempDir(), "services.csv")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	set, err := metrics.Read([]string{path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, rep := EstimateDemands(w, set, nil, DemandOptions{Cores: map[string]int{"app-1": 1}})
+	var text bytes.Buffer
+	rep.WriteText(&text)
+	t.Logf("\n%s", text.String())
+	if len(rep.Hosts) != 3 {
+		t.Fatalf("%d scopes, want one per component: %+v", len(rep.Hosts), rep.Hosts)
+	}
+	for _, want := range []struct {
+		op     string
+		demand float64
+	}{{"front/GET /page", 0.002}, {"pay/POST /charge", 0.0005}} {
+		r, ok := res[want.op]
+		if !ok {
+			t.Fatalf("%s not estimated", want.op)
+		}
+		// Each service has one operation: its demand is its busy time
+		// over its executions, up to the readings' noise.
+		if math.Abs(r.CPU-want.demand) > 0.05*want.demand {
+			t.Errorf("%s: %.4f ms, true %.4f ms", want.op, 1e3*r.CPU, 1e3*want.demand)
+		}
+	}
+	if _, ok := res["audit/POST /log"]; ok {
+		t.Error("audit, whose processes the metrics do not measure, got an estimate")
+	}
+	found := false
+	for _, wn := range rep.Warnings {
+		found = found || strings.Contains(wn, "component audit on host app-1: CPU demands not estimated: no metrics for its processes")
+	}
+	if !found {
+		t.Errorf("no warning for audit: %q", rep.Warnings)
+	}
 }

@@ -171,3 +171,35 @@ func TestCPUSeries(t *testing.T) {
 		t.Fatalf("error for a missing file: %v", err)
 	}
 }
+
+// The report goes between the markers of a document, leaving the rest
+// alone, or makes the whole file when it has none.
+func TestWriteReport(t *testing.T) {
+	dir := t.TempDir()
+	doc := filepath.Join(dir, "doc.md")
+	before, after := "# Doc\n\nhand-written\n\n", "\n\n## More\n"
+	if err := os.WriteFile(doc, []byte(before+beginReport+"\n\nold\n\n"+endReport+after), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // twice: the markers survive a rewrite
+		if err := writeReport(doc, []byte("new report\n\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, _ := os.ReadFile(doc)
+	if want := before + beginReport + "\n\nnew report\n\n" + endReport + after; string(got) != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+	whole := filepath.Join(dir, "new.md")
+	if err := writeReport(whole, []byte("report\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(whole); string(got) != beginReport+"\n\nreport\n"+endReport+"\n" {
+		t.Fatalf("whole file %q", got)
+	}
+	broken := filepath.Join(dir, "broken.md")
+	os.WriteFile(broken, []byte(endReport+"\n"+beginReport), 0o644)
+	if err := writeReport(broken, []byte("x")); err == nil {
+		t.Fatal("markers out of order accepted")
+	}
+}

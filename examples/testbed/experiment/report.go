@@ -108,7 +108,6 @@ func (r *report) write(w io.Writer, args []string) {
 	if len(args) > 0 {
 		cmd += " " + strings.Join(args, " ")
 	}
-	fmt.Fprintf(w, "# Accuracy on the testbed\n\n")
 	if !r.quick && (r.busyBefore || r.busyAfter) {
 		fmt.Fprintf(w, "> **Measured on a busy machine.** The load average was %s before and %s after the\n"+
 			"> runs (above 1.5 on 2 CPUs): other work competed with the services for the CPU, which the model\n"+
@@ -129,8 +128,9 @@ func (r *report) write(w io.Writer, args []string) {
 	fmt.Fprintf(w, "How: the example shop of `examples/testbed` (gateway, catalog, orders, payments, each its own\n"+
 		"process; see docs/testbed.md) runs a reference configuration; `perfcast`'s extraction builds a model\n"+
 		"from its traces (the host's cores given, each service's GOMAXPROCS declared as its CPU slots\n"+
-		"(`cpu_slots`), the fan-out pool and the stock mutex declared as passive resources since extraction\n"+
-		"does not infer them); the simulator predicts every configuration at its\n"+
+		"(`cpu_slots`), the fan-out pool, the stock mutex and the catalog's database connections declared\n"+
+		"as passive resources since extraction does not infer them); the simulator predicts every\n"+
+		"configuration at its "+
 		"arrival rates; each configuration then runs for real. Measured response times are the load\n"+
 		"generator's, per request class, over the steady phase; measured CPU utilization is the services'\n"+
 		"processes' CPU time (getrusage, sampled once a second) over the steady phase, per core.\n\n")
@@ -150,7 +150,7 @@ func (r *report) write(w io.Writer, args []string) {
 	fmt.Fprintf(w, "- Span CPU times (perfcast.cpu.time) account for %.0f %% of the CPU time the services' processes used in the reference run; the rest (garbage collection, span export, the HTTP transport's goroutines, the runtime) is in no span. Extraction, given each service's process CPU time as metrics, adds each service's share as CPU at the start of its operations, taken out of the callers' time outside the callee's span.\n\n",
 		100*r.spanShare)
 
-	fmt.Fprintf(w, "## Configurations: throughput and CPU utilization\n\n")
+	fmt.Fprintf(w, "### Configurations: throughput and CPU utilization\n\n")
 	fmt.Fprintf(w, "| configuration | what | rate /s | measured X /s | predicted X /s | error | measured CPU | predicted CPU | error |\n")
 	fmt.Fprintf(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	var cpuErrs, meanErrs, p95Errs, xErrs []float64
@@ -183,7 +183,7 @@ func (r *report) write(w io.Writer, args []string) {
 		fmt.Fprintf(w, "| %s | %s | %.1f | %.1f | %.1f | %s | %.2f | %.2f | %s |\n", row.setup.Name, row.setup.What, row.setup.Rate,
 			m.Load.All.Throughput, predX, pct(ex), m.CPU, predCPU, pct(ec))
 	}
-	fmt.Fprintf(w, "\n## Response times per request class (ms)\n\n")
+	fmt.Fprintf(w, "\n### Response times per request class (ms)\n\n")
 	fmt.Fprintf(w, "| configuration | class | n | measured X /s | predicted X /s | error | measured mean | predicted mean | error | measured p95 | predicted p95 | error |\n")
 	fmt.Fprintf(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, row := range r.rows {
@@ -209,7 +209,7 @@ func (r *report) write(w io.Writer, args []string) {
 				ms(ms1.P95), ms(deref(wl.ResponseTime.P95)), pct(e95))
 		}
 	}
-	fmt.Fprintf(w, "\n## Summary\n\nMedian absolute relative error over the configurations (the model from the run without span CPU time left out): "+
+	fmt.Fprintf(w, "\n### Summary\n\nMedian absolute relative error over the configurations (the model from the run without span CPU time left out): "+
 		"throughput %s, mean response time %s, p95 %s, CPU utilization %s.\n\n", absPct(median(xErrs)), absPct(median(meanErrs)), absPct(median(p95Errs)), absPct(median(cpuErrs)))
 	fmt.Fprintf(w, "Held-out configurations below saturation (not the reference, measured CPU under 80 %% of the cores; %d configurations, %d class rows): "+
 		"median absolute error throughput %s, mean response time %s, p95 %s, CPU utilization %s; "+
@@ -218,30 +218,33 @@ func (r *report) write(w io.Writer, args []string) {
 		within(hoMean, 0.15), len(hoMean), within(hoCPU, 0.05), len(hoCPU))
 	r.writeNoise(w)
 	r.writeAdjusted(w)
-	fmt.Fprintf(w, "## Known sources of error\n\n"+
-		"- Measurement noise: the CPU time per request moves from run to run (see above), and the model\n"+
-		"  carries the reference run's figure to every prediction; utilization errors of that size are the\n"+
-		"  floor on this machine.\n"+
+	fmt.Fprintf(w, "### Known sources of error\n\n"+
+		"- Measurement noise: the CPU time per request moves from run to run (see above and the repeat\n"+
+		"  row), and the model carries the reference run's figure to every prediction; utilization errors\n"+
+		"  of that size are the floor on this machine, and near saturation they make large response-time\n"+
+		"  errors.\n"+
 		"- Background: CPU that does not grow with the load (timers, samplers, the runtimes' idle work)\n"+
 		"  is taken as per-request overhead, since one run does not tell the two apart; where the intercept\n"+
 		"  above stands clear of its standard error, predicted utilization grows too fast with the load.\n"+
-		"- Collapse: in some runs the real recommendation path falls far behind (cores-2, where the load\n"+
-		"  generator shares a CPU with the services; load-80 in earlier runs) while the model stays at tens\n"+
-		"  of milliseconds. The cause in the real system is not established.\n"+
+		"- Two CPUs: in the cores-2 run the catalog's queries take far longer than their CPU time (compare\n"+
+		"  their spans' durations with their perfcast.cpu.time), its four database connections fill, and\n"+
+		"  the recommendations, whose six calls wait for the gateway's pool, fall behind. The catalog's\n"+
+		"  listing serves about 1.4 times as many requests on two cores as on one (BenchmarkCatalogList,\n"+
+		"  docs/testbed.md): its queries partly serialize inside the database engine, which a reference\n"+
+		"  at GOMAXPROCS 1 cannot show and the model, with two CPU slots, does not have.\n"+
 		"- GOMAXPROCS 2 on one CPU: the cost of two threads per process contending for one CPU (more CPU per\n"+
 		"  request, longer waits) is not in the model, which has two CPU slots per service.\n"+
 		"- CPU outside spans: each service's share is spread evenly over its executions; where it is\n"+
 		"  really spent (before the span, after it, in another goroutine) decides how it delays requests,\n"+
 		"  which the model only approximates.\n"+
-		"- FIFO slots: a service's CPU slot serves bursts in arrival order; the six calls of a\n"+
-		"  recommendation queue behind the catalog's long queries in the model as they may not in the\n"+
-		"  runtime, a suspect for recommend's over-prediction at mid loads.\n"+
+		"- FIFO slots: a service's CPU slot serves bursts in arrival order, which the Go scheduler does\n"+
+		"  not quite do (it runs the goroutine readied last first).\n"+
 		"- Waiting taken for work: each operation's own time off the CPU, less the waits for the CPU and\n"+
 		"  the CPU slot the model reproduces, is a fixed delay. Waits the spans do not show as such (I/O, a\n"+
 		"  lock inside a span) stay fixed, so they do not grow with the load.\n"+
-		"- Declared resources: the runner declares GOMAXPROCS, the fan-out pool and the stock mutex;\n"+
-		"  traces do not show GOMAXPROCS, and at the reference load the pool and the mutex are too rarely\n"+
-		"  full for extraction to infer them.\n"+
+		"- Declared resources: the runner declares GOMAXPROCS, the fan-out pool, the stock mutex and the\n"+
+		"  catalog's connections; traces do not show GOMAXPROCS, and at the reference load the others are\n"+
+		"  too rarely full for extraction to infer them.\n"+
 		"- Other work on the machine: pinning keeps the load generator off the services' CPU (except in\n"+
 		"  cores-2), not other processes; the load average above tells how busy the machine was.\n\n")
 	if len(r.warnings) > 0 {
@@ -327,7 +330,7 @@ func (r *report) writeAdjusted(w io.Writer) {
 	if len(rows) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "## Response times at each run's CPU speed (a diagnostic)\n\n"+
+	fmt.Fprintf(w, "### Response times at each run's CPU speed (a diagnostic)\n\n"+
 		"The runs that execute the reference's code on the same CPU predicted again with the host's CPU speed set to the\n"+
 		"reference's CPU time per request over the run's (`hosts.%s.cpu.speed`). This uses the run's measured CPU, so it\n"+
 		"is not a prediction; it shows how much of the errors above is the machine's drift and how much the model's\n"+
