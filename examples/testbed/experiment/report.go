@@ -89,6 +89,15 @@ func absPct(e float64) string {
 	return fmt.Sprintf("%.0f %%", 100*e)
 }
 
+// meanCI formats a measured mean with its 95 % half-width when the load
+// generator gave one.
+func meanCI(s *loadgen.Summary) string {
+	if s.MeanCI95 > 0 {
+		return fmt.Sprintf("%.1f ± %.1f", 1000*s.Mean, 1000*s.MeanCI95)
+	}
+	return ms(s.Mean)
+}
+
 func ms(s float64) string {
 	if math.IsNaN(s) {
 		return "–"
@@ -155,7 +164,7 @@ func (r *report) write(w io.Writer, args []string) {
 	fmt.Fprintf(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	var cpuErrs, meanErrs, p95Errs, xErrs []float64
 	// The same over the held-out configurations below saturation.
-	var hoCPU, hoMean, hoP95, hoX []float64
+	var hoCPU, hoMean, hoP95, hoX, hoCI []float64
 	heldOut := func(row reportRow) bool {
 		return row.setup.Name != "reference" && row.setup.Name != "repeat" && !strings.Contains(row.setup.Name, " from ") && row.measured.CPU < 0.8
 	}
@@ -183,7 +192,8 @@ func (r *report) write(w io.Writer, args []string) {
 		fmt.Fprintf(w, "| %s | %s | %.1f | %.1f | %.1f | %s | %.2f | %.2f | %s |\n", row.setup.Name, row.setup.What, row.setup.Rate,
 			m.Load.All.Throughput, predX, pct(ex), m.CPU, predCPU, pct(ec))
 	}
-	fmt.Fprintf(w, "\n### Response times per request class (ms)\n\n")
+	fmt.Fprintf(w, "\n### Response times per request class (ms)\n\n"+
+		"Measured means carry the half-width of their 95 %% confidence interval (batch means over ten parts of the steady phase).\n\n")
 	fmt.Fprintf(w, "| configuration | class | n | measured X /s | predicted X /s | error | measured mean | predicted mean | error | measured p95 | predicted p95 | error |\n")
 	fmt.Fprintf(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, row := range r.rows {
@@ -192,7 +202,7 @@ func (r *report) write(w io.Writer, args []string) {
 			ms1 := m.Load.Classes[class]
 			wl := p.res.Workloads[p.names[class]]
 			if wl == nil || !p.res.Stable {
-				fmt.Fprintf(w, "| %s | %s | %d | %.1f | – | – | %s | – | – | %s | – | – |\n", row.setup.Name, class, ms1.Count, ms1.Throughput, ms(ms1.Mean), ms(ms1.P95))
+				fmt.Fprintf(w, "| %s | %s | %d | %.1f | – | – | %s | – | – | %s | – | – |\n", row.setup.Name, class, ms1.Count, ms1.Throughput, meanCI(ms1), ms(ms1.P95))
 				continue
 			}
 			ex := relErr(wl.Throughput, ms1.Throughput)
@@ -203,9 +213,12 @@ func (r *report) write(w io.Writer, args []string) {
 			}
 			if heldOut(row) {
 				hoX, hoMean, hoP95 = append(hoX, math.Abs(ex)), append(hoMean, math.Abs(em)), append(hoP95, math.Abs(e95))
+				if ms1.MeanCI95 > 0 && ms1.Mean > 0 {
+					hoCI = append(hoCI, ms1.MeanCI95/ms1.Mean)
+				}
 			}
 			fmt.Fprintf(w, "| %s | %s | %d | %.1f | %.1f | %s | %s | %s | %s | %s | %s | %s |\n", row.setup.Name, class, ms1.Count,
-				ms1.Throughput, wl.Throughput, pct(ex), ms(ms1.Mean), ms(wl.ResponseTime.Mean), pct(em),
+				ms1.Throughput, wl.Throughput, pct(ex), meanCI(ms1), ms(wl.ResponseTime.Mean), pct(em),
 				ms(ms1.P95), ms(deref(wl.ResponseTime.P95)), pct(e95))
 		}
 	}
@@ -216,6 +229,10 @@ func (r *report) write(w io.Writer, args []string) {
 		"%d of %d class rows have the mean response time within 15 %%, %d of %d configurations the utilization within 5 %%.\n\n",
 		len(hoCPU), len(hoMean), absPct(median(hoX)), absPct(median(hoMean)), absPct(median(hoP95)), absPct(median(hoCPU)),
 		within(hoMean, 0.15), len(hoMean), within(hoCPU, 0.05), len(hoCPU))
+	if len(hoCI) > 0 {
+		fmt.Fprintf(w, "The measured means of those rows are known to within %s (median of the 95 %% half-widths, relative; largest %s).\n\n",
+			absPct(median(hoCI)), absPct(slices.Max(hoCI)))
+	}
 	r.writeNoise(w)
 	r.writeAdjusted(w)
 	fmt.Fprintf(w, "### Known sources of error\n\n"+
@@ -351,7 +368,7 @@ func (r *report) writeAdjusted(w io.Writer) {
 				meanErrs = append(meanErrs, math.Abs(em))
 			}
 			fmt.Fprintf(w, "| %s | %s | %.2f | %s | %s | %s | %s | %s | %s |\n", row.setup.Name, class, row.speed,
-				ms(mc.Mean), ms(wl.ResponseTime.Mean), pct(em), ms(mc.P95), ms(deref(wl.ResponseTime.P95)), pct(relErr(deref(wl.ResponseTime.P95), mc.P95)))
+				meanCI(mc), ms(wl.ResponseTime.Mean), pct(em), ms(mc.P95), ms(deref(wl.ResponseTime.P95)), pct(relErr(deref(wl.ResponseTime.P95), mc.P95)))
 		}
 	}
 	fmt.Fprintf(w, "\nBelow saturation (measured CPU under 80 %% of the cores), at the runs' speeds: median absolute error of the mean "+

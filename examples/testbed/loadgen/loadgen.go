@@ -18,6 +18,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // Class is one kind of request.
@@ -74,9 +77,14 @@ type Summary struct {
 	Errors     int     `json:"errors"`
 	Throughput float64 `json:"throughput"`
 	Mean       float64 `json:"mean"`
-	P50        float64 `json:"p50"`
-	P95        float64 `json:"p95"`
-	P99        float64 `json:"p99"`
+	// MeanCI95 is the half-width of the 95 % confidence interval of Mean
+	// by batch means: the steady phase cut into ten equal parts, whose
+	// means are nearly independent where neighbouring requests' latencies
+	// are not. 0 when fewer than five parts had requests.
+	MeanCI95 float64 `json:"mean_ci95,omitempty"`
+	P50      float64 `json:"p50"`
+	P95      float64 `json:"p95"`
+	P99      float64 `json:"p99"`
 }
 
 // Result is what Run measured.
@@ -351,7 +359,9 @@ func (g *gen) summarize(res *Result) {
 	}
 	lat := make([][]float64, len(g.cfg.Classes))
 	errs := make([]int, len(g.cfg.Classes))
+	parts := make([]batchMeans, len(g.cfg.Classes))
 	var all []float64
+	var allParts batchMeans
 	allErrs := 0
 	for _, r := range g.records {
 		if r.start < steadyFrom || r.start >= steadyTo {
@@ -362,13 +372,52 @@ func (g *gen) summarize(res *Result) {
 			allErrs++
 			continue
 		}
+		b := min(int(int64(r.start-steadyFrom)*batches/int64(g.cfg.Steady)), batches-1)
 		lat[r.class] = append(lat[r.class], r.latency.Seconds())
 		all = append(all, r.latency.Seconds())
+		parts[r.class].add(b, r.latency.Seconds())
+		allParts.add(b, r.latency.Seconds())
 	}
 	for i, c := range g.cfg.Classes {
 		res.Classes[c.Name] = summary(lat[i], errs[i], res.SteadySeconds)
+		res.Classes[c.Name].MeanCI95 = parts[i].halfWidth()
 	}
 	res.All = summary(all, allErrs, res.SteadySeconds)
+	res.All.MeanCI95 = allParts.halfWidth()
+}
+
+// batches is the number of equal parts of the steady phase whose means
+// give the confidence interval of the mean latency.
+const batches = 10
+
+// batchMeans sums latencies per part of the steady phase.
+type batchMeans struct {
+	sum [batches]float64
+	n   [batches]int
+}
+
+func (b *batchMeans) add(i int, v float64) {
+	b.sum[i] += v
+	b.n[i]++
+}
+
+// halfWidth is the 95 % half-width of the mean of the parts' means
+// (Student's t with one degree of freedom less than the parts that had
+// requests), 0 when fewer than five had.
+func (b *batchMeans) halfWidth() float64 {
+	var means []float64
+	for i := range batches {
+		if b.n[i] > 0 {
+			means = append(means, b.sum[i]/float64(b.n[i]))
+		}
+	}
+	k := float64(len(means))
+	if k < 5 {
+		return 0
+	}
+	_, sd := stat.MeanStdDev(means, nil)
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: k - 1}.Quantile(0.975)
+	return t * sd / math.Sqrt(k)
 }
 
 func summary(lat []float64, errs int, seconds float64) *Summary {

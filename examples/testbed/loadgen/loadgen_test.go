@@ -125,6 +125,9 @@ func TestOpenRun(t *testing.T) {
 	if s := res.Classes["slow"]; s.P50 < 0.02 || s.Mean < 0.02 || s.P99 < s.P95 || s.P95 < s.P50 {
 		t.Fatalf("slow class summary %+v: want p50 and mean ≥ 20ms, ordered percentiles", s)
 	}
+	if ci := res.All.MeanCI95; !(ci > 0 && ci < res.All.Mean) {
+		t.Fatalf("mean %g ± %g: want an interval narrower than the mean", res.All.Mean, ci)
+	}
 	if res.Mode != "open" || res.SteadySeconds != 2 {
 		t.Fatalf("mode %q steady %g", res.Mode, res.SteadySeconds)
 	}
@@ -174,5 +177,28 @@ func TestConfigErrors(t *testing.T) {
 		if _, err := Run(context.Background(), cfg); err == nil {
 			t.Errorf("config %d accepted", i)
 		}
+	}
+}
+
+// The half-width of the batch means' interval: t(0.975, 9) · sd / √10 for
+// ten parts whose means are 1 … 10; parts without requests do not count,
+// and fewer than five parts give none.
+func TestBatchHalfWidth(t *testing.T) {
+	var b batchMeans
+	for i := range batches {
+		b.add(i, float64(i+1)-0.5)
+		b.add(i, float64(i+1)+0.5)
+	}
+	// sd of 1 … 10 is √(55/6); t(0.975, 9) = 2.2622.
+	want := 2.2621571628 * math.Sqrt(55.0/6) / math.Sqrt(10)
+	if got := b.halfWidth(); math.Abs(got-want) > 1e-6 {
+		t.Fatalf("half-width %g, want %g", got, want)
+	}
+	var few batchMeans
+	for i := range 4 {
+		few.add(i, 1)
+	}
+	if got := few.halfWidth(); got != 0 {
+		t.Fatalf("four parts: half-width %g, want 0", got)
 	}
 }
