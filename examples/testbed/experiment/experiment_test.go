@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -201,5 +202,30 @@ func TestWriteReport(t *testing.T) {
 	os.WriteFile(broken, []byte(endReport+"\n"+beginReport), 0o644)
 	if err := writeReport(broken, []byte("x")); err == nil {
 		t.Fatal("markers out of order accepted")
+	}
+}
+
+// The run order is a permutation, the same for a seed, with the last
+// configuration last when asked.
+func TestRunOrder(t *testing.T) {
+	a, b := runOrder(11, 1, true), runOrder(11, 1, true)
+	if !slices.Equal(a, b) {
+		t.Fatalf("two orders for one seed: %v, %v", a, b)
+	}
+	if a[10] != 10 {
+		t.Fatalf("the last configuration ran at %v", a)
+	}
+	if slices.Equal(a, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}) {
+		t.Fatal("not shuffled")
+	}
+	sorted := slices.Clone(a)
+	slices.Sort(sorted)
+	for i, v := range sorted {
+		if v != i {
+			t.Fatalf("not a permutation: %v", a)
+		}
+	}
+	if len(runOrder(0, 1, true)) != 0 {
+		t.Fatal("an order for no configurations")
 	}
 }

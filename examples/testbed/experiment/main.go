@@ -26,6 +26,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -287,11 +288,20 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	}
 	rows := []row{{s: ref, m: refM}}
 	for _, s := range setups {
-		m, err := e.run(ctx, s)
+		rows = append(rows, row{s: s})
+	}
+	// The configurations run in a shuffled order (the repeat last), so that
+	// a drift of the machine over the invocation does not line up with
+	// the load levels; the report lists the order.
+	order := runOrder(len(setups), e.seed, len(setups) > 0 && setups[len(setups)-1].Name == again.Name)
+	ran := []string{ref.Name}
+	for _, i := range order {
+		m, err := e.run(ctx, rows[i+1].s)
 		if err != nil {
 			return err
 		}
-		rows = append(rows, row{s: s, m: m})
+		rows[i+1].m = m
+		ran = append(ran, rows[i+1].s.Name)
 	}
 	loadAfter, busyAfter := loadAverage()
 	// Predictions after all runs, so that solving does not disturb them.
@@ -339,7 +349,7 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 		quick: o.quick, reused: e.reuse, started: started, elapsed: time.Since(started),
 		loadBefore: loadBefore, loadAfter: loadAfter, busyBefore: busyBefore, busyAfter: busyAfter, pinned: e.pin,
 		phases: e.phases, mix: e.mix, saturation: saturation, perRequest: perRequest, spanShare: spanShare,
-		warnings: refX.Report.Warnings,
+		warnings: refX.Report.Warnings, order: ran,
 	}
 	for _, r := range append(rows, extra...) {
 		rep.rows = append(rep.rows, reportRow{setup: r.s, measured: r.m, predicted: r.pred, adjusted: r.adjusted, speed: r.speed})
@@ -389,6 +399,22 @@ func writeReport(path string, report []byte) error {
 		b.WriteString("\n")
 	}
 	return os.WriteFile(path, b.Bytes(), 0o644)
+}
+
+// runOrder is a shuffled order of n configurations, by seed; with
+// lastStays the last one stays last.
+func runOrder(n int, seed uint64, lastStays bool) []int {
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	shuffled := order
+	if lastStays && n > 0 {
+		shuffled = order[:n-1]
+	}
+	rng := rand.New(rand.NewPCG(seed, 3))
+	rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	return order
 }
 
 // sameCodePath tells whether s runs the code of the reference r on the
