@@ -50,11 +50,10 @@ type Coverage struct {
 }
 
 // CPUCoverage compares, per host of the windows, the spans' CPU times with
-// the metrics (hosts matched as EstimateDemands matches them). Where the
-// metrics measure the processes of services on the host (set.Services),
-// each component whose name component(service) gives is compared with its
-// own processes instead, and the host as a whole is not. Only hosts and
-// components where every execution carried its CPU time are compared.
+// the metrics, in the scopes EstimateDemands estimates in: per component
+// against its service's processes where the metrics measure them, else the
+// host as a whole. Only hosts and components where every execution carried
+// its CPU time are compared; the others are returned with Skipped set.
 func CPUCoverage(w *Windows, set *metrics.Set, component func(service string) string, opts DemandOptions) []*Coverage {
 	var out []*Coverage
 	for _, host := range w.Hosts() {
@@ -69,16 +68,6 @@ func CPUCoverage(w *Windows, set *metrics.Set, component func(service string) st
 		}
 	}
 	return out
-}
-
-// hasComponent reports whether operations of comp ran on the host.
-func (h *hostWindows) hasComponent(comp string) bool {
-	for _, op := range h.ops {
-		if c, _, _ := strings.Cut(op, "/"); c == comp {
-			return true
-		}
-	}
-	return false
 }
 
 // coverage compares the metrics s with the spans of the operations of h
@@ -222,10 +211,4 @@ func (g *generator) unattributedOf(id string) float64 {
 		return 0
 	}
 	return g.unattributed[op.component]
-}
-
-// targetComponent is the component of a `component/operation` reference.
-func targetComponent(id string) string {
-	comp, _ := splitID(id)
-	return comp
 }

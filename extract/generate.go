@@ -325,15 +325,16 @@ func (g *generator) siteWait(caller string, op *opStats) float64 {
 	return wait
 }
 
-// limited reports whether calls to an operation wait for an inferred limit
-// before its server span starts.
 // waitsBeforeSpan reports whether calls to target wait, before the
 // target's span starts, for something the model reproduces: a limit, or a
 // CPU slot of its component.
 func (g *generator) waitsBeforeSpan(target string) bool {
-	return g.limited(target) || g.cfg.cpuSlots(targetComponent(target)) > 0
+	comp, _ := splitID(target)
+	return g.limited(target) || g.cfg.cpuSlots(comp) > 0
 }
 
+// limited reports whether calls to an operation wait for an inferred limit
+// before its server span starts.
 func (g *generator) limited(target string) bool {
 	comp, _ := splitID(target)
 	_, a := g.threads[comp]
@@ -1042,38 +1043,22 @@ func (g *generator) cpuSlotsResource(comp string, k int) string {
 // holdCPU wraps every run of consecutive CPU steps of steps, at any depth,
 // in a hold of one unit of resource: one burst, one wait for a slot.
 func holdCPU(steps []model.Step, resource string) []model.Step {
-	var out []model.Step
-	for i := 0; i < len(steps); i++ {
-		if steps[i].Kind == model.StepCPU {
+	return model.RewriteLists(steps, func(list []model.Step) []model.Step {
+		var out []model.Step
+		for i := 0; i < len(list); i++ {
+			if list[i].Kind != model.StepCPU {
+				out = append(out, list[i])
+				continue
+			}
 			j := i
-			for j < len(steps) && steps[j].Kind == model.StepCPU {
+			for j < len(list) && list[j].Kind == model.StepCPU {
 				j++
 			}
-			out = append(out, model.Step{Kind: model.StepHold, Resource: resource, Units: 1, Steps: slices.Clone(steps[i:j])})
+			out = append(out, model.Step{Kind: model.StepHold, Resource: resource, Units: 1, Steps: slices.Clone(list[i:j])})
 			i = j - 1
-			continue
 		}
-		out = append(out, steps[i])
-	}
-	steps = out
-	for i := range steps {
-		s := &steps[i]
-		if s.Kind == model.StepHold && s.Resource == resource {
-			continue
-		}
-		s.Steps = holdCPU(s.Steps, resource)
-		for j := range s.Branches {
-			s.Branches[j].Steps = holdCPU(s.Branches[j].Steps, resource)
-		}
-		for j := range s.Parallel {
-			s.Parallel[j] = holdCPU(s.Parallel[j], resource)
-		}
-		for j := range s.Cases {
-			s.Cases[j].Steps = holdCPU(s.Cases[j].Steps, resource)
-		}
-		s.Default = holdCPU(s.Default, resource)
-	}
-	return steps
+		return out
+	})
 }
 
 // slotWait is the mean time a CPU burst of component comp waits for one of

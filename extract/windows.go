@@ -347,10 +347,11 @@ func scopes(host string, h *hostWindows, set *metrics.Set, component func(servic
 	}
 	var out []scope
 	bySvc := map[string]string{}
+	comps := h.components()
 	if svcs := set.Services[matchHost(host, slices.Collect(maps.Keys(set.Services)))]; len(svcs) > 0 {
 		for _, svc := range slices.Sorted(maps.Keys(svcs)) {
 			comp := component(svc)
-			if !h.hasComponent(comp) {
+			if !slices.Contains(comps, comp) {
 				continue
 			}
 			if _, ok := bySvc[comp]; ok {
@@ -370,7 +371,7 @@ func scopes(host string, h *hostWindows, set *metrics.Set, component func(servic
 		}
 		return []scope{sc}
 	}
-	for _, comp := range h.components() {
+	for _, comp := range comps {
 		if _, ok := bySvc[comp]; !ok {
 			out = append(out, scope{host: host, component: comp, h: h.only(comp),
 				skipped: "no metrics for its processes (the host's are measured per service)"})

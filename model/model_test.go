@@ -391,3 +391,45 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+// RewriteLists hands every non-empty list to f once, nested lists first,
+// does not rewrite what f returns, and leaves its input alone.
+func TestRewriteLists(t *testing.T) {
+	cpu := Step{Kind: StepCPU, Demand: Exp(0.001)}
+	build := func() []Step {
+		return []Step{
+			cpu,
+			{Kind: StepLoop, Times: ConstCount(2), Steps: []Step{cpu}},
+			{Kind: StepBranch, Branches: []Branch{{P: 0.5, Steps: []Step{cpu}}, {P: 0.5}}},
+			{Kind: StepParallel, Parallel: [][]Step{{cpu}, {cpu}}},
+			{Kind: StepSwitch, On: "class", Cases: []Case{{Value: "a", Steps: []Step{cpu}}}, Default: []Step{cpu}, HasDefault: true},
+		}
+	}
+	steps := build()
+	var order []int
+	mark := Step{Kind: StepDelay, Demand: Det(0.001)}
+	got := RewriteLists(steps, func(list []Step) []Step {
+		order = append(order, len(list))
+		// A list of lists: f's own result must not come back to it.
+		return append(list, Step{Kind: StepLoop, Times: ConstCount(1), Steps: []Step{mark}})
+	})
+	// Six nested lists of one step, then the top list of five.
+	if want := []int{1, 1, 1, 1, 1, 1, 5}; !reflect.DeepEqual(order, want) {
+		t.Fatalf("f saw lists of lengths %v, want %v", order, want)
+	}
+	lists := 0
+	Walk(got, func(s *Step) {
+		if s.Kind == StepLoop && len(s.Steps) == 1 && s.Steps[0].Kind == StepDelay {
+			lists++
+		}
+	})
+	if lists != 7 {
+		t.Fatalf("%d lists rewritten, want 7", lists)
+	}
+	if got[2].Branches[1].Steps != nil {
+		t.Fatal("an empty list was rewritten")
+	}
+	if !reflect.DeepEqual(steps, build()) {
+		t.Fatal("the input changed")
+	}
+}

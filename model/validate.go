@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -504,6 +505,36 @@ func (v *validator) cycles() {
 			}
 		}
 	}
+}
+
+// RewriteLists returns steps with every non-empty step list, at any depth,
+// replaced by what f makes of it. Nested lists go first, so that f gets a
+// list whose steps' bodies are already rewritten, and what f returns is not
+// rewritten again. Steps and their bodies are copied, never changed in
+// place.
+func RewriteLists(steps []Step, f func([]Step) []Step) []Step {
+	if len(steps) == 0 {
+		return steps
+	}
+	out := make([]Step, len(steps))
+	for i, s := range steps {
+		s.Steps = RewriteLists(s.Steps, f)
+		s.Branches = slices.Clone(s.Branches)
+		for j := range s.Branches {
+			s.Branches[j].Steps = RewriteLists(s.Branches[j].Steps, f)
+		}
+		s.Parallel = slices.Clone(s.Parallel)
+		for j := range s.Parallel {
+			s.Parallel[j] = RewriteLists(s.Parallel[j], f)
+		}
+		s.Cases = slices.Clone(s.Cases)
+		for j := range s.Cases {
+			s.Cases[j].Steps = RewriteLists(s.Cases[j].Steps, f)
+		}
+		s.Default = RewriteLists(s.Default, f)
+		out[i] = s
+	}
+	return f(out)
 }
 
 // Walk calls f for every step of a list, depth first, nested bodies

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/perfcast/perfcast/examples/testbed/shop"
 	"github.com/perfcast/perfcast/extract"
@@ -130,19 +131,21 @@ func wrap(m *model.Model, opID, target, resource string) error {
 }
 
 func splitID(id string) (string, string) {
-	for i := range len(id) {
-		if id[i] == '/' {
-			return id[:i], id[i+1:]
-		}
-	}
-	return id, ""
+	comp, op, _ := strings.Cut(id, "/")
+	return comp, op
 }
 
+// wrapSteps wraps every call to target in steps, at any depth, with the
+// delay just before it (the call's latency), in a hold of resource,
+// counting the calls wrapped in n.
 func wrapSteps(steps []model.Step, target, resource string, n *int) []model.Step {
-	var out []model.Step
-	for i := 0; i < len(steps); i++ {
-		s := steps[i]
-		if s.Kind == model.StepCall && s.Target == target {
+	return model.RewriteLists(steps, func(list []model.Step) []model.Step {
+		var out []model.Step
+		for _, s := range list {
+			if s.Kind != model.StepCall || s.Target != target {
+				out = append(out, s)
+				continue
+			}
 			body := []model.Step{s}
 			if len(out) > 0 && out[len(out)-1].Kind == model.StepDelay {
 				body = []model.Step{out[len(out)-1], s}
@@ -150,22 +153,9 @@ func wrapSteps(steps []model.Step, target, resource string, n *int) []model.Step
 			}
 			out = append(out, model.Step{Kind: model.StepHold, Resource: resource, Units: 1, Steps: body})
 			*n++
-			continue
 		}
-		s.Steps = wrapSteps(s.Steps, target, resource, n)
-		for j := range s.Branches {
-			s.Branches[j].Steps = wrapSteps(s.Branches[j].Steps, target, resource, n)
-		}
-		for j := range s.Parallel {
-			s.Parallel[j] = wrapSteps(s.Parallel[j], target, resource, n)
-		}
-		for j := range s.Cases {
-			s.Cases[j].Steps = wrapSteps(s.Cases[j].Steps, target, resource, n)
-		}
-		s.Default = wrapSteps(s.Default, target, resource, n)
-		out = append(out, s)
-	}
-	return out
+		return out
+	})
 }
 
 // workloadOf maps each class to the model's workload entering by its

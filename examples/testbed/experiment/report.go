@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"gonum.org/v1/gonum/stat"
+
 	"github.com/perfcast/perfcast/examples/testbed/loadgen"
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/solve"
@@ -295,7 +297,7 @@ func within(errs []float64, limit float64) int {
 // that run's CPU per request to every prediction.
 func (r *report) writeNoise(w io.Writer) {
 	var per []string
-	var xs, cs []float64
+	var xs, cs, perReq []float64
 	for _, row := range r.rows {
 		s, m := row.setup, row.measured
 		if strings.Contains(s.Name, " from ") || s.GOMAXPROCS != 1 || !s.SpanCPU || m.Load.All.Throughput <= 0 {
@@ -303,38 +305,30 @@ func (r *report) writeNoise(w io.Writer) {
 		}
 		xs = append(xs, m.Load.All.Throughput)
 		cs = append(cs, m.CPUSeconds)
-		per = append(per, fmt.Sprintf("%s %.2f", s.Name, 1000*m.CPUSeconds/m.Load.All.Throughput))
+		perReq = append(perReq, m.CPUSeconds/m.Load.All.Throughput)
+		per = append(per, fmt.Sprintf("%s %.2f", s.Name, 1000*perReq[len(perReq)-1]))
 	}
 	n := float64(len(xs))
 	if n < 3 {
 		return
 	}
-	var mx, mc, mp float64
-	for i := range xs {
-		mx += xs[i] / n
-		mc += cs[i] / n
-		mp += cs[i] / xs[i] / n
-	}
-	var sxx, sxc, sp float64
-	for i := range xs {
-		sxx += (xs[i] - mx) * (xs[i] - mx)
-		sxc += (xs[i] - mx) * (cs[i] - mc)
-		sp += (cs[i]/xs[i] - mp) * (cs[i]/xs[i] - mp)
-	}
-	b := sxc / sxx
-	a := mc - b*mx
+	mp, sdp := stat.MeanStdDev(perReq, nil)
+	a, b := stat.LinearRegression(xs, cs, nil, false)
+	// The intercept's standard error: the residuals' variance over n − 2
+	// degrees of freedom, times 1/n + mean(x)²/Sxx.
 	var rss float64
 	for i := range xs {
 		d := cs[i] - a - b*xs[i]
 		rss += d * d
 	}
-	seA := math.Sqrt(rss / (n - 2) * (1/n + mx*mx/sxx))
+	mx, vx := stat.MeanVariance(xs, nil)
+	seA := math.Sqrt(rss / (n - 2) * (1/n + mx*mx/(vx*(n-1))))
 	fmt.Fprintf(w, "Measurement noise: the services' CPU time per request in the runs with GOMAXPROCS 1 and span CPU time on "+
 		"(ms: %s) has a mean of %.2f ms and a coefficient of variation of %.0f %%; these runs execute the same code, "+
 		"so the spread is the machine's. A line fitted over them, CPU = %.3f ± %.3f cores (standard error) + %.2f ms × "+
 		"throughput, would tell CPU that does not grow with the load (the intercept) from CPU that does. A model extracted "+
 		"from one run carries that run's CPU per request to every prediction.\n\n",
-		strings.Join(per, ", "), 1000*mp, 100*math.Sqrt(sp/(n-1))/mp, a, seA, 1000*b)
+		strings.Join(per, ", "), 1000*mp, 100*sdp/mp, a, seA, 1000*b)
 }
 
 // writeAdjusted reports the response times predicted at each run's own
