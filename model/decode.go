@@ -328,7 +328,7 @@ func (d *decoder) host(f field, path string) *Host {
 				d.add(d.pos(g.value, p), "unknown balancer %q (want round-robin, random or least-busy)", h.Balancer)
 			}
 		case "cpu":
-			for _, c := range d.fields(g.value, p, "cores", "speed", "scheduling", "quantum") {
+			for _, c := range d.fields(g.value, p, "cores", "speed", "speed_curve", "scheduling", "quantum") {
 				cp := join(p, c.key)
 				switch c.key {
 				case "cores":
@@ -337,6 +337,20 @@ func (d *decoder) host(f field, path string) *Host {
 					h.CPU.Speed = d.number(c.value, cp)
 					if h.CPU.Speed <= 0 {
 						d.add(d.pos(c.value, cp), "speed must be positive")
+					}
+				case "speed_curve":
+					for i, it := range d.items(c.value, cp) {
+						ip := fmt.Sprintf("%s[%d]", cp, i)
+						var pt SpeedPoint
+						for _, a := range d.fields(it, ip, "utilization", "factor") {
+							switch a.key {
+							case "utilization":
+								pt.Utilization = d.number(a.value, join(ip, a.key))
+							case "factor":
+								pt.Factor = d.number(a.value, join(ip, a.key))
+							}
+						}
+						h.CPU.SpeedCurve = append(h.CPU.SpeedCurve, pt)
 					}
 				case "scheduling":
 					h.CPU.Scheduling = Scheduling(d.str(c.value, cp))

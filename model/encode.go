@@ -142,6 +142,16 @@ func hostNode(h *Host) *yaml.Node {
 	if h.CPU.Speed != 1 && h.CPU.Speed != 0 {
 		put(cpu, "speed", num(h.CPU.Speed))
 	}
+	if len(h.CPU.SpeedCurve) > 0 {
+		curve := sequence(true)
+		for _, pt := range h.CPU.SpeedCurve {
+			pn := mapping(true)
+			put(pn, "utilization", num(pt.Utilization))
+			put(pn, "factor", num(pt.Factor))
+			curve.Content = append(curve.Content, pn)
+		}
+		put(cpu, "speed_curve", curve)
+	}
 	if h.CPU.Scheduling != "" && h.CPU.Scheduling != PS {
 		put(cpu, "scheduling", str(string(h.CPU.Scheduling)))
 	}

@@ -83,10 +83,48 @@ type CPU struct {
 	Cores int
 	// Speed divides every CPU demand on this host (> 0; 1 is the reference).
 	Speed float64
+	// SpeedCurve, when not empty, multiplies Speed by a factor that
+	// depends on the host's CPU utilization: CPU work costing less CPU time
+	// on a busier machine (caches kept warm, a virtual CPU not descheduled
+	// while idle) or more (shared turbo budgets). The points are in
+	// increasing utilization; the factor is linear between them and flat
+	// beyond. Solvers apply the factor at the utilization of their solution
+	// (a fixed point), see SpeedAt.
+	SpeedCurve []SpeedPoint
 	// Scheduling is PS, FCFS or RR.
 	Scheduling Scheduling
 	// Quantum is the RR time slice in seconds.
 	Quantum float64
+}
+
+// SpeedPoint is one point of a host's speed curve.
+type SpeedPoint struct {
+	// Utilization is the host's CPU utilization, a fraction of its cores
+	// in [0, 1].
+	Utilization float64
+	// Factor multiplies the host's speed at that utilization (> 0).
+	Factor float64
+}
+
+// SpeedAt is the factor of the curve at utilization u: linear between the
+// points, the end points' factors beyond them, 1 for an empty curve.
+func SpeedAt(curve []SpeedPoint, u float64) float64 {
+	if len(curve) == 0 {
+		return 1
+	}
+	if u <= curve[0].Utilization {
+		return curve[0].Factor
+	}
+	for i := 1; i < len(curve); i++ {
+		a, b := curve[i-1], curve[i]
+		if u <= b.Utilization {
+			if b.Utilization == a.Utilization {
+				return b.Factor
+			}
+			return a.Factor + (b.Factor-a.Factor)*(u-a.Utilization)/(b.Utilization-a.Utilization)
+		}
+	}
+	return curve[len(curve)-1].Factor
 }
 
 // Disk is a storage device of a host.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -276,6 +277,10 @@ func TestInvalid(t *testing.T) {
 		{"switch on unknown class", "- disk: 2ms", "- switch: {on: class, cases: {buyers: []}}", 19, "components.back.operations.read.steps[0].switch.cases.buyers", `no workload "buyers"`},
 		{"duplicate key", "  back:\n", "  front:\n", 14, "components.front", "duplicate key"},
 		{"zero cores", "cores: 2", "cores: 0", 4, "hosts.app.cpu.cores", "at least 1"},
+		{"speed curve order", "cpu: {cores: 2}", "cpu: {cores: 2, speed_curve: [{utilization: 0.5, factor: 1}, {utilization: 0.2, factor: 1.1}]}", 3, "hosts.app", "increasing utilization"},
+		{"speed curve factor", "cpu: {cores: 2}", "cpu: {cores: 2, speed_curve: [{utilization: 0.5, factor: 0}]}", 3, "hosts.app", "factor must be positive"},
+		{"speed curve utilization", "cpu: {cores: 2}", "cpu: {cores: 2, speed_curve: [{utilization: 1.5, factor: 1}]}", 3, "hosts.app", "[0, 1]"},
+		{"speed curve key", "cpu: {cores: 2}", "cpu: {cores: 2, speed_curve: [{util: 0.5, factor: 1}]}", 4, "hosts.app.cpu.speed_curve[0].util", "unknown key"},
 		{"rr without quantum", "cpu: {cores: 2}", "cpu: {cores: 2, scheduling: rr}", 3, "hosts.app", "quantum"},
 		{"hyperexp cv", "exp(1ms)", "hyperexp(1ms, cv=0.5)", 12, "components.front.operations.get.steps[0].cpu", ""},
 		{"not a map", "hosts:\n  app:", "hosts: [app]\n  app_:", 0, "", ""},
@@ -431,5 +436,35 @@ func TestRewriteLists(t *testing.T) {
 	}
 	if !reflect.DeepEqual(steps, build()) {
 		t.Fatal("the input changed")
+	}
+}
+
+func TestSpeedCurve(t *testing.T) {
+	src := strings.Replace(base, "cpu: {cores: 2}", "cpu: {cores: 2, speed_curve: [{utilization: 0.2, factor: 0.9}, {utilization: 0.6, factor: 1.1}]}", 1)
+	m, err := Parse([]byte(src), "curve.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	curve := m.Host("app").CPU.SpeedCurve
+	want := []SpeedPoint{{0.2, 0.9}, {0.6, 1.1}}
+	if !slices.Equal(curve, want) {
+		t.Fatalf("curve %v, want %v", curve, want)
+	}
+	for _, c := range []struct{ u, f float64 }{{0, 0.9}, {0.2, 0.9}, {0.4, 1.0}, {0.5, 1.05}, {0.6, 1.1}, {1, 1.1}} {
+		if got := SpeedAt(curve, c.u); !close(got, c.f) {
+			t.Errorf("SpeedAt(%g) = %g, want %g", c.u, got, c.f)
+		}
+	}
+	if got := SpeedAt(nil, 0.7); got != 1 {
+		t.Errorf("SpeedAt of no curve = %g, want 1", got)
+	}
+	for _, f := range []Format{YAML, JSON} {
+		m2, err := Parse(encode(t, m, f), "again."+string(f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m2.Host("app").CPU.SpeedCurve; !slices.Equal(got, want) {
+			t.Errorf("%s round trip: curve %v, want %v", f, got, want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -147,6 +148,17 @@ func (v *validator) host(h *Host) {
 	}
 	if !(h.CPU.Speed > 0) {
 		v.add(h.Pos, "cpu.speed must be positive, found %g", h.CPU.Speed)
+	}
+	for i, pt := range h.CPU.SpeedCurve {
+		if !(pt.Utilization >= 0 && pt.Utilization <= 1) {
+			v.add(h.Pos, "cpu.speed_curve[%d].utilization must lie in [0, 1], found %g", i, pt.Utilization)
+		}
+		if !(pt.Factor > 0) || math.IsInf(pt.Factor, 0) {
+			v.add(h.Pos, "cpu.speed_curve[%d].factor must be positive, found %g", i, pt.Factor)
+		}
+		if i > 0 && !(pt.Utilization > h.CPU.SpeedCurve[i-1].Utilization) {
+			v.add(h.Pos, "cpu.speed_curve points must be in increasing utilization (point %d at %g follows %g)", i, pt.Utilization, h.CPU.SpeedCurve[i-1].Utilization)
+		}
 	}
 	switch h.CPU.Scheduling {
 	case PS, FCFS:

@@ -28,9 +28,12 @@ type Result struct {
 	Workloads  map[string]*WorkloadResult  `json:"workloads"`
 	Operations map[string]*OperationResult `json:"operations"`
 	Resources  map[string]*ResourceResult  `json:"resources"`
-	Sim        *SimInfo                    `json:"sim,omitempty"`
-	MVA        *MVAInfo                    `json:"mva,omitempty"`
-	Extra      map[string]any              `json:"extra,omitempty"`
+	// SpeedFactors are, for hosts with a speed curve, the factors their
+	// speed was multiplied by at the utilization of this result.
+	SpeedFactors map[string]float64 `json:"speed_factors,omitempty"`
+	Sim          *SimInfo           `json:"sim,omitempty"`
+	MVA          *MVAInfo           `json:"mva,omitempty"`
+	Extra        map[string]any     `json:"extra,omitempty"`
 }
 
 // Saturation names the resource an open workload saturates and the load at

@@ -38,6 +38,9 @@ func WriteText(w io.Writer, r *Result) error {
 		}
 		tw.Printf("saturation: %s is fully used at %s\n", s.Resource, strings.Join(parts, ", "))
 	}
+	for _, h := range sortedTextKeys(r.SpeedFactors) {
+		tw.Printf("speed curve: host %s runs at %s × its speed at this load\n", h, formatNumber(r.SpeedFactors[h]))
+	}
 	for _, msg := range r.Warnings {
 		tw.Printf("warning: %s\n", msg)
 	}

@@ -25,11 +25,30 @@ func (Solver) Name() string { return "mva" }
 // left out: a mean-value analysis does not give them. When the model lies
 // outside what the solver treats faithfully (see Supports), it still answers
 // and says why in the warnings. Options are ignored: the result is
-// deterministic.
+// deterministic. Hosts with a speed curve run at the factor of their
+// utilization (solve.ResolveSpeeds).
 func (s Solver) Solve(ctx context.Context, m *model.Model, _ solve.Options) (*solve.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	resolved, factors, err := solve.ResolveSpeeds(ctx, m, func(ctx context.Context, c *model.Model) (map[string]float64, error) {
+		r, err := s.solve(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		return solve.HostUtilization(c, r), nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mva: %w", err)
+	}
+	res, err := s.solve(ctx, resolved)
+	if res != nil {
+		res.SpeedFactors = factors
+	}
+	return res, err
+}
+
+func (s Solver) solve(ctx context.Context, m *model.Model) (*solve.Result, error) {
 	res := solve.NewResult(m, s.Name())
 	b := build(m)
 	o := defaultLayerOptions()

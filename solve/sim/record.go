@@ -120,11 +120,24 @@ func Record(ctx context.Context, m *model.Model, opts RecordOptions, emit func(*
 	if opts.Requests <= 0 {
 		return nil, fmt.Errorf("record %s: the number of requests must be positive, not %d", modelName(m), opts.Requests)
 	}
+	// Speed curves: the factors at the load of a steady state.
+	resolved, factors, err := solve.ResolveSpeeds(ctx, m, func(ctx context.Context, c *model.Model) (map[string]float64, error) {
+		r, err := New().Solve(ctx, c, solve.Options{Seed: opts.Seed, Precision: 0.05})
+		if err != nil {
+			return nil, err
+		}
+		return solve.HostUtilization(c, r), nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("record %s: %w", modelName(m), err)
+	}
+	m = resolved
 	seed := opts.Seed
 	if seed == 0 {
 		seed = 1
 	}
 	res := solve.NewResult(m, "sim")
+	res.SpeedFactors = factors
 	if overloaded(m, res, seed, start) {
 		return res, nil
 	}

@@ -301,8 +301,30 @@ type config struct {
 	liveLimit int
 }
 
-// Solve implements solve.Solver.
-func (simulator) Solve(ctx context.Context, m *model.Model, opts solve.Options) (*solve.Result, error) {
+// Solve implements solve.Solver. Hosts with a speed curve run at the
+// factor of their utilization, found by solve.ResolveSpeeds; where closed
+// workloads load them, candidates are simulated at precision 0.05.
+func (s simulator) Solve(ctx context.Context, m *model.Model, opts solve.Options) (*solve.Result, error) {
+	resolved, factors, err := solve.ResolveSpeeds(ctx, m, func(ctx context.Context, c *model.Model) (map[string]float64, error) {
+		quick := opts
+		quick.Precision, quick.Progress = max(opts.Precision, 0.05), nil
+		r, err := s.solve(ctx, c, quick)
+		if err != nil {
+			return nil, err
+		}
+		return solve.HostUtilization(c, r), nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("simulate %s: %w", modelName(m), err)
+	}
+	res, err := s.solve(ctx, resolved, opts)
+	if res != nil {
+		res.SpeedFactors = factors
+	}
+	return res, err
+}
+
+func (simulator) solve(ctx context.Context, m *model.Model, opts solve.Options) (*solve.Result, error) {
 	start := time.Now()
 	res := solve.NewResult(m, "sim")
 	cfg := config{seed: opts.Seed, workers: opts.Workers, precision: opts.Precision}
