@@ -29,6 +29,7 @@ import (
 //	  ledger: {capacity: 1, operations: [orders/POST /orders]}
 //	cpu_slots:              # threads of a component on the CPU at once
 //	  catalog: 1            # (GOMAXPROCS of a Go service); "*": every component
+//	no_speed_curves: false  # do not model a CPU cost that changes with the load
 type Config struct {
 	Hosts map[string]HostConfig `yaml:"hosts"`
 	// Rename maps service names to component names.
@@ -62,6 +63,10 @@ type Config struct {
 	// services. Without an entry, a component's threads share the CPU
 	// freely.
 	CPUSlots map[string]int `yaml:"cpu_slots"`
+	// NoSpeedCurves keeps hosts at one CPU speed whatever their load, even
+	// where the traces show the CPU time of the same work changing with it
+	// (see SpeedCurve).
+	NoSpeedCurves bool `yaml:"no_speed_curves"`
 }
 
 // cpuSlots is the slots of component comp, 0 for unbounded.

@@ -48,21 +48,28 @@ func Run(ctx context.Context, paths []string, name string, cfg *Config) (*Result
 	if st.Traces == 0 {
 		return nil, fmt.Errorf("no complete trace in %v", paths)
 	}
-	var est *Estimates
-	if cfg != nil && len(cfg.Metrics) > 0 {
-		set, err := metrics.Read(cfg.Metrics)
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	cores := map[string]int{}
+	for h, hc := range cfg.Hosts {
+		if hc.Cores > 0 {
+			cores[h] = hc.Cores
+		}
+	}
+	est := &Estimates{}
+	var set *metrics.Set
+	if len(cfg.Metrics) > 0 {
+		set, err = metrics.Read(cfg.Metrics)
 		if err != nil {
 			return nil, err
-		}
-		cores := map[string]int{}
-		for h, hc := range cfg.Hosts {
-			if hc.Cores > 0 {
-				cores[h] = hc.Cores
-			}
 		}
 		opts := DemandOptions{Cores: cores}
 		perOp, drep := EstimateDemands(st.Windows, set, cfg.serviceComponent, opts)
 		est = &Estimates{PerOp: perOp, Report: drep, Coverage: CPUCoverage(st.Windows, set, cfg.serviceComponent, opts)}
+	}
+	if !cfg.NoSpeedCurves {
+		est.SpeedCurves = EstimateSpeedCurves(st.Windows, set, cfg.serviceComponent, cores, est.PerOp)
 	}
 	m, rep := st.ModelWith(name, cfg, est)
 	read := r.Stats()

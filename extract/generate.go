@@ -59,6 +59,9 @@ type Report struct {
 	// times with the CPU time the metrics measured, when metrics were
 	// given.
 	CPUCoverage []*Coverage `json:"cpu_coverage,omitempty"`
+	// SpeedCurves says, per host, whether the CPU time of the same work
+	// changed with the load, and the speed curve put in the model.
+	SpeedCurves []*SpeedCurve `json:"speed_curves,omitempty"`
 }
 
 func (r *Report) warnf(format string, args ...any) {
@@ -77,6 +80,9 @@ type Estimates struct {
 	// Coverage is, per host or per component, how much of the measured
 	// CPU time the spans' CPU times account for.
 	Coverage []*Coverage
+	// SpeedCurves are the hosts' CPU speeds by load, where the traces
+	// show one (see SpeedCurve).
+	SpeedCurves []*SpeedCurve
 }
 
 // Model generates the model the state describes, with a report of the
@@ -103,8 +109,10 @@ func (s *State) ModelWith(name string, cfg *Config, est *Estimates) (*model.Mode
 		g.rep.Warnings = append(g.rep.Warnings, est.Report.Warnings...)
 	}
 	g.rep.CPUCoverage = est.Coverage
+	g.rep.SpeedCurves = est.SpeedCurves
 	g.placeComponents()
 	g.cores()
+	g.speedCurves()
 	g.operations()
 	g.workloads()
 	g.rep.Components = len(g.m.Components)
@@ -959,6 +967,20 @@ func (g *generator) cores() {
 		g.rep.warnf("cores per host assumed (give them in --config hosts: NAME: {cores: N}): %s", strings.Join(assumed, ", "))
 	}
 	g.ownScales()
+}
+
+// speedCurves puts the speed curves found into the hosts of the model.
+func (g *generator) speedCurves() {
+	for _, c := range g.est.SpeedCurves {
+		h := g.m.Host(c.Host)
+		if h == nil || len(c.Points) == 0 {
+			continue
+		}
+		h.CPU.SpeedCurve = slices.Clone(c.Points)
+		lo, hi := c.Points[0], c.Points[len(c.Points)-1]
+		g.rep.evidencef("host %s: the CPU time of the same work changes with the load (%s, %d windows of %.0f s): speed ×%.3g at utilization %.2f, ×%.3g at %.2f (slope %.3g ± %.2g of the cost ratio per unit of load); speed curve set",
+			h.Name, c.Source, c.Windows, c.Window, lo.Factor, lo.Utilization, hi.Factor, hi.Utilization, c.Slope, c.SlopeSE)
+	}
 }
 
 // ownScale is the share of an operation's own time that is CPU demand when

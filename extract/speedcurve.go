@@ -1,0 +1,230 @@
+package extract
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/stat"
+
+	"github.com/perfcast/perfcast/estimate"
+	"github.com/perfcast/perfcast/metrics"
+	"github.com/perfcast/perfcast/model"
+)
+
+// Speed curves: windows of curveWindow seconds; at least curveMinWindows of
+// them, with a spread of the load (10th to 90th percentile) of at least
+// curveMinSpread of a core, before a slope is looked for.
+const (
+	curveWindow     = 5
+	curveMinWindows = 12
+	curveMinSpread  = 0.1
+)
+
+// SpeedCurve is what extraction found on one host about the CPU time the
+// same work takes at different loads. On virtual machines and on hardware
+// with power states a request often costs more CPU time when the machine
+// is mostly idle (cold caches, a virtual CPU descheduled while idle, low
+// clock) than when it is busy. Traces whose load varies show it: per
+// window, the CPU time measured over the CPU time the operations executed
+// there take on average (their mean demands) falls or rises with the
+// load. A straight line fitted over the windows gives, when its slope
+// differs from zero by more than two standard errors, the host's speed
+// curve over the range of loads seen (flat beyond it).
+type SpeedCurve struct {
+	Host string `json:"host"`
+	// Source is where the windows' CPU time comes from: the metrics' series,
+	// or "spans" (perfcast.cpu.time).
+	Source  string  `json:"source"`
+	Windows int     `json:"windows"`
+	Window  float64 `json:"window"`
+	// Intercept and Slope describe the cost ratio (measured over expected
+	// CPU time) against the expected utilization, a fraction of the host's
+	// cores; SlopeSE is the slope's standard error.
+	Intercept float64 `json:"intercept"`
+	Slope     float64 `json:"slope"`
+	SlopeSE   float64 `json:"slope_se"`
+	// Low and High are the 10th and 90th percentiles of the windows'
+	// expected utilization.
+	Low  float64 `json:"low"`
+	High float64 `json:"high"`
+	// Points is the curve put in the model (empty when none was).
+	Points []model.SpeedPoint `json:"points,omitempty"`
+	// Skipped says why no curve was looked for or put in.
+	Skipped string `json:"skipped,omitempty"`
+}
+
+// curveWin is one window's measured and expected CPU time.
+type curveWin struct{ busy, work float64 }
+
+// EstimateSpeedCurves looks, per host of w, for a CPU speed that depends
+// on the load. The CPU time per window is the metrics' (summed over the
+// host's scopes) where set measures the whole host, else the spans' when
+// every span on the host carries its CPU time. An operation's mean demand
+// is its spans' mean CPU time, else its estimate in perOp. cores gives the
+// hosts' cores (0 or missing: 1).
+func EstimateSpeedCurves(w *Windows, set *metrics.Set, component func(service string) string, cores map[string]int, perOp map[string]estimate.Result) []*SpeedCurve {
+	var out []*SpeedCurve
+	for _, host := range w.Hosts() {
+		h := w.hosts[host]
+		c := &SpeedCurve{Host: host, Window: curveWindow}
+		out = append(out, c)
+		mean, missing := meanDemands(h, perOp)
+		if missing != "" {
+			c.Skipped = "no CPU demand for " + missing
+			continue
+		}
+		wins := map[int64]*curveWin{}
+		group := int64(curveWindow * 1e9)
+		if set != nil {
+			c.Source = "metrics"
+			scs := scopes(host, h, set, component)
+			for _, sc := range scs {
+				if sc.s == nil {
+					c.Source = ""
+					break
+				}
+			}
+			if c.Source != "" {
+				n := float64(h.cores(cores, host))
+				for _, sc := range scs {
+					cw := coveredWindows(sc.h, sc.s, n)
+					for _, win := range cw.windows {
+						g := floorDiv(win.start, group)
+						cwn := wins[g]
+						if cwn == nil {
+							cwn = &curveWin{}
+							wins[g] = cwn
+						}
+						cwn.busy += win.busy
+						for i, cl := range win.cells {
+							cwn.work += cl.n * mean[cw.ops[i]]
+						}
+					}
+				}
+			}
+		}
+		if c.Source == "" && h.allMeasured() {
+			c.Source = "spans"
+			for idx, cells := range h.cells {
+				g := floorDiv(idx*h.width, group)
+				cwn := wins[g]
+				if cwn == nil {
+					cwn = &curveWin{}
+					wins[g] = cwn
+				}
+				for op, cl := range cells {
+					cwn.busy += cl.cpu
+					cwn.work += cl.n * mean[h.ops[op]]
+				}
+			}
+		}
+		if c.Source == "" {
+			c.Skipped = "neither metrics of the whole host nor CPU time on every span"
+			continue
+		}
+		c.fit(wins, float64(h.cores(cores, host)))
+	}
+	return out
+}
+
+// cores is the number of cores the estimate divides by.
+func (h *hostWindows) cores(cores map[string]int, host string) int {
+	if n := cores[host]; n > 0 {
+		return n
+	}
+	return 1
+}
+
+// meanDemands returns each operation's mean CPU demand over the host's
+// windows, or the name of an operation without one.
+func meanDemands(h *hostWindows, perOp map[string]estimate.Result) (map[string]float64, string) {
+	n := make([]float64, len(h.ops))
+	cpuN := make([]float64, len(h.ops))
+	cpu := make([]float64, len(h.ops))
+	for _, cells := range h.cells {
+		for op, c := range cells {
+			n[op] += c.n
+			cpuN[op] += c.cpuN
+			cpu[op] += c.cpu
+		}
+	}
+	mean := map[string]float64{}
+	for op, name := range h.ops {
+		switch {
+		case n[op] > 0 && cpuN[op] == n[op]:
+			mean[name] = cpu[op] / cpuN[op]
+		case perOp[name].CPU > 0:
+			mean[name] = perOp[name].CPU
+		case n[op] > 0:
+			return nil, name
+		}
+	}
+	return mean, ""
+}
+
+// fit regresses the windows' cost ratio on their expected utilization and
+// sets the curve when the slope is significant. The first and last windows
+// (partly covered) are left out.
+func (c *SpeedCurve) fit(wins map[int64]*curveWin, cores float64) {
+	keys := slices.Sorted(maps.Keys(wins))
+	if len(keys) > 2 {
+		keys = keys[1 : len(keys)-1]
+	}
+	var x, y []float64
+	var busy, work float64
+	for _, k := range keys {
+		win := wins[k]
+		if win.work <= 0 || win.busy <= 0 {
+			continue
+		}
+		x = append(x, win.work/curveWindow/cores)
+		y = append(y, win.busy/win.work)
+		busy, work = busy+win.busy, work+win.work
+	}
+	c.Windows = len(x)
+	if c.Windows < curveMinWindows {
+		c.Skipped = fmt.Sprintf("%d windows of %d s with CPU time, fewer than %d", c.Windows, curveWindow, curveMinWindows)
+		return
+	}
+	sorted := slices.Clone(x)
+	slices.Sort(sorted)
+	c.Low = stat.Quantile(0.1, stat.Empirical, sorted, nil)
+	c.High = stat.Quantile(0.9, stat.Empirical, sorted, nil)
+	c.Intercept, c.Slope = stat.LinearRegression(x, y, nil, false)
+	var ss, sxx float64
+	mx := stat.Mean(x, nil)
+	for i := range x {
+		e := y[i] - c.Intercept - c.Slope*x[i]
+		ss += e * e
+		sxx += (x[i] - mx) * (x[i] - mx)
+	}
+	if sxx > 0 {
+		c.SlopeSE = math.Sqrt(ss / float64(len(x)-2) / sxx)
+	}
+	switch {
+	case c.High-c.Low < curveMinSpread:
+		c.Skipped = fmt.Sprintf("the load varied too little (%.2f to %.2f of the cores, 10th to 90th percentile) to see a slope", c.Low, c.High)
+		return
+	case !(math.Abs(c.Slope) > 2*c.SlopeSE):
+		c.Skipped = fmt.Sprintf("no significant slope (%.3g ± %.2g per unit of utilization)", c.Slope, c.SlopeSE)
+		return
+	}
+	// The model's demands are means over all windows: the factor is 1 at
+	// the mean ratio. A window's utilization is its expected one times its
+	// ratio (what the CPU time measured).
+	mr := busy / work
+	lo, hi := c.Intercept+c.Slope*c.Low, c.Intercept+c.Slope*c.High
+	if lo <= 0 || hi <= 0 {
+		c.Skipped = "the fitted line leaves the positive ratios"
+		return
+	}
+	c.Points = []model.SpeedPoint{
+		{Utilization: min(1, c.Low*lo), Factor: mr / lo},
+		{Utilization: min(1, c.High*hi), Factor: mr / hi},
+	}
+	if !(c.Points[1].Utilization > c.Points[0].Utilization) {
+		c.Points, c.Skipped = nil, "the curve's utilizations do not increase"
+	}
+}

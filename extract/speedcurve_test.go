@@ -1,0 +1,140 @@
+package extract_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/perfcast/perfcast/extract"
+	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/solve"
+	"github.com/perfcast/perfcast/solve/mva"
+	"github.com/perfcast/perfcast/solve/sim"
+	"github.com/perfcast/perfcast/tracegen"
+)
+
+// curveModel is one service on one core whose CPU work costs less CPU time
+// the busier the core is: ×0.85 the speed at 20 % utilization, ×1.1 at 70 %.
+const curveModel = `perfcast: 1
+hosts:
+  app: {cpu: {speed_curve: [{utilization: 0.2, factor: 0.85}, {utilization: 0.7, factor: 1.1}]}}
+components:
+  svc:
+    host: app
+    operations:
+      op: {steps: [{cpu: exp(5ms)}]}
+workload:
+  w:
+    open: {rate: 40/s}
+    steps: [{call: svc/op}]
+`
+
+// twoLoads writes the traces of m at two rates, one after the other in
+// time (a load test in two steps), and returns their files and the
+// utilization the simulator measured at each.
+func twoLoads(t *testing.T, m *model.Model, rates [2]float64, seconds float64) ([]string, [2]float64) {
+	t.Helper()
+	dir := t.TempDir()
+	var paths []string
+	var util [2]float64
+	for i, rate := range rates {
+		mi, err := m.Clone()
+		if err != nil {
+			t.Fatal(err)
+		}
+		mi.Workloads[0].Open.Rate = rate
+		path := filepath.Join(dir, fmt.Sprintf("step-%d.otlp.jsonl", i))
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := tracegen.NewWriter(f, tracegen.Options{Seed: uint64(i + 1), Base: tracegen.DefaultBase + int64(i)*int64(2*seconds*1e9)})
+		r, err := sim.Record(context.Background(), mi, sim.RecordOptions{Seed: uint64(i + 1), Requests: int64(rate * seconds)}, w.Add)
+		if err != nil || !r.Stable {
+			t.Fatalf("record: %v %v", err, r)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		paths = append(paths, path)
+		util[i] = r.Resources["app.cpu"].Utilization
+	}
+	return paths, util
+}
+
+// An extraction from a two-step load test recovers the curve well enough
+// that the model predicts the utilization at both loads and between them.
+func TestSpeedCurveRecovered(t *testing.T) {
+	m, err := model.Parse([]byte(curveModel), "curve.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths, _ := twoLoads(t, m, [2]float64{40, 120}, 120)
+	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"svc": {Cores: 1}, "app": {Cores: 1}}}
+	x, err := extract.Run(context.Background(), paths, "extracted", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found *extract.SpeedCurve
+	for _, c := range x.Report.SpeedCurves {
+		if len(c.Points) > 0 {
+			found = c
+		}
+	}
+	if found == nil {
+		t.Fatalf("no speed curve found: %+v", x.Report.SpeedCurves[0])
+	}
+	t.Logf("curve %+v", *found)
+	for _, rate := range []float64{40, 80, 120} {
+		known, _ := m.Clone()
+		known.Workloads[0].Open.Rate = rate
+		got, _ := x.Model.Clone()
+		got.Workloads[0].Open.Rate = rate
+		want := utilization(t, known, "app.cpu")
+		pred := utilization(t, got, model.CPUResource(found.Host))
+		if math.Abs(pred-want)/want > 0.03 {
+			t.Errorf("at %g/s: predicted utilization %.4f, the known model's %.4f", rate, pred, want)
+		}
+	}
+}
+
+// Without a curve in the system, the two loads show none.
+func TestSpeedCurveNotInvented(t *testing.T) {
+	m, err := model.Parse([]byte(curveModel), "curve.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Hosts[0].CPU.SpeedCurve = nil
+	paths, _ := twoLoads(t, m, [2]float64{40, 120}, 120)
+	x, err := extract.Run(context.Background(), paths, "extracted", &extract.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range x.Report.SpeedCurves {
+		if len(c.Points) > 0 || !strings.Contains(c.Skipped, "no significant slope") {
+			t.Errorf("host %s: %+v", c.Host, *c)
+		}
+	}
+	for _, h := range x.Model.Hosts {
+		if len(h.CPU.SpeedCurve) > 0 {
+			t.Errorf("host %s got a speed curve", h.Name)
+		}
+	}
+}
+
+func utilization(t *testing.T, m *model.Model, res string) float64 {
+	t.Helper()
+	r, err := mva.New().Solve(context.Background(), m, solve.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Resources[res] == nil {
+		t.Fatalf("no resource %s in %v", res, r.Resources)
+	}
+	return r.Resources[res].Utilization
+}
