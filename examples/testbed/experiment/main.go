@@ -153,6 +153,16 @@ func reference(rate float64, pin bool) setup {
 		Rate: rate, GOMAXPROCS: 1, Cores: cores, ModelCores: 1, Pool: 8, CoarseLock: true, SpanCPU: true}
 }
 
+// stepRate is the rate of the reference's second step: 60 % of the
+// saturation rate the warm-up measured, or 2.5 times the reference rate
+// without one; never below 1.5 times the reference rate.
+func stepRate(rate, saturation float64) float64 {
+	if saturation <= 0 {
+		return 2.5 * rate
+	}
+	return max(0.6*saturation, 1.5*rate)
+}
+
 // loadAverage describes the 1- and 5-minute load averages of
 // /proc/loadavg, and tells whether either is above 1.5 (a machine busy
 // with other work).
@@ -182,6 +192,7 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	started := time.Now()
 	loadBefore, busyBefore := loadAverage()
 	ref := reference(o.refRate, e.pin)
+	warmSaturation := 0.0
 	if !o.quick {
 		// A warm-up run, discarded: in earlier invocations the first runs
 		// after building and seeding used 10–40 % more CPU per request
@@ -189,21 +200,31 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 		warm, phases := ref, e.phases
 		warm.Name, warm.What = "warm-up", "warm-up, discarded"
 		e.phases = loadgen.Phases{RampUp: 5 * time.Second, Steady: 40 * time.Second, RampDown: 2 * time.Second}
-		if _, err := e.run(ctx, warm); err != nil {
+		wm, err := e.run(ctx, warm)
+		if err != nil {
 			return err
 		}
 		e.phases = phases
+		if wm.CPUSeconds > 0 {
+			warmSaturation = wm.Load.All.Throughput / wm.CPUSeconds
+		}
 	}
+	// The reference run is a load test in two steps: the reference rate,
+	// measured, then about 60 % of the CPU's saturation rate (by the
+	// warm-up), in the traces only, so that extraction sees how the CPU
+	// time of the same work changes with the load.
+	refRun := ref
+	refRun.Steps = []float64{stepRate(o.refRate, warmSaturation)}
 	// The reference runs twice as long as the others: its CPU time per
 	// request goes into every prediction.
 	phases := e.phases
 	e.phases.Steady *= 2
-	refM, err := e.run(ctx, ref)
+	refM, err := e.run(ctx, refRun)
 	e.phases = phases
 	if err != nil {
 		return err
 	}
-	refX, err := extractModel(ctx, refM.Dir, ref)
+	refX, err := extractModel(ctx, refM.Dir, refRun)
 	if err != nil {
 		return err
 	}
@@ -349,7 +370,7 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 		quick: o.quick, reused: e.reuse, started: started, elapsed: time.Since(started),
 		loadBefore: loadBefore, loadAfter: loadAfter, busyBefore: busyBefore, busyAfter: busyAfter, pinned: e.pin,
 		phases: e.phases, mix: e.mix, saturation: saturation, perRequest: perRequest, spanShare: spanShare,
-		warnings: refX.Report.Warnings, order: ran,
+		warnings: refX.Report.Warnings, order: ran, steps: refRun.Steps, stepFor: e.stepSteady(), curves: refX.Report.SpeedCurves,
 	}
 	for _, r := range append(rows, extra...) {
 		rep.rows = append(rep.rows, reportRow{setup: r.s, measured: r.m, predicted: r.pred, adjusted: r.adjusted, speed: r.speed})

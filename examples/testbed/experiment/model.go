@@ -173,7 +173,8 @@ func workloadOf(m *model.Model) map[string]string {
 }
 
 // predict solves base changed to configuration s, with the open rates of
-// the mix at s.Rate and the host's CPU speed (1: the reference's).
+// the mix at s.Rate and the host's CPU speed (1: the reference's, with the
+// extracted speed curve; any other value replaces the curve).
 func predict(ctx context.Context, base *model.Model, s setup, mix map[string]float64, precision, speed float64) (*solve.Result, error) {
 	m, err := base.Clone()
 	if err != nil {
@@ -205,6 +206,11 @@ func predict(ctx context.Context, base *model.Model, s setup, mix map[string]flo
 	if speed != 1 {
 		if err := whatif.SetKey(m, "hosts."+hostName+".cpu.speed", fmt.Sprintf("%g", speed)); err != nil {
 			return nil, err
+		}
+		// The run's measured speed already holds what the speed curve
+		// would add for its load.
+		if h := m.Host(hostName); h != nil {
+			h.CPU.SpeedCurve = nil
 		}
 	}
 	if err := m.Validate(); err != nil {

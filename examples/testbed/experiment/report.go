@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/perfcast/perfcast/examples/testbed/loadgen"
+	"github.com/perfcast/perfcast/extract"
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/solve"
 )
@@ -64,7 +65,12 @@ type report struct {
 	saturation            float64
 	perRequest            float64
 	spanShare             float64
-	warnings              []string
+	// steps are the rates of the reference run's further steps, and
+	// curves what extraction made of them.
+	steps    []float64
+	stepFor  time.Duration
+	curves   []*extract.SpeedCurve
+	warnings []string
 	// order is the configurations in the order they ran.
 	order []string
 	rows  []reportRow
@@ -165,6 +171,24 @@ func (r *report) write(w io.Writer, args []string) {
 		1000*r.perRequest, r.saturation)
 	fmt.Fprintf(w, "- Span CPU times (perfcast.cpu.time) account for %.0f %% of the CPU time the services' processes used in the reference run; the rest (garbage collection, span export, the HTTP transport's goroutines, the runtime) is in no span. Extraction, given each service's process CPU time as metrics, adds each service's share as CPU at the start of its operations, taken out of the callers' time outside the callee's span.\n\n",
 		100*r.spanShare)
+	if len(r.steps) > 0 {
+		rates := make([]string, len(r.steps))
+		for i, x := range r.steps {
+			rates[i] = fmt.Sprintf("%.1f", x)
+		}
+		fmt.Fprintf(w, "- The reference run is a load test in two steps: after its measured phases the same processes served %s requests/s for %s more (in the traces extraction reads, not in the reference's measured row), so that extraction can see whether the CPU time of the same work changes with the load.",
+			strings.Join(rates, ", "), r.stepFor)
+		for _, c := range r.curves {
+			if len(c.Points) > 0 {
+				lo, hi := c.Points[0], c.Points[len(c.Points)-1]
+				fmt.Fprintf(w, " Host %s: over %d windows of %.0f s (%s), the CPU time per unit of work changed by %+.0f %% per unit of utilization (± %.0f %%, standard error); the model's speed curve is ×%.3f at utilization %.2f and ×%.3f at %.2f, flat beyond.",
+					c.Host, c.Windows, c.Window, c.Source, 100*c.Slope, 100*c.SlopeSE, lo.Factor, lo.Utilization, hi.Factor, hi.Utilization)
+			} else {
+				fmt.Fprintf(w, " Host %s: no speed curve (%s).", c.Host, c.Skipped)
+			}
+		}
+		fmt.Fprint(w, "\n\n")
+	}
 
 	fmt.Fprintf(w, "### Configurations: throughput and CPU utilization\n\n")
 	fmt.Fprintf(w, "| configuration | what | rate /s | measured X /s | predicted X /s | error | measured CPU | predicted CPU | error |\n")

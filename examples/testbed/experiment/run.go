@@ -46,6 +46,19 @@ type setup struct {
 	// GeneratorCPU is the load generator's CPU time per request when it
 	// shares the services' CPUs (the model then carries it), else 0.
 	GeneratorCPU float64
+	// Steps are further arrival rates run after the measured phases,
+	// against the same processes, for stepSteady each: a load test's
+	// steps, in the traces for extraction, not in the measurement.
+	Steps []float64
+}
+
+// stepSteady is the steady phase of each of a setup's Steps: a minute,
+// the runs' own in a smoke run.
+func (e *env) stepSteady() time.Duration {
+	if e.small {
+		return e.phases.Steady
+	}
+	return time.Minute
 }
 
 // measured is what one run measured.
@@ -208,6 +221,22 @@ func (e *env) run(ctx context.Context, s setup) (*measured, error) {
 	}
 	load.Env = append(os.Environ(), "GOMAXPROCS=1")
 	out, loadErr := load.CombinedOutput()
+	for i, rate := range s.Steps {
+		if loadErr != nil {
+			break
+		}
+		steady := e.stepSteady()
+		slog.Info("load step", "run", s.Name, "rate", fmt.Sprintf("%.1f/s", rate), "steady", steady)
+		step := e.command("0", "load", "-url", url("gateway"), "-rate", strconv.FormatFloat(rate, 'f', 3, 64),
+			"-ramp-up", "2s", "-steady", steady.String(), "-ramp-down", "1s",
+			"-mix", shop.FormatMix(e.mix), "-seed", strconv.FormatUint(e.seed+uint64(i)+1, 10),
+			"-o", filepath.Join(dir, fmt.Sprintf("load-step-%d.json", i+1)))
+		if e.small {
+			step.Args = append(step.Args, "-small")
+		}
+		step.Env = load.Env
+		out, loadErr = step.CombinedOutput()
+	}
 	stopErr := stopAll()
 	if loadErr != nil {
 		return nil, fmt.Errorf("%s: load generator: %w: %s", s.Name, loadErr, strings.TrimSpace(string(out)))
