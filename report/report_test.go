@@ -224,6 +224,29 @@ workload:
 	}
 }
 
+// A CPU that runs 1.25 times faster when fully used saturates at 1.25
+// times the load the utilization law gives at its nominal speed.
+func TestSaturateSpeedCurve(t *testing.T) {
+	m, err := model.Parse([]byte(`perfcast: 1
+hosts:
+  h: {cpu: {speed_curve: [{utilization: 0.2, factor: 0.9}, {utilization: 0.8, factor: 1.25}]}}
+components:
+  c:
+    host: h
+    operations:
+      op: {steps: [{cpu: det(10ms)}]}
+workload:
+  w: {open: {rate: 50/s}, steps: [{call: c/op}]}
+`), "curve.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Saturate(m, nil)
+	if s == nil || s.Resource != "h.cpu" || math.Abs(s.At["workload.w.open.rate"]-125) > 1e-9 {
+		t.Fatalf("saturation %+v, want h.cpu at 125/s", s)
+	}
+}
+
 func TestSaturateClosed(t *testing.T) {
 	m, err := model.Load("../examples/models/shop.yaml")
 	if err != nil {

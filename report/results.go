@@ -252,11 +252,19 @@ func observedLoad(w *model.Workload) float64 { return scaledLoad(w, 1) }
 // Saturate finds the resource that saturates first when every workload's
 // load grows by one factor, and that factor, by the utilization law (see
 // solve.Bounds). Closed workloads count with the throughput res found for
-// them. It returns nil when no resource carries any load.
+// them; a host with a speed curve counts at the curve's factor for full
+// utilization. It returns nil when no resource carries any load.
 func Saturate(m *model.Model, res *solve.Result) *Saturation {
 	open, err := m.Clone()
 	if err != nil {
 		return nil
+	}
+	// A saturated CPU runs at its speed curve's factor for full use.
+	for _, h := range open.Hosts {
+		if len(h.CPU.SpeedCurve) > 0 {
+			h.CPU.Speed *= model.SpeedAt(h.CPU.SpeedCurve, 1)
+			h.CPU.SpeedCurve = nil
+		}
 	}
 	closedOnly := true
 	for _, w := range open.Workloads {
