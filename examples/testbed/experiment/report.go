@@ -271,6 +271,9 @@ func (r *report) write(w io.Writer, args []string) {
 		"  row), and the model carries the reference run's figure to every prediction; utilization errors\n"+
 		"  of that size are the floor on this machine, and near saturation they make large response-time\n"+
 		"  errors.\n"+
+		"- CPU cost against the load: extraction puts a speed curve in the model only when the\n"+
+		"  reference's two steps show one clear of its standard error; a cost that changes with the\n"+
+		"  load in another way, or between runs but not within one, is not in the model.\n"+
 		"- Background: CPU that does not grow with the load (timers, samplers, the runtimes' idle work)\n"+
 		"  is taken as per-request overhead, since one run does not tell the two apart; where the intercept\n"+
 		"  above stands clear of its standard error, predicted utilization grows too fast with the load.\n"+
