@@ -209,12 +209,15 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 			warmSaturation = wm.Load.All.Throughput / wm.CPUSeconds
 		}
 	}
-	// The reference run is a load test in two steps: the reference rate,
+	// The reference run is a stepped load test: the reference rate,
 	// measured, then about 60 % of the CPU's saturation rate (by the
-	// warm-up), in the traces only, so that extraction sees how the CPU
-	// time of the same work changes with the load.
+	// warm-up), the reference rate and the higher rate again, in the
+	// traces only, so that extraction sees how the CPU time of the same
+	// work changes with the load; alternating the rates keeps a drift of
+	// the machine in time from passing for an effect of the load.
 	refRun := ref
-	refRun.Steps = []float64{stepRate(o.refRate, warmSaturation)}
+	high := stepRate(o.refRate, warmSaturation)
+	refRun.Steps = []float64{high, o.refRate, high}
 	// The reference runs twice as long as the others: its CPU time per
 	// request goes into every prediction.
 	phases := e.phases

@@ -176,7 +176,7 @@ func (r *report) write(w io.Writer, args []string) {
 		for i, x := range r.steps {
 			rates[i] = fmt.Sprintf("%.1f", x)
 		}
-		fmt.Fprintf(w, "- The reference run is a load test in two steps: after its measured phases the same processes served %s requests/s for %s more (in the traces extraction reads, not in the reference's measured row), so that extraction can see whether the CPU time of the same work changes with the load.",
+		fmt.Fprintf(w, "- The reference run is a stepped load test: after its measured phases the same processes served %s requests/s, %s each (in the traces extraction reads, not in the reference's measured row), so that extraction can see whether the CPU time of the same work changes with the load.",
 			strings.Join(rates, ", "), r.stepFor)
 		for _, c := range r.curves {
 			if len(c.Points) > 0 {
@@ -272,7 +272,7 @@ func (r *report) write(w io.Writer, args []string) {
 		"  of that size are the floor on this machine, and near saturation they make large response-time\n"+
 		"  errors.\n"+
 		"- CPU cost against the load: extraction puts a speed curve in the model only when the\n"+
-		"  reference's two steps show one clear of its standard error; a cost that changes with the\n"+
+		"  reference's steps show one clear of its standard error; a cost that changes with the\n"+
 		"  load in another way, or between runs but not within one, is not in the model.\n"+
 		"- Background: CPU that does not grow with the load (timers, samplers, the runtimes' idle work)\n"+
 		"  is taken as per-request overhead, since one run does not tell the two apart; where the intercept\n"+
