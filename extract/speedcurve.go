@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/perfcast/perfcast/estimate"
@@ -29,7 +30,8 @@ const (
 // clock) than when it is busy. Traces whose load varies show it: per
 // window, the CPU time measured over the CPU time the operations executed
 // there take on average (their mean demands) falls or rises with the
-// load. A straight line fitted over the windows gives, when its slope
+// load. A straight line fitted over the windows (with a trend in time, so
+// that a drift of the machine does not pass for it) gives, when its slope
 // differs from zero by more than two standard errors, the host's speed
 // curve over the range of loads seen (flat beyond it).
 type SpeedCurve struct {
@@ -41,7 +43,8 @@ type SpeedCurve struct {
 	Window  float64 `json:"window"`
 	// Intercept and Slope describe the cost ratio (measured over expected
 	// CPU time) against the expected utilization, a fraction of the host's
-	// cores; SlopeSE is the slope's standard error.
+	// cores, at the traces' mean time (a linear trend in time is fitted
+	// alongside); SlopeSE is the slope's standard error (Newey–West).
 	Intercept float64 `json:"intercept"`
 	Slope     float64 `json:"slope"`
 	SlopeSE   float64 `json:"slope_se"`
@@ -165,14 +168,20 @@ func meanDemands(h *hostWindows, perOp map[string]estimate.Result) (map[string]f
 }
 
 // fit regresses the windows' cost ratio on their expected utilization and
-// sets the curve when the slope is significant. The first and last windows
-// (partly covered) are left out.
+// on time, and sets the curve when the load's coefficient is significant.
+// Time is in the regression so that a drift of the machine over the traces
+// is not read as an effect of the load; the standard errors are Newey–West's
+// (Bartlett weights over √n windows), since the windows' residuals are
+// correlated in time when the machine's speed wanders. Traces whose load
+// only rises or only falls over time cannot tell the two apart and give a
+// large standard error. The first and last windows (partly covered) are
+// left out.
 func (c *SpeedCurve) fit(wins map[int64]*curveWin, cores float64) {
 	keys := slices.Sorted(maps.Keys(wins))
 	if len(keys) > 2 {
 		keys = keys[1 : len(keys)-1]
 	}
-	var x, y []float64
+	var x, t, y []float64
 	var busy, work float64
 	for _, k := range keys {
 		win := wins[k]
@@ -180,6 +189,7 @@ func (c *SpeedCurve) fit(wins map[int64]*curveWin, cores float64) {
 			continue
 		}
 		x = append(x, win.work/curveWindow/cores)
+		t = append(t, float64(k-keys[0])*curveWindow/60) // minutes
 		y = append(y, win.busy/win.work)
 		busy, work = busy+win.busy, work+win.work
 	}
@@ -192,23 +202,18 @@ func (c *SpeedCurve) fit(wins map[int64]*curveWin, cores float64) {
 	slices.Sort(sorted)
 	c.Low = stat.Quantile(0.1, stat.Empirical, sorted, nil)
 	c.High = stat.Quantile(0.9, stat.Empirical, sorted, nil)
-	c.Intercept, c.Slope = stat.LinearRegression(x, y, nil, false)
-	var ss, sxx float64
-	mx := stat.Mean(x, nil)
-	for i := range x {
-		e := y[i] - c.Intercept - c.Slope*x[i]
-		ss += e * e
-		sxx += (x[i] - mx) * (x[i] - mx)
-	}
-	if sxx > 0 {
-		c.SlopeSE = math.Sqrt(ss / float64(len(x)-2) / sxx)
-	}
-	switch {
-	case c.High-c.Low < curveMinSpread:
+	if c.High-c.Low < curveMinSpread {
 		c.Skipped = fmt.Sprintf("the load varied too little (%.2f to %.2f of the cores, 10th to 90th percentile) to see a slope", c.Low, c.High)
 		return
-	case !(math.Abs(c.Slope) > 2*c.SlopeSE):
-		c.Skipped = fmt.Sprintf("no significant slope (%.3g ± %.2g per unit of utilization)", c.Slope, c.SlopeSE)
+	}
+	beta, se, ok := trendRegression(x, t, y)
+	if !ok {
+		c.Skipped = "the load and the time are too closely tied to tell their effects apart"
+		return
+	}
+	c.Intercept, c.Slope, c.SlopeSE = beta[0]+beta[2]*stat.Mean(t, nil), beta[1], se
+	if !(math.Abs(c.Slope) > 2*c.SlopeSE) {
+		c.Skipped = fmt.Sprintf("no significant slope (%.3g ± %.2g per unit of utilization, time trend taken out)", c.Slope, c.SlopeSE)
 		return
 	}
 	// The model's demands are means over all windows: the factor is 1 at
@@ -227,4 +232,62 @@ func (c *SpeedCurve) fit(wins map[int64]*curveWin, cores float64) {
 	if !(c.Points[1].Utilization > c.Points[0].Utilization) {
 		c.Points, c.Skipped = nil, "the curve's utilizations do not increase"
 	}
+}
+
+// trendRegression fits y = b0 + b1·x + b2·t by least squares and returns
+// the coefficients and the Newey–West standard error of b1; ok is false
+// when the design is singular.
+func trendRegression(x, t, y []float64) (beta [3]float64, se float64, ok bool) {
+	n := len(y)
+	X := mat.NewDense(n, 3, nil)
+	for i := range n {
+		X.Set(i, 0, 1)
+		X.Set(i, 1, x[i])
+		X.Set(i, 2, t[i])
+	}
+	var xtx, inv mat.Dense
+	xtx.Mul(X.T(), X)
+	if err := inv.Inverse(&xtx); err != nil {
+		return beta, 0, false
+	}
+	if cond := mat.Cond(&xtx, 2); cond > 1e10 {
+		return beta, 0, false
+	}
+	var b mat.VecDense
+	var xty mat.VecDense
+	xty.MulVec(X.T(), mat.NewVecDense(n, y))
+	b.MulVec(&inv, &xty)
+	e := make([]float64, n)
+	for i := range n {
+		e[i] = y[i] - b.AtVec(0) - b.AtVec(1)*x[i] - b.AtVec(2)*t[i]
+	}
+	// Newey–West: S = Σ e_i² x_i x_iᵀ + Σ_l w_l Σ_i e_i e_{i−l} (x_i x_{i−l}ᵀ + x_{i−l} x_iᵀ).
+	lags := int(math.Ceil(math.Sqrt(float64(n))))
+	S := mat.NewSymDense(3, nil)
+	row := func(i int) [3]float64 { return [3]float64{1, x[i], t[i]} }
+	for l := 0; l <= lags && l < n; l++ {
+		w := 1 - float64(l)/float64(lags+1)
+		for i := l; i < n; i++ {
+			a, c := row(i), row(i-l)
+			f := w * e[i] * e[i-l]
+			for j := range 3 {
+				for k := j; k < 3; k++ {
+					v := a[j] * c[k]
+					if l > 0 {
+						v += c[j] * a[k]
+					}
+					S.SetSym(j, k, S.At(j, k)+f*v)
+				}
+			}
+		}
+	}
+	var v, tmp mat.Dense
+	tmp.Mul(&inv, S)
+	v.Mul(&tmp, &inv)
+	// Small-sample correction n/(n−k).
+	v1 := v.At(1, 1) * float64(n) / float64(n-3)
+	if !(v1 >= 0) {
+		return beta, 0, false
+	}
+	return [3]float64{b.AtVec(0), b.AtVec(1), b.AtVec(2)}, math.Sqrt(v1), true
 }

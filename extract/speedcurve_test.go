@@ -33,14 +33,12 @@ workload:
     steps: [{call: svc/op}]
 `
 
-// twoLoads writes the traces of m at two rates, one after the other in
-// time (a load test in two steps), and returns their files and the
-// utilization the simulator measured at each.
-func twoLoads(t *testing.T, m *model.Model, rates [2]float64, seconds float64) ([]string, [2]float64) {
+// steps writes the traces of m at the given rates, one after the other in
+// time (a stepped load test), and returns their files.
+func steps(t *testing.T, m *model.Model, rates []float64, seconds float64) []string {
 	t.Helper()
 	dir := t.TempDir()
 	var paths []string
-	var util [2]float64
 	for i, rate := range rates {
 		mi, err := m.Clone()
 		if err != nil {
@@ -62,19 +60,19 @@ func twoLoads(t *testing.T, m *model.Model, rates [2]float64, seconds float64) (
 		}
 		f.Close()
 		paths = append(paths, path)
-		util[i] = r.Resources["app.cpu"].Utilization
 	}
-	return paths, util
+	return paths
 }
 
-// An extraction from a two-step load test recovers the curve well enough
-// that the model predicts the utilization at both loads and between them.
+// An extraction from a load test alternating two rates recovers the curve
+// well enough that the model predicts the utilization at both loads and
+// between them.
 func TestSpeedCurveRecovered(t *testing.T) {
 	m, err := model.Parse([]byte(curveModel), "curve.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	paths, _ := twoLoads(t, m, [2]float64{40, 120}, 120)
+	paths := steps(t, m, []float64{40, 120, 40, 120}, 60)
 	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"svc": {Cores: 1}, "app": {Cores: 1}}}
 	x, err := extract.Run(context.Background(), paths, "extracted", cfg)
 	if err != nil {
@@ -110,7 +108,7 @@ func TestSpeedCurveNotInvented(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Hosts[0].CPU.SpeedCurve = nil
-	paths, _ := twoLoads(t, m, [2]float64{40, 120}, 120)
+	paths := steps(t, m, []float64{40, 120, 40, 120}, 60)
 	x, err := extract.Run(context.Background(), paths, "extracted", &extract.Config{})
 	if err != nil {
 		t.Fatal(err)
