@@ -62,6 +62,11 @@ func buildDiagram(m *model.Model, r *Results) *diagram {
 		if h.CPU.Speed > 0 && h.CPU.Speed != 1 {
 			cores += ", speed " + trimSig3(h.CPU.Speed)
 		}
+		if pred != nil {
+			if f, ok := pred.SpeedFactors[h.Name]; ok {
+				cores += ", curve ×" + trimSig3(f)
+			}
+		}
 		dh.lines = append(dh.lines, cores)
 		if u, ok := util(model.CPUResource(h.Name)); ok {
 			if r.Bottleneck == model.CPUResource(h.Name) {

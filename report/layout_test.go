@@ -232,3 +232,20 @@ func abs(v float64) float64 {
 	}
 	return v
 }
+
+// A host whose speed curve applies shows the factor of the prediction.
+func TestDiagramSpeedFactor(t *testing.T) {
+	m := generatedModel(t, 3, 1)
+	r := resultsWithoutSolving(m)
+	h := m.Hosts[0].Name
+	r.Predicted.SpeedFactors = map[string]float64{h: 1.07}
+	for _, dh := range buildDiagram(m, r).hosts {
+		if dh.name == h {
+			if !strings.Contains(strings.Join(dh.lines, "\n"), "curve ×1.07") {
+				t.Errorf("host %s lines %q lack the speed factor", h, dh.lines)
+			}
+			return
+		}
+	}
+	t.Fatalf("no host %s in the diagram", h)
+}
