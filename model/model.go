@@ -101,9 +101,9 @@ type CPU struct {
 type SpeedPoint struct {
 	// Utilization is the host's CPU utilization, a fraction of its cores
 	// in [0, 1].
-	Utilization float64
+	Utilization float64 `json:"utilization"`
 	// Factor multiplies the host's speed at that utilization (> 0).
-	Factor float64
+	Factor float64 `json:"factor"`
 }
 
 // SpeedAt is the factor of the curve at utilization u: linear between the
