@@ -75,11 +75,7 @@ func CPUCoverage(w *Windows, set *metrics.Set, component func(service string) st
 func coverage(host string, h *hostWindows, s *metrics.Series, opts DemandOptions) *Coverage {
 	c := &Coverage{Host: host}
 	c.Metrics = s.Source
-	cores := float64(s.Cores)
-	if cores == 0 {
-		cores = float64(opts.Cores[host])
-	}
-	cw := coveredWindows(h, s, cores)
+	cw := coveredWindows(h, s, seriesCores(s, float64(opts.Cores[host])))
 	c.Window = cw.length
 	var ratios []windowCPU
 	for _, win := range cw.windows {
@@ -122,6 +118,15 @@ func coverage(host string, h *hostWindows, s *metrics.Series, opts DemandOptions
 		c.PerExecution = (meanB - meanS) / meanN
 	}
 	return c
+}
+
+// seriesCores is the number of cores that converts s's utilization
+// fractions into busy cores: the series' own, else the host's (given).
+func seriesCores(s *metrics.Series, host float64) float64 {
+	if s.Cores > 0 {
+		return float64(s.Cores)
+	}
+	return host
 }
 
 // windowCPU is one window's busy core-seconds by the metrics and the

@@ -78,8 +78,14 @@ func EstimateSpeedCurves(w *Windows, set *metrics.Set, component func(service st
 			c.Skipped = "no CPU demand for " + missing
 			continue
 		}
-		wins := map[int64]*curveWin{}
-		group := int64(curveWindow * 1e9)
+		wins := map[int64]curveWin{}
+		add := func(start int64, busy, work float64) {
+			g := floorDiv(start, curveWindow*1e9)
+			cw := wins[g]
+			cw.busy, cw.work = cw.busy+busy, cw.work+work
+			wins[g] = cw
+		}
+		n := float64(max(1, cores[host]))
 		if set != nil {
 			c.Source = "metrics"
 			scs := scopes(host, h, set, component)
@@ -90,54 +96,36 @@ func EstimateSpeedCurves(w *Windows, set *metrics.Set, component func(service st
 				}
 			}
 			if c.Source != "" {
-				n := float64(h.cores(cores, host))
 				for _, sc := range scs {
-					cw := coveredWindows(sc.h, sc.s, n)
+					cw := coveredWindows(sc.h, sc.s, seriesCores(sc.s, n))
 					for _, win := range cw.windows {
-						g := floorDiv(win.start, group)
-						cwn := wins[g]
-						if cwn == nil {
-							cwn = &curveWin{}
-							wins[g] = cwn
-						}
-						cwn.busy += win.busy
+						work := 0.0
 						for i, cl := range win.cells {
-							cwn.work += cl.n * mean[cw.ops[i]]
+							work += cl.n * mean[cw.ops[i]]
 						}
+						add(win.start, win.busy, work)
 					}
 				}
 			}
 		}
 		if c.Source == "" && h.allMeasured() {
 			c.Source = "spans"
-			for idx, cells := range h.cells {
-				g := floorDiv(idx*h.width, group)
-				cwn := wins[g]
-				if cwn == nil {
-					cwn = &curveWin{}
-					wins[g] = cwn
+			for _, idx := range slices.Sorted(maps.Keys(h.cells)) {
+				busy, work := 0.0, 0.0
+				for op, cl := range h.cells[idx] {
+					busy += cl.cpu
+					work += cl.n * mean[h.ops[op]]
 				}
-				for op, cl := range cells {
-					cwn.busy += cl.cpu
-					cwn.work += cl.n * mean[h.ops[op]]
-				}
+				add(idx*h.width, busy, work)
 			}
 		}
 		if c.Source == "" {
 			c.Skipped = "neither metrics of the whole host nor CPU time on every span"
 			continue
 		}
-		c.fit(wins, float64(h.cores(cores, host)))
+		c.fit(wins, n)
 	}
 	return out
-}
-
-// cores is the number of cores the estimate divides by.
-func (h *hostWindows) cores(cores map[string]int, host string) int {
-	if n := cores[host]; n > 0 {
-		return n
-	}
-	return 1
 }
 
 // meanDemands returns each operation's mean CPU demand over the host's
@@ -146,8 +134,8 @@ func meanDemands(h *hostWindows, perOp map[string]estimate.Result) (map[string]f
 	n := make([]float64, len(h.ops))
 	cpuN := make([]float64, len(h.ops))
 	cpu := make([]float64, len(h.ops))
-	for _, cells := range h.cells {
-		for op, c := range cells {
+	for _, idx := range slices.Sorted(maps.Keys(h.cells)) {
+		for op, c := range h.cells[idx] {
 			n[op] += c.n
 			cpuN[op] += c.cpuN
 			cpu[op] += c.cpu
@@ -176,7 +164,7 @@ func meanDemands(h *hostWindows, perOp map[string]estimate.Result) (map[string]f
 // only rises or only falls over time cannot tell the two apart and give a
 // large standard error. The first and last windows (partly covered) are
 // left out.
-func (c *SpeedCurve) fit(wins map[int64]*curveWin, cores float64) {
+func (c *SpeedCurve) fit(wins map[int64]curveWin, cores float64) {
 	keys := slices.Sorted(maps.Keys(wins))
 	if len(keys) > 2 {
 		keys = keys[1 : len(keys)-1]

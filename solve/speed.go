@@ -9,21 +9,8 @@ import (
 	"github.com/perfcast/perfcast/model"
 )
 
-// HostUtilization returns the CPU utilization of each host in r, by host
-// name.
-func HostUtilization(m *model.Model, r *Result) map[string]float64 {
-	out := map[string]float64{}
-	for _, h := range m.Hosts {
-		if rr := r.Resources[model.CPUResource(h.Name)]; rr != nil {
-			out[h.Name] = rr.Utilization
-		}
-	}
-	return out
-}
-
-// UtilizationFunc solves a model without speed curves and returns each
-// host's CPU utilization.
-type UtilizationFunc func(ctx context.Context, m *model.Model) (map[string]float64, error)
+// SolveFunc solves a model without speed curves.
+type SolveFunc func(ctx context.Context, m *model.Model) (*Result, error)
 
 // Speed-curve fixed point: the largest relative change of a factor that
 // ends the iteration, and the most iterations.
@@ -41,9 +28,9 @@ const (
 // less busy). Load from open workloads is known before solving: a host
 // only open workloads use gets the factor f that solves f = curve(U₀/f),
 // U₀ its utilization at factor 1, by bisection. Closed workloads make the
-// utilization depend on the solution: util then solves candidates, and the
-// factors are updated (damped) until they change by less than 0.2 %.
-func ResolveSpeeds(ctx context.Context, m *model.Model, util UtilizationFunc) (*model.Model, map[string]float64, error) {
+// utilization depend on the solution: solve then solves candidates, and
+// the factors are updated (damped) until they change by less than 0.2 %.
+func ResolveSpeeds(ctx context.Context, m *model.Model, solve SolveFunc) (*model.Model, map[string]float64, error) {
 	var curved []*model.Host
 	for _, h := range m.Hosts {
 		if len(h.CPU.SpeedCurve) > 0 {
@@ -80,30 +67,31 @@ func ResolveSpeeds(ctx context.Context, m *model.Model, util UtilizationFunc) (*
 			iterate = true
 		}
 	}
-	apply := func() (*model.Model, error) {
-		out, err := base.Clone()
-		if err != nil {
-			return nil, fmt.Errorf("speed curves: %w", err)
+	// apply sets the factors on to (a clone of base, or base itself last).
+	apply := func(to *model.Model) *model.Model {
+		for _, h := range curved {
+			to.Host(h.Name).CPU.Speed = h.CPU.Speed * factors[h.Name]
 		}
-		for name, f := range factors {
-			out.Host(name).CPU.Speed *= f
-		}
-		return out, nil
+		return to
 	}
-	if iterate && util != nil {
+	if iterate && solve != nil {
 		for range speedIterations {
-			cand, err := apply()
+			cand, err := base.Clone()
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, fmt.Errorf("speed curves: %w", err)
 			}
-			u, err := util(ctx, cand)
+			r, err := solve(ctx, apply(cand))
 			if err != nil {
 				return nil, nil, fmt.Errorf("speed curves: %w", err)
 			}
 			change := 0.0
 			for _, h := range curved {
 				f := factors[h.Name]
-				target := model.SpeedAt(h.CPU.SpeedCurve, u[h.Name])
+				u := 0.0
+				if rr := r.Resources[model.CPUResource(h.Name)]; rr != nil {
+					u = rr.Utilization
+				}
+				target := model.SpeedAt(h.CPU.SpeedCurve, u)
 				change = max(change, math.Abs(target-f)/f)
 				factors[h.Name] = (f + target) / 2
 			}
@@ -112,8 +100,7 @@ func ResolveSpeeds(ctx context.Context, m *model.Model, util UtilizationFunc) (*
 			}
 		}
 	}
-	out, err := apply()
-	return out, factors, err
+	return apply(base), factors, nil
 }
 
 // openFixedPoint solves f = SpeedAt(curve, u0/f) by bisection between the

@@ -31,13 +31,7 @@ func (s Solver) Solve(ctx context.Context, m *model.Model, _ solve.Options) (*so
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	resolved, factors, err := solve.ResolveSpeeds(ctx, m, func(ctx context.Context, c *model.Model) (map[string]float64, error) {
-		r, err := s.solve(ctx, c)
-		if err != nil {
-			return nil, err
-		}
-		return solve.HostUtilization(c, r), nil
-	})
+	resolved, factors, err := solve.ResolveSpeeds(ctx, m, s.solve)
 	if err != nil {
 		return nil, fmt.Errorf("mva: %w", err)
 	}

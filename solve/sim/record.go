@@ -121,12 +121,8 @@ func Record(ctx context.Context, m *model.Model, opts RecordOptions, emit func(*
 		return nil, fmt.Errorf("record %s: the number of requests must be positive, not %d", modelName(m), opts.Requests)
 	}
 	// Speed curves: the factors at the load of a steady state.
-	resolved, factors, err := solve.ResolveSpeeds(ctx, m, func(ctx context.Context, c *model.Model) (map[string]float64, error) {
-		r, err := New().Solve(ctx, c, solve.Options{Seed: opts.Seed, Precision: 0.05})
-		if err != nil {
-			return nil, err
-		}
-		return solve.HostUtilization(c, r), nil
+	resolved, factors, err := solve.ResolveSpeeds(ctx, m, func(ctx context.Context, c *model.Model) (*solve.Result, error) {
+		return New().Solve(ctx, c, solve.Options{Seed: opts.Seed, Precision: 0.05})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("record %s: %w", modelName(m), err)

@@ -305,14 +305,10 @@ type config struct {
 // factor of their utilization, found by solve.ResolveSpeeds; where closed
 // workloads load them, candidates are simulated at precision 0.05.
 func (s simulator) Solve(ctx context.Context, m *model.Model, opts solve.Options) (*solve.Result, error) {
-	resolved, factors, err := solve.ResolveSpeeds(ctx, m, func(ctx context.Context, c *model.Model) (map[string]float64, error) {
-		quick := opts
-		quick.Precision, quick.Progress = max(opts.Precision, 0.05), nil
-		r, err := s.solve(ctx, c, quick)
-		if err != nil {
-			return nil, err
-		}
-		return solve.HostUtilization(c, r), nil
+	quick := opts
+	quick.Precision, quick.Progress = max(opts.Precision, 0.05), nil
+	resolved, factors, err := solve.ResolveSpeeds(ctx, m, func(ctx context.Context, c *model.Model) (*solve.Result, error) {
+		return s.solve(ctx, c, quick)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("simulate %s: %w", modelName(m), err)

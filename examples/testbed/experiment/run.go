@@ -123,6 +123,20 @@ func (e *env) command(cpus string, args ...string) *exec.Cmd {
 	return exec.Command(e.bin, args...)
 }
 
+// load returns the load generator's command: the mix at rate against the
+// gateway at url, in phases, its result written to out; pinned to CPU 0,
+// GOMAXPROCS 1.
+func (e *env) load(url string, rate float64, phases loadgen.Phases, seed uint64, out string) *exec.Cmd {
+	cmd := e.command("0", "load", "-url", url, "-rate", strconv.FormatFloat(rate, 'f', 3, 64),
+		"-ramp-up", phases.RampUp.String(), "-steady", phases.Steady.String(), "-ramp-down", phases.RampDown.String(),
+		"-mix", shop.FormatMix(e.mix), "-seed", strconv.FormatUint(seed, 10), "-o", out)
+	if e.small {
+		cmd.Args = append(cmd.Args, "-small")
+	}
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+	return cmd
+}
+
 // run deploys the shop as s says, runs the load, stops the shop and
 // returns what was measured; the run's files stay in work/NAME.
 func (e *env) run(ctx context.Context, s setup) (*measured, error) {
@@ -213,29 +227,15 @@ func (e *env) run(ctx context.Context, s setup) (*measured, error) {
 	}
 	slog.Info("load", "run", s.Name, "rate", fmt.Sprintf("%.1f/s", s.Rate), "steady", e.phases.Steady)
 	loadFile := filepath.Join(dir, "load.json")
-	load := e.command("0", "load", "-url", url("gateway"), "-rate", strconv.FormatFloat(s.Rate, 'f', 3, 64),
-		"-ramp-up", e.phases.RampUp.String(), "-steady", e.phases.Steady.String(), "-ramp-down", e.phases.RampDown.String(),
-		"-mix", shop.FormatMix(e.mix), "-seed", strconv.FormatUint(e.seed, 10), "-o", loadFile)
-	if e.small {
-		load.Args = append(load.Args, "-small")
-	}
-	load.Env = append(os.Environ(), "GOMAXPROCS=1")
-	out, loadErr := load.CombinedOutput()
+	out, loadErr := e.load(url("gateway"), s.Rate, e.phases, e.seed, loadFile).CombinedOutput()
 	for i, rate := range s.Steps {
 		if loadErr != nil {
 			break
 		}
-		steady := e.stepSteady()
-		slog.Info("load step", "run", s.Name, "rate", fmt.Sprintf("%.1f/s", rate), "steady", steady)
-		step := e.command("0", "load", "-url", url("gateway"), "-rate", strconv.FormatFloat(rate, 'f', 3, 64),
-			"-ramp-up", "2s", "-steady", steady.String(), "-ramp-down", "1s",
-			"-mix", shop.FormatMix(e.mix), "-seed", strconv.FormatUint(e.seed+uint64(i)+1, 10),
-			"-o", filepath.Join(dir, fmt.Sprintf("load-step-%d.json", i+1)))
-		if e.small {
-			step.Args = append(step.Args, "-small")
-		}
-		step.Env = load.Env
-		out, loadErr = step.CombinedOutput()
+		phases := loadgen.Phases{RampUp: 2 * time.Second, Steady: e.stepSteady(), RampDown: time.Second}
+		slog.Info("load step", "run", s.Name, "rate", fmt.Sprintf("%.1f/s", rate), "steady", phases.Steady)
+		out, loadErr = e.load(url("gateway"), rate, phases, e.seed+uint64(i)+1,
+			filepath.Join(dir, fmt.Sprintf("load-step-%d.json", i+1))).CombinedOutput()
 	}
 	stopErr := stopAll()
 	if loadErr != nil {
