@@ -141,6 +141,9 @@ type generator struct {
 	siteLimits map[string]map[string]limit
 	// slotWaits memoizes slotWait by component.
 	slotWaits map[string]float64
+	// hostWait holds, per host, the mean M/M/c wait factor at the loads
+	// the traces saw (see hostWaitFactors).
+	hostWait map[*model.Host]float64
 	// fanOutBase holds, while a parallel block is generated, the lowest
 	// 10th percentile of call latency over its branches' first calls, by
 	// target.
@@ -303,16 +306,19 @@ func siteLockName(caller, target string) string {
 }
 
 // siteWait is the mean time one execution of caller waits for the locks of
-// its call sites at the observed load: per site, the calls per execution
-// times the wait of an M/G/c queue with the calls' durations as service
-// (Allen–Cunneen's approximation, exact for c = 1).
+// its call sites at the loads the traces saw: per site, the calls per
+// execution times the wait of an M/G/c queue with the calls' durations as
+// service (Allen–Cunneen's approximation, exact for c = 1), averaged over
+// the traces' windows (see loadWindows).
 func (g *generator) siteWait(caller string, op *opStats) float64 {
 	span := g.s.span()
-	if span <= 0 || op.count == 0 {
+	if span <= 0 || op.count == 0 || len(g.siteLimits[caller]) == 0 {
 		return 0
 	}
+	wins, width := g.loadWindows(func(id string) bool { return id == caller }, func(string) float64 { return 1 })
 	var wait float64
-	for target, lim := range g.siteLimits[caller] {
+	for _, target := range slices.Sorted(maps.Keys(g.siteLimits[caller])) {
+		lim := g.siteLimits[caller][target]
 		d := g.s.siteTimes[siteGroup(caller, target)]
 		if d == nil || d.n == 0 {
 			continue
@@ -321,14 +327,22 @@ func (g *generator) siteWait(caller string, op *opStats) float64 {
 		if h := g.hostOf[op.component]; h != nil && h.Replicas > 1 {
 			c *= float64(h.Replicas)
 		}
-		lambda := float64(d.n) / span
-		a := lambda * d.mean()
+		perExec := float64(d.n) / float64(op.count)
+		a := float64(d.n) / span * d.mean()
 		if a >= c {
 			continue
 		}
 		cv2 := d.variance() / (d.mean() * d.mean())
-		w := erlangC(int(c), a) / (c/d.mean() - lambda) * (1 + cv2) / 2
-		wait += w * float64(d.n) / float64(op.count)
+		// A window's executions per second times the calls' per
+		// execution and their mean duration: the lock's load there.
+		w := meanOverWindows(wins, width, perExec*d.mean(), a, func(a float64) float64 {
+			if a <= 0 {
+				return 0
+			}
+			a = min(a, loadCap*c)
+			return erlangC(int(c), a) / (c - a)
+		})
+		wait += d.mean() * w * (1 + cv2) / 2 * perExec
 	}
 	return wait
 }
@@ -967,6 +981,7 @@ func (g *generator) cores() {
 		g.rep.warnf("cores per host assumed (give them in --config hosts: NAME: {cores: N}): %s", strings.Join(assumed, ", "))
 	}
 	g.ownScales()
+	g.hostWaitFactors()
 }
 
 // speedCurves puts the speed curves found into the hosts of the model.
@@ -1034,16 +1049,12 @@ func (g *generator) ownScales() {
 }
 
 // cpuWait is the mean time a request with CPU demand d waits for the CPU of
-// host h at the observed load, as the model's processor-sharing CPU will
-// make it wait: d·C(c, a)/(c − a) for c cores per replica carrying a busy
-// cores (the M/M/c figure, which processor sharing shares).
+// host h at the loads the traces saw, as the model's processor-sharing CPU
+// will make it wait: d·C(c, a)/(c − a) for c cores per replica carrying a
+// busy cores (the M/M/c figure, which processor sharing shares), averaged
+// over the traces' windows (see hostWaitFactors).
 func (g *generator) cpuWait(h *model.Host, d float64) float64 {
-	c := h.CPU.Cores
-	a := g.busy[h] / float64(h.Replicas) / h.CPU.Speed
-	if a <= 0 || a >= float64(c) {
-		return 0
-	}
-	return d * erlangC(c, a) / (float64(c) - a)
+	return d * g.hostWait[h]
 }
 
 // cpuSlotsResource names the passive resource of component comp's k CPU
@@ -1084,10 +1095,12 @@ func holdCPU(steps []model.Step, resource string) []model.Step {
 }
 
 // slotWait is the mean time a CPU burst of component comp waits for one of
-// its CPU slots at the observed load, by the Allen–Cunneen approximation
-// of a G/G/k queue with Poisson arrivals: the M/M/k wait scaled by
-// (1 + cs²)/2 for the bursts' squared coefficient of variation cs²; 0
-// without slots.
+// its CPU slots at the loads the traces saw, by the Allen–Cunneen
+// approximation of a G/G/k queue with Poisson arrivals: the M/M/k wait
+// scaled by (1 + cs²)/2 for the bursts' squared coefficient of variation
+// cs², averaged over the traces' windows (see loadWindows); 0 without
+// slots. A burst is an execution's CPU time and its component's CPU
+// outside spans, which the model puts just before it in the same hold.
 func (g *generator) slotWait(comp string) float64 {
 	if w, ok := g.slotWaits[comp]; ok {
 		return w
@@ -1108,26 +1121,40 @@ func (g *generator) computeSlotWait(comp string) float64 {
 	if k == 0 || h == nil || span <= 0 {
 		return 0
 	}
+	measured := func(id string) bool {
+		op := g.s.ops[id]
+		return op != nil && op.component == comp && op.cpu.n == op.count && op.count > 0
+	}
+	u := g.unattributed[comp]
 	var n, sum, sq float64
 	for _, id := range slices.Sorted(maps.Keys(g.s.ops)) {
-		op := g.s.ops[id]
-		if op.component != comp || op.cpu.n != op.count || op.count == 0 {
-			continue
+		if op := g.s.ops[id]; measured(id) {
+			c := float64(op.cpu.n)
+			n += c
+			sum += op.cpu.sum + c*u
+			// The CPU outside spans is exponential, independent of the
+			// span's: its second moment 2u² and the cross term add.
+			sq += op.cpu.sq + 2*u*op.cpu.sum + 2*c*u*u
 		}
-		n += float64(op.cpu.n)
-		sum += op.cpu.sum
-		sq += op.cpu.sq
 	}
 	if n == 0 || sum <= 0 {
 		return 0
 	}
 	mean := sum / n
 	cs2 := math.Max(sq/n/(mean*mean)-1, 0)
-	a := sum / span / float64(h.Replicas) / h.CPU.Speed
+	perServer := float64(h.Replicas) * h.CPU.Speed
+	a := sum / span / perServer
 	if a >= float64(k) {
 		return 0
 	}
-	return mean / h.CPU.Speed * erlangC(k, a) / (float64(k) - a) * (1 + cs2) / 2
+	wins, width := g.loadWindows(measured, g.meanDemand)
+	return mean / h.CPU.Speed * (1 + cs2) / 2 * meanOverWindows(wins, width, 1/perServer, a, func(a float64) float64 {
+		if a <= 0 {
+			return 0
+		}
+		a = min(a, loadCap*float64(k))
+		return erlangC(k, a) / (float64(k) - a)
+	})
 }
 
 // erlangC is the probability that a request waits in an M/M/c queue with

@@ -6,10 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/perfcast/perfcast/examples/testbed/loadgen"
 	"github.com/perfcast/perfcast/metrics"
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/solve"
@@ -227,5 +229,79 @@ func TestRunOrder(t *testing.T) {
 	}
 	if len(runOrder(0, 1, true)) != 0 {
 		t.Fatal("an order for no configurations")
+	}
+}
+
+// The gap is the class's measured mean less its root spans' mean over the
+// steady phase (child spans and spans outside it left out); as a workload
+// delay it adds exactly that to the predicted response time.
+func TestClientGaps(t *testing.T) {
+	dir := t.TempDir()
+	steady := time.Unix(1_700_000_000, 0)
+	span := func(id, parent string, start time.Time, d time.Duration) string {
+		p := ""
+		if parent != "" {
+			p = `"parentSpanId":"` + parent + `",`
+		}
+		return `{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"gateway"}}]},"scopeSpans":[{"spans":[{` +
+			`"traceId":"5b8efff798038103d269b633813fc6` + id + `","spanId":"eee19b7ec3c1b1` + id + `",` + p +
+			`"name":"GET /recommend/{user}","kind":2,"startTimeUnixNano":"` + strconv.FormatInt(start.UnixNano(), 10) +
+			`","endTimeUnixNano":"` + strconv.FormatInt(start.Add(d).UnixNano(), 10) + `"}]}]}]}`
+	}
+	lines := []string{
+		span("01", "", steady.Add(-time.Second), 50*time.Millisecond), // before the steady phase
+		span("02", "", steady.Add(time.Second), 4*time.Millisecond),
+		span("03", "", steady.Add(2*time.Second), 6*time.Millisecond),
+		span("04", "eee19b7ec3c1b102", steady.Add(time.Second), 40*time.Millisecond), // not a root
+	}
+	if err := os.WriteFile(filepath.Join(dir, "gateway.otlp.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	load := &loadgen.Result{SteadyStart: steady, SteadyEnd: steady.Add(time.Minute),
+		Classes: map[string]*loadgen.Summary{"recommend": {Count: 2, Mean: 0.0056}, "browse": {Count: 5, Mean: 0.01}}}
+	gaps, err := clientGaps(context.Background(), dir, load)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gaps) != 1 || math.Abs(gaps["recommend"]-0.0006) > 1e-12 {
+		t.Fatalf("gaps %v, want recommend 0.6 ms only", gaps)
+	}
+
+	solveRT := func(m *model.Model) float64 {
+		t.Helper()
+		res, err := mva.New().Solve(context.Background(), m, solve.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Workloads["recommend"].ResponseTime.Mean
+	}
+	m, err := model.Parse([]byte(testModel), "test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := solveRT(m)
+	addClientDelays(m, gaps)
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := workloadOf(m)["recommend"]; got != "recommend" {
+		t.Fatalf("workloadOf after the delay: %q", got)
+	}
+	if after := solveRT(m); math.Abs(after-before-0.0006) > 1e-9 {
+		t.Fatalf("response time %g with the delay, %g without: want 0.6 ms more", after, before)
+	}
+}
+
+func TestStepRates(t *testing.T) {
+	for _, c := range []struct{ rate, sat, low, high float64 }{
+		{50, 136, 20.4, 102},
+		{50, 0, 15, 100},
+		{100, 120, 18, 150}, // the high never below 1.5 times the rate
+		{20, 400, 10, 300},  // the low never above half the rate
+	} {
+		low, high := stepRates(c.rate, c.sat)
+		if math.Abs(low-c.low) > 1e-9 || math.Abs(high-c.high) > 1e-9 {
+			t.Errorf("stepRates(%g, %g) = %g, %g; want %g, %g", c.rate, c.sat, low, high, c.low, c.high)
+		}
 	}
 }

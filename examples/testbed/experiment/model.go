@@ -3,13 +3,16 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/perfcast/perfcast/examples/testbed/loadgen"
 	"github.com/perfcast/perfcast/examples/testbed/shop"
 	"github.com/perfcast/perfcast/extract"
+	"github.com/perfcast/perfcast/ingest"
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/solve"
 	"github.com/perfcast/perfcast/solve/sim"
@@ -164,7 +167,8 @@ func workloadOf(m *model.Model) map[string]string {
 	out := map[string]string{}
 	for class, entry := range shop.EntryOperations {
 		for _, w := range m.Workloads {
-			if len(w.Steps) == 1 && w.Steps[0].Kind == model.StepCall && w.Steps[0].Target == entry {
+			// The call, after the client's delay when there is one.
+			if k := len(w.Steps); k > 0 && k <= 2 && w.Steps[k-1].Kind == model.StepCall && w.Steps[k-1].Target == entry {
 				out[class] = w.Name
 			}
 		}
@@ -237,4 +241,59 @@ func saveModel(path string, m *model.Model, s setup) error {
 		return err
 	}
 	return f.Close()
+}
+
+// clientGaps returns, per request class, how much longer the load
+// generator measured a request over the steady phase of the run in dir
+// than the gateway's root span for it lasted: the time between the
+// client and the first span (the loopback network, the client's own work,
+// the gateway reading the request before its span starts and writing the
+// response after it ends), which no trace shows. Classes whose root spans
+// are missing are left out.
+func clientGaps(ctx context.Context, dir string, load *loadgen.Result) (map[string]float64, error) {
+	path := filepath.Join(dir, "gateway.otlp.jsonl")
+	r, err := ingest.Open([]string{path}, ingest.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	from, to := load.SteadyStart.UnixNano(), load.SteadyEnd.UnixNano()
+	sum, n := map[string]float64{}, map[string]float64{}
+	for {
+		s, err := r.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if s.ParentID.IsZero() && s.Start >= from && s.Start < to {
+			sum[s.Name] += float64(s.End-s.Start) / 1e9
+			n[s.Name]++
+		}
+	}
+	out := map[string]float64{}
+	for class, entry := range shop.EntryOperations {
+		_, op, _ := strings.Cut(entry, "/")
+		c := load.Classes[class]
+		if c == nil || c.Count == 0 || n[op] == 0 {
+			continue
+		}
+		out[class] = c.Mean - sum[op]/n[op]
+	}
+	return out, nil
+}
+
+// addClientDelays puts each class's gap (clientGaps) as a fixed delay at
+// the start of its workload in m, so that predictions are of the
+// response time the load generator measures. Negative gaps are left out.
+func addClientDelays(m *model.Model, gaps map[string]float64) {
+	names := workloadOf(m)
+	for _, w := range m.Workloads {
+		for class, name := range names {
+			if name == w.Name && gaps[class] > 0 {
+				w.Steps = append([]model.Step{{Kind: model.StepDelay, Demand: model.Det(gaps[class])}}, w.Steps...)
+			}
+		}
+	}
 }

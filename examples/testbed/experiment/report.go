@@ -67,9 +67,13 @@ type report struct {
 	spanShare             float64
 	// steps are the rates of the reference run's further steps, and
 	// curves what extraction made of them.
-	steps    []float64
-	stepFor  time.Duration
-	curves   []*extract.SpeedCurve
+	steps   []float64
+	stepFor time.Duration
+	curves  []*extract.SpeedCurve
+	// gaps are the classes' time outside the gateway's root spans in the
+	// reference run (seconds), added to the model's workloads; nil when
+	// left out.
+	gaps     map[string]float64
 	warnings []string
 	// order is the configurations in the order they ran.
 	order []string
@@ -188,6 +192,14 @@ func (r *report) write(w io.Writer, args []string) {
 			}
 		}
 		fmt.Fprint(w, "\n\n")
+	}
+	if len(r.gaps) > 0 {
+		var gs []string
+		for _, class := range slices.Sorted(maps.Keys(r.gaps)) {
+			gs = append(gs, fmt.Sprintf("%s %.2f ms", class, 1000*r.gaps[class]))
+		}
+		fmt.Fprintf(w, "- Time outside the traces: in the reference's steady phase the load generator measured each class longer than the gateway's root spans lasted (%s): the loopback network, the generator's own work, and the gateway reading the request before its span starts and writing the response after it ends. No span shows it, so the model's workloads start with it as a fixed delay (`-client-gap=false` leaves it out).\n\n",
+			strings.Join(gs, ", "))
 	}
 
 	fmt.Fprintf(w, "### Configurations: throughput and CPU utilization\n\n")

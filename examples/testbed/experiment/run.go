@@ -52,13 +52,13 @@ type setup struct {
 	Steps []float64
 }
 
-// stepSteady is the steady phase of each of a setup's Steps: 45 s, the
+// stepSteady is the steady phase of each of a setup's Steps: 30 s, the
 // runs' own in a smoke run.
 func (e *env) stepSteady() time.Duration {
 	if e.small {
 		return e.phases.Steady
 	}
-	return 45 * time.Second
+	return 30 * time.Second
 }
 
 // measured is what one run measured.

@@ -1,0 +1,167 @@
+package extract
+
+import (
+	"maps"
+	"math"
+	"slices"
+
+	"github.com/perfcast/perfcast/model"
+)
+
+// The waits the model reproduces (for the CPU, for a CPU slot) are taken
+// out of the time operations spend off the CPU, at the load the traces
+// saw. Traces seldom see one load: a load test's steps, a day's peaks. The
+// mean wait per execution is then the mean, over windows of time, of the
+// wait at each window's load, weighted by the window's executions. That is
+// more than the wait at the mean load, since the wait grows faster than
+// the load; taking the mean load would leave the difference in the
+// operations' fixed delays, which do not shrink at lower loads.
+const (
+	// loadWindow is the narrowest window the load is averaged over,
+	// nanoseconds.
+	loadWindow = int64(5e9)
+	// loadWindowExecutions is the executions a window holds on average at
+	// least (it is widened until it does): the load of a window with few
+	// executions is a noisy estimate, and the noise alone would raise the
+	// mean wait.
+	loadWindowExecutions = 200
+	// loadCap caps a window's load, a fraction of the servers: a window
+	// at or beyond saturation has no steady-state wait.
+	loadCap = 0.95
+)
+
+// loadWin is one window's expected busy time (executions times mean CPU
+// demand, seconds) and executions.
+type loadWin struct{ busy, n float64 }
+
+// loadWindows returns, in time order, the windows of the executions of the
+// operations sel selects (by id), with their width in seconds; nil when
+// the traces hold fewer than two such windows. demand gives an operation's
+// mean CPU time per execution.
+func (g *generator) loadWindows(sel func(id string) bool, demand func(id string) float64) ([]loadWin, float64) {
+	if g.s.Windows == nil {
+		return nil, 0
+	}
+	width := windowWidth
+	total := 0.0
+	first, last := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, wh := range g.s.Windows.hosts {
+		for idx, cells := range wh.cells {
+			for op, c := range cells {
+				if c.n > 0 && sel(wh.ops[op]) {
+					width = max(width, wh.width)
+					total += c.n
+					first, last = min(first, idx*wh.width), max(last, (idx+1)*wh.width)
+				}
+			}
+		}
+	}
+	if total == 0 || last <= first {
+		return nil, 0
+	}
+	w := max(loadWindow, int64(math.Ceil(loadWindowExecutions/total*float64(last-first))))
+	w = (w + width - 1) / width * width
+	if (last-first)/w < 2 {
+		return nil, 0
+	}
+	wins := map[int64]loadWin{}
+	for _, host := range g.s.Windows.Hosts() {
+		wh := g.s.Windows.hosts[host]
+		for _, idx := range slices.Sorted(maps.Keys(wh.cells)) {
+			for op, c := range wh.cells[idx] {
+				id := wh.ops[op]
+				if c.n <= 0 || !sel(id) {
+					continue
+				}
+				k := floorDiv(idx*wh.width-first, w)
+				lw := wins[k]
+				lw.busy += c.n * demand(id)
+				lw.n += c.n
+				wins[k] = lw
+			}
+		}
+	}
+	out := make([]loadWin, 0, len(wins))
+	for _, k := range slices.Sorted(maps.Keys(wins)) {
+		out = append(out, wins[k])
+	}
+	return out, float64(w) / 1e9
+}
+
+// meanDemand is the mean CPU time per execution of operation id as the
+// model will have it: measured, estimated, or its own time scaled (see
+// ownScale), and its component's CPU outside spans.
+func (g *generator) meanDemand(id string) float64 {
+	op := g.s.ops[id]
+	if op == nil || op.count == 0 {
+		return 0
+	}
+	d := op.self.sum / float64(op.count) * g.ownScale(op)
+	if op.cpu.n == op.count {
+		d = op.cpu.sum / float64(op.count)
+	} else if r, ok := g.est.PerOp[g.s.opID(op)]; ok && r.CPU > 0 {
+		d = r.CPU
+	}
+	return d + g.unattributed[op.component]
+}
+
+// meanOverWindows is the mean of f(a) over the executions in wins, a being
+// an execution's window's load: its busy time over the window's width,
+// times scale. It is f(mean load) when wins is nil.
+func meanOverWindows(wins []loadWin, width, scale, mean float64, f func(a float64) float64) float64 {
+	if len(wins) == 0 {
+		return f(mean)
+	}
+	sum, n := 0.0, 0.0
+	for _, w := range wins {
+		sum += w.n * f(w.busy/width*scale)
+		n += w.n
+	}
+	return sum / n
+}
+
+// hostWaitFactors sets, per model host, the mean over executions of the
+// M/M/c wait factor C(c, a)/(c − a) at their windows' loads: a request of
+// CPU demand d waits d times it for a processor-sharing CPU. A window's
+// load is its expected busy time scaled so that the windows' mean is the
+// host's busy cores (which count work no window shows, such as the CPU
+// outside spans that metrics give).
+func (g *generator) hostWaitFactors() {
+	g.hostWait = map[*model.Host]float64{}
+	span := g.s.span()
+	for _, h := range g.m.Hosts {
+		c := h.CPU.Cores
+		mean := g.busy[h] / float64(h.Replicas) / h.CPU.Speed
+		on := func(id string) bool {
+			op := g.s.ops[id]
+			return op != nil && g.hostOf[op.component] == h
+		}
+		wins, width := g.loadWindows(on, g.meanDemand)
+		scale := 0.0
+		if busy := sumBusy(wins); busy > 0 && span > 0 {
+			scale = g.busy[h] * span / busy / float64(h.Replicas) / h.CPU.Speed
+		}
+		if scale <= 0 {
+			wins = nil
+		}
+		if mean <= 0 || mean >= float64(c) {
+			continue // no steady state: no wait taken out
+		}
+		g.hostWait[h] = meanOverWindows(wins, width, scale, mean, func(a float64) float64 {
+			if a <= 0 {
+				return 0
+			}
+			a = min(a, loadCap*float64(c))
+			return erlangC(c, a) / (float64(c) - a)
+		})
+	}
+}
+
+// sumBusy is the busy time of all windows.
+func sumBusy(wins []loadWin) float64 {
+	s := 0.0
+	for _, w := range wins {
+		s += w.busy
+	}
+	return s
+}
