@@ -2,7 +2,9 @@ package extract
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -67,7 +69,31 @@ type Config struct {
 	// where the traces show the CPU time of the same work changing with it
 	// (see SpeedCurve).
 	NoSpeedCurves bool `yaml:"no_speed_curves"`
+	// OutsideSpans says where the CPU time that utilization metrics
+	// measure beyond the spans' goes in the model: "background" (the
+	// default) as asynchronous work each execution sends to its component
+	// (an operation named OutsideSpansOperation), which loads the CPU and
+	// the component's CPU slots but adds nothing to any response time, the
+	// callers' time outside the span staying as measured; "inline" at the
+	// start of every execution, in its response time and taken out of its
+	// callers' time outside its span. Background suits garbage collection,
+	// span export and the runtime's own goroutines; inline suits work done
+	// for the request itself (reading it, writing the response).
+	OutsideSpans string `yaml:"outside_spans"`
 }
+
+// Values of Config.OutsideSpans.
+const (
+	OutsideInline     = "inline"
+	OutsideBackground = "background"
+)
+
+// OutsideSpansOperation names the operation that carries a component's CPU
+// time outside spans when Config.OutsideSpans is "background".
+const OutsideSpansOperation = "outside spans"
+
+// background reports whether the CPU outside spans is background work.
+func (c *Config) background() bool { return c == nil || c.OutsideSpans != OutsideInline }
 
 // cpuSlots is the slots of component comp, 0 for unbounded.
 func (c *Config) cpuSlots(comp string) int {
@@ -106,10 +132,22 @@ func LoadConfig(path string) (*Config, error) {
 	var c Config
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil {
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) { // an empty file is an empty configuration
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := c.check(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &c, nil
+}
+
+// check reports values the configuration does not allow.
+func (c *Config) check() error {
+	switch c.OutsideSpans {
+	case "", OutsideInline, OutsideBackground:
+		return nil
+	}
+	return fmt.Errorf("outside_spans: %q is neither %s nor %s", c.OutsideSpans, OutsideInline, OutsideBackground)
 }
 
 // component is the component a span belongs to.

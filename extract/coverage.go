@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/perfcast/perfcast/metrics"
+	"github.com/perfcast/perfcast/model"
 )
 
 // minUnattributed is the smallest share of a host's measured CPU time,
@@ -137,11 +138,13 @@ type windowCPU struct{ busy, spans float64 }
 // spans missed evenly over the executions of the host's operations, as
 // per-request overhead done around the spans: reading the request and
 // writing the response, the transport, the span's export, the garbage the
-// request left. Each execution's operation starts with that much CPU (an
-// exponential demand), taken out of its callers' time outside its span,
-// where it was spent, so that the model keeps the observed response times
-// at the observed load while the CPU carries the load the metrics saw.
-// The busy cores it adds count in the correction of off-CPU time.
+// request left. Each execution sends that much CPU (an exponential
+// demand) to its component's background operation (outsideOperations), or,
+// inline (Config.OutsideSpans), starts with it, taken out of its callers'
+// time outside its span, where it was spent; either way the model keeps
+// the observed response times at the observed load while the CPU carries
+// the load the metrics saw. The busy cores it adds count in the correction
+// of off-CPU time.
 func (g *generator) unattributedCPU(span float64) {
 	g.unattributed = map[string]float64{}
 	g.s.unattributed = g.unattributed
@@ -216,4 +219,34 @@ func (g *generator) unattributedOf(id string) float64 {
 		return 0
 	}
 	return g.unattributed[op.component]
+}
+
+// outsideOperations gives every component whose executions send their CPU
+// time outside spans to the background (Config.OutsideSpans) the operation
+// that receives it: that CPU time, exponential, in one of the component's
+// CPU slots when it has them.
+func (g *generator) outsideOperations(comps map[string]*model.Component) {
+	for _, name := range slices.Sorted(maps.Keys(comps)) {
+		d := g.unattributed[name]
+		if d <= 0 {
+			continue
+		}
+		sends := false
+		for _, id := range slices.Sorted(maps.Keys(g.s.ops)) {
+			if g.s.ops[id].component == name && g.unattributedOf(id) > 0 {
+				sends = true
+				break
+			}
+		}
+		if !sends {
+			continue
+		}
+		steps := []model.Step{{Kind: model.StepCPU, Demand: model.Exp(d)}}
+		if k := g.cfg.cpuSlots(name); k > 0 {
+			steps = holdCPU(steps, g.cpuSlotsResource(name, k))
+		}
+		c := comps[name]
+		c.Operations = append(c.Operations, &model.Operation{Name: OutsideSpansOperation, Component: name, Steps: steps})
+		g.rep.evidencef("component %s: %.3gms of CPU time per execution outside its spans runs in the background (outside_spans: background): each execution sends it to %s/%s", name, d*1e3, name, OutsideSpansOperation)
+	}
 }

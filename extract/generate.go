@@ -522,7 +522,11 @@ func (g *generator) operations() {
 			}
 		}
 		if d := g.unattributedOf(id); d > 0 {
-			o.Steps = append([]model.Step{{Kind: model.StepCPU, Demand: model.Exp(d)}}, o.Steps...)
+			first := model.Step{Kind: model.StepCPU, Demand: model.Exp(d)}
+			if g.cfg.background() {
+				first = model.Step{Kind: model.StepSend, Target: op.component + "/" + OutsideSpansOperation}
+			}
+			o.Steps = append([]model.Step{first}, o.Steps...)
 		}
 		if k := g.cfg.cpuSlots(op.component); k > 0 {
 			o.Steps = holdCPU(o.Steps, g.cpuSlotsResource(op.component, k))
@@ -536,6 +540,9 @@ func (g *generator) operations() {
 		}
 		c.Operations = append(c.Operations, o)
 		g.rep.Operations++
+	}
+	if g.cfg.background() {
+		g.outsideOperations(comps)
 	}
 	g.rep.CPUMeasured = len(noCPU) == 0 && len(ids) > 0
 	if len(noCPU) > 0 {
@@ -766,6 +773,9 @@ func (g *generator) elemSteps(elems []*elem) []model.Step {
 			// the caller's time outside the callee's span, and now in
 			// the callee's steps.
 			outside := g.unattributedOf(e.target)
+			if g.cfg.background() {
+				outside = 0 // not on the request's path: the time stays
+			}
 			switch {
 			case g.waitsBeforeSpan(e.target):
 				// The caller's time outside the callee's span holds the
@@ -1100,7 +1110,8 @@ func holdCPU(steps []model.Step, resource string) []model.Step {
 // scaled by (1 + cs²)/2 for the bursts' squared coefficient of variation
 // cs², averaged over the traces' windows (see loadWindows); 0 without
 // slots. A burst is an execution's CPU time and its component's CPU
-// outside spans, which the model puts just before it in the same hold.
+// outside spans, which the model puts just before it in the same hold, or
+// sends as a burst of its own (Config.OutsideSpans).
 func (g *generator) slotWait(comp string) float64 {
 	if w, ok := g.slotWaits[comp]; ok {
 		return w
@@ -1128,12 +1139,22 @@ func (g *generator) computeSlotWait(comp string) float64 {
 	u := g.unattributed[comp]
 	var n, sum, sq float64
 	for _, id := range slices.Sorted(maps.Keys(g.s.ops)) {
-		if op := g.s.ops[id]; measured(id) {
-			c := float64(op.cpu.n)
-			n += c
-			sum += op.cpu.sum + c*u
-			// The CPU outside spans is exponential, independent of the
-			// span's: its second moment 2u² and the cross term add.
+		op := g.s.ops[id]
+		if !measured(id) {
+			continue
+		}
+		c := float64(op.cpu.n)
+		switch {
+		case u <= 0:
+			n, sum, sq = n+c, sum+op.cpu.sum, sq+op.cpu.sq
+		case g.cfg.background():
+			// Bursts of their own, exponential: second moment 2u².
+			n, sum, sq = n+2*c, sum+op.cpu.sum+c*u, sq+op.cpu.sq+2*c*u*u
+		default:
+			// Just before the span's, in the same hold: an exponential
+			// independent of it, so its second moment 2u² and the cross
+			// term add.
+			n, sum = n+c, sum+op.cpu.sum+c*u
 			sq += op.cpu.sq + 2*u*op.cpu.sum + 2*c*u*u
 		}
 	}

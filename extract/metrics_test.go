@@ -69,6 +69,12 @@ func cpuCSV(spans []*ingest.Span, extra func(*ingest.Span) float64, perService b
 // files and extracts from them.
 func runWithMetrics(t *testing.T, spans []*ingest.Span, csv []byte) *Result {
 	t.Helper()
+	return runWithConfig(t, spans, csv, &Config{})
+}
+
+// runWithConfig is runWithMetrics with cfg (its Metrics set here).
+func runWithConfig(t *testing.T, spans []*ingest.Span, csv []byte, cfg *Config) *Result {
+	t.Helper()
 	dir := t.TempDir()
 	metricsFile := filepath.Join(dir, "cpu.csv")
 	if err := os.WriteFile(metricsFile, csv, 0o644); err != nil {
@@ -82,7 +88,8 @@ func runWithMetrics(t *testing.T, spans []*ingest.Span, csv []byte) *Result {
 	if err := os.WriteFile(tracesFile, traces.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res, err := Run(context.Background(), []string{tracesFile}, "x", &Config{Metrics: []string{metricsFile}})
+	cfg.Metrics = []string{metricsFile}
+	res, err := Run(context.Background(), []string{tracesFile}, "x", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,9 +190,8 @@ func TestUnattributedCPU(t *testing.T) {
 	}
 	m := res.Model
 	for _, id := range []string{"front/GET /page", "front/GET /home"} {
-		first := m.Operation(id).Steps[0]
-		if first.Kind != model.StepCPU || math.Abs(first.Demand.Mean()-extra) > 0.02*extra {
-			t.Errorf("%s starts with %+v, want CPU of mean %.3g", id, first, extra)
+		if got := outsideCPU(t, m, id, OutsideBackground); math.Abs(got-extra) > 0.02*extra {
+			t.Errorf("%s sends %.4g s of CPU to the background, want %.3g", id, got, extra)
 		}
 	}
 	for _, id := range []string{"catalog/GetItem", "worker/process"} {
@@ -243,8 +249,74 @@ func TestUnattributedCPUPerService(t *testing.T) {
 			t.Errorf("%s: %.4g s per execution outside spans, want %.4g", comp, c.PerExecution, w)
 		}
 	}
-	first := res.Model.Operation("catalog/GetItem").Steps[0]
-	if first.Kind != model.StepCPU || math.Abs(first.Demand.Mean()-want["catalog"]) > 0.02*want["catalog"] {
-		t.Errorf("catalog/GetItem starts with %+v, want CPU of mean %.3g", first, want["catalog"])
+	if got := outsideCPU(t, res.Model, "catalog/GetItem", OutsideBackground); math.Abs(got-want["catalog"]) > 0.02*want["catalog"] {
+		t.Errorf("catalog/GetItem sends %.4g s of CPU to the background, want %.3g", got, want["catalog"])
+	}
+}
+
+// outsideCPU is the mean CPU time outside spans that operation id of m
+// starts with: sent to its component's background operation, or its own
+// first step (inline); it fails the test when the operation starts with
+// neither.
+func outsideCPU(t *testing.T, m *model.Model, id, how string) float64 {
+	t.Helper()
+	op := m.Operation(id)
+	if op == nil || len(op.Steps) == 0 {
+		t.Fatalf("no operation %s", id)
+	}
+	first := op.Steps[0]
+	switch {
+	case how == OutsideInline && first.Kind == model.StepCPU:
+		return first.Demand.Mean()
+	case how == OutsideBackground && first.Kind == model.StepSend && first.Target == op.Component+"/"+OutsideSpansOperation:
+		bg := m.Operation(first.Target)
+		if bg == nil || len(bg.Steps) != 1 || bg.Steps[0].Kind != model.StepCPU {
+			t.Fatalf("%s sends to %+v", id, bg)
+		}
+		return bg.Steps[0].Demand.Mean()
+	}
+	t.Fatalf("%s starts with %+v, not with its CPU outside spans (%s)", id, first, how)
+	return 0
+}
+
+// Inline, the CPU outside spans starts each execution and comes out of
+// the callers' time outside the callee's span; in the background it adds
+// nothing to any response time and the callers' time stays as measured.
+func TestOutsideSpansInlineAndBackground(t *testing.T) {
+	const extra = 0.1e-3
+	spans := generate(24, 20000, true)
+	csv := cpuSecondsCSV(spans, func(s *ingest.Span) float64 {
+		if s.Service == "catalog" && s.Kind == ingest.KindServer {
+			return extra
+		}
+		return 0
+	})
+	callDelay := func(m *model.Model) float64 {
+		d := 0.0
+		model.Walk(m.Operation("front/GET /page").Steps, func(s *model.Step) {
+			if s.Kind == model.StepDelay {
+				d += s.Demand.Mean()
+			}
+		})
+		return d
+	}
+	bg := runWithConfig(t, spans, csv, &Config{})
+	in := runWithConfig(t, spans, csv, &Config{OutsideSpans: OutsideInline})
+	for _, c := range []struct {
+		how string
+		res *Result
+	}{{OutsideBackground, bg}, {OutsideInline, in}} {
+		if got := outsideCPU(t, c.res.Model, "catalog/GetItem", c.how); math.Abs(got-extra) > 0.05*extra {
+			t.Errorf("%s: %.4g s outside spans per GetItem, want %.3g", c.how, got, extra)
+		}
+	}
+	// GET /page calls GetItem in a loop whose body has the call's
+	// latency as a delay: inline takes the callee's CPU out of it.
+	if d := callDelay(bg.Model) - callDelay(in.Model); math.Abs(d-extra) > 0.05*extra {
+		t.Errorf("the call's delay is %.4g s longer in the background than inline, want %.3g", d, extra)
+	}
+	// Only the background model has the operation that receives it.
+	if bg.Model.Operation("catalog/"+OutsideSpansOperation) == nil || in.Model.Operation("catalog/"+OutsideSpansOperation) != nil {
+		t.Errorf("the background operation should be in the background model only")
 	}
 }

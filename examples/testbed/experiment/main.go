@@ -39,6 +39,7 @@ import (
 
 	"github.com/perfcast/perfcast/examples/testbed/loadgen"
 	"github.com/perfcast/perfcast/examples/testbed/shop"
+	"github.com/perfcast/perfcast/extract"
 )
 
 func main() {
@@ -59,6 +60,7 @@ type options struct {
 	only      string
 	reuse     bool
 	clientGap bool
+	outside   string
 }
 
 func run() error {
@@ -72,6 +74,7 @@ func run() error {
 	flag.StringVar(&o.only, "only", "", "run only these `configurations` (comma-separated names) besides the reference")
 	flag.BoolVar(&o.reuse, "reuse", false, "with -work, take the runs already there instead of running them again (to try another extraction on the same measurements)")
 	flag.BoolVar(&o.clientGap, "client-gap", true, "add each class's time outside the gateway's root span (the load generator's latency less the span's, in the reference's steady phase) to the model's workload as a fixed delay")
+	flag.StringVar(&o.outside, "outside-spans", extract.OutsideBackground, "where extraction puts the CPU time outside spans: inline or background (the extraction configuration's outside_spans)")
 	flag.Parse()
 	o.small = o.quick
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -233,7 +236,7 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	if err != nil {
 		return err
 	}
-	refX, err := extractModel(ctx, refM.Dir, refRun)
+	refX, err := extractModel(ctx, refM.Dir, refRun, o.outside)
 	if err != nil {
 		return err
 	}
@@ -368,7 +371,7 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	ncIdx := slices.IndexFunc(rows, func(r row) bool { return r.s.Name == "span-cpu-off" })
 	heavy := slices.IndexFunc(rows, func(r row) bool { return r.s.Name == "load-80" })
 	if ncIdx >= 0 && heavy >= 0 {
-		ncX, err := extractModel(ctx, rows[ncIdx].m.Dir, rows[ncIdx].s)
+		ncX, err := extractModel(ctx, rows[ncIdx].m.Dir, rows[ncIdx].s, o.outside)
 		if err != nil {
 			return err
 		}
@@ -394,7 +397,7 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 		loadBefore: loadBefore, loadAfter: loadAfter, busyBefore: busyBefore, busyAfter: busyAfter, pinned: e.pin,
 		phases: e.phases, mix: e.mix, saturation: saturation, perRequest: perRequest, spanShare: spanShare,
 		warnings: refX.Report.Warnings, order: ran, steps: refRun.Steps, stepFor: e.stepSteady(), curves: refX.Report.SpeedCurves,
-		gaps: gaps,
+		gaps: gaps, outside: o.outside,
 	}
 	for _, r := range append(rows, extra...) {
 		rep.rows = append(rep.rows, reportRow{setup: r.s, measured: r.m, predicted: r.pred, adjusted: r.adjusted, speed: r.speed})

@@ -41,7 +41,7 @@ const (
 // extractModel extracts a model from a run's traces and the services'
 // processes' CPU time (once a second), with the host's cores and every
 // service's GOMAXPROCS as its CPU slots.
-func extractModel(ctx context.Context, dir string, s setup) (*extract.Result, error) {
+func extractModel(ctx context.Context, dir string, s setup, outside string) (*extract.Result, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.otlp.jsonl"))
 	if err != nil || len(files) == 0 {
 		return nil, fmt.Errorf("no traces in %s", dir)
@@ -51,9 +51,10 @@ func extractModel(ctx context.Context, dir string, s setup) (*extract.Result, er
 		return nil, err
 	}
 	return extract.Run(ctx, files, "testbed", &extract.Config{
-		Hosts:    map[string]extract.HostConfig{hostName: {Cores: s.ModelCores}},
-		CPUSlots: map[string]int{"*": s.GOMAXPROCS},
-		Metrics:  []string{cpu},
+		Hosts:        map[string]extract.HostConfig{hostName: {Cores: s.ModelCores}},
+		CPUSlots:     map[string]int{"*": s.GOMAXPROCS},
+		Metrics:      []string{cpu},
+		OutsideSpans: outside,
 	})
 }
 

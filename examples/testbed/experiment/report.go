@@ -73,7 +73,10 @@ type report struct {
 	// gaps are the classes' time outside the gateway's root spans in the
 	// reference run (seconds), added to the model's workloads; nil when
 	// left out.
-	gaps     map[string]float64
+	gaps map[string]float64
+	// outside is where extraction put the CPU outside spans
+	// (extract.Config.OutsideSpans).
+	outside  string
 	warnings []string
 	// order is the configurations in the order they ran.
 	order []string
@@ -173,8 +176,8 @@ func (r *report) write(w io.Writer, args []string) {
 	}
 	fmt.Fprintf(w, "- Reference: %.2f ms of service CPU per request, so about %.0f requests/s saturate one core; load levels are fractions of that rate.\n",
 		1000*r.perRequest, r.saturation)
-	fmt.Fprintf(w, "- Span CPU times (perfcast.cpu.time) account for %.0f %% of the CPU time the services' processes used in the reference run; the rest (garbage collection, span export, the HTTP transport's goroutines, the runtime) is in no span. Extraction, given each service's process CPU time as metrics, adds each service's share as CPU at the start of its operations, taken out of the callers' time outside the callee's span.\n\n",
-		100*r.spanShare)
+	fmt.Fprintf(w, "- Span CPU times (perfcast.cpu.time) account for %.0f %% of the CPU time the services' processes used in the reference run; the rest (garbage collection, span export, the HTTP transport's goroutines, the runtime) is in no span. Extraction, given each service's process CPU time as metrics, adds each service's share as %s.\n\n",
+		100*r.spanShare, outsideText(r.outside))
 	if len(r.steps) > 0 {
 		rates := make([]string, len(r.steps))
 		for i, x := range r.steps {
@@ -437,4 +440,12 @@ func formatMix(mix map[string]float64) string {
 		parts = append(parts, fmt.Sprintf("%s %g", k, mix[k]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// outsideText says where extraction puts the CPU time outside spans.
+func outsideText(how string) string {
+	if how == extract.OutsideInline {
+		return "CPU at the start of its operations, taken out of the callers' time outside the callee's span (`-outside-spans inline`)"
+	}
+	return "background work each execution sends to its service (the CPU and the service's CPU slot carry it; no response time includes it), the callers' time outside the callee's span staying as measured (`-outside-spans background`)"
 }
