@@ -290,8 +290,9 @@ func (r *report) write(w io.Writer, args []string) {
 		"  reference's steps show one clear of its standard error; a cost that changes with the\n"+
 		"  load in another way, or between runs but not within one, is not in the model.\n"+
 		"- Background: CPU that does not grow with the load (timers, samplers, the runtimes' idle work)\n"+
-		"  is taken as per-request overhead, since one run does not tell the two apart; where the intercept\n"+
-		"  above stands clear of its standard error, predicted utilization grows too fast with the load.\n"+
+		"  is taken as per-request work, or as a cost falling with the load where the reference's steps\n"+
+		"  show one (the speed curve carries it). The intercept of the line above mixes it with the\n"+
+		"  load effect; at 3 requests/s the testbed's processes used no more CPU than their spans.\n"+
 		"- Two CPUs: in the cores-2 run the catalog's queries take far longer than their CPU time (compare\n"+
 		"  their spans' durations with their perfcast.cpu.time), its four database connections fill, and\n"+
 		"  the recommendations, whose six calls wait for the gateway's pool, fall behind. The catalog's\n"+
@@ -300,9 +301,13 @@ func (r *report) write(w io.Writer, args []string) {
 		"  at GOMAXPROCS 1 cannot show and the model, with two CPU slots, does not have.\n"+
 		"- GOMAXPROCS 2 on one CPU: the cost of two threads per process contending for one CPU (more CPU per\n"+
 		"  request, longer waits) is not in the model, which has two CPU slots per service.\n"+
-		"- CPU outside spans: each service's share is spread evenly over its executions; where it is\n"+
-		"  really spent (before the span, after it, in another goroutine) decides how it delays requests,\n"+
-		"  which the model only approximates.\n"+
+		"- CPU outside spans: each service's share is spread evenly over its executions and runs as\n"+
+		"  background work that delays requests only by queueing; the part a request waits for itself\n"+
+		"  (reading it before its span starts) is in its callers' time outside the span, or, at the\n"+
+		"  gateway, in the client-side delay below.\n"+
+		"- Client-side delay: the reference's time between the load generator and the root spans, per\n"+
+		"  class, added as a fixed delay; it grows with the load (about 0.5 ms at 20 %%, 0.85 ms at 80 %%\n"+
+		"  of saturation), which the fixed delay does not.\n"+
 		"- FIFO slots: a service's CPU slot serves bursts in arrival order, which the Go scheduler does\n"+
 		"  not quite do (it runs the goroutine readied last first).\n"+
 		"- Waiting taken for work: each operation's own time off the CPU, less the waits for the CPU and\n"+
