@@ -335,13 +335,7 @@ func (g *generator) siteWait(caller string, op *opStats) float64 {
 		cv2 := d.variance() / (d.mean() * d.mean())
 		// A window's executions per second times the calls' per
 		// execution and their mean duration: the lock's load there.
-		w := meanOverWindows(wins, width, perExec*d.mean(), a, func(a float64) float64 {
-			if a <= 0 {
-				return 0
-			}
-			a = min(a, loadCap*c)
-			return erlangC(int(c), a) / (c - a)
-		})
+		w := meanOverWindows(wins, width, perExec*d.mean(), a, func(a float64) float64 { return waitFactor(int(c), a) })
 		wait += d.mean() * w * (1 + cv2) / 2 * perExec
 	}
 	return wait
@@ -769,12 +763,14 @@ func (g *generator) elemSteps(elems []*elem) []model.Step {
 		var body []model.Step
 		switch e.kind {
 		case elemCall:
-			// The callee's CPU outside its span (unattributedCPU) is in
-			// the caller's time outside the callee's span, and now in
-			// the callee's steps.
-			outside := g.unattributedOf(e.target)
-			if g.cfg.background() {
-				outside = 0 // not on the request's path: the time stays
+			// Inline (Config.OutsideSpans), the callee's CPU outside its
+			// span (unattributedCPU), which is in the caller's time
+			// outside the callee's span, is now in the callee's steps;
+			// in the background it is on no request's path, and that
+			// time stays as measured.
+			outside := 0.0
+			if !g.cfg.background() {
+				outside = g.unattributedOf(e.target)
 			}
 			switch {
 			case g.waitsBeforeSpan(e.target):
@@ -1169,13 +1165,7 @@ func (g *generator) computeSlotWait(comp string) float64 {
 		return 0
 	}
 	wins, width := g.loadWindows(measured, g.meanDemand)
-	return mean / h.CPU.Speed * (1 + cs2) / 2 * meanOverWindows(wins, width, 1/perServer, a, func(a float64) float64 {
-		if a <= 0 {
-			return 0
-		}
-		a = min(a, loadCap*float64(k))
-		return erlangC(k, a) / (float64(k) - a)
-	})
+	return mean / h.CPU.Speed * (1 + cs2) / 2 * meanOverWindows(wins, width, 1/perServer, a, func(a float64) float64 { return waitFactor(k, a) })
 }
 
 // erlangC is the probability that a request waits in an M/M/c queue with

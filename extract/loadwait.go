@@ -42,10 +42,18 @@ func (g *generator) loadWindows(sel func(id string) bool, demand func(id string)
 	if g.s.Windows == nil {
 		return nil, 0
 	}
+	// The window hosts with a selected operation, sorted.
+	var hosts []*hostWindows
+	for _, host := range g.s.Windows.Hosts() {
+		wh := g.s.Windows.hosts[host]
+		if slices.ContainsFunc(wh.ops, sel) {
+			hosts = append(hosts, wh)
+		}
+	}
 	width := windowWidth
 	total := 0.0
 	first, last := int64(math.MaxInt64), int64(math.MinInt64)
-	for _, wh := range g.s.Windows.hosts {
+	for _, wh := range hosts {
 		for idx, cells := range wh.cells {
 			for op, c := range cells {
 				if c.n > 0 && sel(wh.ops[op]) {
@@ -65,8 +73,7 @@ func (g *generator) loadWindows(sel func(id string) bool, demand func(id string)
 		return nil, 0
 	}
 	wins := map[int64]loadWin{}
-	for _, host := range g.s.Windows.Hosts() {
-		wh := g.s.Windows.hosts[host]
+	for _, wh := range hosts {
 		for _, idx := range slices.Sorted(maps.Keys(wh.cells)) {
 			for op, c := range wh.cells[idx] {
 				id := wh.ops[op]
@@ -147,14 +154,19 @@ func (g *generator) hostWaitFactors() {
 		if mean <= 0 || mean >= float64(c) {
 			continue // no steady state: no wait taken out
 		}
-		g.hostWait[h] = meanOverWindows(wins, width, scale, mean, func(a float64) float64 {
-			if a <= 0 {
-				return 0
-			}
-			a = min(a, loadCap*float64(c))
-			return erlangC(c, a) / (float64(c) - a)
-		})
+		g.hostWait[h] = meanOverWindows(wins, width, scale, mean, func(a float64) float64 { return waitFactor(c, a) })
 	}
+}
+
+// waitFactor is C(c, a)/(c − a), the mean wait of an M/M/c queue in mean
+// service times, at a window's load a (busy servers), capped at loadCap of
+// the servers; 0 without load.
+func waitFactor(c int, a float64) float64 {
+	if a <= 0 || c <= 0 {
+		return 0
+	}
+	a = min(a, loadCap*float64(c))
+	return erlangC(c, a) / (float64(c) - a)
 }
 
 // sumBusy is the busy time of all windows.
