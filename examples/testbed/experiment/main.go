@@ -159,18 +159,22 @@ func reference(rate float64, pin bool) setup {
 }
 
 // stepRates are the rates of the reference's load steps, which alternate
-// between a low and a high load: 15 % and 75 % of the saturation rate the
+// between a low and a high load: 15 % and 65 % of the saturation rate the
 // warm-up measured (without one, 0.3 and 2 times the reference rate), the
 // low never above half the reference rate and the high never below 1.5
 // times it. The wider the loads are apart, the better extraction can tell
 // how the CPU time of the same work changes with the load: on this machine
 // steps of 20 and 100 requests/s measured the slope to ±0.055, where steps
-// of 50 and 84 had left it at ±0.24.
+// of 50 and 84 had left it at ±0.24. The high load stays well below
+// saturation: the warm-up costs less CPU per request than later runs, and
+// at 75 % of its rate one step of an invocation ran at 87 % of the
+// reference's saturation and queued for seconds, which extraction then
+// took for fixed delays.
 func stepRates(rate, saturation float64) (low, high float64) {
 	if saturation <= 0 {
 		return 0.3 * rate, 2 * rate
 	}
-	return min(0.15*saturation, 0.5*rate), max(0.75*saturation, 1.5*rate)
+	return min(0.15*saturation, 0.5*rate), max(0.65*saturation, 1.5*rate)
 }
 
 // loadAverage describes the 1- and 5-minute load averages of
@@ -233,6 +237,10 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	e.phases.Steady *= 2
 	refM, err := e.run(ctx, refRun)
 	e.phases = phases
+	if err != nil {
+		return err
+	}
+	refSteps, err := stepResults(refM.Dir, len(refRun.Steps))
 	if err != nil {
 		return err
 	}
@@ -396,8 +404,8 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 		quick: o.quick, reused: e.reuse, started: started, elapsed: time.Since(started),
 		loadBefore: loadBefore, loadAfter: loadAfter, busyBefore: busyBefore, busyAfter: busyAfter, pinned: e.pin,
 		phases: e.phases, mix: e.mix, saturation: saturation, perRequest: perRequest, spanShare: spanShare,
-		warnings: refX.Report.Warnings, order: ran, steps: refRun.Steps, stepFor: e.stepSteady(), curves: refX.Report.SpeedCurves,
-		gaps: gaps, outside: o.outside,
+		warnings: refX.Report.Warnings, order: ran, steps: refSteps, stepFor: e.stepSteady(), curves: refX.Report.SpeedCurves,
+		gaps: gaps, outside: o.outside, refMean: refM.Load.All.Mean,
 	}
 	for _, r := range append(rows, extra...) {
 		rep.rows = append(rep.rows, reportRow{setup: r.s, measured: r.m, predicted: r.pred, adjusted: r.adjusted, speed: r.speed})

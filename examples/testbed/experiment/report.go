@@ -65,9 +65,9 @@ type report struct {
 	saturation            float64
 	perRequest            float64
 	spanShare             float64
-	// steps are the rates of the reference run's further steps, and
-	// curves what extraction made of them.
-	steps   []float64
+	// steps are the load generator's results of the reference run's
+	// further steps, and curves what extraction made of them.
+	steps   []*loadgen.Result
 	stepFor time.Duration
 	curves  []*extract.SpeedCurve
 	// gaps are the classes' time outside the gateway's root spans in the
@@ -76,7 +76,10 @@ type report struct {
 	gaps map[string]float64
 	// outside is where extraction put the CPU outside spans
 	// (extract.Config.OutsideSpans).
-	outside  string
+	outside string
+	// refMean is the mean response time of the reference's measured
+	// phase, seconds.
+	refMean  float64
 	warnings []string
 	// order is the configurations in the order they ran.
 	order []string
@@ -180,8 +183,15 @@ func (r *report) write(w io.Writer, args []string) {
 		100*r.spanShare, outsideText(r.outside))
 	if len(r.steps) > 0 {
 		rates := make([]string, len(r.steps))
+		var overloaded []string
 		for i, x := range r.steps {
-			rates[i] = fmt.Sprintf("%.1f", x)
+			rates[i] = fmt.Sprintf("%.1f", x.Rate)
+			if x.All != nil && x.All.Mean > 0 {
+				rates[i] += fmt.Sprintf(" (mean %.1f ms)", 1000*x.All.Mean)
+				if r.refMean > 0 && x.All.Mean > 5*r.refMean {
+					overloaded = append(overloaded, fmt.Sprint(i+1))
+				}
+			}
 		}
 		fmt.Fprintf(w, "- The reference run is a stepped load test: after its measured phases the same processes served %s requests/s, %s each (in the traces extraction reads, not in the reference's measured row), so that extraction can see whether the CPU time of the same work changes with the load.",
 			strings.Join(rates, ", "), r.stepFor)
@@ -193,6 +203,9 @@ func (r *report) write(w io.Writer, args []string) {
 			} else {
 				fmt.Fprintf(w, " Host %s: no speed curve (%s).", c.Host, c.Skipped)
 			}
+		}
+		if len(overloaded) > 0 {
+			fmt.Fprintf(w, " **Step %s queued far beyond the reference (more than 5 times its mean response time):** the waits of a system out of steady state are in the traces extraction read, and the model's fixed delays hold them.", strings.Join(overloaded, ", "))
 		}
 		fmt.Fprint(w, "\n\n")
 	}

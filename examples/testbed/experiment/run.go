@@ -247,17 +247,39 @@ func (e *env) run(ctx context.Context, s setup) (*measured, error) {
 	return e.measure(s, dir)
 }
 
-// measure reads what the run of s in dir measured: the load generator's
-// result and the services' CPU time over the steady phase.
-func (e *env) measure(s setup, dir string) (*measured, error) {
-	loadFile := filepath.Join(dir, "load.json")
-	var res loadgen.Result
-	data, err := os.ReadFile(loadFile)
+// readLoad reads a load generator's result.
+func readLoad(path string) (*loadgen.Result, error) {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
+	var res loadgen.Result
 	if err := json.Unmarshal(data, &res); err != nil {
-		return nil, fmt.Errorf("%s: %w", loadFile, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &res, nil
+}
+
+// stepResults reads the load generator's results of the n load steps run
+// after the measured phases in dir.
+func stepResults(dir string, n int) ([]*loadgen.Result, error) {
+	out := make([]*loadgen.Result, n)
+	for i := range n {
+		res, err := readLoad(filepath.Join(dir, fmt.Sprintf("load-step-%d.json", i+1)))
+		if err != nil {
+			return nil, err
+		}
+		out[i] = res
+	}
+	return out, nil
+}
+
+// measure reads what the run of s in dir measured: the load generator's
+// result and the services' CPU time over the steady phase.
+func (e *env) measure(s setup, dir string) (*measured, error) {
+	res, err := readLoad(filepath.Join(dir, "load.json"))
+	if err != nil {
+		return nil, err
 	}
 	cpuSec := 0.0
 	for _, svc := range services {
@@ -272,7 +294,7 @@ func (e *env) measure(s setup, dir string) (*measured, error) {
 		cpuSec += used
 	}
 	perSec := cpuSec / res.SteadySeconds
-	return &measured{Load: &res, CPU: perSec / float64(s.ModelCores), CPUSeconds: perSec, Dir: dir}, nil
+	return &measured{Load: res, CPU: perSec / float64(s.ModelCores), CPUSeconds: perSec, Dir: dir}, nil
 }
 
 func waitHealthy(ctx context.Context, url string) error {
