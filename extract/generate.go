@@ -114,6 +114,7 @@ func (s *State) ModelWith(name string, cfg *Config, est *Estimates) (*model.Mode
 	g.cores()
 	g.speedCurves()
 	g.operations()
+	g.warnSpells()
 	g.workloads()
 	g.rep.Components = len(g.m.Components)
 	g.rep.Workloads = len(g.m.Workloads)

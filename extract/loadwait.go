@@ -1,9 +1,12 @@
 package extract
 
 import (
+	"cmp"
 	"maps"
 	"math"
 	"slices"
+
+	"gonum.org/v1/gonum/stat"
 
 	"github.com/perfcast/perfcast/model"
 )
@@ -31,8 +34,9 @@ const (
 )
 
 // loadWin is one window's expected busy time (executions times mean CPU
-// demand, seconds) and executions.
-type loadWin struct{ busy, n float64 }
+// demand, seconds), executions, and their own time off the CPU (own time
+// less the spans' CPU time where every span carries it, seconds).
+type loadWin struct{ busy, n, off float64 }
 
 // loadWindows returns, in time order, the windows of the executions of the
 // operations sel selects (by id), with their width in seconds; nil when
@@ -84,6 +88,10 @@ func (g *generator) loadWindows(sel func(id string) bool, demand func(id string)
 				lw := wins[k]
 				lw.busy += c.n * demand(id)
 				lw.n += c.n
+				lw.off += c.own
+				if c.cpuN == c.n {
+					lw.off -= c.cpu
+				}
 				wins[k] = lw
 			}
 		}
@@ -176,4 +184,59 @@ func sumBusy(wins []loadWin) float64 {
 		s += w.busy
 	}
 	return s
+}
+
+// Spells: windows whose executions spent far longer in the operation
+// itself than in its median window, a spellFactor times or more, and hold
+// spellShare or more of its time off the CPU.
+const (
+	spellFactor = 10
+	spellShare  = 0.25
+)
+
+// warnSpells warns about operations whose time off the CPU comes for a
+// large part from a short spell: queueing for something the model does
+// not have (a pool, a lock inside the span) during an overload, or a
+// stalled machine. Extraction keeps the mean, so the model's fixed delay
+// holds that spell at every load.
+func (g *generator) warnSpells() {
+	for _, id := range slices.Sorted(maps.Keys(g.s.ops)) {
+		wins, width := g.loadWindows(func(op string) bool { return op == id }, func(string) float64 { return 0 })
+		if len(wins) < 4 {
+			continue
+		}
+		total, n := 0.0, 0.0
+		means := make([]float64, 0, len(wins))
+		weights := make([]float64, 0, len(wins))
+		for _, w := range wins {
+			total, n = total+w.off, n+w.n
+			means = append(means, w.off/w.n)
+			weights = append(weights, w.n)
+		}
+		if total <= 0 || n <= 0 {
+			continue
+		}
+		order := make([]int, len(means))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(means[a], means[b]) })
+		x, wt := make([]float64, len(order)), make([]float64, len(order))
+		for k, i := range order {
+			x[k], wt[k] = means[i], weights[i]
+		}
+		median := stat.Quantile(0.5, stat.Empirical, x, wt)
+		limit := spellFactor * max(median, minLatency)
+		var spell, spellN float64
+		count := 0
+		for _, w := range wins {
+			if w.off/w.n > limit {
+				spell, spellN, count = spell+w.off, spellN+w.n, count+1
+			}
+		}
+		if spell >= spellShare*total {
+			g.rep.warnf("%s: %.0f %% of its time off the CPU falls in %d window(s) of %.0f s holding %.1f %% of its executions, more than %d times the median window's %.3gms per execution: a spell of overload or a stall, which the model's fixed delay now holds at every load; extract from a steady period",
+				id, 100*spell/total, count, width, 100*spellN/n, spellFactor, median*1e3)
+		}
+	}
 }

@@ -3,12 +3,16 @@ package extract_test
 import (
 	"context"
 	"math"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/perfcast/perfcast/extract"
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/solve"
 	"github.com/perfcast/perfcast/solve/sim"
+	"github.com/perfcast/perfcast/tracegen"
 )
 
 // slotStepModel is a Go service with one CPU slot (GOMAXPROCS 1) alone on
@@ -80,5 +84,76 @@ func TestWaitsAtEachLoad(t *testing.T) {
 	// exponential fit's mean: 5 % in all.
 	if math.Abs(got-want)/want > 0.05 {
 		t.Errorf("predicted %.4g ms at 90/s, want %.4g ms", got*1e3, want*1e3)
+	}
+}
+
+// spellModel is a service with 2 ms of CPU and 1 ms off the CPU per
+// request.
+const spellModel = `perfcast: 1
+hosts:
+  app: {cpu: {cores: 1}}
+components:
+  svc:
+    host: app
+    operations:
+      op: {steps: [{cpu: exp(2ms)}, {delay: exp(1ms)}]}
+workload:
+  w:
+    open: {rate: 30/s}
+    steps: [{call: svc/op}]
+`
+
+// A spell of 6 s in which the operation spends 300 ms off the CPU, in
+// 90 s of traces, is named in a warning; the same traces without it are
+// not.
+func TestSpellWarning(t *testing.T) {
+	m, err := model.Parse([]byte(spellModel), "spell.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stalled, err := m.Clone()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stalled.Component("svc").Operation("op").Steps[1].Demand = model.Exp(0.3)
+	dir := t.TempDir()
+	record := func(name string, m *model.Model, seed uint64, offset, seconds float64) string {
+		path := filepath.Join(dir, name)
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		w := tracegen.NewWriter(f, tracegen.Options{Seed: seed, Base: tracegen.DefaultBase + int64(offset*1e9)})
+		if _, err := sim.Record(context.Background(), m, sim.RecordOptions{Seed: seed, Requests: int64(30 * seconds)}, w.Add); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	before := record("before.jsonl", m, 1, 0, 60)
+	spell := record("spell.jsonl", stalled, 2, 61, 6)
+	after := record("after.jsonl", m, 3, 68, 30)
+	warned := func(paths ...string) string {
+		x, err := extract.Run(context.Background(), paths, "x", &extract.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range x.Report.Warnings {
+			if strings.Contains(w, "spell of overload") {
+				return w
+			}
+		}
+		return ""
+	}
+	if w := warned(before, spell, after); !strings.Contains(w, "svc/op") {
+		t.Errorf("no warning of the spell: %q", w)
+	} else {
+		t.Log(w)
+	}
+	if w := warned(before, after); w != "" {
+		t.Errorf("a spell where there was none: %s", w)
 	}
 }
