@@ -38,35 +38,56 @@ const (
 // less the spans' CPU time where every span carries it, seconds).
 type loadWin struct{ busy, n, off float64 }
 
+// opCell is one operation's cell of a window host, with its start
+// (Unix nanoseconds) and that host's window width.
+type opCell struct {
+	id           string
+	start, width int64
+	c            cell
+}
+
+// cellsOf returns the cells with executions of the operations sel selects
+// (by id), host by host in sorted order and in time order within a host.
+func (g *generator) cellsOf(sel func(id string) bool) []opCell {
+	if g.s.Windows == nil {
+		return nil
+	}
+	var out []opCell
+	for _, host := range g.s.Windows.Hosts() {
+		wh := g.s.Windows.hosts[host]
+		if !slices.ContainsFunc(wh.ops, sel) {
+			continue
+		}
+		for _, idx := range slices.Sorted(maps.Keys(wh.cells)) {
+			for op, c := range wh.cells[idx] {
+				if c.n > 0 && sel(wh.ops[op]) {
+					out = append(out, opCell{id: wh.ops[op], start: idx * wh.width, width: wh.width, c: c})
+				}
+			}
+		}
+	}
+	return out
+}
+
 // loadWindows returns, in time order, the windows of the executions of the
 // operations sel selects (by id), with their width in seconds; nil when
 // the traces hold fewer than two such windows. demand gives an operation's
 // mean CPU time per execution.
 func (g *generator) loadWindows(sel func(id string) bool, demand func(id string) float64) ([]loadWin, float64) {
-	if g.s.Windows == nil {
-		return nil, 0
-	}
-	// The window hosts with a selected operation, sorted.
-	var hosts []*hostWindows
-	for _, host := range g.s.Windows.Hosts() {
-		wh := g.s.Windows.hosts[host]
-		if slices.ContainsFunc(wh.ops, sel) {
-			hosts = append(hosts, wh)
-		}
-	}
+	return groupWindows(g.cellsOf(sel), demand)
+}
+
+// groupWindows groups cells into windows of at least loadWindow holding
+// loadWindowExecutions executions on average, and returns them in time
+// order with their width in seconds; nil when fewer than two windows fit.
+func groupWindows(cells []opCell, demand func(id string) float64) ([]loadWin, float64) {
 	width := windowWidth
 	total := 0.0
 	first, last := int64(math.MaxInt64), int64(math.MinInt64)
-	for _, wh := range hosts {
-		for idx, cells := range wh.cells {
-			for op, c := range cells {
-				if c.n > 0 && sel(wh.ops[op]) {
-					width = max(width, wh.width)
-					total += c.n
-					first, last = min(first, idx*wh.width), max(last, (idx+1)*wh.width)
-				}
-			}
-		}
+	for _, oc := range cells {
+		width = max(width, oc.width)
+		total += oc.c.n
+		first, last = min(first, oc.start), max(last, oc.start+oc.width)
 	}
 	if total == 0 || last <= first {
 		return nil, 0
@@ -77,24 +98,16 @@ func (g *generator) loadWindows(sel func(id string) bool, demand func(id string)
 		return nil, 0
 	}
 	wins := map[int64]loadWin{}
-	for _, wh := range hosts {
-		for _, idx := range slices.Sorted(maps.Keys(wh.cells)) {
-			for op, c := range wh.cells[idx] {
-				id := wh.ops[op]
-				if c.n <= 0 || !sel(id) {
-					continue
-				}
-				k := floorDiv(idx*wh.width-first, w)
-				lw := wins[k]
-				lw.busy += c.n * demand(id)
-				lw.n += c.n
-				lw.off += c.own
-				if c.cpuN == c.n {
-					lw.off -= c.cpu
-				}
-				wins[k] = lw
-			}
+	for _, oc := range cells {
+		k := floorDiv(oc.start-first, w)
+		lw := wins[k]
+		lw.busy += oc.c.n * demand(oc.id)
+		lw.n += oc.c.n
+		lw.off += oc.c.own
+		if oc.c.cpuN == oc.c.n {
+			lw.off -= oc.c.cpu
 		}
+		wins[k] = lw
 	}
 	out := make([]loadWin, 0, len(wins))
 	for _, k := range slices.Sorted(maps.Keys(wins)) {
@@ -200,30 +213,27 @@ const (
 // stalled machine. Extraction keeps the mean, so the model's fixed delay
 // holds that spell at every load.
 func (g *generator) warnSpells() {
-	for _, id := range slices.Sorted(maps.Keys(g.s.ops)) {
-		wins, width := g.loadWindows(func(op string) bool { return op == id }, func(string) float64 { return 0 })
+	byOp := map[string][]opCell{}
+	for _, oc := range g.cellsOf(func(string) bool { return true }) {
+		byOp[oc.id] = append(byOp[oc.id], oc)
+	}
+	for _, id := range slices.Sorted(maps.Keys(byOp)) {
+		wins, width := groupWindows(byOp[id], func(string) float64 { return 0 })
 		if len(wins) < 4 {
 			continue
 		}
 		total, n := 0.0, 0.0
-		means := make([]float64, 0, len(wins))
-		weights := make([]float64, 0, len(wins))
 		for _, w := range wins {
 			total, n = total+w.off, n+w.n
-			means = append(means, w.off/w.n)
-			weights = append(weights, w.n)
 		}
 		if total <= 0 || n <= 0 {
 			continue
 		}
-		order := make([]int, len(means))
-		for i := range order {
-			order[i] = i
-		}
-		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(means[a], means[b]) })
-		x, wt := make([]float64, len(order)), make([]float64, len(order))
-		for k, i := range order {
-			x[k], wt[k] = means[i], weights[i]
+		sorted := slices.Clone(wins)
+		slices.SortStableFunc(sorted, func(a, b loadWin) int { return cmp.Compare(a.off/a.n, b.off/b.n) })
+		x, wt := make([]float64, len(sorted)), make([]float64, len(sorted))
+		for k, w := range sorted {
+			x[k], wt[k] = w.off/w.n, w.n
 		}
 		median := stat.Quantile(0.5, stat.Empirical, x, wt)
 		limit := spellFactor * max(median, minLatency)
