@@ -3,7 +3,6 @@ package extract_test
 import (
 	"context"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,7 +11,6 @@ import (
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/solve"
 	"github.com/perfcast/perfcast/solve/sim"
-	"github.com/perfcast/perfcast/tracegen"
 )
 
 // slotStepModel is a Go service with one CPU slot (GOMAXPROCS 1) alone on
@@ -117,25 +115,10 @@ func TestSpellWarning(t *testing.T) {
 	}
 	stalled.Component("svc").Operation("op").Steps[1].Demand = model.Exp(0.3)
 	dir := t.TempDir()
-	record := func(name string, m *model.Model, seed uint64, offset, seconds float64) string {
-		path := filepath.Join(dir, name)
-		f, err := os.Create(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		w := tracegen.NewWriter(f, tracegen.Options{Seed: seed, Base: tracegen.DefaultBase + int64(offset*1e9)})
-		if _, err := sim.Record(context.Background(), m, sim.RecordOptions{Seed: seed, Requests: int64(30 * seconds)}, w.Add); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	before := record("before.jsonl", m, 1, 0, 60)
-	spell := record("spell.jsonl", stalled, 2, 61, 6)
-	after := record("after.jsonl", m, 3, 68, 30)
+	before, spell, after := filepath.Join(dir, "before.jsonl"), filepath.Join(dir, "spell.jsonl"), filepath.Join(dir, "after.jsonl")
+	record(t, before, m, 1, 0, 30*60)
+	record(t, spell, stalled, 2, 61, 30*6)
+	record(t, after, m, 3, 68, 30*30)
 	warned := func(paths ...string) string {
 		x, err := extract.Run(context.Background(), paths, "x", &extract.Config{})
 		if err != nil {

@@ -46,22 +46,29 @@ func steps(t *testing.T, m *model.Model, rates []float64, seconds float64) []str
 		}
 		mi.Workloads[0].Open.Rate = rate
 		path := filepath.Join(dir, fmt.Sprintf("step-%d.otlp.jsonl", i))
-		f, err := os.Create(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := tracegen.NewWriter(f, tracegen.Options{Seed: uint64(i + 1), Base: tracegen.DefaultBase + int64(i)*int64(2*seconds*1e9)})
-		r, err := sim.Record(context.Background(), mi, sim.RecordOptions{Seed: uint64(i + 1), Requests: int64(rate * seconds)}, w.Add)
-		if err != nil || !r.Stable {
-			t.Fatalf("record: %v %v", err, r)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
+		record(t, path, mi, uint64(i+1), float64(i)*2*seconds, int64(rate*seconds))
 		paths = append(paths, path)
 	}
 	return paths
+}
+
+// record writes to path the traces of the given number of requests of m,
+// simulated with seed, starting offset seconds after tracegen's base time.
+func record(t *testing.T, path string, m *model.Model, seed uint64, offset float64, requests int64) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := tracegen.NewWriter(f, tracegen.Options{Seed: seed, Base: tracegen.DefaultBase + int64(offset*1e9)})
+	r, err := sim.Record(context.Background(), m, sim.RecordOptions{Seed: seed, Requests: requests}, w.Add)
+	if err != nil || !r.Stable {
+		t.Fatalf("record: %v %v", err, r)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // An extraction from a load test alternating two rates recovers the curve
