@@ -221,26 +221,13 @@ func (g *generator) unattributedOf(id string) float64 {
 	return g.unattributed[op.component]
 }
 
-// outsideOperations gives every component whose executions send their CPU
-// time outside spans to the background (Config.OutsideSpans) the operation
-// that receives it: that CPU time, exponential, in one of the component's
-// CPU slots when it has them.
-func (g *generator) outsideOperations(comps map[string]*model.Component) {
-	for _, name := range slices.Sorted(maps.Keys(comps)) {
+// outsideOperations gives every component of comps that sends (the set
+// sends) its CPU time outside spans to the background (Config.OutsideSpans)
+// the operation that receives it: that CPU time, exponential, in one of the
+// component's CPU slots when it has them.
+func (g *generator) outsideOperations(comps map[string]*model.Component, sends map[string]bool) {
+	for _, name := range slices.Sorted(maps.Keys(sends)) {
 		d := g.unattributed[name]
-		if d <= 0 {
-			continue
-		}
-		sends := false
-		for _, id := range slices.Sorted(maps.Keys(g.s.ops)) {
-			if g.s.ops[id].component == name && g.unattributedOf(id) > 0 {
-				sends = true
-				break
-			}
-		}
-		if !sends {
-			continue
-		}
 		steps := []model.Step{{Kind: model.StepCPU, Demand: model.Exp(d)}}
 		if k := g.cfg.cpuSlots(name); k > 0 {
 			steps = holdCPU(steps, g.cpuSlotsResource(name, k))

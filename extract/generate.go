@@ -451,6 +451,7 @@ func (g *generator) operations() {
 	g.declared()
 	g.bins = g.paramBins()
 	comps := map[string]*model.Component{}
+	sendsOutside := map[string]bool{} // components whose executions send CPU outside spans
 	ids := slices.Sorted(maps.Keys(g.s.ops))
 	noCPU := []string{}
 	for _, id := range ids {
@@ -520,6 +521,7 @@ func (g *generator) operations() {
 			first := model.Step{Kind: model.StepCPU, Demand: model.Exp(d)}
 			if g.cfg.background() {
 				first = model.Step{Kind: model.StepSend, Target: op.component + "/" + OutsideSpansOperation}
+				sendsOutside[op.component] = true
 			}
 			o.Steps = append([]model.Step{first}, o.Steps...)
 		}
@@ -536,9 +538,7 @@ func (g *generator) operations() {
 		c.Operations = append(c.Operations, o)
 		g.rep.Operations++
 	}
-	if g.cfg.background() {
-		g.outsideOperations(comps)
-	}
+	g.outsideOperations(comps, sendsOutside)
 	g.rep.CPUMeasured = len(noCPU) == 0 && len(ids) > 0
 	if len(noCPU) > 0 {
 		g.rep.warnf("no CPU time (perfcast.cpu.time) and no utilization metrics (--metrics) for %d of %d operations; their own time (duration minus calls), less the wait for the CPU it implies at the observed load, is taken as CPU demand, which overstates CPU where they wait for locks, I/O or unmodeled systems: %s",
@@ -962,12 +962,8 @@ func (g *generator) cores() {
 		if h == nil {
 			continue
 		}
-		d := op.self.sum
-		if op.cpu.n == op.count && op.count > 0 {
-			d = op.cpu.sum
-		} else if r, ok := g.est.PerOp[g.s.opID(op)]; ok && r.CPU > 0 {
-			d = r.CPU * float64(op.count)
-		} else {
+		d, own := g.cpuTotal(op)
+		if own {
 			g.ownBusy[h] += d / span
 		}
 		g.busy[h] += d / span
@@ -1009,16 +1005,27 @@ func (g *generator) speedCurves() {
 // nothing measures its CPU (see ownScales); 1 for operations with measured or
 // estimated CPU.
 func (g *generator) ownScale(op *opStats) float64 {
-	if op.cpu.n == op.count && op.count > 0 {
-		return 1
-	}
-	if r, ok := g.est.PerOp[g.s.opID(op)]; ok && r.CPU > 0 {
+	if _, own := g.cpuTotal(op); !own {
 		return 1
 	}
 	if f, ok := g.scales[g.hostOf[op.component]]; ok {
 		return f
 	}
 	return 1
+}
+
+// cpuTotal is the CPU time all executions of op take: their spans' CPU
+// times when every span carries one, else the demand estimated from
+// utilization metrics, else (own) their own times, of which ownScale
+// then keeps a share.
+func (g *generator) cpuTotal(op *opStats) (d float64, own bool) {
+	if op.cpu.n == op.count && op.count > 0 {
+		return op.cpu.sum, false
+	}
+	if r, ok := g.est.PerOp[g.s.opID(op)]; ok && r.CPU > 0 {
+		return r.CPU * float64(op.count), false
+	}
+	return op.self.sum, true
 }
 
 // ownScales decides, per host, the share of own time that is CPU demand for

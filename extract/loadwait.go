@@ -124,13 +124,8 @@ func (g *generator) meanDemand(id string) float64 {
 	if op == nil || op.count == 0 {
 		return 0
 	}
-	d := op.self.sum / float64(op.count) * g.ownScale(op)
-	if op.cpu.n == op.count {
-		d = op.cpu.sum / float64(op.count)
-	} else if r, ok := g.est.PerOp[g.s.opID(op)]; ok && r.CPU > 0 {
-		d = r.CPU
-	}
-	return d + g.unattributed[op.component]
+	d, _ := g.cpuTotal(op)
+	return d/float64(op.count)*g.ownScale(op) + g.unattributed[op.component]
 }
 
 // meanOverWindows is the mean of f(a) over the executions in wins, a being

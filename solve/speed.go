@@ -103,6 +103,21 @@ func ResolveSpeeds(ctx context.Context, m *model.Model, solve SolveFunc) (*model
 	return apply(base), factors, nil
 }
 
+// SolveWithSpeeds solves m by final after ResolveSpeeds, with candidate
+// solving the candidates of the closed-workload iteration, and records the
+// factors in the result: how a solver applies speed curves.
+func SolveWithSpeeds(ctx context.Context, m *model.Model, candidate, final SolveFunc) (*Result, error) {
+	resolved, factors, err := ResolveSpeeds(ctx, m, candidate)
+	if err != nil {
+		return nil, err
+	}
+	res, err := final(ctx, resolved)
+	if res != nil {
+		res.SpeedFactors = factors
+	}
+	return res, err
+}
+
 // openFixedPoint solves f = SpeedAt(curve, u0/f) by bisection between the
 // curve's smallest and largest factors, where a solution lies since the
 // right side stays between them.

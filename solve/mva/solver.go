@@ -31,15 +31,7 @@ func (s Solver) Solve(ctx context.Context, m *model.Model, _ solve.Options) (*so
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	resolved, factors, err := solve.ResolveSpeeds(ctx, m, s.solve)
-	if err != nil {
-		return nil, fmt.Errorf("mva: %w", err)
-	}
-	res, err := s.solve(ctx, resolved)
-	if res != nil {
-		res.SpeedFactors = factors
-	}
-	return res, err
+	return solve.SolveWithSpeeds(ctx, m, s.solve, s.solve)
 }
 
 func (s Solver) solve(ctx context.Context, m *model.Model) (*solve.Result, error) {

@@ -307,17 +307,9 @@ type config struct {
 func (s simulator) Solve(ctx context.Context, m *model.Model, opts solve.Options) (*solve.Result, error) {
 	quick := opts
 	quick.Precision, quick.Progress = max(opts.Precision, 0.05), nil
-	resolved, factors, err := solve.ResolveSpeeds(ctx, m, func(ctx context.Context, c *model.Model) (*solve.Result, error) {
-		return s.solve(ctx, c, quick)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("simulate %s: %w", modelName(m), err)
-	}
-	res, err := s.solve(ctx, resolved, opts)
-	if res != nil {
-		res.SpeedFactors = factors
-	}
-	return res, err
+	return solve.SolveWithSpeeds(ctx, m,
+		func(ctx context.Context, c *model.Model) (*solve.Result, error) { return s.solve(ctx, c, quick) },
+		func(ctx context.Context, c *model.Model) (*solve.Result, error) { return s.solve(ctx, c, opts) })
 }
 
 func (simulator) solve(ctx context.Context, m *model.Model, opts solve.Options) (*solve.Result, error) {
