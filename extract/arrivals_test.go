@@ -42,7 +42,7 @@ func TestArrivalCVIgnoresRamps(t *testing.T) {
 	poisson := 0
 	for range 200 {
 		e := arrivals(r, 20, 10, 60, 1)
-		if arrivalCV(e, float64(e.count)/80) == 1 {
+		if arrivalCV(e, float64(e.count)/80, &activity{}) == 1 {
 			poisson++
 		}
 	}
@@ -58,7 +58,7 @@ func TestArrivalCVSeesBatches(t *testing.T) {
 	const runs = 50
 	for range runs {
 		e := arrivals(r, 15, 10, 300, 2)
-		cv := arrivalCV(e, float64(e.count)/320)
+		cv := arrivalCV(e, float64(e.count)/320, &activity{})
 		if cv == 1 {
 			t.Fatalf("batched arrivals taken for Poisson")
 		}

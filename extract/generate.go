@@ -41,9 +41,13 @@ type Report struct {
 	Components int   `json:"components"`
 	Operations int   `json:"operations"`
 	Workloads  int   `json:"workloads"`
-	// Duration is the observed time between the first and last request, in
-	// seconds.
+	// Duration is the time the traces cover, in seconds: from the first to
+	// the last request, less the idle stretches.
 	Duration float64 `json:"duration"`
+	// IdleSeconds is the length of the idle stretches: pauses without
+	// requests far longer than the traces' rate explains (the time between
+	// two load tests), left out of Duration and so of rates and loads.
+	IdleSeconds float64 `json:"idle_seconds,omitempty"`
 	// CPUMeasured tells whether demands come from measured CPU times.
 	CPUMeasured bool `json:"cpu_measured"`
 	// Evidence lists, per construct, what it was inferred from.
@@ -104,6 +108,15 @@ func (s *State) ModelWith(name string, cfg *Config, est *Estimates) (*model.Mode
 		rep: &Report{Traces: s.Traces, Spans: s.Spans, Modeled: s.Modeled, Partial: s.Partial,
 			Evidence: []string{}, Warnings: []string{}, Fits: map[string]map[string]float64{}}}
 	g.rep.Duration = s.span()
+	if a := s.activity(); len(a.gaps) > 0 {
+		g.rep.IdleSeconds = a.idle
+		longest := 0.0
+		for _, gap := range a.gaps {
+			longest = max(longest, float64(gap.to-gap.from))
+		}
+		g.rep.evidencef("the traces pause %d times without a request (%.0f s in all, the longest %.0f s), each pause at least %d s long and %d times the traces' mean interarrival time: rates and loads are taken over the %.0f s of activity",
+			len(a.gaps), a.idle, longest, idleMinSeconds, idleArrivals, a.span)
+	}
 	if est.Report != nil {
 		g.rep.Demands = est.Report
 		g.rep.Warnings = append(g.rep.Warnings, est.Report.Warnings...)
@@ -891,7 +904,7 @@ func (g *generator) workloads() {
 		if span > 0 {
 			rate = round(float64(e.count)/span, 4)
 		}
-		cv := arrivalCV(e, rate)
+		cv := arrivalCV(e, rate, g.s.activity())
 		w.Open = &model.Open{Rate: rate, CV: cv}
 		if cv != 1 {
 			g.rep.evidencef("workload %s: arrival counts per second vary %.2g times as much as Poisson arrivals would: interarrival cv %.2g", w.Name, cv*cv, cv)
@@ -911,8 +924,10 @@ func (g *generator) workloads() {
 // changes slowly (a ramp-up, a daily cycle) does not pass for burstiness.
 // Without at least 30 windows and 10 arrivals per second, or when the index
 // is within two standard errors of 1 (sqrt(3/(n-1)) for n windows of
-// Poisson counts), arrivals are taken as Poisson (cv 1).
-func arrivalCV(e *entryStats, rate float64) float64 {
+// Poisson counts), arrivals are taken as Poisson (cv 1). Seconds in idle
+// stretches (gaps) and next to them are left out, and no difference is
+// taken across a gap.
+func arrivalCV(e *entryStats, rate float64, gaps *activity) float64 {
 	if rate < 10 || len(e.perSecond) < 30 {
 		return 1
 	}
@@ -921,23 +936,29 @@ func arrivalCV(e *entryStats, rate float64) float64 {
 		secs = append(secs, s)
 	}
 	sort.Slice(secs, func(i, j int) bool { return secs[i] < secs[j] })
-	// Whole seconds only: leave out the first and last, which are partial.
-	var n, sum, diff2 float64
-	prev := 0.0
+	// Whole seconds only: leave out the first and last, which are partial,
+	// and those next to an idle stretch.
+	var n, pairs, sum, diff2 float64
+	prev, havePrev := 0.0, false
 	for sec := secs[0] + 1; sec < secs[len(secs)-1]; sec++ {
+		if gaps.in(sec) || gaps.in(sec-1) || gaps.in(sec+1) {
+			havePrev = false
+			continue
+		}
 		c := float64(e.perSecond[sec])
-		if n > 0 {
+		if havePrev {
 			diff2 += (c - prev) * (c - prev)
+			pairs++
 		}
 		n++
 		sum += c
-		prev = c
+		prev, havePrev = c, true
 	}
-	if n < 30 {
+	if n < 30 || pairs < 2 {
 		return 1
 	}
 	mean := sum / n
-	index := diff2 / (2 * (n - 1)) / mean
+	index := diff2 / (2 * pairs) / mean
 	if math.Abs(index-1) <= 2*math.Sqrt(3/(n-1)) {
 		return 1
 	}

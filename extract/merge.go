@@ -1,5 +1,11 @@
 package extract
 
+import (
+	"maps"
+	"slices"
+	"sort"
+)
+
 // Merge adds the state o, folded from traces disjoint from those of s, into
 // s. Afterwards s is the state of all their traces. o must not be used
 // afterwards: Merge may take parts of it over.
@@ -112,17 +118,96 @@ func mergeElems(a, b []*elem) {
 	}
 }
 
-// span is the observed time between the first and the last arrival, in
-// seconds, widened by one mean interarrival time so that n arrivals measure
-// n intervals.
+// span is the time the traces cover, in seconds, as rates and loads are
+// computed: from the first to the last arrival, widened by one mean
+// interarrival time so that n arrivals measure n intervals, less the idle
+// stretches (see activity).
 func (s *State) span() float64 {
+	a := s.activity()
+	return a.span
+}
+
+// Idle stretches: at least idleMinSeconds whole seconds without an arrival,
+// in which the traces' rate would have brought idleArrivals or more. At any
+// steady rate a Poisson stream leaves such a gap with probability below
+// e^-20; a gap that long is a pause of the system's use (a night, the time
+// between two load tests), whose length says nothing about the rates.
+const (
+	idleMinSeconds = 10
+	idleArrivals   = 20
+)
+
+// activity is when the traces' requests arrived.
+type activity struct {
+	// n counts the requests, first and last bound their arrivals (Unix
+	// nanoseconds): the key of the cache.
+	n, first, last int64
+	// span is the covered time less the idle stretches, in seconds.
+	span float64
+	// gaps are the idle stretches, whole Unix seconds [from, to), in order.
+	gaps []idleGap
+	// idle is their length in seconds.
+	idle float64
+}
+
+// idleGap is an idle stretch of whole seconds [from, to).
+type idleGap struct{ from, to int64 }
+
+// in tells whether second sec is in one of the gaps.
+func (a *activity) in(sec int64) bool {
+	i := sort.Search(len(a.gaps), func(i int) bool { return a.gaps[i].to > sec })
+	return i < len(a.gaps) && a.gaps[i].from <= sec
+}
+
+// activity finds the idle stretches from the arrivals per second: a
+// stretch of empty seconds is idle when it is idleMinSeconds long and the
+// rate over the time outside the idle stretches would have brought
+// idleArrivals into it. Removing a stretch raises that rate, so the test is
+// repeated until no further stretch qualifies. The result is cached until
+// the state changes.
+func (s *State) activity() *activity {
 	var n int64
 	for _, e := range s.entries {
 		n += e.count
 	}
-	if n < 2 || s.Last <= s.First {
-		return 0
+	if a := s.active; a != nil && a.n == n && a.first == s.First && a.last == s.Last {
+		return a
 	}
-	d := seconds(s.Last - s.First)
-	return d * float64(n) / float64(n-1)
+	a := &activity{n: n, first: s.First, last: s.Last}
+	s.active = a
+	if n < 2 || s.Last <= s.First {
+		return a
+	}
+	total := seconds(s.Last-s.First) * float64(n) / float64(n-1)
+	a.span = total
+	seen := map[int64]bool{}
+	for _, e := range s.entries {
+		for sec := range e.perSecond {
+			seen[sec] = true
+		}
+	}
+	secs := slices.Sorted(maps.Keys(seen))
+	var empty []idleGap
+	for i := 1; i < len(secs); i++ {
+		if secs[i]-secs[i-1]-1 >= idleMinSeconds {
+			empty = append(empty, idleGap{secs[i-1] + 1, secs[i]})
+		}
+	}
+	for {
+		rate := float64(n) / (total - a.idle)
+		var gaps []idleGap
+		idle := 0.0
+		for _, g := range empty {
+			if l := float64(g.to - g.from); rate*l >= idleArrivals {
+				gaps = append(gaps, g)
+				idle += l
+			}
+		}
+		if len(gaps) == len(a.gaps) {
+			break
+		}
+		a.gaps, a.idle = gaps, idle
+	}
+	a.span = total - a.idle
+	return a
 }

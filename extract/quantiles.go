@@ -102,8 +102,9 @@ func (s *State) OperationCPU(id string) (t Times, ok bool) {
 
 // Duration is the observed time over which the requests arrived, in
 // seconds, as the rates in models and in Measured are computed: from the
-// first to the last arrival, widened by one mean interarrival time. It is 0
-// with fewer than two requests.
+// first to the last arrival, widened by one mean interarrival time, less the
+// idle stretches (pauses far longer than the rate explains). It is 0 with
+// fewer than two requests.
 func (s *State) Duration() float64 { return s.span() }
 
 // Machines returns the machines (the host.name of its spans) the

@@ -16,11 +16,15 @@ import (
 
 // Speed curves: windows of curveWindow seconds; at least curveMinWindows of
 // them, with a spread of the load (10th to 90th percentile) of at least
-// curveMinSpread of a core, before a slope is looked for.
+// curveMinSpread of a core, before a slope is looked for. A pause of
+// curveGap windows or more without work starts a new segment; segments of
+// fewer than curveMinSegment windows are left out.
 const (
 	curveWindow     = 5
 	curveMinWindows = 12
 	curveMinSpread  = 0.1
+	curveGap        = 3
+	curveMinSegment = 4
 )
 
 // SpeedCurve is what extraction found on one host about the CPU time the
@@ -41,10 +45,14 @@ type SpeedCurve struct {
 	Source  string  `json:"source"`
 	Windows int     `json:"windows"`
 	Window  float64 `json:"window"`
+	// Segments counts the stretches of traces without a pause that the
+	// fit used; each has its own level and trend in time.
+	Segments int `json:"segments,omitempty"`
 	// Intercept and Slope describe the cost ratio (measured over expected
 	// CPU time) against the expected utilization, a fraction of the host's
-	// cores, at the traces' mean time (a linear trend in time is fitted
-	// alongside); SlopeSE is the slope's standard error (Newey–West).
+	// cores, at each segment's mean time (a linear trend in time per
+	// segment is fitted alongside; Intercept is the segments' mean level);
+	// SlopeSE is the slope's standard error (Newey–West).
 	Intercept float64 `json:"intercept"`
 	Slope     float64 `json:"slope"`
 	SlopeSE   float64 `json:"slope_se"`
@@ -162,24 +170,27 @@ func meanDemands(h *hostWindows, perOp map[string]estimate.Result) (map[string]f
 // (Bartlett weights over √n windows), since the windows' residuals are
 // correlated in time when the machine's speed wanders. Traces whose load
 // only rises or only falls over time cannot tell the two apart and give a
-// large standard error. The first and last windows (partly covered) are
-// left out.
+// large standard error.
+//
+// Traces with pauses (curveGap windows or more without work, such as
+// several load tests an hour apart) are cut into segments there, and each
+// segment gets its own level and trend: the machine's speed after a pause
+// need not continue its line before it. The first and last window of each
+// segment (partly covered) are left out, and so are segments shorter than
+// curveMinSegment windows.
 func (c *SpeedCurve) fit(wins map[int64]curveWin, cores float64) {
-	keys := slices.Sorted(maps.Keys(wins))
-	if len(keys) > 2 {
-		keys = keys[1 : len(keys)-1]
-	}
 	var x, t, y []float64
+	var seg []int
 	var busy, work float64
-	for _, k := range keys {
-		win := wins[k]
-		if win.work <= 0 || win.busy <= 0 {
-			continue
+	for i, keys := range curveSegments(wins) {
+		for _, k := range keys {
+			win := wins[k]
+			x = append(x, win.work/curveWindow/cores)
+			t = append(t, float64(k-keys[0])*curveWindow/60) // minutes
+			y = append(y, win.busy/win.work)
+			seg = append(seg, i)
+			busy, work = busy+win.busy, work+win.work
 		}
-		x = append(x, win.work/curveWindow/cores)
-		t = append(t, float64(k-keys[0])*curveWindow/60) // minutes
-		y = append(y, win.busy/win.work)
-		busy, work = busy+win.busy, work+win.work
 	}
 	c.Windows = len(x)
 	if c.Windows < curveMinWindows {
@@ -194,12 +205,13 @@ func (c *SpeedCurve) fit(wins map[int64]curveWin, cores float64) {
 		c.Skipped = fmt.Sprintf("the load varied too little (%.2f to %.2f of the cores, 10th to 90th percentile) to see a slope", c.Low, c.High)
 		return
 	}
-	beta, se, ok := trendRegression(x, t, y)
+	fit, ok := trendRegression(x, t, y, seg)
 	if !ok {
 		c.Skipped = "the load and the time are too closely tied to tell their effects apart"
 		return
 	}
-	c.Intercept, c.Slope, c.SlopeSE = beta[0]+beta[2]*stat.Mean(t, nil), beta[1], se
+	c.Segments = len(fit.levels)
+	c.Intercept, c.Slope, c.SlopeSE = fit.level, fit.slope, fit.se
 	if !(math.Abs(c.Slope) > 2*c.SlopeSE) {
 		c.Skipped = fmt.Sprintf("no significant slope (%.3g ± %.2g per unit of utilization, time trend taken out)", c.Slope, c.SlopeSE)
 		return
@@ -222,49 +234,117 @@ func (c *SpeedCurve) fit(wins map[int64]curveWin, cores float64) {
 	}
 }
 
-// trendRegression fits y = b0 + b1·x + b2·t by least squares and returns
-// the coefficients and the Newey–West standard error of b1; ok is false
-// when the design is singular.
-func trendRegression(x, t, y []float64) (beta [3]float64, se float64, ok bool) {
+// curveSegments cuts the windows with work into segments at pauses of
+// curveGap windows or more, drops each segment's first and last window and
+// the segments shorter than curveMinSegment, and returns the windows'
+// indices per segment, in time order.
+func curveSegments(wins map[int64]curveWin) [][]int64 {
+	var segs [][]int64
+	var cur []int64
+	flush := func() {
+		if len(cur) > 2 {
+			cur = cur[1 : len(cur)-1]
+		}
+		if len(cur) >= curveMinSegment {
+			segs = append(segs, cur)
+		}
+		cur = nil
+	}
+	for _, k := range slices.Sorted(maps.Keys(wins)) {
+		if w := wins[k]; w.work <= 0 || w.busy <= 0 {
+			continue
+		}
+		if len(cur) > 0 && k-cur[len(cur)-1] > curveGap {
+			flush()
+		}
+		cur = append(cur, k)
+	}
+	flush()
+	return segs
+}
+
+// trendFit is the result of trendRegression.
+type trendFit struct {
+	// slope is the load's coefficient and se its Newey–West standard
+	// error.
+	slope, se float64
+	// levels are the segments' intercepts at their mean time; level is
+	// their mean weighted by the segments' windows.
+	levels []float64
+	level  float64
+	// trends are the segments' time coefficients, per minute.
+	trends []float64
+}
+
+// trendRegression fits y = b·x + a_s + c_s·(t − t̄_s) by least squares, with
+// a level a_s and a trend c_s for each segment s (seg gives each
+// observation's segment, 0, 1, …, in order), and returns the coefficients
+// and the Newey–West standard error of b, whose lags stay within a segment;
+// ok is false when the design is singular or nearly so.
+func trendRegression(x, t, y []float64, seg []int) (fit trendFit, ok bool) {
 	n := len(y)
-	X := mat.NewDense(n, 3, nil)
+	if n == 0 {
+		return fit, false
+	}
+	ns := seg[n-1] + 1
+	k := 1 + 2*ns
+	if n <= k {
+		return fit, false
+	}
+	// Each segment's mean time, so that its level is at its middle.
+	tm, cnt := make([]float64, ns), make([]float64, ns)
 	for i := range n {
-		X.Set(i, 0, 1)
-		X.Set(i, 1, x[i])
-		X.Set(i, 2, t[i])
+		tm[seg[i]] += t[i]
+		cnt[seg[i]]++
+	}
+	for s := range ns {
+		tm[s] /= cnt[s]
+	}
+	row := func(i int) []float64 {
+		r := make([]float64, k)
+		r[0] = x[i]
+		r[1+2*seg[i]] = 1
+		r[2+2*seg[i]] = t[i] - tm[seg[i]]
+		return r
+	}
+	X := mat.NewDense(n, k, nil)
+	for i := range n {
+		X.SetRow(i, row(i))
 	}
 	var xtx, inv mat.Dense
 	xtx.Mul(X.T(), X)
 	if err := inv.Inverse(&xtx); err != nil {
-		return beta, 0, false
+		return fit, false
 	}
 	if cond := mat.Cond(&xtx, 2); cond > 1e10 {
-		return beta, 0, false
+		return fit, false
 	}
-	var b mat.VecDense
-	var xty mat.VecDense
+	var b, xty mat.VecDense
 	xty.MulVec(X.T(), mat.NewVecDense(n, y))
 	b.MulVec(&inv, &xty)
 	e := make([]float64, n)
 	for i := range n {
-		e[i] = y[i] - b.AtVec(0) - b.AtVec(1)*x[i] - b.AtVec(2)*t[i]
+		e[i] = y[i] - mat.Dot(X.RowView(i), &b)
 	}
-	// Newey–West: S = Σ e_i² x_i x_iᵀ + Σ_l w_l Σ_i e_i e_{i−l} (x_i x_{i−l}ᵀ + x_{i−l} x_iᵀ).
+	// Newey–West: S = Σ e_i² x_i x_iᵀ + Σ_l w_l Σ_i e_i e_{i−l} (x_i x_{i−l}ᵀ + x_{i−l} x_iᵀ),
+	// over pairs in one segment.
 	lags := int(math.Ceil(math.Sqrt(float64(n))))
-	S := mat.NewSymDense(3, nil)
-	row := func(i int) [3]float64 { return [3]float64{1, x[i], t[i]} }
+	S := mat.NewSymDense(k, nil)
 	for l := 0; l <= lags && l < n; l++ {
 		w := 1 - float64(l)/float64(lags+1)
 		for i := l; i < n; i++ {
+			if seg[i] != seg[i-l] {
+				continue
+			}
 			a, c := row(i), row(i-l)
 			f := w * e[i] * e[i-l]
-			for j := range 3 {
-				for k := j; k < 3; k++ {
-					v := a[j] * c[k]
+			for j := range k {
+				for m := j; m < k; m++ {
+					v := a[j] * c[m]
 					if l > 0 {
-						v += c[j] * a[k]
+						v += c[j] * a[m]
 					}
-					S.SetSym(j, k, S.At(j, k)+f*v)
+					S.SetSym(j, m, S.At(j, m)+f*v)
 				}
 			}
 		}
@@ -273,9 +353,16 @@ func trendRegression(x, t, y []float64) (beta [3]float64, se float64, ok bool) {
 	tmp.Mul(&inv, S)
 	v.Mul(&tmp, &inv)
 	// Small-sample correction n/(n−k).
-	v1 := v.At(1, 1) * float64(n) / float64(n-3)
-	if !(v1 >= 0) {
-		return beta, 0, false
+	v0 := v.At(0, 0) * float64(n) / float64(n-k)
+	if !(v0 >= 0) {
+		return fit, false
 	}
-	return [3]float64{b.AtVec(0), b.AtVec(1), b.AtVec(2)}, math.Sqrt(v1), true
+	fit = trendFit{slope: b.AtVec(0), se: math.Sqrt(v0)}
+	for s := range ns {
+		a := b.AtVec(1 + 2*s)
+		fit.levels = append(fit.levels, a)
+		fit.trends = append(fit.trends, b.AtVec(2+2*s))
+		fit.level += a * cnt[s] / float64(n)
+	}
+	return fit, true
 }

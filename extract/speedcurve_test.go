@@ -34,7 +34,8 @@ workload:
 `
 
 // steps writes the traces of m at the given rates, one after the other in
-// time (a stepped load test), and returns their files.
+// time with 5 s between them (a stepped load test without pauses), and
+// returns their files.
 func steps(t *testing.T, m *model.Model, rates []float64, seconds float64) []string {
 	t.Helper()
 	dir := t.TempDir()
@@ -46,7 +47,7 @@ func steps(t *testing.T, m *model.Model, rates []float64, seconds float64) []str
 		}
 		mi.Workloads[0].Open.Rate = rate
 		path := filepath.Join(dir, fmt.Sprintf("step-%d.otlp.jsonl", i))
-		record(t, path, mi, uint64(i+1), float64(i)*2*seconds, int64(rate*seconds))
+		record(t, path, mi, uint64(i+1), float64(i)*(seconds+5), int64(rate*seconds))
 		paths = append(paths, path)
 	}
 	return paths

@@ -54,6 +54,8 @@ type State struct {
 	// times of every operation, for estimating CPU demands from
 	// utilization metrics.
 	Windows *Windows
+	// active caches when the requests arrived (see activity).
+	active *activity
 }
 
 // Keys of concurrency profiles.
