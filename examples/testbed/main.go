@@ -227,6 +227,7 @@ func load(ctx context.Context, args []string) error {
 		mixFlag  = fs.String("mix", shop.FormatMix(shop.DefaultMix), "request mix: class=weight,...")
 		seedFlag = fs.Uint64("seed", 1, "random seed")
 		out      = fs.String("o", "-", "write the result JSON to this `file` (- for standard output)")
+		keep     = fs.Bool("keep-requests", false, "write every steady-phase request into the result (for merging runs)")
 		small    = sizeFlag(fs)
 	)
 	if err := fs.Parse(args); err != nil {
@@ -240,6 +241,7 @@ func load(ctx context.Context, args []string) error {
 		BaseURL: *url, Classes: shop.Classes(mix, size(*small)),
 		Phases: loadgen.Phases{RampUp: *rampUp, Steady: *steady, RampDown: *rampDown},
 		Rate:   *rate, Users: *users, Think: *think, Seed: *seedFlag,
+		KeepRequests: *keep,
 	})
 	if err != nil {
 		return err

@@ -3,10 +3,12 @@
 // request, then think again), in three phases: ramp-up, steady, ramp-down.
 // It records every request's latency on the client side, per request class,
 // and summarizes the requests that started in the steady phase: the
-// measured truth that predictions are compared with.
+// measured truth that predictions are compared with. Merge summarizes
+// several runs of one workload together, from the requests each run kept.
 package loadgen
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +17,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,6 +69,9 @@ type Config struct {
 	// MaxInFlight bounds an open workload's outstanding requests; arrivals
 	// beyond it are dropped and counted (default 10000).
 	MaxInFlight int
+	// KeepRequests makes Result.Requests hold every request that started in
+	// the steady phase, so that runs can be merged (see Merge).
+	KeepRequests bool
 }
 
 // Summary is the client-side view of the steady phase, for one class or
@@ -78,16 +84,18 @@ type Summary struct {
 	Throughput float64 `json:"throughput"`
 	Mean       float64 `json:"mean"`
 	// MeanCI95 is the half-width of the 95 % confidence interval of Mean
-	// by batch means: the steady phase cut into ten equal parts, whose
-	// means are nearly independent where neighbouring requests' latencies
-	// are not. 0 when fewer than five parts had requests.
+	// by batch means: the steady phase cut into ten equal parts (for a
+	// merged result, each run's steady phase cut into ceil(10/runs) equal
+	// parts), whose means are nearly independent where neighbouring
+	// requests' latencies are not. 0 when fewer than five parts had
+	// requests.
 	MeanCI95 float64 `json:"mean_ci95,omitempty"`
 	P50      float64 `json:"p50"`
 	P95      float64 `json:"p95"`
 	P99      float64 `json:"p99"`
 }
 
-// Result is what Run measured.
+// Result is what Run measured, or what Merge made of several runs.
 type Result struct {
 	Mode          string              `json:"mode"` // open or closed
 	Rate          float64             `json:"rate,omitempty"`
@@ -115,6 +123,41 @@ type Result struct {
 	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
 	// FirstError is the first failure seen, for diagnosis.
 	FirstError string `json:"first_error,omitempty"`
+	// Requests holds every request that started in the steady phase when
+	// Config.KeepRequests was set (nil otherwise), ordered by At, ties by
+	// Class, then Latency.
+	Requests []Request `json:"requests,omitempty"`
+}
+
+// Request is one request that started in the steady phase.
+type Request struct {
+	// Class is the name of the request's class.
+	Class string `json:"class"`
+	// At is when the request started, in seconds since the steady phase's
+	// start (for a merged result: since the first run's, the steady phases
+	// laid end to end).
+	At float64 `json:"at"`
+	// Latency is the request's duration as the client saw it, in seconds.
+	Latency float64 `json:"latency"`
+	// Failed is set for a transport error or a status ≥ 400.
+	Failed bool `json:"failed,omitempty"`
+}
+
+// compareRequests orders requests by At, then Class, then Latency, then
+// Failed, so that the order does not depend on when requests completed.
+func compareRequests(a, b Request) int {
+	return cmp.Or(cmp.Compare(a.At, b.At), strings.Compare(a.Class, b.Class),
+		cmp.Compare(a.Latency, b.Latency), compareBool(a.Failed, b.Failed))
+}
+
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 // record is one request.
@@ -357,46 +400,228 @@ func (g *gen) summarize(res *Result) {
 		res.LagMean = (g.lagSum / time.Duration(g.lagN)).Seconds()
 		res.LagMax = g.lagMax.Seconds()
 	}
-	lat := make([][]float64, len(g.cfg.Classes))
-	errs := make([]int, len(g.cfg.Classes))
-	parts := make([]batchMeans, len(g.cfg.Classes))
-	var all []float64
-	var allParts batchMeans
-	allErrs := 0
+	names := make([]string, len(g.cfg.Classes))
+	for i, c := range g.cfg.Classes {
+		names[i] = c.Name
+	}
+	var steady []steadyRequest
+	var kept []Request
 	for _, r := range g.records {
 		if r.start < steadyFrom || r.start >= steadyTo {
 			continue
 		}
+		steady = append(steady, steadyRequest{
+			class:   r.class,
+			batch:   batchOf(r.start-steadyFrom, g.cfg.Steady, batches),
+			latency: r.latency.Seconds(),
+			failed:  r.failed,
+		})
+		if g.cfg.KeepRequests {
+			kept = append(kept, Request{
+				Class:   names[r.class],
+				At:      (r.start - steadyFrom).Seconds(),
+				Latency: r.latency.Seconds(),
+				Failed:  r.failed,
+			})
+		}
+	}
+	res.Classes, res.All = summarizeSteady(names, steady, batches, res.SteadySeconds)
+	if g.cfg.KeepRequests {
+		slices.SortStableFunc(kept, compareRequests)
+		res.Requests = kept
+	}
+}
+
+// Merge is the result of several runs of the same workload taken together,
+// each run with Config.KeepRequests: its summaries are those of all the
+// runs' steady-phase requests, as if the steady phases were one, with
+// exact percentiles, and MeanCI95 by batch means over each run's steady
+// phase cut into ceil(10/len(parts)) equal parts (one run gives the ten
+// parts Run uses).
+//
+// Mode, Rate, Users, ThinkSeconds, Start and SteadyStart are the first
+// part's, SteadyEnd is the last part's; SteadySeconds, Sent, Dropped and
+// CPUSeconds are sums, LagMean is the mean of the parts' weighted by
+// their Sent, LagMax the largest, FirstError the first one a part has.
+// The steady phases are not contiguous, so SteadyStart to SteadyEnd is not
+// the time measured: callers that need each run's window must keep the
+// parts. Requests are the parts' one after another, each part's At offset
+// by the SteadySeconds of the parts before it.
+//
+// Merge fails when there are no parts, a part is nil, a part has steady
+// requests in its summary but kept none (it was run without KeepRequests),
+// a kept request's class is not among its part's, or the parts differ in
+// Mode or in their classes' names. It changes no part.
+func Merge(parts ...*Result) (*Result, error) {
+	if len(parts) == 0 {
+		return nil, errors.New("loadgen: merge: no results to merge")
+	}
+	var names []string
+	for i, p := range parts {
+		if p == nil {
+			return nil, fmt.Errorf("loadgen: merge: part %d of %d is nil", i+1, len(parts))
+		}
+		if n := p.All.requests(); len(p.Requests) == 0 && n > 0 {
+			return nil, fmt.Errorf("loadgen: merge: part %d of %d has %d steady-phase requests but kept none (run it with KeepRequests)", i+1, len(parts), n)
+		}
+		pn := classNames(p)
+		if i == 0 {
+			names = pn
+			continue
+		}
+		if p.Mode != parts[0].Mode {
+			return nil, fmt.Errorf("loadgen: merge: part %d of %d is a %q run, part 1 a %q one", i+1, len(parts), p.Mode, parts[0].Mode)
+		}
+		if !slices.Equal(pn, names) {
+			return nil, fmt.Errorf("loadgen: merge: part %d of %d has classes %q, part 1 has %q", i+1, len(parts), pn, names)
+		}
+	}
+	index := make(map[string]int, len(names))
+	for i, n := range names {
+		index[n] = i
+	}
+	first, last := parts[0], parts[len(parts)-1]
+	res := &Result{
+		Mode: first.Mode, Rate: first.Rate, Users: first.Users, ThinkSeconds: first.ThinkSeconds,
+		Start: first.Start, SteadyStart: first.SteadyStart, SteadyEnd: last.SteadyEnd,
+	}
+	k := (batches + len(parts) - 1) / len(parts)
+	var steady []steadyRequest
+	lagSum := 0.0
+	for i, p := range parts {
+		offset := res.SteadySeconds
+		length := secondsToDuration(p.SteadySeconds)
+		for j, r := range p.Requests {
+			c, ok := index[r.Class]
+			if !ok {
+				return nil, fmt.Errorf("loadgen: merge: part %d of %d: request %d has class %q, not one of %q", i+1, len(parts), j+1, r.Class, names)
+			}
+			steady = append(steady, steadyRequest{
+				class:   c,
+				batch:   i*k + batchOf(secondsToDuration(r.At), length, k),
+				latency: r.Latency,
+				failed:  r.Failed,
+			})
+			r.At += offset
+			res.Requests = append(res.Requests, r)
+		}
+		res.SteadySeconds += p.SteadySeconds
+		res.Sent += p.Sent
+		res.Dropped += p.Dropped
+		lagSum += p.LagMean * float64(p.Sent)
+		res.LagMax = max(res.LagMax, p.LagMax)
+		res.CPUSeconds += p.CPUSeconds
+		if res.FirstError == "" {
+			res.FirstError = p.FirstError
+		}
+	}
+	if res.Sent > 0 {
+		res.LagMean = lagSum / float64(res.Sent)
+	}
+	slices.SortStableFunc(res.Requests, compareRequests)
+	res.Classes, res.All = summarizeSteady(names, steady, len(parts)*k, res.SteadySeconds)
+	return res, nil
+}
+
+// requests is the number of steady-phase requests s counts, failed or not
+// (0 for no summary).
+func (s *Summary) requests() int {
+	if s == nil {
+		return 0
+	}
+	return s.Count + s.Errors
+}
+
+// classNames are the names of r's classes, sorted.
+func classNames(r *Result) []string {
+	names := make([]string, 0, len(r.Classes))
+	for n := range r.Classes {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// secondsToDuration is the duration of s seconds, to the nanosecond: the
+// inverse of time.Duration.Seconds for any length a run can have.
+func secondsToDuration(s float64) time.Duration {
+	return time.Duration(math.Round(s * float64(time.Second)))
+}
+
+// batches is the number of equal parts of a run's steady phase whose
+// means give the confidence interval of the mean latency.
+const batches = 10
+
+// batchOf is the part, of k equal parts of a steady phase of the given
+// length, that holds the offset at from its start (the first for a
+// phase of no length or a negative offset, the last for an offset beyond
+// its end).
+func batchOf(at, length time.Duration, k int) int {
+	if length <= 0 || at <= 0 {
+		return 0
+	}
+	return min(int(int64(at)*int64(k)/int64(length)), k-1)
+}
+
+// steadyRequest is a request that started in the steady phase as the
+// summaries see it: its class (an index into the class names), the batch
+// it falls in, its latency in seconds and whether it failed.
+type steadyRequest struct {
+	class, batch int
+	latency      float64
+	failed       bool
+}
+
+// summarizeSteady summarizes the requests of a steady phase lasting the
+// given seconds in all, per class (names) and for all classes, with
+// MeanCI95 from the given number of batches.
+func summarizeSteady(names []string, reqs []steadyRequest, nBatches int, seconds float64) (map[string]*Summary, *Summary) {
+	lat := make([][]float64, len(names))
+	errs := make([]int, len(names))
+	parts := make([]batchMeans, len(names))
+	for i := range parts {
+		parts[i] = newBatchMeans(nBatches)
+	}
+	var all []float64
+	allParts := newBatchMeans(nBatches)
+	allErrs := 0
+	for _, r := range reqs {
 		if r.failed {
 			errs[r.class]++
 			allErrs++
 			continue
 		}
-		b := min(int(int64(r.start-steadyFrom)*batches/int64(g.cfg.Steady)), batches-1)
-		lat[r.class] = append(lat[r.class], r.latency.Seconds())
-		all = append(all, r.latency.Seconds())
-		parts[r.class].add(b, r.latency.Seconds())
-		allParts.add(b, r.latency.Seconds())
+		lat[r.class] = append(lat[r.class], r.latency)
+		all = append(all, r.latency)
+		parts[r.class].add(r.batch, r.latency)
+		allParts.add(r.batch, r.latency)
 	}
-	for i, c := range g.cfg.Classes {
-		res.Classes[c.Name] = summary(lat[i], errs[i], res.SteadySeconds)
-		res.Classes[c.Name].MeanCI95 = parts[i].halfWidth()
+	classes := make(map[string]*Summary, len(names))
+	for i, n := range names {
+		classes[n] = summary(lat[i], errs[i], seconds)
+		classes[n].MeanCI95 = parts[i].halfWidth()
 	}
-	res.All = summary(all, allErrs, res.SteadySeconds)
-	res.All.MeanCI95 = allParts.halfWidth()
+	total := summary(all, allErrs, seconds)
+	total.MeanCI95 = allParts.halfWidth()
+	return classes, total
 }
 
-// batches is the number of equal parts of the steady phase whose means
-// give the confidence interval of the mean latency.
-const batches = 10
-
-// batchMeans sums latencies per part of the steady phase.
+// batchMeans sums latencies per part of the steady phase; the zero value
+// grows to the parts it is given.
 type batchMeans struct {
-	sum [batches]float64
-	n   [batches]int
+	sum []float64
+	n   []int
+}
+
+func newBatchMeans(k int) batchMeans {
+	return batchMeans{sum: make([]float64, k), n: make([]int, k)}
 }
 
 func (b *batchMeans) add(i int, v float64) {
+	if i >= len(b.sum) {
+		b.sum = append(b.sum, make([]float64, i+1-len(b.sum))...)
+		b.n = append(b.n, make([]int, i+1-len(b.n))...)
+	}
 	b.sum[i] += v
 	b.n[i]++
 }
@@ -406,7 +631,7 @@ func (b *batchMeans) add(i int, v float64) {
 // requests), 0 when fewer than five had.
 func (b *batchMeans) halfWidth() float64 {
 	var means []float64
-	for i := range batches {
+	for i := range b.sum {
 		if b.n[i] > 0 {
 			means = append(means, b.sum[i]/float64(b.n[i]))
 		}
