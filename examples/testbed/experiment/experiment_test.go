@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -207,28 +208,92 @@ func TestWriteReport(t *testing.T) {
 	}
 }
 
-// The run order is a permutation, the same for a seed, with the last
-// configuration last when asked.
-func TestRunOrder(t *testing.T) {
-	a, b := runOrder(11, 1, true), runOrder(11, 1, true)
-	if !slices.Equal(a, b) {
-		t.Fatalf("two orders for one seed: %v, %v", a, b)
+// Each round's order is a permutation, the same for a seed, shuffled
+// differently from round to round, with the reference first in the first.
+func TestRoundOrder(t *testing.T) {
+	a, b := roundOrder(11, 3, 1), roundOrder(11, 3, 1)
+	if len(a) != 3 {
+		t.Fatalf("%d rounds, want 3", len(a))
 	}
-	if a[10] != 10 {
-		t.Fatalf("the last configuration ran at %v", a)
-	}
-	if slices.Equal(a, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}) {
-		t.Fatal("not shuffled")
-	}
-	sorted := slices.Clone(a)
-	slices.Sort(sorted)
-	for i, v := range sorted {
-		if v != i {
-			t.Fatalf("not a permutation: %v", a)
+	for r := range a {
+		if !slices.Equal(a[r], b[r]) {
+			t.Fatalf("round %d: two orders for one seed: %v, %v", r+1, a[r], b[r])
+		}
+		sorted := slices.Clone(a[r])
+		slices.Sort(sorted)
+		for i, v := range sorted {
+			if v != i {
+				t.Fatalf("round %d: not a permutation: %v", r+1, a[r])
+			}
+		}
+		if slices.IsSorted(a[r]) {
+			t.Fatalf("round %d: not shuffled: %v", r+1, a[r])
 		}
 	}
-	if len(runOrder(0, 1, true)) != 0 {
-		t.Fatal("an order for no configurations")
+	if a[0][0] != 0 {
+		t.Fatalf("the reference ran at %v in the first round", a[0])
+	}
+	if slices.Equal(a[1], a[2]) {
+		t.Fatalf("rounds 2 and 3 in one order: %v", a[1])
+	}
+	if o := roundOrder(0, 2, 1); len(o) != 2 || len(o[0]) != 0 {
+		t.Fatalf("no configurations: %v", o)
+	}
+}
+
+// Segments' measurements: the merged result is over all segments' steady
+// phases, the CPU time over their steady seconds, each segment's CPU per
+// request kept.
+func TestMeasureSegments(t *testing.T) {
+	root := t.TempDir()
+	e := &env{work: root, rounds: 2}
+	dirs := e.segments("load-40")
+	if len(dirs) != 2 || dirs[1] != filepath.Join(root, "load-40", "round-2") {
+		t.Fatalf("segments %v", dirs)
+	}
+	start := time.Unix(1_700_000_000, 0).UTC()
+	for i, dir := range dirs {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		from := start.Add(time.Duration(i) * 10 * time.Minute)
+		// 10 s steady, 100 requests of 10 ms (segment 1) or 30 ms.
+		lat := 0.01 + 0.02*float64(i)
+		var reqs []loadgen.Request
+		for k := range 100 {
+			reqs = append(reqs, loadgen.Request{Class: "browse", At: float64(k) / 10, Latency: lat})
+		}
+		res := &loadgen.Result{Mode: "open", Rate: 10, SteadySeconds: 10, Start: from.Add(-time.Second), SteadyStart: from,
+			SteadyEnd: from.Add(10 * time.Second), Sent: 100, Requests: reqs,
+			Classes: map[string]*loadgen.Summary{"browse": {Count: 100, Mean: lat}}, All: &loadgen.Summary{Count: 100, Mean: lat}}
+		if err := os.WriteFile(filepath.Join(dir, "load.json"), mustJSON(res), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// Each service used 0.1 (segment 1) or 0.2 CPU seconds per second.
+		for _, svc := range services {
+			var b strings.Builder
+			b.WriteString("timestamp,host,cpu_seconds\n")
+			for s := -2; s <= 12; s++ {
+				fmt.Fprintf(&b, "%s,testbed,%.3f\n", from.Add(time.Duration(s)*time.Second).Format(time.RFC3339), float64(s+2)*0.1*float64(i+1))
+			}
+			if err := os.WriteFile(filepath.Join(dir, svc+".csv"), []byte(b.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	m, err := e.measure(setup{Name: "load-40", ModelCores: 1}, dirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Load.All.Count != 200 || math.Abs(m.Load.All.Mean-0.02) > 1e-12 || m.Load.SteadySeconds != 20 {
+		t.Errorf("merged %+v over %g s, want 200 requests, mean 20 ms, 20 s", *m.Load.All, m.Load.SteadySeconds)
+	}
+	// Four services: 0.4 and 0.8 CPU seconds per second, 0.6 on average.
+	if math.Abs(m.CPUSeconds-0.6) > 1e-9 || math.Abs(m.CPU-0.6) > 1e-9 {
+		t.Errorf("CPU %g s/s, utilization %g; want 0.6", m.CPUSeconds, m.CPU)
+	}
+	if len(m.PartPerRequest) != 2 || math.Abs(m.PartPerRequest[0]-0.04) > 1e-9 || math.Abs(m.PartPerRequest[1]-0.08) > 1e-9 {
+		t.Errorf("CPU per request per segment %v, want 40 and 80 ms", m.PartPerRequest)
 	}
 }
 
@@ -259,12 +324,30 @@ func TestClientGaps(t *testing.T) {
 	}
 	load := &loadgen.Result{SteadyStart: steady, SteadyEnd: steady.Add(time.Minute),
 		Classes: map[string]*loadgen.Summary{"recommend": {Count: 2, Mean: 0.0056}, "browse": {Count: 5, Mean: 0.01}}}
-	gaps, err := clientGaps(context.Background(), dir, load)
+	gaps, err := clientGaps(context.Background(), []string{dir}, []*loadgen.Result{load}, load)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(gaps) != 1 || math.Abs(gaps["recommend"]-0.0006) > 1e-12 {
 		t.Fatalf("gaps %v, want recommend 0.6 ms only", gaps)
+	}
+	// A second segment ten minutes later, with a root span of 8 ms in its
+	// steady phase and one in the first segment's, which it leaves out:
+	// root spans of 6 ms on average, 6.6 ms measured over all three.
+	dir2 := t.TempDir()
+	later := steady.Add(10 * time.Minute)
+	lines2 := []string{span("05", "", later.Add(time.Second), 8*time.Millisecond), span("06", "", steady.Add(time.Second), 90*time.Millisecond)}
+	if err := os.WriteFile(filepath.Join(dir2, "gateway.otlp.jsonl"), []byte(strings.Join(lines2, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	load2 := &loadgen.Result{SteadyStart: later, SteadyEnd: later.Add(time.Minute)}
+	merged := &loadgen.Result{Classes: map[string]*loadgen.Summary{"recommend": {Count: 3, Mean: 0.0066}}}
+	both, err := clientGaps(context.Background(), []string{dir, dir2}, []*loadgen.Result{load, load2}, merged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(both) != 1 || math.Abs(both["recommend"]-0.0006) > 1e-12 {
+		t.Fatalf("two segments: gaps %v, want recommend 0.6 ms", both)
 	}
 
 	solveRT := func(m *model.Model) float64 {

@@ -61,6 +61,7 @@ type options struct {
 	reuse     bool
 	clientGap bool
 	outside   string
+	rounds    int
 }
 
 func run() error {
@@ -75,6 +76,7 @@ func run() error {
 	flag.BoolVar(&o.reuse, "reuse", false, "with -work, take the runs already there instead of running them again (to try another extraction on the same measurements)")
 	flag.BoolVar(&o.clientGap, "client-gap", true, "add each class's time outside the gateway's root span (the load generator's latency less the span's, in the reference's steady phase) to the model's workload as a fixed delay")
 	flag.StringVar(&o.outside, "outside-spans", extract.OutsideBackground, "where extraction puts the CPU time outside spans: inline or background (the extraction configuration's outside_spans)")
+	flag.IntVar(&o.rounds, "rounds", 3, "run every configuration in this many segments, one per round, the rounds one after the other, so that the machine's drift over the invocation falls alike on all configurations")
 	flag.Parse()
 	o.small = o.quick
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -93,7 +95,10 @@ func run() error {
 		defer os.RemoveAll(work)
 	}
 	work, _ = filepath.Abs(work)
-	e := &env{work: work, mix: shop.DefaultMix, small: o.small, seed: 1, reuse: o.reuse && o.work != ""}
+	if o.rounds < 1 {
+		return fmt.Errorf("-rounds %d: want at least 1", o.rounds)
+	}
+	e := &env{work: work, mix: shop.DefaultMix, small: o.small, seed: 1, reuse: o.reuse && o.work != "", rounds: o.rounds}
 	e.bin = filepath.Join(work, "testbed")
 	slog.Info("build", "bin", e.bin)
 	build := exec.Command("go", "build", "-o", e.bin, "./examples/testbed")
@@ -203,22 +208,42 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	if o.quick {
 		e.phases = loadgen.Phases{RampUp: time.Second, Steady: 5 * time.Second, RampDown: 500 * time.Millisecond}
 	}
+	if e.reuse {
+		// Runs of another -rounds are not the ones asked for.
+		for _, rounds := range []int{1, 2, 3, 4, 5, 6} {
+			if rounds == e.rounds {
+				continue
+			}
+			probe := &env{work: e.work, rounds: rounds}
+			if _, err := os.Stat(filepath.Join(probe.segments("reference")[0], "load.json")); err == nil {
+				return fmt.Errorf("-reuse: %s holds runs of -rounds %d, not %d", e.work, rounds, e.rounds)
+			}
+		}
+	}
 	started := time.Now()
 	loadBefore, busyBefore := loadAverage()
 	ref := reference(o.refRate, e.pin)
+	// The reference is measured twice as long as the others: its CPU time
+	// per request goes into every prediction.
+	ref.Steady = 2 * e.phases.Steady
 	warmSaturation := 0.0
 	if !o.quick {
 		// A warm-up run, discarded: in earlier invocations the first runs
 		// after building and seeding used 10–40 % more CPU per request
 		// than the later ones.
 		warm, phases := ref, e.phases
-		warm.Name, warm.What = "warm-up", "warm-up, discarded"
+		warm.Name, warm.What, warm.Steady = "warm-up", "warm-up, discarded", 0
 		e.phases = loadgen.Phases{RampUp: 5 * time.Second, Steady: 40 * time.Second, RampDown: 2 * time.Second}
-		wm, err := e.run(ctx, warm)
+		dir := []string{filepath.Join(e.work, warm.Name)}
+		err := e.runSegment(ctx, warm, dir[0], 0, 1)
+		e.phases = phases
 		if err != nil {
 			return err
 		}
-		e.phases = phases
+		wm, err := e.measure(warm, dir)
+		if err != nil {
+			return err
+		}
 		if wm.CPUSeconds > 0 {
 			warmSaturation = wm.Load.All.Throughput / wm.CPUSeconds
 		}
@@ -227,46 +252,34 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	// measured, then a high, a low, a high, a low and a high load, in the
 	// traces only, so that extraction sees how the CPU time of the same
 	// work changes with the load; alternating the rates keeps a drift of
-	// the machine in time from passing for an effect of the load.
+	// the machine in time from passing for an effect of the load. With
+	// several rounds the steps are spread over the reference's segments.
 	refRun := ref
 	low, high := stepRates(o.refRate, warmSaturation)
 	refRun.Steps = []float64{high, low, high, low, high}
-	// The reference runs twice as long as the others: its CPU time per
-	// request goes into every prediction.
-	phases := e.phases
-	e.phases.Steady *= 2
-	refM, err := e.run(ctx, refRun)
-	e.phases = phases
-	if err != nil {
+	// Round 1 opens with the reference, whose first segment sets the
+	// other configurations' rates.
+	refDirs := e.segments(ref.Name)
+	if err := e.runSegment(ctx, refRun, refDirs[0], 0, len(refDirs)); err != nil {
 		return err
 	}
-	refSteps, err := stepResults(refM.Dir, len(refRun.Steps))
+	first, err := e.measure(ref, refDirs[:1])
 	if err != nil {
-		return err
-	}
-	refX, err := extractModel(ctx, refM.Dir, refRun, o.outside)
-	if err != nil {
-		return err
-	}
-	var gaps map[string]float64
-	if o.clientGap {
-		if gaps, err = clientGaps(ctx, refM.Dir, refM.Load); err != nil {
-			return err
-		}
-		addClientDelays(refX.Model, gaps)
-	}
-	if err := saveModel(filepath.Join(e.work, "reference-model.yaml"), refX.Model, ref); err != nil {
 		return err
 	}
 	// Load levels as fractions of the rate that would keep the services'
-	// CPU busy, from the reference's CPU time per request.
-	perRequest := refM.CPUSeconds / refM.Load.All.Throughput
-	saturation := 1 / perRequest
-	slog.Info("reference", "cpu_per_request", perRequest, "saturation_rate", saturation)
+	// CPU busy, from the reference's first segment's CPU time per request.
+	saturation := first.Load.All.Throughput / first.CPUSeconds
+	slog.Info("reference", "cpu_per_request", 1/saturation, "saturation_rate", saturation)
 	at := func(f float64) float64 { return f * saturation }
 	// The coarse lock saturates before the CPU when orders are frequent
-	// enough: keep the two-core run below 70 % of the lock.
-	refPred, err := predict(ctx, refX.Model, ref, e.mix, 0.05, 1)
+	// enough: keep the two-core run below 70 % of the lock, by a model of
+	// the first segment.
+	firstX, err := extractModel(ctx, refDirs[:1], refRun, o.outside)
+	if err != nil {
+		return err
+	}
+	refPred, err := predict(ctx, firstX.Model, ref, e.mix, 0.05, 1)
 	if err != nil {
 		return err
 	}
@@ -274,53 +287,45 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	if lk := refPred.Resources[lockResource]; lk != nil && lk.Utilization > 0 {
 		twoCores = min(twoCores, 0.7*ref.Rate/lk.Utilization)
 	}
-	var spans, busy float64
-	for _, c := range refX.Report.CPUCoverage {
-		if c.Host == hostName && c.Skipped == "" {
-			spans, busy = spans+c.Spans, busy+c.Measured
-		}
-	}
-	spanShare := 0.0
-	if busy > 0 {
-		spanShare = spans / busy
-	}
 	// The load generator's CPU time per request in the reference run,
 	// where it has CPU 0 to itself.
 	generatorCPU := 0.0
-	if refM.Load.Sent > 0 {
-		generatorCPU = refM.Load.CPUSeconds / float64(refM.Load.Sent)
+	if first.Load.Sent > 0 {
+		generatorCPU = first.Load.CPUSeconds / float64(first.Load.Sent)
 	}
 	var setups []setup
 	for _, f := range []float64{0.2, 0.4, 0.6, 0.8} {
 		s := ref
-		s.Name, s.Rate = fmt.Sprintf("load-%02.0f", f*100), at(f)
+		s.Name, s.Rate, s.Steady = fmt.Sprintf("load-%02.0f", f*100), at(f), 0
 		s.What = fmt.Sprintf("%.0f %% of the reference's CPU saturation rate", f*100)
 		setups = append(setups, s)
 	}
 	g2 := ref
-	g2.Name, g2.Rate, g2.GOMAXPROCS = "gomaxprocs-2", at(0.6), 2
+	g2.Name, g2.Rate, g2.GOMAXPROCS, g2.Steady = "gomaxprocs-2", at(0.6), 2, 0
 	g2.What = "GOMAXPROCS 2 on the same single CPU (model: 2 CPU slots per service, 1 core)"
 	setups = append(setups, g2)
 	if e.pin {
 		c2 := ref
-		c2.Name, c2.Rate, c2.GOMAXPROCS, c2.Cores, c2.ModelCores = "cores-2", twoCores, 2, "0,1", 2
+		c2.Name, c2.Rate, c2.GOMAXPROCS, c2.Cores, c2.ModelCores, c2.Steady = "cores-2", twoCores, 2, "0,1", 2, 0
 		c2.What = fmt.Sprintf("2 CPUs, GOMAXPROCS 2, %.0f %% of the 1-CPU saturation rate (the load generator shares CPU 0; model: its CPU time per request in the reference run, %.2f ms, as a load on the host)", 100*twoCores/saturation, 1000*generatorCPU)
 		c2.GeneratorCPU = generatorCPU
 		setups = append(setups, c2)
 	}
 	p2 := ref
-	p2.Name, p2.Rate, p2.Pool = "pool-2", at(0.6), 2
+	p2.Name, p2.Rate, p2.Pool, p2.Steady = "pool-2", at(0.6), 2, 0
 	p2.What = "fan-out pool of 2 workers instead of 8"
 	nl := ref
-	nl.Name, nl.Rate, nl.CoarseLock = "no-coarse-lock", at(0.8), false
+	nl.Name, nl.Rate, nl.CoarseLock, nl.Steady = "no-coarse-lock", at(0.8), false, 0
 	nl.What = "the stock mutex no longer held across the payment call (compare load-80)"
 	nc := ref
-	nc.Name, nc.SpanCPU = "span-cpu-off", false
+	nc.Name, nc.SpanCPU, nc.Steady = "span-cpu-off", false, 0
 	nc.What = "per-span CPU time off, reference rate (shows the instrumentation's cost)"
-	// The reference once more, last: the same code, rate and seed, so its
-	// errors are the machine's drift alone.
+	// The reference's configuration once more, measured as long as the
+	// others: the same code, rate and seeds, so its errors are the
+	// machine's drift alone.
 	again := ref
-	again.Name, again.What = "repeat", "the reference again, last (same code, rate and seed): what a perfect model would be off by"
+	again.Name, again.Steady = "repeat", 0
+	again.What = "the reference's configuration again (same code, rate and seeds, other times): what a perfect model would be off by"
 	setups = append(setups, p2, nl, nc, again)
 	if o.only != "" {
 		keep := strings.Split(o.only, ",")
@@ -334,22 +339,68 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 		adjusted *predicted
 		speed    float64
 	}
-	rows := []row{{s: ref, m: refM}}
+	rows := []row{{s: ref}}
 	for _, s := range setups {
 		rows = append(rows, row{s: s})
 	}
-	// The configurations run in a shuffled order (the repeat last), so that
-	// a drift of the machine over the invocation does not line up with
-	// the load levels; the report lists the order.
-	order := runOrder(len(setups), e.seed, len(setups) > 0 && setups[len(setups)-1].Name == again.Name)
-	ran := []string{ref.Name}
-	for _, i := range order {
-		m, err := e.run(ctx, rows[i+1].s)
+	// Every configuration runs in rounds, one segment each, in a shuffled
+	// order per round (the reference first in the first), so that the
+	// machine's drift over the invocation falls alike on all of them and
+	// does not line up with the load levels; the report lists the order.
+	var order [][]string
+	for r, round := range roundOrder(len(rows), e.rounds, e.seed) {
+		var names []string
+		for _, i := range round {
+			names = append(names, rows[i].s.Name)
+			if r == 0 && i == 0 {
+				continue // ran above
+			}
+			s := rows[i].s
+			if i == 0 {
+				s = refRun
+			}
+			if err := e.runSegment(ctx, s, e.segments(s.Name)[r], r, e.rounds); err != nil {
+				return err
+			}
+		}
+		order = append(order, names)
+	}
+	for i := range rows {
+		m, err := e.measure(rows[i].s, e.segments(rows[i].s.Name))
 		if err != nil {
 			return err
 		}
-		rows[i+1].m = m
-		ran = append(ran, rows[i+1].s.Name)
+		rows[i].m = m
+	}
+	refM := rows[0].m
+	refSteps, err := stepResults(refM.Dirs, len(refRun.Steps))
+	if err != nil {
+		return err
+	}
+	refX, err := extractModel(ctx, refM.Dirs, refRun, o.outside)
+	if err != nil {
+		return err
+	}
+	var gaps map[string]float64
+	if o.clientGap {
+		if gaps, err = clientGaps(ctx, refM.Dirs, refM.Parts, refM.Load); err != nil {
+			return err
+		}
+		addClientDelays(refX.Model, gaps)
+	}
+	if err := saveModel(filepath.Join(e.work, "reference-model.yaml"), refX.Model, ref); err != nil {
+		return err
+	}
+	perRequest := refM.CPUSeconds / refM.Load.All.Throughput
+	var spans, busy float64
+	for _, c := range refX.Report.CPUCoverage {
+		if c.Host == hostName && c.Skipped == "" {
+			spans, busy = spans+c.Spans, busy+c.Measured
+		}
+	}
+	spanShare := 0.0
+	if busy > 0 {
+		spanShare = spans / busy
 	}
 	loadAfter, busyAfter := loadAverage()
 	// Predictions after all runs, so that solving does not disturb them.
@@ -379,12 +430,12 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	ncIdx := slices.IndexFunc(rows, func(r row) bool { return r.s.Name == "span-cpu-off" })
 	heavy := slices.IndexFunc(rows, func(r row) bool { return r.s.Name == "load-80" })
 	if ncIdx >= 0 && heavy >= 0 {
-		ncX, err := extractModel(ctx, rows[ncIdx].m.Dir, rows[ncIdx].s, o.outside)
+		ncX, err := extractModel(ctx, rows[ncIdx].m.Dirs, rows[ncIdx].s, o.outside)
 		if err != nil {
 			return err
 		}
 		if o.clientGap {
-			g, err := clientGaps(ctx, rows[ncIdx].m.Dir, rows[ncIdx].m.Load)
+			g, err := clientGaps(ctx, rows[ncIdx].m.Dirs, rows[ncIdx].m.Parts, rows[ncIdx].m.Load)
 			if err != nil {
 				return err
 			}
@@ -404,8 +455,8 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 		quick: o.quick, reused: e.reuse, started: started, elapsed: time.Since(started),
 		loadBefore: loadBefore, loadAfter: loadAfter, busyBefore: busyBefore, busyAfter: busyAfter, pinned: e.pin,
 		phases: e.phases, mix: e.mix, saturation: saturation, perRequest: perRequest, spanShare: spanShare,
-		warnings: refX.Report.Warnings, order: ran, steps: refSteps, stepFor: e.stepSteady(), curves: refX.Report.SpeedCurves,
-		gaps: gaps, outside: o.outside, refMean: refM.Load.All.Mean,
+		warnings: refX.Report.Warnings, order: order, steps: refSteps, stepFor: e.stepSteady(), curves: refX.Report.SpeedCurves,
+		gaps: gaps, outside: o.outside, refMean: refM.Load.All.Mean, rounds: e.rounds,
 	}
 	for _, r := range append(rows, extra...) {
 		rep.rows = append(rep.rows, reportRow{setup: r.s, measured: r.m, predicted: r.pred, adjusted: r.adjusted, speed: r.speed})
@@ -457,20 +508,25 @@ func writeReport(path string, report []byte) error {
 	return os.WriteFile(path, b.Bytes(), 0o644)
 }
 
-// runOrder is a shuffled order of n configurations, by seed; with
-// lastStays the last one stays last.
-func runOrder(n int, seed uint64, lastStays bool) []int {
-	order := make([]int, n)
-	for i := range order {
-		order[i] = i
+// roundOrder is the order of n configurations (0 the reference) in each
+// of the rounds: shuffled by seed, the reference first in the first round,
+// whose first segment sets the others' rates.
+func roundOrder(n, rounds int, seed uint64) [][]int {
+	out := make([][]int, rounds)
+	for r := range out {
+		order := make([]int, n)
+		for i := range order {
+			order[i] = i
+		}
+		shuffled := order
+		if r == 0 && n > 0 {
+			shuffled = order[1:]
+		}
+		rng := rand.New(rand.NewPCG(seed, 3+uint64(r)))
+		rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+		out[r] = order
 	}
-	shuffled := order
-	if lastStays && n > 0 {
-		shuffled = order[:n-1]
-	}
-	rng := rand.New(rand.NewPCG(seed, 3))
-	rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-	return order
+	return out
 }
 
 // sameCodePath tells whether s runs the code of the reference r on the
@@ -492,6 +548,7 @@ cpu_slots:
 
 func (e *env) makeDataset(ctx context.Context, dir string, o options) error {
 	e.phases = loadgen.Phases{RampUp: 5 * time.Second, Steady: 90 * time.Second, RampDown: 2 * time.Second}
+	e.rounds = 1
 	s := reference(25, e.pin)
 	s.Name = "dataset"
 	m, err := e.run(ctx, s)
@@ -510,7 +567,7 @@ func (e *env) makeDataset(ctx context.Context, dir string, o options) error {
 	}
 	zw, _ := gzip.NewWriterLevel(f, gzip.BestCompression)
 	for _, svc := range services {
-		in, err := os.Open(filepath.Join(m.Dir, svc+".otlp.jsonl"))
+		in, err := os.Open(filepath.Join(m.Dirs[0], svc+".otlp.jsonl"))
 		if err != nil {
 			f.Close()
 			return err
@@ -529,7 +586,7 @@ func (e *env) makeDataset(ctx context.Context, dir string, o options) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := serviceMetrics(filepath.Join(dir, "testbed-metrics.csv"), m.Dir); err != nil {
+	if err := serviceMetrics(filepath.Join(dir, "testbed-metrics.csv"), m.Dirs...); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "testbed-config.yaml"), []byte(datasetConfig), 0o644); err != nil {
@@ -539,19 +596,22 @@ func (e *env) makeDataset(ctx context.Context, dir string, o options) error {
 	return os.WriteFile(filepath.Join(dir, "testbed-load.json"), mustJSON(m.Load), 0o644)
 }
 
-// serviceMetrics writes the services' CPU time as one metrics CSV with a
-// service column: each process's cumulative CPU seconds, once a second, as
-// its sampler read them.
-func serviceMetrics(path, dir string) error {
+// serviceMetrics writes the services' CPU time in the segments in dirs as
+// one metrics CSV with a service column: each process's cumulative CPU
+// seconds, once a second, as its sampler read them (a new process starts
+// again from 0: a counter restart).
+func serviceMetrics(path string, dirs ...string) error {
 	var b strings.Builder
 	b.WriteString("timestamp,host,service,cpu_seconds\n")
 	for _, svc := range services {
-		s, err := readCPU(filepath.Join(dir, svc+".csv"))
-		if err != nil {
-			return err
-		}
-		for i := range s.t {
-			fmt.Fprintf(&b, "%s,%s,%s,%.6f\n", s.t[i].UTC().Format(time.RFC3339Nano), s.host, svc, s.cpu[i])
+		for _, dir := range dirs {
+			s, err := readCPU(filepath.Join(dir, svc+".csv"))
+			if err != nil {
+				return err
+			}
+			for i := range s.t {
+				fmt.Fprintf(&b, "%s,%s,%s,%.6f\n", s.t[i].UTC().Format(time.RFC3339Nano), s.host, svc, s.cpu[i])
+			}
 		}
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)

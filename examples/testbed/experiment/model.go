@@ -38,16 +38,24 @@ const (
 	generator = "load-generator"
 )
 
-// extractModel extracts a model from a run's traces and the services'
-// processes' CPU time (once a second), with the host's cores and every
-// service's GOMAXPROCS as its CPU slots.
-func extractModel(ctx context.Context, dir string, s setup, outside string) (*extract.Result, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.otlp.jsonl"))
-	if err != nil || len(files) == 0 {
-		return nil, fmt.Errorf("no traces in %s", dir)
+// extractModel extracts a model from the traces of a setup's segments in
+// dirs and the services' processes' CPU time (once a second), with the
+// host's cores and every service's GOMAXPROCS as its CPU slots. The
+// segments' metrics go into one file in the first segment's parent.
+func extractModel(ctx context.Context, dirs []string, s setup, outside string) (*extract.Result, error) {
+	var files []string
+	for _, dir := range dirs {
+		f, err := filepath.Glob(filepath.Join(dir, "*.otlp.jsonl"))
+		if err != nil || len(f) == 0 {
+			return nil, fmt.Errorf("no traces in %s", dir)
+		}
+		files = append(files, f...)
 	}
-	cpu := filepath.Join(dir, "services-cpu.csv")
-	if err := serviceMetrics(cpu, dir); err != nil {
+	cpu := filepath.Join(dirs[0], "services-cpu.csv")
+	if len(dirs) > 1 {
+		cpu = filepath.Join(filepath.Dir(dirs[0]), fmt.Sprintf("services-cpu-%d.csv", len(dirs)))
+	}
+	if err := serviceMetrics(cpu, dirs...); err != nil {
 		return nil, err
 	}
 	return extract.Run(ctx, files, "testbed", &extract.Config{
@@ -245,32 +253,18 @@ func saveModel(path string, m *model.Model, s setup) error {
 }
 
 // clientGaps returns, per request class, how much longer the load
-// generator measured a request over the steady phase of the run in dir
-// than the gateway's root span for it lasted: the time between the
-// client and the first span (the loopback network, the client's own work,
-// the gateway reading the request before its span starts and writing the
-// response after it ends), which no trace shows. Classes whose root spans
-// are missing are left out.
-func clientGaps(ctx context.Context, dir string, load *loadgen.Result) (map[string]float64, error) {
-	path := filepath.Join(dir, "gateway.otlp.jsonl")
-	r, err := ingest.Open([]string{path}, ingest.Options{})
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	from, to := load.SteadyStart.UnixNano(), load.SteadyEnd.UnixNano()
+// generator measured a request over the steady phases of the segments in
+// dirs (parts their results, load all of them together) than the
+// gateway's root span for it lasted: the time between the client and the
+// first span (the loopback network, the client's own work, the gateway
+// reading the request before its span starts and writing the response
+// after it ends), which no trace shows. Classes whose root spans are
+// missing are left out.
+func clientGaps(ctx context.Context, dirs []string, parts []*loadgen.Result, load *loadgen.Result) (map[string]float64, error) {
 	sum, n := map[string]float64{}, map[string]float64{}
-	for {
-		s, err := r.Next(ctx)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if s.ParentID.IsZero() && s.Start >= from && s.Start < to {
-			sum[s.Name] += float64(s.End-s.Start) / 1e9
-			n[s.Name]++
+	for i, dir := range dirs {
+		if err := rootSpans(ctx, filepath.Join(dir, "gateway.otlp.jsonl"), parts[i], sum, n); err != nil {
+			return nil, err
 		}
 	}
 	out := map[string]float64{}
@@ -283,6 +277,31 @@ func clientGaps(ctx context.Context, dir string, load *loadgen.Result) (map[stri
 		out[class] = c.Mean - sum[op]/n[op]
 	}
 	return out, nil
+}
+
+// rootSpans adds the durations (seconds) of the root spans in the traces
+// at path that started in load's steady phase to sum and counts them in n,
+// by span name.
+func rootSpans(ctx context.Context, path string, load *loadgen.Result, sum, n map[string]float64) error {
+	r, err := ingest.Open([]string{path}, ingest.Options{})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	from, to := load.SteadyStart.UnixNano(), load.SteadyEnd.UnixNano()
+	for {
+		s, err := r.Next(ctx)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if s.ParentID.IsZero() && s.Start >= from && s.Start < to {
+			sum[s.Name] += float64(s.End-s.Start) / 1e9
+			n[s.Name]++
+		}
+	}
 }
 
 // addClientDelays puts each class's gap (clientGaps) as a fixed delay at

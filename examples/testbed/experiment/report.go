@@ -81,9 +81,11 @@ type report struct {
 	// phase, seconds.
 	refMean  float64
 	warnings []string
-	// order is the configurations in the order they ran.
-	order []string
-	rows  []reportRow
+	// rounds is the number of segments of every configuration, and order
+	// the configurations in the order they ran, per round.
+	rounds int
+	order  [][]string
+	rows   []reportRow
 }
 
 // relErr is (predicted - measured) / measured, NaN when either is unknown.
@@ -174,11 +176,19 @@ func (r *report) write(w io.Writer, args []string) {
 	}
 	fmt.Fprintf(w, "- Phases: ramp-up %s, steady %s (the reference: %s), ramp-down %s; open (Poisson) arrivals; mix %s.\n",
 		r.phases.RampUp, r.phases.Steady, refSteady, r.phases.RampDown, formatMix(r.mix))
-	if len(r.order) > 0 {
-		fmt.Fprintf(w, "- Run order (shuffled, so that the machine's drift does not line up with the load): %s.\n", strings.Join(r.order, ", "))
+	switch {
+	case r.rounds > 1:
+		fmt.Fprintf(w, "- Rounds: every configuration ran in %d segments, each 1/%d of its steady phase with fresh processes and the same ramps, one per round; each round ran all configurations in a shuffled order, so that the machine's drift over the invocation falls alike on all of them and does not line up with the load. The measured figures are over all of a configuration's segments. Order: %s.\n",
+			r.rounds, r.rounds, roundsText(r.order))
+	case len(r.order) > 0:
+		fmt.Fprintf(w, "- Run order (shuffled, so that the machine's drift does not line up with the load): %s.\n", strings.Join(r.order[0], ", "))
 	}
-	fmt.Fprintf(w, "- Reference: %.2f ms of service CPU per request, so about %.0f requests/s saturate one core; load levels are fractions of that rate.\n",
-		1000*r.perRequest, r.saturation)
+	segs := ""
+	if len(r.rows) > 0 && len(r.rows[0].measured.PartPerRequest) > 1 {
+		segs = " (its segments: " + perRequestText(r.rows[0].measured.PartPerRequest, ", ") + " ms)"
+	}
+	fmt.Fprintf(w, "- Reference: %.2f ms of service CPU per request%s; load levels are fractions of the rate that saturates one core at the CPU time per request of its first segment (%.0f requests/s).\n",
+		1000*r.perRequest, segs, r.saturation)
 	fmt.Fprintf(w, "- Span CPU times (perfcast.cpu.time) account for %.0f %% of the CPU time the services' processes used in the reference run; the rest (garbage collection, span export, the HTTP transport's goroutines, the runtime) is in no span. Extraction, given each service's process CPU time as metrics, adds each service's share as %s.\n\n",
 		100*r.spanShare, outsideText(r.outside))
 	if len(r.steps) > 0 {
@@ -366,13 +376,21 @@ func (r *report) writeNoise(w io.Writer) {
 		xs = append(xs, m.Load.All.Throughput)
 		cs = append(cs, m.CPUSeconds)
 		perReq = append(perReq, m.CPUSeconds/m.Load.All.Throughput)
-		per = append(per, fmt.Sprintf("%s %.2f", s.Name, 1000*perReq[len(perReq)-1]))
+		text := fmt.Sprintf("%s %.2f", s.Name, 1000*perReq[len(perReq)-1])
+		if len(m.PartPerRequest) > 1 {
+			text += " (" + perRequestText(m.PartPerRequest, "/") + ")"
+		}
+		per = append(per, text)
 	}
 	n := float64(len(xs))
 	if n < 3 {
 		return
 	}
 	mp, sdp := stat.MeanStdDev(perReq, nil)
+	segNote := ""
+	if r.rounds > 1 {
+		segNote = "; each segment's in brackets"
+	}
 	a, b := stat.LinearRegression(xs, cs, nil, false)
 	// The intercept's standard error: the residuals' variance over n − 2
 	// degrees of freedom, times 1/n + mean(x)²/Sxx.
@@ -384,11 +402,11 @@ func (r *report) writeNoise(w io.Writer) {
 	mx, vx := stat.MeanVariance(xs, nil)
 	seA := math.Sqrt(rss / (n - 2) * (1/n + mx*mx/(vx*(n-1))))
 	fmt.Fprintf(w, "Measurement noise: the services' CPU time per request in the runs with GOMAXPROCS 1 and span CPU time on "+
-		"(ms: %s) has a mean of %.2f ms and a coefficient of variation of %.0f %%; these runs execute the same code, "+
+		"(ms%s: %s) has a mean of %.2f ms and a coefficient of variation of %.0f %%; these runs execute the same code, "+
 		"so the spread is the machine's. A line fitted over them, CPU = %.3f ± %.3f cores (standard error) + %.2f ms × "+
 		"throughput, would tell CPU that does not grow with the load (the intercept) from CPU that does. A model extracted "+
 		"from one run carries that run's CPU per request to every prediction.\n\n",
-		strings.Join(per, ", "), 1000*mp, 100*sdp/mp, a, seA, 1000*b)
+		segNote, strings.Join(per, ", "), 1000*mp, 100*sdp/mp, a, seA, 1000*b)
 }
 
 // writeAdjusted reports the response times predicted at each run's own
@@ -450,6 +468,24 @@ func median(v []float64) float64 {
 		return ok[n/2]
 	}
 	return (ok[n/2-1] + ok[n/2]) / 2
+}
+
+// perRequestText lists CPU times per request (seconds) in ms, joined by sep.
+func perRequestText(v []float64, sep string) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprintf("%.2f", 1000*x)
+	}
+	return strings.Join(parts, sep)
+}
+
+// roundsText describes the run order of each round.
+func roundsText(order [][]string) string {
+	parts := make([]string, len(order))
+	for i, names := range order {
+		parts[i] = fmt.Sprintf("round %d: %s", i+1, strings.Join(names, ", "))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func formatMix(mix map[string]float64) string {

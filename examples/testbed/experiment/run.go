@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -46,9 +47,13 @@ type setup struct {
 	// GeneratorCPU is the load generator's CPU time per request when it
 	// shares the services' CPUs (the model then carries it), else 0.
 	GeneratorCPU float64
+	// Steady is the measured time over all the setup's segments (0: the
+	// experiment's steady phase).
+	Steady time.Duration
 	// Steps are further arrival rates run after the measured phases,
 	// against the same processes, for stepSteady each: a load test's
-	// steps, in the traces for extraction, not in the measurement.
+	// steps, in the traces for extraction, not in the measurement. With
+	// several segments, step i runs in segment i mod the segments.
 	Steps []float64
 }
 
@@ -61,15 +66,21 @@ func (e *env) stepSteady() time.Duration {
 	return 30 * time.Second
 }
 
-// measured is what one run measured.
+// measured is what the segments of one setup measured together.
 type measured struct {
-	Load *loadgen.Result
-	// CPU is the services' CPU utilization over the steady phase, a
+	// Load is the load generator's result over all segments, Parts each
+	// segment's, in the order of Dirs.
+	Load  *loadgen.Result
+	Parts []*loadgen.Result
+	// CPU is the services' CPU utilization over the steady phases, a
 	// fraction of ModelCores.
 	CPU float64
-	// CPUSeconds is the services' CPU time per second of the steady phase.
-	CPUSeconds float64
-	Dir        string
+	// CPUSeconds is the services' CPU time per second of the steady
+	// phases; PartPerRequest each segment's CPU time per request.
+	CPUSeconds     float64
+	PartPerRequest []float64
+	// Dirs hold the segments' files.
+	Dirs []string
 }
 
 // env is what every run shares.
@@ -85,6 +96,23 @@ type env struct {
 	// reuse takes the measurements of runs already in work instead of
 	// running them again.
 	reuse bool
+	// rounds is the number of segments each setup's measurement is cut
+	// into, one per round of the experiment.
+	rounds int
+}
+
+// segments are the directories of the setup's segments: work/NAME with a
+// single round, work/NAME/round-K with several.
+func (e *env) segments(name string) []string {
+	dir := filepath.Join(e.work, name)
+	if e.rounds <= 1 {
+		return []string{dir}
+	}
+	out := make([]string, e.rounds)
+	for r := range out {
+		out[r] = filepath.Join(dir, fmt.Sprintf("round-%d", r+1))
+	}
+	return out
 }
 
 // freePort returns a loopback port that was free a moment ago.
@@ -124,46 +152,51 @@ func (e *env) command(cpus string, args ...string) *exec.Cmd {
 }
 
 // load returns the load generator's command: the mix at rate against the
-// gateway at url, in phases, its result written to out; pinned to CPU 0,
+// gateway at url, in phases, its result written to out (with every
+// steady-phase request when keep is set, for merging); pinned to CPU 0,
 // GOMAXPROCS 1.
-func (e *env) load(url string, rate float64, phases loadgen.Phases, seed uint64, out string) *exec.Cmd {
+func (e *env) load(url string, rate float64, phases loadgen.Phases, seed uint64, out string, keep bool) *exec.Cmd {
 	cmd := e.command("0", "load", "-url", url, "-rate", strconv.FormatFloat(rate, 'f', 3, 64),
 		"-ramp-up", phases.RampUp.String(), "-steady", phases.Steady.String(), "-ramp-down", phases.RampDown.String(),
 		"-mix", shop.FormatMix(e.mix), "-seed", strconv.FormatUint(seed, 10), "-o", out)
 	if e.small {
 		cmd.Args = append(cmd.Args, "-small")
 	}
+	if keep {
+		cmd.Args = append(cmd.Args, "-keep-requests")
+	}
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
 	return cmd
 }
 
-// run deploys the shop as s says, runs the load, stops the shop and
-// returns what was measured; the run's files stay in work/NAME.
-func (e *env) run(ctx context.Context, s setup) (*measured, error) {
-	dir := filepath.Join(e.work, s.Name)
+// runSegment deploys the shop as s says, runs segment seg of n of its load
+// (its share of the steady phase, then its share of the steps), stops the
+// shop, and leaves the segment's files in dir. With reuse, a segment whose
+// result is already there is not run again.
+func (e *env) runSegment(ctx context.Context, s setup, dir string, seg, n int) error {
 	if e.reuse {
 		if _, err := os.Stat(filepath.Join(dir, "load.json")); err == nil {
 			slog.Info("reuse", "run", s.Name, "dir", dir)
-			return e.measure(s, dir)
+			return nil
 		}
 	}
 	if err := os.RemoveAll(dir); err != nil {
-		return nil, err
+		return err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+		return err
 	}
 	// Fresh copies of the seeded databases: every run starts alike.
 	for _, f := range [][2]string{{"catalog.db", e.baseCatalog}, {"orders.db", e.baseOrders}} {
 		if err := copyFile(filepath.Join(dir, f[0]), f[1]); err != nil {
-			return nil, fmt.Errorf("%s: copy database: %w", s.Name, err)
+			return fmt.Errorf("%s: copy database: %w", s.Name, err)
 		}
 	}
 	addr := map[string]string{}
 	for _, svc := range services {
 		a, err := freePort()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		addr[svc] = a
 	}
@@ -210,42 +243,64 @@ func (e *env) run(ctx context.Context, s setup) (*measured, error) {
 		cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(s.GOMAXPROCS))
 		logf, err := os.Create(filepath.Join(dir, svc+".log"))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		cmd.Stdout, cmd.Stderr = logf, logf
 		if err := cmd.Start(); err != nil {
 			logf.Close()
 			stopAll()
-			return nil, fmt.Errorf("%s: start %s: %w", s.Name, svc, err)
+			return fmt.Errorf("%s: start %s: %w", s.Name, svc, err)
 		}
 		logf.Close()
 		procs = append(procs, cmd)
 		if err := waitHealthy(ctx, url(svc)+"/healthz"); err != nil {
 			stopAll()
-			return nil, fmt.Errorf("%s: %s: %w (see %s)", s.Name, svc, err, logf.Name())
+			return fmt.Errorf("%s: %s: %w (see %s)", s.Name, svc, err, logf.Name())
 		}
 	}
-	slog.Info("load", "run", s.Name, "rate", fmt.Sprintf("%.1f/s", s.Rate), "steady", e.phases.Steady)
-	loadFile := filepath.Join(dir, "load.json")
-	out, loadErr := e.load(url("gateway"), s.Rate, e.phases, e.seed, loadFile).CombinedOutput()
+	phases := e.phases
+	phases.Steady = s.Steady
+	if phases.Steady == 0 {
+		phases.Steady = e.phases.Steady
+	}
+	phases.Steady /= time.Duration(n)
+	// The same seeds in the same round for every setup: their arrivals
+	// differ only by the rate.
+	seed := e.seed + 1000*uint64(seg)
+	slog.Info("load", "run", s.Name, "segment", fmt.Sprintf("%d/%d", seg+1, n), "rate", fmt.Sprintf("%.1f/s", s.Rate), "steady", phases.Steady)
+	out, loadErr := e.load(url("gateway"), s.Rate, phases, seed, filepath.Join(dir, "load.json"), n > 1).CombinedOutput()
 	for i, rate := range s.Steps {
 		if loadErr != nil {
 			break
 		}
+		if i%n != seg {
+			continue
+		}
 		phases := loadgen.Phases{RampUp: 2 * time.Second, Steady: e.stepSteady(), RampDown: time.Second}
 		slog.Info("load step", "run", s.Name, "rate", fmt.Sprintf("%.1f/s", rate), "steady", phases.Steady)
-		out, loadErr = e.load(url("gateway"), rate, phases, e.seed+uint64(i)+1,
-			filepath.Join(dir, fmt.Sprintf("load-step-%d.json", i+1))).CombinedOutput()
+		out, loadErr = e.load(url("gateway"), rate, phases, seed+uint64(i)+1,
+			filepath.Join(dir, stepFile(i)), false).CombinedOutput()
 	}
 	stopErr := stopAll()
 	if loadErr != nil {
-		return nil, fmt.Errorf("%s: load generator: %w: %s", s.Name, loadErr, strings.TrimSpace(string(out)))
+		return fmt.Errorf("%s: load generator: %w: %s", s.Name, loadErr, strings.TrimSpace(string(out)))
 	}
-	if stopErr != nil {
-		return nil, stopErr
-	}
-	return e.measure(s, dir)
+	return stopErr
 }
+
+// run runs all of s's segments one after the other and measures them.
+func (e *env) run(ctx context.Context, s setup) (*measured, error) {
+	dirs := e.segments(s.Name)
+	for i, dir := range dirs {
+		if err := e.runSegment(ctx, s, dir, i, len(dirs)); err != nil {
+			return nil, err
+		}
+	}
+	return e.measure(s, dirs)
+}
+
+// stepFile is the name of the load generator's result of step i (from 0).
+func stepFile(i int) string { return fmt.Sprintf("load-step-%d.json", i+1) }
 
 // readLoad reads a load generator's result.
 func readLoad(path string) (*loadgen.Result, error) {
@@ -261,11 +316,12 @@ func readLoad(path string) (*loadgen.Result, error) {
 }
 
 // stepResults reads the load generator's results of the n load steps run
-// after the measured phases in dir.
-func stepResults(dir string, n int) ([]*loadgen.Result, error) {
+// after the measured phases of the segments in dirs (step i in segment i
+// mod len(dirs)).
+func stepResults(dirs []string, n int) ([]*loadgen.Result, error) {
 	out := make([]*loadgen.Result, n)
 	for i := range n {
-		res, err := readLoad(filepath.Join(dir, fmt.Sprintf("load-step-%d.json", i+1)))
+		res, err := readLoad(filepath.Join(dirs[i%len(dirs)], stepFile(i)))
 		if err != nil {
 			return nil, err
 		}
@@ -274,27 +330,47 @@ func stepResults(dir string, n int) ([]*loadgen.Result, error) {
 	return out, nil
 }
 
-// measure reads what the run of s in dir measured: the load generator's
-// result and the services' CPU time over the steady phase.
-func (e *env) measure(s setup, dir string) (*measured, error) {
-	res, err := readLoad(filepath.Join(dir, "load.json"))
-	if err != nil {
-		return nil, err
-	}
-	cpuSec := 0.0
-	for _, svc := range services {
-		series, err := readCPU(filepath.Join(dir, svc+".csv"))
+// measure reads what the segments of s in dirs measured: the load
+// generator's results, merged, and the services' CPU time over the steady
+// phases.
+func (e *env) measure(s setup, dirs []string) (*measured, error) {
+	m := &measured{Dirs: dirs}
+	cpuSec, steady := 0.0, 0.0
+	for _, dir := range dirs {
+		res, err := readLoad(filepath.Join(dir, "load.json"))
 		if err != nil {
 			return nil, err
 		}
-		used, err := series.between(res.SteadyStart, res.SteadyEnd)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %s metrics: %w", s.Name, svc, err)
+		used := 0.0
+		for _, svc := range services {
+			series, err := readCPU(filepath.Join(dir, svc+".csv"))
+			if err != nil {
+				return nil, err
+			}
+			u, err := series.between(res.SteadyStart, res.SteadyEnd)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %s metrics: %w", s.Name, svc, err)
+			}
+			used += u
 		}
-		cpuSec += used
+		per := math.NaN()
+		if n := res.All.Count; n > 0 {
+			per = used / float64(n)
+		}
+		m.Parts, m.PartPerRequest = append(m.Parts, res), append(m.PartPerRequest, per)
+		cpuSec, steady = cpuSec+used, steady+res.SteadySeconds
 	}
-	perSec := cpuSec / res.SteadySeconds
-	return &measured{Load: res, CPU: perSec / float64(s.ModelCores), CPUSeconds: perSec, Dir: dir}, nil
+	m.Load = m.Parts[0]
+	if len(m.Parts) > 1 {
+		merged, err := loadgen.Merge(m.Parts...)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.Name, err)
+		}
+		m.Load = merged
+	}
+	m.CPUSeconds = cpuSec / steady
+	m.CPU = m.CPUSeconds / float64(s.ModelCores)
+	return m, nil
 }
 
 func waitHealthy(ctx context.Context, url string) error {
