@@ -323,14 +323,18 @@ func siteLockName(caller, target string) string {
 // its call sites at the loads the traces saw: per site, the calls per
 // execution times the wait of an M/G/c queue with the calls' durations as
 // service (Allen–Cunneen's approximation, exact for c = 1), averaged over
-// the traces' windows (see loadWindows).
+// the traces' windows (see loadWindows). The pools and locks the
+// configuration declares around calls count too (see declaredWait).
 func (g *generator) siteWait(caller string, op *opStats) float64 {
 	span := g.s.span()
-	if span <= 0 || op.count == 0 || len(g.siteLimits[caller]) == 0 {
+	if span <= 0 || op.count == 0 {
 		return 0
 	}
+	wait := g.declaredWait(caller, op)
+	if len(g.siteLimits[caller]) == 0 {
+		return wait
+	}
 	wins, width := g.loadWindows(func(id string) bool { return id == caller }, func(string) float64 { return 1 })
-	var wait float64
 	for _, target := range slices.Sorted(maps.Keys(g.siteLimits[caller])) {
 		lim := g.siteLimits[caller][target]
 		d := g.s.siteTimes[siteGroup(caller, target)]
@@ -355,6 +359,63 @@ func (g *generator) siteWait(caller string, op *opStats) float64 {
 	return wait
 }
 
+// declaredWait is the mean time one execution of caller waits for the
+// pools and locks the configuration declares around its calls (passive,
+// calls). The model makes that wait itself, and in the traces it is part
+// of the caller's own time off the CPU, where a mutex or a worker pool
+// taken in the caller's code puts it; so it is taken out there, as the
+// wait of an M/G/c queue (Allen–Cunneen) whose servers are the resource's
+// units and whose service is the duration of every declared call that
+// holds it, from any caller, at the load of each window of the traces.
+func (g *generator) declaredWait(caller string, op *opStats) float64 {
+	span := g.s.span()
+	byResource := map[string][]string{} // the caller's targets per resource
+	for _, t := range slices.Sorted(maps.Keys(g.declaredCalls)) {
+		if d := g.s.siteTimes[siteGroup(caller, t)]; d != nil && d.n > 0 {
+			byResource[g.declaredCalls[t]] = append(byResource[g.declaredCalls[t]], t)
+		}
+	}
+	var wait float64
+	for _, name := range slices.Sorted(maps.Keys(byResource)) {
+		// Every call site holding the resource: its load, its calls'
+		// mean and second moment of duration, and per calling operation
+		// the busy time one execution adds.
+		var n, sum, sum2 float64
+		perExec := map[string]float64{}
+		for _, key := range slices.Sorted(maps.Keys(g.s.siteTimes)) {
+			parts := strings.Split(key, "\x00")
+			d := g.s.siteTimes[key]
+			if len(parts) != 3 || g.declaredCalls[parts[2]] != name || d.n == 0 {
+				continue
+			}
+			n += float64(d.n)
+			sum += d.mean() * float64(d.n)
+			sum2 += (d.variance() + d.mean()*d.mean()) * float64(d.n)
+			if o := g.s.ops[parts[1]]; o != nil && o.count > 0 {
+				perExec[parts[1]] += d.mean() * float64(d.n) / float64(o.count)
+			}
+		}
+		if n == 0 || sum <= 0 {
+			continue
+		}
+		mean := sum / n
+		cv2 := max(sum2/n/(mean*mean)-1, 0)
+		c := float64(max(g.cfg.Passive[name].Capacity, 1))
+		a := sum / span
+		if a >= c {
+			continue
+		}
+		wins, width := g.loadWindows(func(id string) bool { return perExec[id] > 0 }, func(id string) float64 { return perExec[id] })
+		w := meanOverWindows(wins, width, 1, a, func(a float64) float64 { return waitFactor(int(c), a) })
+		calls := 0.0
+		for _, t := range byResource[name] {
+			calls += float64(g.s.siteTimes[siteGroup(caller, t)].n) / float64(op.count)
+		}
+		wait += mean * w * (1 + cv2) / 2 * calls
+	}
+	return wait
+}
+
 // waitsBeforeSpan reports whether calls to target wait, before the
 // target's span starts, for something the model reproduces: a limit, or a
 // CPU slot of its component.
@@ -363,13 +424,15 @@ func (g *generator) waitsBeforeSpan(target string) bool {
 	return g.limited(target) || g.cfg.cpuSlots(comp) > 0
 }
 
-// limited reports whether calls to an operation wait for an inferred limit
-// before its server span starts.
+// limited reports whether calls to an operation wait for a limit before
+// its server span starts: one inferred, or a pool or lock the
+// configuration declares around the operation.
 func (g *generator) limited(target string) bool {
 	comp, _ := splitID(target)
 	_, a := g.threads[comp]
 	_, b := g.opLimits[target]
-	return a || b
+	_, c := g.declaredOps[target]
+	return a || b || c
 }
 
 // needPassive adds a passive resource of capacity k, one per replica of the

@@ -74,13 +74,15 @@ func (g *generator) cellsOf(sel func(id string) bool) []opCell {
 // the traces hold fewer than two such windows. demand gives an operation's
 // mean CPU time per execution.
 func (g *generator) loadWindows(sel func(id string) bool, demand func(id string) float64) ([]loadWin, float64) {
-	return groupWindows(g.cellsOf(sel), demand)
+	return groupWindows(g.cellsOf(sel), demand, int64(g.s.activity().idle*1e9))
 }
 
 // groupWindows groups cells into windows of at least loadWindow holding
-// loadWindowExecutions executions on average, and returns them in time
-// order with their width in seconds; nil when fewer than two windows fit.
-func groupWindows(cells []opCell, demand func(id string) float64) ([]loadWin, float64) {
+// loadWindowExecutions executions on average over the time the cells span
+// less idle (nanoseconds of pauses in the traces), and returns them in
+// time order with their width in seconds; nil when fewer than two windows
+// fit.
+func groupWindows(cells []opCell, demand func(id string) float64, idle int64) ([]loadWin, float64) {
 	width := windowWidth
 	total := 0.0
 	first, last := int64(math.MaxInt64), int64(math.MinInt64)
@@ -92,7 +94,11 @@ func groupWindows(cells []opCell, demand func(id string) float64) ([]loadWin, fl
 	if total == 0 || last <= first {
 		return nil, 0
 	}
-	w := max(loadWindow, int64(math.Ceil(loadWindowExecutions/total*float64(last-first))))
+	active := last - first
+	if idle < active {
+		active -= idle
+	}
+	w := max(loadWindow, int64(math.Ceil(loadWindowExecutions/total*float64(active))))
 	w = (w + width - 1) / width * width
 	if (last-first)/w < 2 {
 		return nil, 0
@@ -209,11 +215,12 @@ const (
 // holds that spell at every load.
 func (g *generator) warnSpells() {
 	byOp := map[string][]opCell{}
+	idle := int64(g.s.activity().idle * 1e9)
 	for _, oc := range g.cellsOf(func(string) bool { return true }) {
 		byOp[oc.id] = append(byOp[oc.id], oc)
 	}
 	for _, id := range slices.Sorted(maps.Keys(byOp)) {
-		wins, width := groupWindows(byOp[id], func(string) float64 { return 0 })
+		wins, width := groupWindows(byOp[id], func(string) float64 { return 0 }, idle)
 		if len(wins) < 4 {
 			continue
 		}
