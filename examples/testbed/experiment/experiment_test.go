@@ -52,47 +52,93 @@ workload:
       - call: gateway/GET /recommend/{user}
 `
 
-// Every call of the operation to the target is wrapped in a hold, with
-// the delay just before it; other calls are left alone; the result
-// validates.
-func TestWrap(t *testing.T) {
+// heldModel is an extracted model with the reference's pool and lock, as
+// extraction wraps the declared calls.
+const heldModel = `perfcast: 1
+hosts:
+  testbed: {}
+components:
+  gateway:
+    host: testbed
+    operations:
+      GET /recommend/{user}:
+        steps:
+          - parallel:
+              - - hold: {resource: gateway-pool, steps: [{delay: 1ms}, {call: "catalog/GET /products/{id}"}]}
+              - - hold: {resource: gateway-pool, steps: [{call: "catalog/GET /products/{id}"}]}
+  catalog:
+    host: testbed
+    operations:
+      GET /products/{id}: {steps: [{cpu: 1ms}]}
+  orders:
+    host: testbed
+    operations:
+      POST /orders:
+        steps:
+          - cpu: 1ms
+          - hold: {resource: stock-lock, steps: [{delay: 0.2ms}, {call: payments/POST /charge}]}
+          - delay: 0.5ms
+  payments:
+    host: testbed
+    operations:
+      POST /charge: {steps: [{delay: 10ms}]}
+passive:
+  gateway-pool: {capacity: 8}
+  stock-lock: {capacity: 1}
+workload:
+  recommend:
+    open: {rate: 1}
+    steps: [{call: "gateway/GET /recommend/{user}"}]
+  order:
+    open: {rate: 1}
+    steps: [{call: orders/POST /orders}]
+`
+
+// A configuration's pool size replaces the reference's; without the coarse
+// lock its holds give way to the steps they held, and the resource goes.
+func TestDeclare(t *testing.T) {
+	for _, lock := range []bool{true, false} {
+		m, err := model.Parse([]byte(heldModel), "held.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := declare(m, setup{Name: "t", Pool: 2, CoarseLock: lock, ModelCores: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if p := m.PassiveResource(poolResource); p == nil || p.Capacity != 2 {
+			t.Fatalf("pool %+v, want capacity 2", p)
+		}
+		holds := 0
+		steps := m.Component("orders").Operation("POST /orders").Steps
+		model.Walk(steps, func(s *model.Step) {
+			if s.Kind == model.StepHold && s.Resource == lockResource {
+				holds++
+			}
+		})
+		if lock != (holds == 1) || lock != (m.PassiveResource(lockResource) != nil) {
+			t.Fatalf("coarse lock %v: %d holds of the lock, resource %v", lock, holds, m.PassiveResource(lockResource))
+		}
+		if !lock {
+			want := []model.StepKind{model.StepCPU, model.StepDelay, model.StepCall, model.StepDelay}
+			var got []model.StepKind
+			for _, s := range steps {
+				got = append(got, s.Kind)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("steps without the lock %v, want %v", got, want)
+			}
+		}
+	}
+	// A model without the pool is not one extraction made with it.
 	m, err := model.Parse([]byte(testModel), "test.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := wrap(m, poolOp, poolTarget, poolResource); err != nil {
-		t.Fatal(err)
-	}
-	m.Passive = append(m.Passive, &model.Passive{Name: poolResource, Capacity: 2})
-	if err := m.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	holds, calls := 0, 0
-	steps := m.Component("gateway").Operation("GET /recommend/{user}").Steps
-	model.Walk(steps, func(s *model.Step) {
-		switch s.Kind {
-		case model.StepHold:
-			holds++
-			last := s.Steps[len(s.Steps)-1]
-			if s.Resource != poolResource || last.Kind != model.StepCall || last.Target != poolTarget {
-				t.Errorf("hold %+v", s)
-			}
-		case model.StepCall:
-			calls++
-		}
-	})
-	if holds != 3 || calls != 4 {
-		t.Fatalf("%d holds, %d calls; want 3 and 4", holds, calls)
-	}
-	first := steps[1].Parallel[0]
-	if len(first) != 1 || first[0].Kind != model.StepHold || len(first[0].Steps) != 2 || first[0].Steps[0].Kind != model.StepDelay {
-		t.Fatalf("the call's latency is not inside the hold: %+v", first)
-	}
-	if steps[3].Kind != model.StepCall {
-		t.Fatal("a call to another operation was wrapped")
-	}
-	if err := wrap(m, lockOp, lockTarget, lockResource); err == nil {
-		t.Fatal("wrapping an operation the model lacks succeeded")
+	if err := declare(m, setup{Name: "t", Pool: 2, CoarseLock: true}); err == nil {
+		t.Fatal("declared on a model without the pool")
 	}
 }
 
@@ -105,6 +151,7 @@ func TestDeclareGenerator(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := setup{Name: "t", Rate: 100, ModelCores: 1, Pool: 8, GeneratorCPU: 0.002}
+	m.Passive = append(m.Passive, &model.Passive{Name: poolResource, Capacity: 8})
 	if err := declare(m, s); err != nil {
 		t.Fatal(err)
 	}

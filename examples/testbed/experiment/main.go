@@ -62,6 +62,7 @@ type options struct {
 	clientGap bool
 	outside   string
 	rounds    int
+	rampUp    time.Duration
 }
 
 func run() error {
@@ -76,9 +77,13 @@ func run() error {
 	flag.BoolVar(&o.reuse, "reuse", false, "with -work, take the runs already there instead of running them again (to try another extraction on the same measurements)")
 	flag.BoolVar(&o.clientGap, "client-gap", true, "add each class's time outside the gateway's root span (the load generator's latency less the span's, in the reference's steady phase) to the model's workload as a fixed delay")
 	flag.StringVar(&o.outside, "outside-spans", extract.OutsideBackground, "where extraction puts the CPU time outside spans: inline or background (the extraction configuration's outside_spans)")
-	flag.IntVar(&o.rounds, "rounds", 3, "run every configuration in this many segments, one per round, the rounds one after the other, so that the machine's drift over the invocation falls alike on all configurations")
+	flag.IntVar(&o.rounds, "rounds", 6, "run every configuration in this many segments, one per round, the rounds one after the other, so that the machine's drift over the invocation falls alike on all configurations (-quick: 2)")
+	flag.DurationVar(&o.rampUp, "ramp-up", 5*time.Second, "each segment's ramp-up (fresh processes warm up in it)")
 	flag.Parse()
 	o.small = o.quick
+	if o.quick && !flagSet("rounds") {
+		o.rounds = 2
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 
@@ -115,6 +120,13 @@ func run() error {
 		return e.makeDataset(ctx, filepath.Join(root, o.dataset) /* relative to the module */, o)
 	}
 	return e.experiment(ctx, root, o)
+}
+
+// flagSet tells whether the command line set the flag name.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // moduleRoot finds the directory of the go.mod above the working directory.
@@ -204,20 +216,14 @@ func loadAverage() (string, bool) {
 }
 
 func (e *env) experiment(ctx context.Context, root string, o options) error {
-	e.phases = loadgen.Phases{RampUp: 10 * time.Second, Steady: 60 * time.Second, RampDown: 3 * time.Second}
+	e.phases = loadgen.Phases{RampUp: o.rampUp, Steady: 60 * time.Second, RampDown: 2 * time.Second}
 	if o.quick {
 		e.phases = loadgen.Phases{RampUp: time.Second, Steady: 5 * time.Second, RampDown: 500 * time.Millisecond}
 	}
 	if e.reuse {
 		// Runs of another -rounds are not the ones asked for.
-		for _, rounds := range []int{1, 2, 3, 4, 5, 6} {
-			if rounds == e.rounds {
-				continue
-			}
-			probe := &env{work: e.work, rounds: rounds}
-			if _, err := os.Stat(filepath.Join(probe.segments("reference")[0], "load.json")); err == nil {
-				return fmt.Errorf("-reuse: %s holds runs of -rounds %d, not %d", e.work, rounds, e.rounds)
-			}
+		if n := madeRounds(filepath.Join(e.work, "reference")); n > 0 && n != e.rounds {
+			return fmt.Errorf("-reuse: %s holds runs of -rounds %d, not %d", e.work, n, e.rounds)
 		}
 	}
 	started := time.Now()
@@ -506,6 +512,22 @@ func writeReport(path string, report []byte) error {
 		b.WriteString("\n")
 	}
 	return os.WriteFile(path, b.Bytes(), 0o644)
+}
+
+// madeRounds tells in how many rounds the configuration in dir ran: 1 when
+// its result is in dir itself, else the number of round-K directories with
+// one, 0 when it has not run.
+func madeRounds(dir string) int {
+	if _, err := os.Stat(filepath.Join(dir, "load.json")); err == nil {
+		return 1
+	}
+	n := 0
+	for {
+		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("round-%d", n+1), "load.json")); err != nil {
+			return n
+		}
+		n++
+	}
 }
 
 // roundOrder is the order of n configurations (0 the reference) in each

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/perfcast/perfcast/examples/testbed/loadgen"
@@ -25,9 +26,7 @@ import (
 const (
 	poolResource = "gateway-pool" // the recommendation fan-out's workers
 	lockResource = "stock-lock"   // the orders service's stock mutex
-	poolOp       = "gateway/GET /recommend/{user}"
 	poolTarget   = "catalog/GET /products/{id}"
-	lockOp       = "orders/POST /orders"
 	lockTarget   = "payments/POST /charge"
 	// The catalog's database/sql pool (the testbed's -db-conns default):
 	// every catalog operation is taken to hold one connection throughout.
@@ -58,11 +57,19 @@ func extractModel(ctx context.Context, dirs []string, s setup, outside string) (
 	if err := serviceMetrics(cpu, dirs...); err != nil {
 		return nil, err
 	}
+	// The pool and the lock are declared to extraction, which then takes
+	// their waits out of the callers' time off the CPU (the model makes
+	// them again) and wraps the calls in them.
+	passive := map[string]extract.PassiveConfig{poolResource: {Capacity: s.Pool, Calls: []string{poolTarget}}}
+	if s.CoarseLock {
+		passive[lockResource] = extract.PassiveConfig{Capacity: 1, Calls: []string{lockTarget}}
+	}
 	return extract.Run(ctx, files, "testbed", &extract.Config{
 		Hosts:        map[string]extract.HostConfig{hostName: {Cores: s.ModelCores}},
 		CPUSlots:     map[string]int{"*": s.GOMAXPROCS},
 		Metrics:      []string{cpu},
 		OutsideSpans: outside,
+		Passive:      passive,
 	})
 }
 
@@ -83,19 +90,20 @@ func setSlots(m *model.Model, k int) error {
 	return nil
 }
 
-// declare adds the pool and the lock of s to m: every call of op to target
-// (with the call's latency, a delay step just before it) is wrapped in a
-// hold of the resource.
+// declare makes m, extracted with the reference's pool and lock, a model of
+// configuration s: the pool's size, the coarse lock dropped where s has
+// none, every catalog operation held in the catalog's database
+// connections, and the load generator where it shares the services' CPUs.
 func declare(m *model.Model, s setup) error {
-	if err := wrap(m, poolOp, poolTarget, poolResource); err != nil {
-		return err
+	pool := m.PassiveResource(poolResource)
+	if pool == nil {
+		return fmt.Errorf("the extracted model has no passive resource %s", poolResource)
 	}
-	m.Passive = append(m.Passive, &model.Passive{Name: poolResource, Capacity: s.Pool})
-	if s.CoarseLock {
-		if err := wrap(m, lockOp, lockTarget, lockResource); err != nil {
-			return err
-		}
-		m.Passive = append(m.Passive, &model.Passive{Name: lockResource, Capacity: 1})
+	pool.Capacity = s.Pool
+	if lock := m.PassiveResource(lockResource); lock == nil && s.CoarseLock {
+		return fmt.Errorf("the extracted model has no passive resource %s", lockResource)
+	} else if lock != nil && !s.CoarseLock {
+		unhold(m, lockResource)
 	}
 	c := m.Component(dbComponent)
 	if c == nil {
@@ -117,6 +125,33 @@ func declare(m *model.Model, s setup) error {
 	return nil
 }
 
+// unhold removes the passive resource name from m: its holds give way to
+// the steps they held.
+func unhold(m *model.Model, name string) {
+	rewrite := func(steps []model.Step) []model.Step {
+		return model.RewriteLists(steps, func(list []model.Step) []model.Step {
+			var out []model.Step
+			for _, s := range list {
+				if s.Kind == model.StepHold && s.Resource == name {
+					out = append(out, s.Steps...)
+					continue
+				}
+				out = append(out, s)
+			}
+			return out
+		})
+	}
+	for _, c := range m.Components {
+		for _, op := range c.Operations {
+			op.Steps = rewrite(op.Steps)
+		}
+	}
+	for _, w := range m.Workloads {
+		w.Steps = rewrite(w.Steps)
+	}
+	m.Passive = slices.DeleteFunc(m.Passive, func(p *model.Passive) bool { return p.Name == name })
+}
+
 // servicesCPU is the predicted CPU utilization of the services alone: the
 // host's, less the load generator's share when the model carries it.
 func servicesCPU(res *solve.Result, s setup) float64 {
@@ -125,49 +160,6 @@ func servicesCPU(res *solve.Result, s setup) float64 {
 		return math.NaN()
 	}
 	return r.Utilization - s.Rate*s.GeneratorCPU/float64(s.ModelCores)
-}
-
-func wrap(m *model.Model, opID, target, resource string) error {
-	comp, name := splitID(opID)
-	c := m.Component(comp)
-	if c == nil || c.Operation(name) == nil {
-		return fmt.Errorf("the extracted model has no operation %s", opID)
-	}
-	op := c.Operation(name)
-	n := 0
-	op.Steps = wrapSteps(op.Steps, target, resource, &n)
-	if n == 0 {
-		return fmt.Errorf("%s never calls %s in the extracted model", opID, target)
-	}
-	return nil
-}
-
-func splitID(id string) (string, string) {
-	comp, op, _ := strings.Cut(id, "/")
-	return comp, op
-}
-
-// wrapSteps wraps every call to target in steps, at any depth, with the
-// delay just before it (the call's latency), in a hold of resource,
-// counting the calls wrapped in n.
-func wrapSteps(steps []model.Step, target, resource string, n *int) []model.Step {
-	return model.RewriteLists(steps, func(list []model.Step) []model.Step {
-		var out []model.Step
-		for _, s := range list {
-			if s.Kind != model.StepCall || s.Target != target {
-				out = append(out, s)
-				continue
-			}
-			body := []model.Step{s}
-			if len(out) > 0 && out[len(out)-1].Kind == model.StepDelay {
-				body = []model.Step{out[len(out)-1], s}
-				out = out[:len(out)-1]
-			}
-			out = append(out, model.Step{Kind: model.StepHold, Resource: resource, Units: 1, Steps: body})
-			*n++
-		}
-		return out
-	})
 }
 
 // workloadOf maps each class to the model's workload entering by its

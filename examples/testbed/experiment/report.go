@@ -261,8 +261,12 @@ func (r *report) write(w io.Writer, args []string) {
 		fmt.Fprintf(w, "| %s | %s | %.1f | %.1f | %.1f | %s | %.2f | %.2f | %s |\n", row.setup.Name, row.setup.What, row.setup.Rate,
 			m.Load.All.Throughput, predX, pct(ex), m.CPU, predCPU, pct(ec))
 	}
+	batches := "ten parts of the steady phase"
+	if r.rounds > 1 {
+		batches = fmt.Sprintf("%d parts of each of the %d segments' steady phases", (10+r.rounds-1)/r.rounds, r.rounds)
+	}
 	fmt.Fprintf(w, "\n### Response times per request class (ms)\n\n"+
-		"Measured means carry the half-width of their 95 %% confidence interval (batch means over ten parts of the steady phase).\n\n")
+		"Measured means carry the half-width of their 95 %% confidence interval (batch means over %s).\n\n", batches)
 	fmt.Fprintf(w, "| configuration | class | n | measured X /s | predicted X /s | error | measured mean | predicted mean | error | measured p95 | predicted p95 | error |\n")
 	fmt.Fprintf(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, row := range r.rows {
