@@ -63,6 +63,7 @@ type options struct {
 	outside   string
 	rounds    int
 	rampUp    time.Duration
+	steps     bool
 }
 
 func run() error {
@@ -78,6 +79,7 @@ func run() error {
 	flag.BoolVar(&o.clientGap, "client-gap", true, "add each class's time outside the gateway's root span (the load generator's latency less the span's, in the reference's steady phase) to the model's workload as a fixed delay")
 	flag.StringVar(&o.outside, "outside-spans", extract.OutsideBackground, "where extraction puts the CPU time outside spans: inline or background (the extraction configuration's outside_spans)")
 	flag.IntVar(&o.rounds, "rounds", 6, "run every configuration in this many segments, one per round, the rounds one after the other, so that the machine's drift over the invocation falls alike on all configurations (-quick: 2)")
+	flag.BoolVar(&o.steps, "steps", false, "make the reference a stepped load test (a high and a low rate alternating after its measured phases, in the traces extraction reads), from which extraction can fit a CPU speed curve")
 	flag.DurationVar(&o.rampUp, "ramp-up", 5*time.Second, "each segment's ramp-up (fresh processes warm up in it)")
 	flag.Parse()
 	o.small = o.quick
@@ -254,15 +256,17 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 			warmSaturation = wm.Load.All.Throughput / wm.CPUSeconds
 		}
 	}
-	// The reference run is a stepped load test: the reference rate,
-	// measured, then a high, a low, a high, a low and a high load, in the
-	// traces only, so that extraction sees how the CPU time of the same
+	// With -steps the reference run is a stepped load test: the reference
+	// rate, measured, then a high, a low, a high, a low and a high load, in
+	// the traces only, so that extraction sees how the CPU time of the same
 	// work changes with the load; alternating the rates keeps a drift of
 	// the machine in time from passing for an effect of the load. With
 	// several rounds the steps are spread over the reference's segments.
 	refRun := ref
-	low, high := stepRates(o.refRate, warmSaturation)
-	refRun.Steps = []float64{high, low, high, low, high}
+	if o.steps {
+		low, high := stepRates(o.refRate, warmSaturation)
+		refRun.Steps = []float64{high, low, high, low, high}
+	}
 	// Round 1 opens with the reference, whose first segment sets the
 	// other configurations' rates.
 	refDirs := e.segments(ref.Name)

@@ -205,18 +205,14 @@ func (r *report) write(w io.Writer, args []string) {
 		}
 		fmt.Fprintf(w, "- The reference run is a stepped load test: after its measured phases the same processes served %s requests/s, %s each (in the traces extraction reads, not in the reference's measured row), so that extraction can see whether the CPU time of the same work changes with the load.",
 			strings.Join(rates, ", "), r.stepFor)
-		for _, c := range r.curves {
-			if len(c.Points) > 0 {
-				lo, hi := c.Points[0], c.Points[len(c.Points)-1]
-				fmt.Fprintf(w, " Host %s: over %d windows of %.0f s (%s), the CPU time per unit of work changed by %+.0f %% per unit of utilization (± %.0f %%, standard error); the model's speed curve is ×%.3f at utilization %.2f and ×%.3f at %.2f, flat beyond.",
-					c.Host, c.Windows, c.Window, c.Source, 100*c.Slope, 100*c.SlopeSE, lo.Factor, lo.Utilization, hi.Factor, hi.Utilization)
-			} else {
-				fmt.Fprintf(w, " Host %s: no speed curve (%s).", c.Host, c.Skipped)
-			}
-		}
+		r.writeCurves(w)
 		if len(overloaded) > 0 {
 			fmt.Fprintf(w, " **Step %s queued far beyond the reference (more than 5 times its mean response time):** the waits of a system out of steady state are in the traces extraction read, and the model's fixed delays hold them.", strings.Join(overloaded, ", "))
 		}
+		fmt.Fprint(w, "\n\n")
+	} else {
+		fmt.Fprint(w, "- The reference ran at one rate (no `-steps`): extraction sees one load, so no CPU cost that changes with it.")
+		r.writeCurves(w)
 		fmt.Fprint(w, "\n\n")
 	}
 	if len(r.gaps) > 0 {
@@ -351,6 +347,20 @@ func (r *report) write(w io.Writer, args []string) {
 			fmt.Fprintf(w, "- %s\n", wn)
 		}
 		fmt.Fprintln(w)
+	}
+}
+
+// writeCurves says what extraction found about the CPU cost against the
+// load on each host.
+func (r *report) writeCurves(w io.Writer) {
+	for _, c := range r.curves {
+		if len(c.Points) > 0 {
+			lo, hi := c.Points[0], c.Points[len(c.Points)-1]
+			fmt.Fprintf(w, " Host %s: over %d windows of %.0f s (%s), the CPU time per unit of work changed by %+.0f %% per unit of utilization (± %.0f %%, standard error); the model's speed curve is ×%.3f at utilization %.2f and ×%.3f at %.2f, flat beyond.",
+				c.Host, c.Windows, c.Window, c.Source, 100*c.Slope, 100*c.SlopeSE, lo.Factor, lo.Utilization, hi.Factor, hi.Utilization)
+		} else {
+			fmt.Fprintf(w, " Host %s: no speed curve (%s).", c.Host, c.Skipped)
+		}
 	}
 }
 
