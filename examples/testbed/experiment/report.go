@@ -305,13 +305,14 @@ func (r *report) write(w io.Writer, args []string) {
 	r.writeNoise(w)
 	r.writeAdjusted(w)
 	fmt.Fprintf(w, "### Known sources of error\n\n"+
-		"- Measurement noise: the CPU time per request moves from run to run (see above and the repeat\n"+
-		"  row), and the model carries the reference run's figure to every prediction; utilization errors\n"+
-		"  of that size are the floor on this machine, and near saturation they make large response-time\n"+
-		"  errors.\n"+
+		"- Measurement noise: the CPU time per request moves from segment to segment (see above and the\n"+
+		"  repeat row); the rounds average it over the invocation for every configuration alike, but what\n"+
+		"  is left is carried from the reference to every prediction. Utilization errors of that size are\n"+
+		"  the floor on this machine, and near saturation they make large response-time errors.\n"+
 		"- CPU cost against the load: extraction puts a speed curve in the model only when the\n"+
-		"  reference's steps show one clear of its standard error; a cost that changes with the\n"+
-		"  load in another way, or between runs but not within one, is not in the model.\n"+
+		"  reference's traces hold several loads (`-steps`) and show one clear of its standard error;\n"+
+		"  without steps, or with a cost that changes between runs but not within one, the model carries\n"+
+		"  the reference's CPU time per request to every load.\n"+
 		"- Background: CPU that does not grow with the load (timers, samplers, the runtimes' idle work)\n"+
 		"  is taken as per-request work, or as a cost falling with the load where the reference's steps\n"+
 		"  show one (the speed curve carries it). The intercept of the line above mixes it with the\n"+
@@ -333,10 +334,11 @@ func (r *report) write(w io.Writer, args []string) {
 		"  of saturation), which the fixed delay does not.\n"+
 		"- FIFO slots: a service's CPU slot serves bursts in arrival order, which the Go scheduler does\n"+
 		"  not quite do (it runs the goroutine readied last first).\n"+
-		"- Waiting taken for work: each operation's own time off the CPU, less the waits for the CPU and\n"+
-		"  the CPU slot the model reproduces, is a fixed delay. Waits the spans do not show as such (I/O, a\n"+
+		"- Waiting taken for work: each operation's own time off the CPU, less the waits for the CPU,\n"+
+		"  the CPU slot and the declared locks the model reproduces, is a fixed delay. Waits the spans do not show as such (I/O, a\n"+
 		"  lock inside a span) stay fixed, so they do not grow with the load.\n"+
-		"- Declared resources: the runner declares GOMAXPROCS, the fan-out pool, the stock mutex and the\n"+
+		"- Declared resources: the runner declares GOMAXPROCS, the fan-out pool, the stock mutex (the last\n"+
+		"  two to extraction, which takes their waits out of the callers' delays) and the\n"+
 		"  catalog's connections; traces do not show GOMAXPROCS, and at the reference load the others are\n"+
 		"  too rarely full for extraction to infer them.\n"+
 		"- Other work on the machine: pinning keeps the load generator off the services' CPU (except in\n"+
