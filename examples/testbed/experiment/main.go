@@ -8,7 +8,7 @@
 // writes the comparison as Markdown into the generated section of
 // docs/accuracy.md.
 //
-//	go run ./examples/testbed/experiment            # the full experiment (about 15 minutes)
+//	go run ./examples/testbed/experiment            # the full experiment (about 21 minutes)
 //	go run ./examples/testbed/experiment -quick     # a smoke run of a few seconds per configuration
 //	go run ./examples/testbed/experiment -dataset examples/data   # the example data set
 //
