@@ -167,6 +167,9 @@ type generator struct {
 	// declaredCalls and declaredOps hold the configuration's passive
 	// resources by the calls and operations that hold them.
 	declaredCalls, declaredOps map[string]string
+	// declaredWaits caches, per declared resource, the mean wait of one
+	// call holding it (see resourceWait).
+	declaredWaits map[string]float64
 	// bins maps, per request parameter, value buckets to bin labels.
 	bins map[string]map[string]string
 	// inSessions holds the entry operations of the session workload.
@@ -368,51 +371,51 @@ func (g *generator) siteWait(caller string, op *opStats) float64 {
 // units and whose service is the duration of every declared call that
 // holds it, from any caller, at the load of each window of the traces.
 func (g *generator) declaredWait(caller string, op *opStats) float64 {
-	span := g.s.span()
-	byResource := map[string][]string{} // the caller's targets per resource
+	var wait float64
 	for _, t := range slices.Sorted(maps.Keys(g.declaredCalls)) {
 		if d := g.s.siteTimes[siteGroup(caller, t)]; d != nil && d.n > 0 {
-			byResource[g.declaredCalls[t]] = append(byResource[g.declaredCalls[t]], t)
+			wait += g.resourceWait(g.declaredCalls[t]) * float64(d.n) / float64(op.count)
 		}
 	}
-	var wait float64
-	for _, name := range slices.Sorted(maps.Keys(byResource)) {
-		// Every call site holding the resource: its load, its calls'
-		// mean and second moment of duration, and per calling operation
-		// the busy time one execution adds.
-		var n, sum, sum2 float64
-		perExec := map[string]float64{}
-		for _, key := range slices.Sorted(maps.Keys(g.s.siteTimes)) {
-			parts := strings.Split(key, "\x00")
-			d := g.s.siteTimes[key]
-			if len(parts) != 3 || g.declaredCalls[parts[2]] != name || d.n == 0 {
-				continue
-			}
-			n += float64(d.n)
-			sum += d.mean() * float64(d.n)
-			sum2 += (d.variance() + d.mean()*d.mean()) * float64(d.n)
-			if o := g.s.ops[parts[1]]; o != nil && o.count > 0 {
-				perExec[parts[1]] += d.mean() * float64(d.n) / float64(o.count)
-			}
-		}
-		if n == 0 || sum <= 0 {
+	return wait
+}
+
+// resourceWait is the mean wait of one call holding the declared resource
+// name, computed once per resource: every call site holding it gives its
+// load, its calls' mean and second moment of duration, and per calling
+// operation the busy time one execution adds, which weighs the windows.
+func (g *generator) resourceWait(name string) float64 {
+	if w, ok := g.declaredWaits[name]; ok {
+		return w
+	}
+	if g.declaredWaits == nil {
+		g.declaredWaits = map[string]float64{}
+	}
+	var n, sum, sum2 float64
+	perExec := map[string]float64{}
+	for _, key := range slices.Sorted(maps.Keys(g.s.siteTimes)) {
+		parts := strings.Split(key, "\x00")
+		d := g.s.siteTimes[key]
+		if len(parts) != 3 || g.declaredCalls[parts[2]] != name || d.n == 0 {
 			continue
 		}
+		n += float64(d.n)
+		sum += d.mean() * float64(d.n)
+		sum2 += (d.variance() + d.mean()*d.mean()) * float64(d.n)
+		if o := g.s.ops[parts[1]]; o != nil && o.count > 0 {
+			perExec[parts[1]] += d.mean() * float64(d.n) / float64(o.count)
+		}
+	}
+	wait := 0.0
+	c := float64(max(g.cfg.Passive[name].Capacity, 1))
+	if span := g.s.span(); n > 0 && sum > 0 && span > 0 && sum/span < c {
 		mean := sum / n
 		cv2 := max(sum2/n/(mean*mean)-1, 0)
-		c := float64(max(g.cfg.Passive[name].Capacity, 1))
-		a := sum / span
-		if a >= c {
-			continue
-		}
 		wins, width := g.loadWindows(func(id string) bool { return perExec[id] > 0 }, func(id string) float64 { return perExec[id] })
-		w := meanOverWindows(wins, width, 1, a, func(a float64) float64 { return waitFactor(int(c), a) })
-		calls := 0.0
-		for _, t := range byResource[name] {
-			calls += float64(g.s.siteTimes[siteGroup(caller, t)].n) / float64(op.count)
-		}
-		wait += mean * w * (1 + cv2) / 2 * calls
+		w := meanOverWindows(wins, width, 1, sum/span, func(a float64) float64 { return waitFactor(int(c), a) })
+		wait = mean * w * (1 + cv2) / 2
 	}
+	g.declaredWaits[name] = wait
 	return wait
 }
 

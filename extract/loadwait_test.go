@@ -52,31 +52,17 @@ func TestWaitsAtEachLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	op := x.Model.Component("svc").Operation("op")
-	delay := 0.0
-	model.Walk(op.Steps, func(s *model.Step) {
-		if s.Kind == model.StepDelay {
-			delay += s.Demand.Mean()
-		}
-	})
+	delay := fixedDelay(op)
 	// The mean own time of 18 000 executions is known to about 1 %
 	// (M/M/1 at 75 %: response-time CV near 1, correlated over a busy
 	// period); 0.5 ms is 4 % of the mean wait.
 	if delay > 0.5e-3 {
 		t.Errorf("a fixed delay of %.3g ms is left in the model:\n%s", delay*1e3, x.Model.Marshal())
 	}
-	m2, err := x.Model.Clone()
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Poisson at 90/s: the traces' arrivals, alternating, are burstier.
-	m2.Workloads[0].Open.Rate, m2.Workloads[0].Open.CV = 90, 1
-	res, err := sim.New().Solve(context.Background(), m2, solve.Options{Seed: 1, Precision: 0.01})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// M/M/1 at 45 %: 5 ms / (1 − 0.45).
 	want := 5e-3 / (1 - 0.45)
-	got := res.Workloads[m2.Workloads[0].Name].ResponseTime.Mean
+	got := meanAt(t, x.Model, 90)
 	t.Logf("predicted %.4g ms at 90/s, M/M/1 %.4g ms; delay %.3g ms", got*1e3, want*1e3, delay*1e3)
 	// The simulator's 1 %, the extracted demand's ~1 %, and the
 	// exponential fit's mean: 5 % in all.
@@ -190,34 +176,44 @@ func TestDeclaredLockWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	op := x.Model.Component("front").Operation("op")
-	delay := 0.0
-	model.Walk(op.Steps, func(s *model.Step) {
-		if s.Kind == model.StepDelay {
-			delay += s.Demand.Mean()
-		}
-	})
+	delay := fixedDelay(op)
 	// The mean wait over the steps is about 4 ms, known to a few per cent
 	// from 12 000 executions; 0.4 ms is a tenth of it.
 	if delay > 0.4e-3 {
 		t.Errorf("a fixed delay of %.3g ms is left in front/op:\n%s", delay*1e3, x.Model.Marshal())
 	}
-	at := func(mm *model.Model) float64 {
-		c, err := mm.Clone()
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Workloads[0].Open.Rate, c.Workloads[0].Open.CV = 50, 1
-		res, err := sim.New().Solve(context.Background(), c, solve.Options{Seed: 1, Precision: 0.01})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.Workloads[c.Workloads[0].Name].ResponseTime.Mean
-	}
-	want, got := at(m), at(x.Model)
+	want, got := meanAt(t, m, 50), meanAt(t, x.Model, 50)
 	t.Logf("at 50/s: known %.4g ms, extracted %.4g ms; delay %.3g ms", want*1e3, got*1e3, delay*1e3)
 	// Each simulation within 1 %, the extracted demands and delays
 	// within a few: 5 % in all.
 	if math.Abs(got-want)/want > 0.05 {
 		t.Errorf("predicted %.4g ms at 50/s, the known model %.4g ms", got*1e3, want*1e3)
 	}
+}
+
+// fixedDelay is the sum of the mean delays in op's steps.
+func fixedDelay(op *model.Operation) float64 {
+	delay := 0.0
+	model.Walk(op.Steps, func(s *model.Step) {
+		if s.Kind == model.StepDelay {
+			delay += s.Demand.Mean()
+		}
+	})
+	return delay
+}
+
+// meanAt is the mean response time the simulator predicts for m's first
+// workload at Poisson arrivals of rate per second.
+func meanAt(t *testing.T, m *model.Model, rate float64) float64 {
+	t.Helper()
+	c, err := m.Clone()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Workloads[0].Open.Rate, c.Workloads[0].Open.CV = rate, 1
+	res, err := sim.New().Solve(context.Background(), c, solve.Options{Seed: 1, Precision: 0.01})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Workloads[c.Workloads[0].Name].ResponseTime.Mean
 }
