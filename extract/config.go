@@ -72,7 +72,7 @@ type Config struct {
 	// OutsideSpans says where the CPU time that utilization metrics
 	// measure beyond the spans' goes in the model: "background" (the
 	// default) as asynchronous work each execution sends to its component
-	// (an operation named OutsideSpansOperation), which loads the CPU and
+	// when it ends (an operation named OutsideSpansOperation), which loads the CPU and
 	// the component's CPU slots but adds nothing to any response time, the
 	// callers' time outside the span staying as measured; "inline" at the
 	// start of every execution, in its response time and taken out of its

@@ -593,16 +593,20 @@ func (g *generator) operations() {
 			if rest := off.mean() - wait; rest >= minLatency {
 				d := withMean(g.fit(id+" off-cpu", off), rest)
 				o.Steps = append(o.Steps, model.Step{Kind: model.StepDelay, Demand: d})
-				g.rep.evidencef("%s: %.3gms of its own time is off the CPU (own time minus perfcast.cpu.time, less %.3gms of waiting for the CPU at the observed load): modeled as a delay", id, rest*1e3, wait*1e3)
+				g.rep.evidencef("%s: %.3gms of its own time is off the CPU (own time minus perfcast.cpu.time, less %.3gms of waits the model makes again, for the CPU, CPU slots and locks, at the observed loads): modeled as a delay", id, rest*1e3, wait*1e3)
 			}
 		}
 		if d := g.unattributedOf(id); d > 0 {
-			first := model.Step{Kind: model.StepCPU, Demand: model.Exp(d)}
 			if g.cfg.background() {
-				first = model.Step{Kind: model.StepSend, Target: op.component + "/" + OutsideSpansOperation}
+				// Sent when the execution ends: sent first, it would hold
+				// the component's CPU slot ahead of the execution's own
+				// CPU and delay it, which background work must not do
+				// to the execution that sends it.
+				o.Steps = append(o.Steps, model.Step{Kind: model.StepSend, Target: op.component + "/" + OutsideSpansOperation})
 				sendsOutside[op.component] = true
+			} else {
+				o.Steps = append([]model.Step{{Kind: model.StepCPU, Demand: model.Exp(d)}}, o.Steps...)
 			}
-			o.Steps = append([]model.Step{first}, o.Steps...)
 		}
 		if k := g.cfg.cpuSlots(op.component); k > 0 {
 			o.Steps = holdCPU(o.Steps, g.cpuSlotsResource(op.component, k))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/perfcast/perfcast/examples/testbed/loadgen"
+	"github.com/perfcast/perfcast/extract"
 	"github.com/perfcast/perfcast/metrics"
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/solve"
@@ -44,6 +45,8 @@ components:
       GET /products/{id}:
         steps: [{cpu: 1ms}]
       GET /products:
+        steps: [{cpu: 1ms}]
+      outside spans:
         steps: [{cpu: 1ms}]
 workload:
   recommend:
@@ -142,7 +145,8 @@ func TestDeclare(t *testing.T) {
 	}
 }
 
-// The declared catalog connections wrap every catalog operation; the load
+// The declared catalog connections wrap every catalog operation but the
+// work outside spans; the load
 // generator, where it shares the CPUs, loads the host, and servicesCPU
 // takes its share out again.
 func TestDeclareGenerator(t *testing.T) {
@@ -159,8 +163,9 @@ func TestDeclareGenerator(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, op := range m.Component(dbComponent).Operations {
-		if len(op.Steps) != 1 || op.Steps[0].Kind != model.StepHold || op.Steps[0].Resource != dbResource {
-			t.Fatalf("%s is not held in %s: %+v", op.Name, dbResource, op.Steps)
+		held := len(op.Steps) == 1 && op.Steps[0].Kind == model.StepHold && op.Steps[0].Resource == dbResource
+		if want := op.Name != extract.OutsideSpansOperation; held != want {
+			t.Fatalf("%s held in %s: %v, want %v: %+v", op.Name, dbResource, held, want, op.Steps)
 		}
 	}
 	res, err := mva.New().Solve(context.Background(), m, solve.Options{})
@@ -433,5 +438,29 @@ func TestStepRates(t *testing.T) {
 		if math.Abs(low-c.low) > 1e-9 || math.Abs(high-c.high) > 1e-9 {
 			t.Errorf("stepRates(%g, %g) = %g, %g; want %g, %g", c.rate, c.sat, low, high, c.low, c.high)
 		}
+	}
+}
+
+// The load levels' saturation rate is the lower of the warm-up's and the
+// first segment's (the dearer CPU time per request); without a warm-up the
+// first segment's alone, and the report says which.
+func TestSaturationRate(t *testing.T) {
+	for _, c := range []struct{ first, warm, want float64 }{
+		{168, 148, 148}, // a cheap first segment: the warm-up's
+		{149, 143, 143},
+		{137, 153, 137}, // a cheap warm-up: the first segment's
+		{150, 0, 150},   // -quick: no warm-up
+		{150, math.Inf(1), 150},
+		{150, math.NaN(), 150},
+	} {
+		if got := saturationRate(c.first, c.warm); got != c.want {
+			t.Errorf("saturationRate(%g, %g) = %g, want %g", c.first, c.warm, got, c.want)
+		}
+	}
+	if got := saturationText(125, 0); !strings.Contains(got, "first segment (8.00 ms)") || strings.Contains(got, "warm-up") {
+		t.Errorf("without a warm-up: %q", got)
+	}
+	if got := saturationText(125, 100); !strings.Contains(got, "warm-up (10.00 ms)") || !strings.Contains(got, "first segment (8.00 ms)") {
+		t.Errorf("with a warm-up: %q", got)
 	}
 }

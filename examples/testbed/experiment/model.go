@@ -93,7 +93,7 @@ func setSlots(m *model.Model, k int) error {
 // declare makes m, extracted with the reference's pool and lock, a model of
 // configuration s: the pool's size, the coarse lock dropped where s has
 // none, every catalog operation held in the catalog's database
-// connections, and the load generator where it shares the services' CPUs.
+// connections (but the work outside spans), and the load generator where it shares the services' CPUs.
 func declare(m *model.Model, s setup) error {
 	pool := m.PassiveResource(poolResource)
 	if pool == nil {
@@ -110,6 +110,9 @@ func declare(m *model.Model, s setup) error {
 		return fmt.Errorf("the extracted model has no component %s", dbComponent)
 	}
 	for _, op := range c.Operations {
+		if op.Name == extract.OutsideSpansOperation {
+			continue // the runtime's and the exporter's work, not a query
+		}
 		op.Steps = []model.Step{{Kind: model.StepHold, Resource: dbResource, Units: 1, Steps: op.Steps}}
 	}
 	m.Passive = append(m.Passive, &model.Passive{Name: dbResource, Capacity: dbConns})

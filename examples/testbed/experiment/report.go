@@ -62,9 +62,14 @@ type report struct {
 	pinned                bool
 	phases                loadgen.Phases
 	mix                   map[string]float64
-	saturation            float64
-	perRequest            float64
-	spanShare             float64
+	// saturation is the rate the load levels are fractions of, the lower
+	// of firstSaturation (the reference's first segment's) and
+	// warmSaturation (the warm-up's, 0 without one).
+	saturation      float64
+	firstSaturation float64
+	warmSaturation  float64
+	perRequest      float64
+	spanShare       float64
 	// steps are the load generator's results of the reference run's
 	// further steps, and curves what extraction made of them.
 	steps   []*loadgen.Result
@@ -187,8 +192,8 @@ func (r *report) write(w io.Writer, args []string) {
 	if len(r.rows) > 0 && len(r.rows[0].measured.PartPerRequest) > 1 {
 		segs = " (its segments: " + perRequestText(r.rows[0].measured.PartPerRequest, ", ") + " ms)"
 	}
-	fmt.Fprintf(w, "- Reference: %.2f ms of service CPU per request%s; load levels are fractions of the rate that saturates one core at the CPU time per request of its first segment (%.0f requests/s).\n",
-		1000*r.perRequest, segs, r.saturation)
+	fmt.Fprintf(w, "- Reference: %.2f ms of service CPU per request%s; load levels are fractions of the rate that saturates one core (%.0f requests/s) at %s.\n",
+		1000*r.perRequest, segs, r.saturation, saturationText(r.firstSaturation, r.warmSaturation))
 	fmt.Fprintf(w, "- Span CPU times (perfcast.cpu.time) account for %.0f %% of the CPU time the services' processes used in the reference run; the rest (garbage collection, span export, the HTTP transport's goroutines, the runtime) is in no span. Extraction, given each service's process CPU time as metrics, adds each service's share as %s.\n\n",
 		100*r.spanShare, outsideText(r.outside))
 	if len(r.steps) > 0 {
@@ -518,4 +523,14 @@ func outsideText(how string) string {
 		return "CPU at the start of its operations, taken out of the callers' time outside the callee's span (`-outside-spans inline`)"
 	}
 	return "background work each execution sends to its service (the CPU and the service's CPU slot carry it; no response time includes it), the callers' time outside the callee's span staying as measured (`-outside-spans background`)"
+}
+
+// saturationText says where the load levels' saturation rate comes from:
+// the dearer CPU time per request of the warm-up and the reference's first
+// segment, given as the rates that saturate one core.
+func saturationText(first, warm float64) string {
+	if warm <= 0 {
+		return fmt.Sprintf("the CPU time per request of its first segment (%.2f ms)", 1000/first)
+	}
+	return fmt.Sprintf("the dearer CPU time per request of the warm-up (%.2f ms) and of its first segment (%.2f ms), so that a cheap stretch does not push the highest level into saturation", 1000/warm, 1000/first)
 }
