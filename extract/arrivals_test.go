@@ -4,67 +4,154 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/perfcast/perfcast/model"
 )
 
-// arrivals counts per second the arrival times of a Poisson process whose
-// rate rises linearly from 0 to peak over ramp seconds, stays at peak for
-// steady seconds, and falls back to 0 over ramp seconds; each arrival
-// brings batch requests.
-func arrivals(r *rand.Rand, peak, ramp, steady float64, batch int) *entryStats {
+// phase is a stretch of a varying arrival rate: from rate from to rate to,
+// linearly, over secs seconds.
+type phase struct{ secs, from, to float64 }
+
+// renewal draws the arrival times of a renewal process whose gaps are
+// gamma with coefficient of variation cv (1: Poisson) at the rates of the
+// phases, by drawing it at rate 1 and mapping it through the inverse of the
+// cumulative rate; each arrival brings batch requests.
+func renewal(r *rand.Rand, cv float64, batch int, phases ...phase) *entryStats {
 	e := &entryStats{perSecond: map[int64]int64{}}
-	end := 2*ramp + steady
-	rate := func(t float64) float64 {
-		switch {
-		case t < ramp:
-			return peak * t / ramp
-		case t < ramp+steady:
-			return peak
-		default:
-			return peak * (end - t) / ramp
+	gap := model.Gamma(1, cv)
+	// cum[k] is the cumulative rate at the start of phase k.
+	cum := []float64{0}
+	for _, p := range phases {
+		cum = append(cum, cum[len(cum)-1]+p.secs*(p.from+p.to)/2)
+	}
+	start := 0.0
+	k := 0
+	for u := gap.Sample(r); ; u += gap.Sample(r) {
+		for k < len(phases) && u >= cum[k+1] {
+			start += phases[k].secs
+			k++
+		}
+		if k == len(phases) {
+			return e
+		}
+		// Solve from·x + (to−from)·x²/(2·secs) = u − cum[k] for x.
+		p, left := phases[k], u-cum[k]
+		x := left / p.from
+		if slope := (p.to - p.from) / p.secs; slope != 0 {
+			x = (-p.from + math.Sqrt(p.from*p.from+2*slope*left)) / slope
+		}
+		at := int64((start + x) * 1e9)
+		for range batch {
+			e.perSecond[floorDiv(at, 1e9)]++
+			e.starts = append(e.starts, at)
+			e.count++
 		}
 	}
-	// Thinning: candidates at the peak rate, kept with rate(t)/peak.
-	for t := r.ExpFloat64() / peak; t < end; t += r.ExpFloat64() / peak {
-		if r.Float64()*peak < rate(t) {
-			e.perSecond[int64(t)] += int64(batch)
-			e.count += int64(batch)
-		}
-	}
-	return e
 }
 
-func TestArrivalCVIgnoresRamps(t *testing.T) {
-	// Over 200 data sets, a Poisson process with ramps at both ends is
-	// taken for Poisson at least 90 % of the time (two standard errors:
-	// about 95 %), while the plain index of dispersion would see the ramps
-	// as burstiness.
-	r := rand.New(rand.NewPCG(1, 2))
-	poisson := 0
-	for range 200 {
-		e := arrivals(r, 20, 10, 60, 1)
-		if arrivalCV(e, float64(e.count)/80, &activity{}) == 1 {
-			poisson++
+// ramped is the rate rising from 0 to peak over ramp seconds, staying for
+// steady seconds and falling back to 0 over ramp seconds.
+func ramped(peak, ramp, steady float64) []phase {
+	return []phase{{ramp, 0, peak}, {steady, peak, peak}, {ramp, peak, 0}}
+}
+
+func TestArrivalCVTakesChangingRatesForPoisson(t *testing.T) {
+	// Over 200 data sets each, Poisson arrivals with ramps at both ends,
+	// or with a step from 10 to 40 per second, are taken for Poisson at
+	// least 90 % of the time (the test is at two standard errors: about
+	// 95 %).
+	for _, c := range []struct {
+		name   string
+		phases []phase
+	}{
+		{"ramps", ramped(20, 10, 60)},
+		{"step", []phase{{60, 10, 10}, {60, 40, 40}}},
+	} {
+		r := rand.New(rand.NewPCG(1, 2))
+		poisson := 0
+		for range 200 {
+			if cv, _ := arrivalCV(renewal(r, 1, 1, c.phases...), &activity{}); cv == 1 {
+				poisson++
+			}
+		}
+		if poisson < 180 {
+			t.Errorf("%s: Poisson taken for Poisson %d times of 200, want at least 180", c.name, poisson)
 		}
 	}
-	if poisson < 180 {
-		t.Errorf("Poisson with ramps taken for Poisson %d times of 200, want at least 180", poisson)
+}
+
+func TestArrivalCVRecoversGammaGaps(t *testing.T) {
+	// Renewal arrivals with ramps: the mean estimate over 50 data sets is
+	// within 3 % of the cv they were drawn with.
+	for _, want := range []float64{0.5, 1.5, 2} {
+		r := rand.New(rand.NewPCG(5, 6))
+		var sum float64
+		const runs = 50
+		for range runs {
+			cv, _ := arrivalCV(renewal(r, want, 1, ramped(20, 10, 120)...), &activity{})
+			if cv == 1 {
+				t.Fatalf("cv %g taken for Poisson", want)
+			}
+			sum += cv
+		}
+		if mean := sum / runs; math.Abs(mean/want-1) > 0.03 {
+			t.Errorf("mean cv estimate %.3f, want %g ± 3 %%", mean, want)
+		}
 	}
 }
 
 func TestArrivalCVSeesBatches(t *testing.T) {
-	// Requests in pairs: counts have an index of dispersion of 2, cv √2.
+	// Requests in pairs: every other gap is 0, the others exponential with
+	// twice the mean, so the gaps' squared cv is 3.
 	r := rand.New(rand.NewPCG(3, 4))
 	var sum float64
 	const runs = 50
 	for range runs {
-		e := arrivals(r, 15, 10, 300, 2)
-		cv := arrivalCV(e, float64(e.count)/320, &activity{})
+		cv, _ := arrivalCV(renewal(r, 1, 2, ramped(15, 10, 300)...), &activity{})
 		if cv == 1 {
 			t.Fatalf("batched arrivals taken for Poisson")
 		}
 		sum += cv
 	}
-	if mean := sum / runs; math.Abs(mean-math.Sqrt2) > 0.05 {
-		t.Errorf("mean cv of batched arrivals %.3f, want √2 ± 0.05", mean)
+	if mean := sum / runs; math.Abs(mean-math.Sqrt(3)) > 0.05 {
+		t.Errorf("mean cv of batched arrivals %.3f, want √3 ± 0.05", mean)
+	}
+}
+
+func TestArrivalCVSkipsIdleStretches(t *testing.T) {
+	// Two stretches of Poisson arrivals at very different rates with an
+	// hour between them: with the hour known as idle, no gap spans it and
+	// the arrivals are Poisson; without, that one gap alone is burstiness.
+	r := rand.New(rand.NewPCG(7, 8))
+	e := renewal(r, 1, 1, phase{60, 30, 30}, phase{3600, 0, 0}, phase{60, 5, 5})
+	idle := &activity{gaps: []idleGap{{60, 3660}}}
+	// Each of the two runs loses its first half window and last half
+	// window and one: w+1 gaps.
+	if cv, n := arrivalCV(e, idle); cv != 1 || n != int(e.count)-2*(arrivalWindow+1) {
+		t.Errorf("with the idle hour: cv %g over %d gaps of %d arrivals, want 1 over all but %d", cv, n, e.count, 2*(arrivalWindow+1))
+	}
+	if cv, _ := arrivalCV(e, &activity{}); cv == 1 {
+		t.Errorf("without the idle hour: taken for Poisson")
+	}
+}
+
+func TestArrivalCVNeedsGaps(t *testing.T) {
+	// 150 arrivals give 149 gaps, fewer than arrivalMinGaps: even in pairs
+	// they are taken for Poisson.
+	r := rand.New(rand.NewPCG(9, 10))
+	e := renewal(r, 1, 2, phase{7.5, 10, 10})
+	if cv, _ := arrivalCV(e, &activity{}); cv != 1 {
+		t.Errorf("cv %g from %d arrivals, want 1", cv, e.count)
+	}
+}
+
+func TestPoissonRescaledSD(t *testing.T) {
+	// Exponential gaps (w → ∞): 2. For w = 40, 1000 simulated data sets
+	// of 2800 gaps gave 2.42, the windows' overlap included.
+	if got := poissonRescaledSD(1e9); math.Abs(got-2) > 1e-3 {
+		t.Errorf("w → ∞: %.4f, want 2", got)
+	}
+	if got := poissonRescaledSD(40); math.Abs(got-2.2835) > 1e-3 {
+		t.Errorf("w = 40: %.4f, want 2.2835", got)
 	}
 }

@@ -974,65 +974,16 @@ func (g *generator) workloads() {
 		if span > 0 {
 			rate = round(float64(e.count)/span, 4)
 		}
-		cv := arrivalCV(e, rate, g.s.activity())
+		cv, gaps := arrivalCV(e, g.s.activity())
 		w.Open = &model.Open{Rate: rate, CV: cv}
 		if cv != 1 {
-			g.rep.evidencef("workload %s: arrival counts per second vary %.2g times as much as Poisson arrivals would: interarrival cv %.2g", w.Name, cv*cv, cv)
+			g.rep.evidencef("workload %s: the gaps between arrivals, each over the mean gap around it, have a coefficient of variation of %.2g over %d gaps (Poisson arrivals: 1): interarrival cv %.2g", w.Name, cv, gaps, cv)
 		}
 		g.m.Workloads = append(g.m.Workloads, w)
 	}
 	if span == 0 {
 		g.rep.warnf("fewer than two requests, or all at one instant: arrival rates are unknown and set to 0")
 	}
-}
-
-// arrivalCV estimates the interarrival coefficient of variation from the
-// dispersion of arrival counts in one-second windows: for a renewal process
-// the index of dispersion of counts tends to cv² over windows long compared
-// with the interarrival time. The variance is the Allan variance (half the
-// mean squared difference of consecutive counts), so that a rate that
-// changes slowly (a ramp-up, a daily cycle) does not pass for burstiness.
-// Without at least 30 windows and 10 arrivals per second, or when the index
-// is within two standard errors of 1 (sqrt(3/(n-1)) for n windows of
-// Poisson counts), arrivals are taken as Poisson (cv 1). Seconds in idle
-// stretches (gaps) and next to them are left out, and no difference is
-// taken across a gap.
-func arrivalCV(e *entryStats, rate float64, gaps *activity) float64 {
-	if rate < 10 || len(e.perSecond) < 30 {
-		return 1
-	}
-	secs := make([]int64, 0, len(e.perSecond))
-	for s := range e.perSecond {
-		secs = append(secs, s)
-	}
-	sort.Slice(secs, func(i, j int) bool { return secs[i] < secs[j] })
-	// Whole seconds only: leave out the first and last, which are partial,
-	// and those next to an idle stretch.
-	var n, pairs, sum, diff2 float64
-	prev, havePrev := 0.0, false
-	for sec := secs[0] + 1; sec < secs[len(secs)-1]; sec++ {
-		if gaps.in(sec) || gaps.in(sec-1) || gaps.in(sec+1) {
-			havePrev = false
-			continue
-		}
-		c := float64(e.perSecond[sec])
-		if havePrev {
-			diff2 += (c - prev) * (c - prev)
-			pairs++
-		}
-		n++
-		sum += c
-		prev, havePrev = c, true
-	}
-	if n < 30 || pairs < 2 {
-		return 1
-	}
-	mean := sum / n
-	index := diff2 / (2 * pairs) / mean
-	if math.Abs(index-1) <= 2*math.Sqrt(3/(n-1)) {
-		return 1
-	}
-	return round(math.Min(math.Max(math.Sqrt(index), 0.2), 5), 2)
 }
 
 // cores sets the cores of hosts the configuration says nothing about: one,

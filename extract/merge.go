@@ -56,6 +56,7 @@ func (s *State) Merge(o *State) {
 		for sec, n := range e.perSecond {
 			mine.perSecond[sec] += n
 		}
+		mine.starts = append(mine.starts, e.starts...)
 		for p, byBucket := range e.params {
 			for b, n := range byBucket {
 				mine.foldParamCount(p, b, n)
@@ -153,10 +154,10 @@ type activity struct {
 // idleGap is an idle stretch of whole seconds [from, to).
 type idleGap struct{ from, to int64 }
 
-// in tells whether second sec is in one of the gaps.
-func (a *activity) in(sec int64) bool {
-	i := sort.Search(len(a.gaps), func(i int) bool { return a.gaps[i].to > sec })
-	return i < len(a.gaps) && a.gaps[i].from <= sec
+// across tells whether an idle stretch lies within seconds [from, to].
+func (a *activity) across(from, to int64) bool {
+	i := sort.Search(len(a.gaps), func(i int) bool { return a.gaps[i].to > from })
+	return i < len(a.gaps) && a.gaps[i].from <= to
 }
 
 // activity finds the idle stretches from the arrivals per second: a

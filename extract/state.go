@@ -145,9 +145,12 @@ type entryStats struct {
 	op    string
 	count int64
 	resp  *sample
-	// perSecond counts arrivals per second since the Unix epoch, to measure
-	// the rate and its burstiness.
+	// perSecond counts arrivals per second since the Unix epoch, to find
+	// idle stretches and measure the rate.
 	perSecond map[int64]int64
+	// starts holds the arrival times (Unix nanoseconds), in no particular
+	// order, to measure the arrivals' burstiness.
+	starts []int64
 	// params counts requests per parameter and value bucket.
 	params map[string]map[string]int64
 }
@@ -206,6 +209,7 @@ func (s *State) entry(id string, root *trace.Node) *entryStats {
 	e.count++
 	e.resp.add(seconds(root.Duration()))
 	e.perSecond[floorDiv(root.Span.Start, 1e9)]++
+	e.starts = append(e.starts, root.Span.Start)
 	s.First = min(s.First, root.Span.Start)
 	s.Last = max(s.Last, root.Span.Start)
 	return e
