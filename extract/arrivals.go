@@ -16,14 +16,155 @@ const (
 	arrivalMinGaps = 200
 )
 
+// Bounds of the arrival times kept to measure burstiness (see arrivalSample).
+const (
+	// arrivalBlock is the length of the blocks of time sampled whole, in
+	// nanoseconds: five minutes.
+	arrivalBlock = 300e9
+	// arrivalBlocks is the number of blocks kept per workload.
+	arrivalBlocks = 8
+	// arrivalBlockCap is the number of arrivals kept per block, the
+	// earliest.
+	arrivalBlockCap = 4096
+)
+
+// arrivalSample keeps the arrival times of a bounded sample of a workload's
+// time: the arrivalBlocks blocks of arrivalBlock whose indices hash lowest,
+// each with its earliest arrivalBlockCap arrivals. That is at most 256 KiB
+// per workload however long the traces run. Which blocks and which arrivals
+// it keeps depends only on the set of arrival times, not on the order they
+// came in, so samples of disjoint traces merge into the sample of their
+// union; and since blocks are chosen by a hash, not by their time, the
+// sample spreads over the traces' whole time.
+type arrivalSample struct {
+	blocks map[int64]*arrivalTimes
+}
+
+// arrivalTimes is one block's kept arrival times.
+type arrivalTimes struct {
+	hash uint64
+	// times are the arrivals, unsorted; compact keeps the earliest
+	// arrivalBlockCap once there are twice as many.
+	times []int64
+	// last is, once the block has been cut to arrivalBlockCap, the latest
+	// arrival it kept: later ones cannot be among the earliest.
+	last int64
+	cut  bool
+}
+
+func newArrivalSample() *arrivalSample {
+	return &arrivalSample{blocks: map[int64]*arrivalTimes{}}
+}
+
+// blockHash mixes a block's index into a well-spread 64-bit value
+// (SplitMix64's finalizer).
+func blockHash(b int64) uint64 {
+	z := uint64(b) + 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// before orders blocks by hash, then by index.
+func (a *arrivalSample) before(b1 int64, h1 uint64, b2 int64, h2 uint64) bool {
+	return h1 < h2 || h1 == h2 && b1 < b2
+}
+
+// add records one arrival at t (Unix nanoseconds).
+func (a *arrivalSample) add(t int64) {
+	b := floorDiv(t, arrivalBlock)
+	blk := a.block(b)
+	if blk == nil {
+		return
+	}
+	if blk.cut && t >= blk.last {
+		return
+	}
+	blk.times = append(blk.times, t)
+	if len(blk.times) >= 2*arrivalBlockCap {
+		blk.compact()
+	}
+}
+
+// block returns block b's times, making room for it when it is among the
+// lowest hashes, or nil when it is not kept.
+func (a *arrivalSample) block(b int64) *arrivalTimes {
+	if blk := a.blocks[b]; blk != nil {
+		return blk
+	}
+	h := blockHash(b)
+	if len(a.blocks) >= arrivalBlocks {
+		worst, wh := int64(0), uint64(0)
+		first := true
+		for i, blk := range a.blocks {
+			if first || a.before(worst, wh, i, blk.hash) {
+				worst, wh, first = i, blk.hash, false
+			}
+		}
+		if !a.before(b, h, worst, wh) {
+			return nil
+		}
+		delete(a.blocks, worst)
+	}
+	blk := &arrivalTimes{hash: h}
+	a.blocks[b] = blk
+	return blk
+}
+
+// compact keeps the block's earliest arrivalBlockCap arrivals.
+func (blk *arrivalTimes) compact() {
+	if len(blk.times) <= arrivalBlockCap {
+		return
+	}
+	slices.Sort(blk.times)
+	blk.times = slices.Clip(blk.times[:arrivalBlockCap])
+	blk.last = blk.times[arrivalBlockCap-1]
+	blk.cut = true
+}
+
+// merge adds the arrivals of o, a sample of disjoint traces.
+func (a *arrivalSample) merge(o *arrivalSample) {
+	for _, ob := range o.blocks {
+		for _, t := range ob.times {
+			a.add(t)
+		}
+	}
+}
+
+// runs returns the kept arrivals in order, as runs of consecutive
+// arrivals: one per block, cut at idle stretches.
+func (a *arrivalSample) runs(idle *activity) [][]int64 {
+	keys := make([]int64, 0, len(a.blocks))
+	for b := range a.blocks {
+		keys = append(keys, b)
+	}
+	slices.Sort(keys)
+	var out [][]int64
+	for _, b := range keys {
+		blk := a.blocks[b]
+		blk.compact()
+		t := slices.Clone(blk.times)
+		slices.Sort(t)
+		for lo := 0; lo < len(t); {
+			hi := lo + 1
+			for hi < len(t) && !idle.across(floorDiv(t[hi-1], 1e9), floorDiv(t[hi], 1e9)) {
+				hi++
+			}
+			out = append(out, t[lo:hi])
+			lo = hi
+		}
+	}
+	return out
+}
+
 // arrivalCV estimates the coefficient of variation of the gaps between
 // arrivals, the parameter of the model's renewal (gamma) arrivals, from the
 // gaps themselves; it returns it with the number of gaps used. A rate that
 // changes over seconds or more (a ramp, a step, a daily cycle) is not
 // burstiness, so each gap is first divided by the mean of the arrivalWindow
-// gaps around it, itself left out (a time rescaling); gaps across an idle
-// stretch are left out, and so are those within half a window of a run's
-// ends.
+// gaps around it, itself left out (a time rescaling); only gaps within one
+// run of the sample (one block, no idle stretch inside) are taken, and not
+// those within half a window of a run's ends.
 // For gamma gaps of squared cv c² and w = arrivalWindow the rescaled gap
 // y = g·w/R, R the sum of the other w, has E[y] = w/(w−c²) and
 // E[y²] = (1+c²)·w²/((w−c²)(w−2c²)), so its squared cv s gives c² as the
@@ -39,40 +180,27 @@ const (
 // minutes of data, as from bursty clients.
 func arrivalCV(e *entryStats, idle *activity) (float64, int) {
 	const w = arrivalWindow
-	if len(e.starts) <= w+1 {
-		return 1, 0
-	}
-	t := slices.Clone(e.starts)
-	slices.Sort(t)
 	var n, sum, sum2 float64
-	// Each run of arrivals without an idle stretch inside: t[lo:hi].
-	for lo := 0; lo < len(t); {
-		hi := lo + 1
-		for hi < len(t) && !idle.across(floorDiv(t[hi-1], 1e9), floorDiv(t[hi], 1e9)) {
-			hi++
-		}
-		if hi-lo > w+2 {
-			for i := lo; i+1 < hi; i++ {
-				// The window's w+1 gaps, t[a] to t[a+w+1], have gap i
-				// in their middle; near a run's ends, where a window
-				// would reach past the end, the gap is left out (shifting
-				// the window there makes a ramp from zero look bursty).
-				a := i - w/2
-				if a < lo || a+w+1 >= hi {
-					continue
-				}
-				g := float64(t[i+1] - t[i])
-				rest := float64(t[a+w+1]-t[a]) - g
-				if rest <= 0 {
-					continue
-				}
-				y := w * g / rest
-				sum += y
-				sum2 += y * y
-				n++
+	for _, t := range e.arrivals.runs(idle) {
+		for i := 0; i+1 < len(t); i++ {
+			// The window's w+1 gaps, t[a] to t[a+w+1], have gap i in
+			// their middle; near a run's ends, where a window would reach
+			// past the end, the gap is left out (shifting the window
+			// there makes a ramp from zero look bursty).
+			a := i - w/2
+			if a < 0 || a+w+1 >= len(t) {
+				continue
 			}
+			g := float64(t[i+1] - t[i])
+			rest := float64(t[a+w+1]-t[a]) - g
+			if rest <= 0 {
+				continue
+			}
+			y := w * g / rest
+			sum += y
+			sum2 += y * y
+			n++
 		}
-		lo = hi
 	}
 	if n < arrivalMinGaps || sum <= 0 {
 		return 1, int(n)

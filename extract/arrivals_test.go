@@ -3,6 +3,7 @@ package extract
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/perfcast/perfcast/model"
@@ -14,10 +15,23 @@ type phase struct{ secs, from, to float64 }
 
 // renewal draws the arrival times of a renewal process whose gaps are
 // gamma with coefficient of variation cv (1: Poisson) at the rates of the
+// phases, and returns them as a workload's statistics.
+func renewal(r *rand.Rand, cv float64, batch int, phases ...phase) *entryStats {
+	e := &entryStats{perSecond: map[int64]int64{}, arrivals: newArrivalSample()}
+	for _, at := range renewalTimes(r, cv, batch, phases...) {
+		e.perSecond[floorDiv(at, 1e9)]++
+		e.arrivals.add(at)
+		e.count++
+	}
+	return e
+}
+
+// renewalTimes draws the arrival times (nanoseconds) of a renewal process
+// whose gaps are gamma with coefficient of variation cv at the rates of the
 // phases, by drawing it at rate 1 and mapping it through the inverse of the
 // cumulative rate; each arrival brings batch requests.
-func renewal(r *rand.Rand, cv float64, batch int, phases ...phase) *entryStats {
-	e := &entryStats{perSecond: map[int64]int64{}}
+func renewalTimes(r *rand.Rand, cv float64, batch int, phases ...phase) []int64 {
+	var times []int64
 	gap := model.Gamma(1, cv)
 	// cum[k] is the cumulative rate at the start of phase k.
 	cum := []float64{0}
@@ -32,7 +46,7 @@ func renewal(r *rand.Rand, cv float64, batch int, phases ...phase) *entryStats {
 			k++
 		}
 		if k == len(phases) {
-			return e
+			return times
 		}
 		// Solve from·x + (to−from)·x²/(2·secs) = u − cum[k] for x.
 		p, left := phases[k], u-cum[k]
@@ -42,9 +56,7 @@ func renewal(r *rand.Rand, cv float64, batch int, phases ...phase) *entryStats {
 		}
 		at := int64((start + x) * 1e9)
 		for range batch {
-			e.perSecond[floorDiv(at, 1e9)]++
-			e.starts = append(e.starts, at)
-			e.count++
+			times = append(times, at)
 		}
 	}
 }
@@ -119,19 +131,72 @@ func TestArrivalCVSeesBatches(t *testing.T) {
 }
 
 func TestArrivalCVSkipsIdleStretches(t *testing.T) {
-	// Two stretches of Poisson arrivals at very different rates with an
-	// hour between them: with the hour known as idle, no gap spans it and
-	// the arrivals are Poisson; without, that one gap alone is burstiness.
+	// Two stretches of Poisson arrivals at very different rates with two
+	// idle minutes between them, in one block of the sample: with the
+	// minutes known as idle, no gap spans them and the arrivals are
+	// Poisson; without, that one gap alone is burstiness.
 	r := rand.New(rand.NewPCG(7, 8))
-	e := renewal(r, 1, 1, phase{60, 30, 30}, phase{3600, 0, 0}, phase{60, 5, 5})
-	idle := &activity{gaps: []idleGap{{60, 3660}}}
+	e := renewal(r, 1, 1, phase{60, 30, 30}, phase{120, 0, 0}, phase{60, 5, 5})
+	idle := &activity{gaps: []idleGap{{60, 180}}}
 	// Each of the two runs loses its first half window and last half
 	// window and one: w+1 gaps.
 	if cv, n := arrivalCV(e, idle); cv != 1 || n != int(e.count)-2*(arrivalWindow+1) {
-		t.Errorf("with the idle hour: cv %g over %d gaps of %d arrivals, want 1 over all but %d", cv, n, e.count, 2*(arrivalWindow+1))
+		t.Errorf("with the idle minutes: cv %g over %d gaps of %d arrivals, want 1 over all but %d", cv, n, e.count, 2*(arrivalWindow+1))
 	}
 	if cv, _ := arrivalCV(e, &activity{}); cv == 1 {
-		t.Errorf("without the idle hour: taken for Poisson")
+		t.Errorf("without the idle minutes: taken for Poisson")
+	}
+}
+
+func TestArrivalSampleIsBounded(t *testing.T) {
+	// Three hours of gamma arrivals (cv 1.5) at 100 per second: the
+	// sample keeps at most arrivalBlocks blocks of arrivalBlockCap
+	// arrivals, from blocks spread over the three hours, and still gives
+	// the cv back.
+	r := rand.New(rand.NewPCG(11, 12))
+	e := renewal(r, 1.5, 1, phase{3 * 3600, 100, 100})
+	kept := 0
+	var first, last int64 = math.MaxInt64, math.MinInt64
+	for b, blk := range e.arrivals.blocks {
+		kept += len(blk.times)
+		first, last = min(first, b), max(last, b)
+	}
+	if kept > arrivalBlocks*arrivalBlockCap || len(e.arrivals.blocks) != arrivalBlocks {
+		t.Errorf("kept %d arrivals in %d blocks of %d arrivals, want at most %d in %d", kept, len(e.arrivals.blocks), e.count, arrivalBlocks*arrivalBlockCap, arrivalBlocks)
+	}
+	if span := (last - first + 1) * arrivalBlock / 1e9; span < 3600 {
+		t.Errorf("the kept blocks span %d s of 3 hours", span)
+	}
+	if cv, n := arrivalCV(e, &activity{}); math.Abs(cv-1.5) > 0.06 {
+		t.Errorf("cv %g over %d gaps, want 1.5", cv, n)
+	}
+}
+
+func TestArrivalSampleMerges(t *testing.T) {
+	// Two hours of arrivals split at random into three parts, as states of
+	// disjoint traces, each part in shuffled order: merged in any order,
+	// the parts keep exactly the arrivals the whole keeps.
+	r := rand.New(rand.NewPCG(13, 14))
+	times := renewalTimes(r, 1, 1, phase{2 * 3600, 20, 60})
+	whole := newArrivalSample()
+	for _, at := range times {
+		whole.add(at)
+	}
+	want := whole.runs(&activity{})
+	r.Shuffle(len(times), func(i, j int) { times[i], times[j] = times[j], times[i] })
+	parts := []*arrivalSample{newArrivalSample(), newArrivalSample(), newArrivalSample()}
+	for _, at := range times {
+		parts[r.IntN(len(parts))].add(at)
+	}
+	for _, order := range [][]int{{0, 1, 2}, {2, 0, 1}, {1, 2, 0}} {
+		m := newArrivalSample()
+		for _, i := range order {
+			m.merge(parts[i])
+		}
+		got := m.runs(&activity{})
+		if !slices.EqualFunc(got, want, slices.Equal) {
+			t.Errorf("merged in order %v: %d runs, want the whole's %d, or other arrivals", order, len(got), len(want))
+		}
 	}
 }
 

@@ -28,6 +28,7 @@ func (s *State) Merge(o *State) {
 		mine.self.merge(op.self)
 		mine.cpu.merge(op.cpu)
 		mine.offCPU.merge(op.offCPU)
+		mine.preSpan.merge(op.preSpan)
 		mergeParamStats(mine.params, op.params)
 		for class, vs := range op.variants {
 			byClass := mine.variants[class]
@@ -56,7 +57,7 @@ func (s *State) Merge(o *State) {
 		for sec, n := range e.perSecond {
 			mine.perSecond[sec] += n
 		}
-		mine.starts = append(mine.starts, e.starts...)
+		mine.arrivals.merge(e.arrivals)
 		for p, byBucket := range e.params {
 			for b, n := range byBucket {
 				mine.foldParamCount(p, b, n)

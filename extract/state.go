@@ -99,6 +99,10 @@ type opStats struct {
 	self            *sample // own time: duration minus synchronous children
 	cpu             *sample // measured CPU time, when present
 	offCPU          *sample // own time minus CPU time, when CPU time is present
+	// preSpan is, for executions called through a client span, the time
+	// from the client span's start to the server span's: the network, and
+	// whatever the request waited for before the server began it.
+	preSpan *sample
 	// variants are the observed sequences of calls, by request class (the
 	// entry operation of the request) and then by signature.
 	variants map[string]map[string]*variant
@@ -148,9 +152,9 @@ type entryStats struct {
 	// perSecond counts arrivals per second since the Unix epoch, to find
 	// idle stretches and measure the rate.
 	perSecond map[int64]int64
-	// starts holds the arrival times (Unix nanoseconds), in no particular
-	// order, to measure the arrivals' burstiness.
-	starts []int64
+	// arrivals samples the arrival times, to measure the arrivals'
+	// burstiness.
+	arrivals *arrivalSample
 	// params counts requests per parameter and value bucket.
 	params map[string]map[string]int64
 }
@@ -203,13 +207,13 @@ func entryNodes(root *trace.Node) []*trace.Node {
 func (s *State) entry(id string, root *trace.Node) *entryStats {
 	e := s.entries[id]
 	if e == nil {
-		e = &entryStats{op: id, resp: newSample(), perSecond: map[int64]int64{}}
+		e = &entryStats{op: id, resp: newSample(), perSecond: map[int64]int64{}, arrivals: newArrivalSample()}
 		s.entries[id] = e
 	}
 	e.count++
 	e.resp.add(seconds(root.Duration()))
 	e.perSecond[floorDiv(root.Span.Start, 1e9)]++
-	e.starts = append(e.starts, root.Span.Start)
+	e.arrivals.add(root.Span.Start)
 	s.First = min(s.First, root.Span.Start)
 	s.Last = max(s.Last, root.Span.Start)
 	return e
@@ -233,7 +237,7 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 	op := s.ops[id]
 	if op == nil {
 		op = &opStats{component: comp, name: name, resp: newSample(), self: newSample(),
-			cpu: newSample(), offCPU: newSample(), variants: map[string]map[string]*variant{},
+			cpu: newSample(), offCPU: newSample(), preSpan: newSample(), variants: map[string]map[string]*variant{},
 			params: map[string]map[string]*paramStats{}}
 		s.ops[id] = op
 	}
@@ -309,6 +313,9 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 					}
 					found = append(found, f)
 					s.operation(g, class, params, cfg)
+					if kind == elemCall {
+						s.ops[f.target].preSpan.add(seconds(g.Span.Start - c.Span.Start))
+					}
 				}
 			default:
 				// An internal span: its time is the operation's own, its
