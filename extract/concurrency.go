@@ -77,7 +77,6 @@ func (c *concurrency) sweep(upTo int64) {
 			c.busyPeriods++
 		}
 		heap.Push(&c.active, iv.end)
-		c.max = max(c.max, len(c.active))
 		n++
 	}
 	c.pending = append(c.pending[:0], c.pending[n:]...)
@@ -88,17 +87,26 @@ func (c *concurrency) advance(t int64) {
 	for len(c.active) > 0 && c.active[0] <= t {
 		end := c.active[0]
 		if end > c.cursor {
-			c.levelTime[len(c.active)] += end - c.cursor
+			c.hold(len(c.active), end-c.cursor)
 			c.cursor = end
 		}
 		heap.Pop(&c.active)
 	}
 	if t > c.cursor {
 		if len(c.active) > 0 {
-			c.levelTime[len(c.active)] += t - c.cursor
+			c.hold(len(c.active), t-c.cursor)
 		}
 		c.cursor = t
 	}
+}
+
+// hold records d nanoseconds at level l. The highest level is the highest
+// held for some time: spans that only touch (one ends as the next starts,
+// at the clock's resolution) or that arrive too late to be placed in time
+// do not raise it.
+func (c *concurrency) hold(l int, d int64) {
+	c.levelTime[l] += d
+	c.max = max(c.max, l)
 }
 
 // finish sweeps everything.

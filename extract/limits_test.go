@@ -152,6 +152,23 @@ func TestConcurrencyProfile(t *testing.T) {
 	}
 }
 
+func TestConcurrencyMaxIsHeld(t *testing.T) {
+	// Spans one after the other, each starting as the last ends, run one
+	// at a time; and a span that comes after the sweep passed its time
+	// (more than the lag late) is not placed in time. Neither raises the
+	// highest level, which a limit is inferred at.
+	c := newConcurrency()
+	for i := range int64(10) {
+		c.add(i*10, (i+1)*10)
+	}
+	c.sweep(1000)
+	c.add(5, 8)
+	c.finish()
+	if c.max != 1 || c.levelTime[1] != 100 {
+		t.Errorf("levels %v max %d, want 100 at level 1 and max 1", c.levelTime, c.max)
+	}
+}
+
 // lockedCallTraces: requests to orders/POST take 1 ms of CPU, then wait for
 // a mutex the handler holds around a call to payments/charge (exp(30 ms)),
 // FCFS: the wait lies inside the orders span, before the client span.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 
 	"github.com/perfcast/perfcast/ingest"
@@ -73,7 +74,7 @@ type opKey struct{ service, name string }
 
 // New returns an Assembler that hands each complete tree to emit, in a
 // deterministic order: as traces complete while spans arrive, and at Close in
-// order of trace id. An error from emit stops assembly and is returned by
+// order of their first span's start. An error from emit stops assembly and is returned by
 // Add or Close.
 func New(opts Options, emit func(*Tree) error) *Assembler {
 	if opts.IdleSpans <= 0 {
@@ -135,19 +136,35 @@ func (a *Assembler) Add(s *ingest.Span) error {
 	return nil
 }
 
-// Close delivers every open trace, in order of trace id.
+// Close delivers every open trace, in order of their first span's start
+// (then of trace id): what folds the trees, a concurrency profile say,
+// sees them in time order, as it does traces that complete while spans
+// arrive. A file smaller than the idle limit completes every trace here.
 func (a *Assembler) Close() error {
 	if a.closed {
 		return nil
 	}
 	a.closed = true
-	rest := make([]*openTrace, 0, len(a.open))
-	for t := a.head; t != nil; t = t.next {
-		rest = append(rest, t)
+	type pending struct {
+		t     *openTrace
+		start int64
 	}
-	slices.SortFunc(rest, func(x, y *openTrace) int { return x.id.Compare(y.id) })
-	for _, t := range rest {
-		if err := a.complete(t, false); err != nil {
+	rest := make([]pending, 0, len(a.open))
+	for t := a.head; t != nil; t = t.next {
+		start := int64(math.MaxInt64)
+		for _, s := range t.spans {
+			start = min(start, s.Start)
+		}
+		rest = append(rest, pending{t, start})
+	}
+	slices.SortFunc(rest, func(x, y pending) int {
+		if c := cmp.Compare(x.start, y.start); c != 0 {
+			return c
+		}
+		return x.t.id.Compare(y.t.id)
+	})
+	for _, p := range rest {
+		if err := a.complete(p.t, false); err != nil {
 			return err
 		}
 	}
