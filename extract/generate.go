@@ -155,9 +155,9 @@ type generator struct {
 	siteLimits map[string]map[string]limit
 	// slotWaits memoizes slotWait by component.
 	slotWaits map[string]float64
-	// hostWait holds, per host, the mean M/M/c wait factor at the loads
-	// the traces saw (see hostWaitFactors).
-	hostWait map[*model.Host]float64
+	// cpuWaits memoizes cpuWaitFactor by host and, for components with
+	// CPU slots, component.
+	cpuWaits map[cpuWaitKey]float64
 	// fanOutBase holds, while a parallel block is generated, the lowest
 	// 10th percentile of call latency over its branches' first calls, by
 	// target.
@@ -565,7 +565,7 @@ func (g *generator) operations() {
 			shape := g.fit(id+" own time", op.self)
 			o.Steps = append(o.Steps, model.Step{Kind: model.StepCPU, Demand: withMean(shape, r.CPU)})
 			o.Steps = append(o.Steps, g.behavior(id, op)...)
-			wait := g.cpuWait(g.hostOf[op.component], r.CPU) + g.slotWait(op.component) + g.siteWait(id, op)
+			wait := g.cpuWait(op.component, r.CPU) + g.inSpanSlotWait(op) + g.siteWait(id, op)
 			if rest := r.OffCPU - wait; rest >= minLatency {
 				o.Steps = append(o.Steps, model.Step{Kind: model.StepDelay, Demand: withMean(shape, rest)})
 			}
@@ -589,7 +589,7 @@ func (g *generator) operations() {
 		if off != nil && off.mean() > 0 {
 			// Part of the time off the CPU was spent waiting for it,
 			// which the model's CPU produces again: keep the rest.
-			wait := g.cpuWait(g.hostOf[op.component], cpu.mean()) + g.slotWait(op.component) + g.siteWait(id, op)
+			wait := g.cpuWait(op.component, cpu.mean()) + g.inSpanSlotWait(op) + g.siteWait(id, op)
 			if rest := off.mean() - wait; rest >= minLatency {
 				d := withMean(g.fit(id+" off-cpu", off), rest)
 				o.Steps = append(o.Steps, model.Step{Kind: model.StepDelay, Demand: d})
@@ -1026,7 +1026,6 @@ func (g *generator) cores() {
 		g.rep.warnf("cores per host assumed (give them in --config hosts: NAME: {cores: N}): %s", strings.Join(assumed, ", "))
 	}
 	g.ownScales()
-	g.hostWaitFactors()
 }
 
 // speedCurves puts the speed curves found into the hosts of the model.
@@ -1104,13 +1103,34 @@ func (g *generator) ownScales() {
 	}
 }
 
-// cpuWait is the mean time a request with CPU demand d waits for the CPU of
-// host h at the loads the traces saw, as the model's processor-sharing CPU
-// will make it wait: d·C(c, a)/(c − a) for c cores per replica carrying a
-// busy cores (the M/M/c figure, which processor sharing shares), averaged
-// over the traces' windows (see hostWaitFactors).
-func (g *generator) cpuWait(h *model.Host, d float64) float64 {
-	return d * g.hostWait[h]
+// cpuWait is the mean time a CPU burst of demand d of component comp waits
+// for its host's CPU at the loads the traces saw, as the model's
+// processor-sharing CPU will make it wait (see cpuWaitFactor).
+func (g *generator) cpuWait(comp string, d float64) float64 {
+	return d * g.cpuWaitFactor(comp)
+}
+
+// inSpanSlotWait is the part of the wait for a CPU slot (slotWait) that
+// one execution of op spends inside its span. A server that needs a slot
+// to begin a request waits for it before its span starts: a Go server
+// needs one of its GOMAXPROCS to run the handler that starts the span. The
+// callers' time before the span then holds that wait, and the model makes
+// it again in the callee, so elemSteps keeps only the low end of that time
+// as the network. So the wait is taken out of a called execution's own
+// time only by what it exceeds the time its calls spent before the span
+// beyond that low end. Executions no traced client span calls (requests
+// entering the system) show no time before their spans, and the whole wait
+// is taken out of their own time, as where the slot is taken inside the
+// span (a thread pool's worker that runs the span, then waits for the CPU).
+func (g *generator) inSpanSlotWait(op *opStats) float64 {
+	w := g.slotWait(op.component)
+	pre := op.preSpan
+	if w <= 0 || pre == nil || pre.n == 0 || op.count == 0 {
+		return w
+	}
+	before := math.Max(pre.mean()-pre.quantile(0.1), 0)
+	called := math.Min(float64(pre.n)/float64(op.count), 1)
+	return called*math.Max(w-before, 0) + (1-called)*w
 }
 
 // cpuSlotsResource names the passive resource of component comp's k CPU

@@ -149,35 +149,77 @@ func meanOverWindows(wins []loadWin, width, scale, mean float64, f func(a float6
 	return sum / n
 }
 
-// hostWaitFactors sets, per model host, the mean over executions of the
-// M/M/c wait factor C(c, a)/(c − a) at their windows' loads: a request of
-// CPU demand d waits d times it for a processor-sharing CPU. A window's
-// load is its expected busy time scaled so that the windows' mean is the
-// host's busy cores (which count work no window shows, such as the CPU
-// outside spans that metrics give).
-func (g *generator) hostWaitFactors() {
-	g.hostWait = map[*model.Host]float64{}
+// cpuWaitKey keys cpuWaitFactor's memo: a host, and a component with CPU
+// slots ("" for the others).
+type cpuWaitKey struct {
+	host *model.Host
+	comp string
+}
+
+// cpuWaitFactor is, for a CPU burst of component comp, the mean over
+// executions of the M/M/c wait factor C(c, a)/(c − a) at their windows'
+// loads: a burst of CPU demand d waits d times it for a
+// processor-sharing CPU. The load a burst shares the CPU with is its
+// host's, less what its own component's CPU slots keep from it: with k
+// slots a burst has at most k − 1 bursts of its component beside it on the
+// CPU, so that component's load counts (k − 1)/k, not at all with one slot
+// (a Go service with GOMAXPROCS 1 runs one request's CPU at a time). A
+// window's load is its expected busy time, scaled so that the windows'
+// mean is that load over the traces, which counts work no window shows,
+// such as the CPU outside spans that metrics give.
+func (g *generator) cpuWaitFactor(comp string) float64 {
+	h := g.hostOf[comp]
+	if h == nil {
+		return 0
+	}
+	own := 1.0
+	key := cpuWaitKey{host: h}
+	if k := g.cfg.cpuSlots(comp); k > 0 {
+		own = 1 - 1/float64(k)
+		key.comp = comp
+	}
+	if f, ok := g.cpuWaits[key]; ok {
+		return f
+	}
+	if g.cpuWaits == nil {
+		g.cpuWaits = map[cpuWaitKey]float64{}
+	}
+	weight := func(id string) float64 {
+		if g.s.ops[id].component == key.comp {
+			return own
+		}
+		return 1
+	}
 	span := g.s.span()
-	for _, h := range g.m.Hosts {
-		c := h.CPU.Cores
-		mean := g.busy[h] / float64(h.Replicas) / h.CPU.Speed
+	busy := g.busy[h]
+	if key.comp != "" && span > 0 {
+		for _, id := range slices.Sorted(maps.Keys(g.s.ops)) {
+			if op := g.s.ops[id]; op.component == comp {
+				busy -= (1 - own) * float64(op.count) * g.meanDemand(id) / span
+			}
+		}
+	}
+	perServer := float64(h.Replicas) * h.CPU.Speed
+	c := h.CPU.Cores
+	mean := busy / perServer
+	f := 0.0
+	if mean > 0 && mean < float64(c) { // else no steady state: no wait taken out
 		on := func(id string) bool {
 			op := g.s.ops[id]
 			return op != nil && g.hostOf[op.component] == h
 		}
-		wins, width := g.loadWindows(on, g.meanDemand)
+		wins, width := g.loadWindows(on, func(id string) float64 { return g.meanDemand(id) * weight(id) })
 		scale := 0.0
-		if busy := sumBusy(wins); busy > 0 && span > 0 {
-			scale = g.busy[h] * span / busy / float64(h.Replicas) / h.CPU.Speed
+		if b := sumBusy(wins); b > 0 && span > 0 {
+			scale = busy * span / b / perServer
 		}
 		if scale <= 0 {
 			wins = nil
 		}
-		if mean <= 0 || mean >= float64(c) {
-			continue // no steady state: no wait taken out
-		}
-		g.hostWait[h] = meanOverWindows(wins, width, scale, mean, func(a float64) float64 { return waitFactor(c, a) })
+		f = meanOverWindows(wins, width, scale, mean, func(a float64) float64 { return waitFactor(c, a) })
 	}
+	g.cpuWaits[key] = f
+	return f
 }
 
 // waitFactor is C(c, a)/(c − a), the mean wait of an M/M/c queue in mean
