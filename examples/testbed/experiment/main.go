@@ -56,6 +56,7 @@ type options struct {
 	work      string
 	dataset   string
 	refRate   float64
+	refLoad   float64
 	precision float64
 	small     bool
 	only      string
@@ -73,7 +74,8 @@ func run() error {
 	flag.StringVar(&o.out, "o", "docs/accuracy.md", "write the report into this `file`'s generated section (the whole file when it has none)")
 	flag.StringVar(&o.work, "work", "", "keep the runs' files (traces, metrics, logs, models) in this `dir` (default: a temporary one, removed)")
 	flag.StringVar(&o.dataset, "dataset", "", "instead of the experiment, make the example data set in this `dir` (90 s at 25 requests/s)")
-	flag.Float64Var(&o.refRate, "ref-rate", 50, "the reference configuration's arrival rate, requests per second (mid-range: predictions interpolate rather than extrapolate)")
+	flag.Float64Var(&o.refRate, "ref-rate", 50, "the warm-up's arrival rate, requests per second; when set, the reference's too (instead of -ref-load)")
+	flag.Float64Var(&o.refLoad, "ref-load", 0.4, "the reference's arrival rate as a `fraction` of the rate that saturates one core by the warm-up's CPU time per request (mid-range: predictions interpolate rather than extrapolate)")
 	flag.Float64Var(&o.precision, "precision", 0.02, "simulation precision of the predictions")
 	flag.StringVar(&o.only, "only", "", "run only these `configurations` (comma-separated names) besides the reference")
 	flag.BoolVar(&o.reuse, "reuse", false, "with -work, take the runs already there instead of running them again (to try another extraction on the same measurements)")
@@ -105,6 +107,9 @@ func run() error {
 	work, _ = filepath.Abs(work)
 	if o.rounds < 1 {
 		return fmt.Errorf("-rounds %d: want at least 1", o.rounds)
+	}
+	if !(o.refLoad > 0 && o.refLoad < 1) {
+		return fmt.Errorf("-ref-load %g: want a fraction between 0 and 1", o.refLoad)
 	}
 	e := &env{work: work, mix: shop.DefaultMix, small: o.small, seed: 1, reuse: o.reuse && o.work != "", rounds: o.rounds}
 	e.bin = filepath.Join(work, "testbed")
@@ -193,6 +198,13 @@ func saturationRate(first, warm float64) float64 {
 	return min(first, warm)
 }
 
+// referenceRate is the reference's arrival rate: the fraction load of the
+// warm-up's saturation rate, rounded to a tenth of a request per second so
+// that the report reads well.
+func referenceRate(load, saturation float64) float64 {
+	return math.Round(10*load*saturation) / 10
+}
+
 // stepRates are the rates of the reference's load steps, which alternate
 // between a low and a high load: 15 % and 65 % of the saturation rate the
 // warm-up measured (without one, 0.3 and 2 times the reference rate), the
@@ -271,6 +283,12 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 		if wm.CPUSeconds > 0 {
 			warmSaturation = wm.Load.All.Throughput / wm.CPUSeconds
 		}
+		// The reference in the middle of the load levels, wherever this
+		// machine puts them: a fixed rate of 50 requests/s was 40 % of a
+		// core on one machine and 20 % on one twice as fast.
+		if !flagSet("ref-rate") && warmSaturation > 0 {
+			ref.Rate = referenceRate(o.refLoad, warmSaturation)
+		}
 	}
 	// With -steps the reference run is a stepped load test: the reference
 	// rate, measured, then a high, a low, a high, a low and a high load, in
@@ -280,7 +298,7 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	// several rounds the steps are spread over the reference's segments.
 	refRun := ref
 	if o.steps {
-		low, high := stepRates(o.refRate, warmSaturation)
+		low, high := stepRates(ref.Rate, warmSaturation)
 		refRun.Steps = []float64{high, low, high, low, high}
 	}
 	// Round 1 opens with the reference, whose first segment sets the
