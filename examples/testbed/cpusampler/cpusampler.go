@@ -13,7 +13,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -34,16 +36,22 @@ func ProcessCPU() (time.Duration, error) {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }
 
-// Run writes the header and one sample at once, then one every interval,
-// and a last one when ctx ends; it returns nil then, or the first error of
-// reading the clock or writing.
+// Run writes the header and one sample of the process's CPU time
+// (ProcessCPU) at once, then one every interval, and a last one when ctx
+// ends; it returns nil then, or the first error of reading the clock or
+// writing.
 func Run(ctx context.Context, w io.Writer, host string, interval time.Duration) error {
+	return RunClock(ctx, w, host, interval, ProcessCPU)
+}
+
+// RunClock is Run with another cumulative CPU clock, such as CPUsBusy's.
+func RunClock(ctx context.Context, w io.Writer, host string, interval time.Duration, clock func() (time.Duration, error)) error {
 	bw := bufio.NewWriter(w)
 	if _, err := fmt.Fprintln(bw, Header); err != nil {
 		return fmt.Errorf("cpusampler: write: %w", err)
 	}
 	sample := func(now time.Time) error {
-		cpu, err := ProcessCPU()
+		cpu, err := clock()
 		if err != nil {
 			return err
 		}
@@ -72,4 +80,62 @@ func Run(ctx context.Context, w io.Writer, host string, interval time.Duration) 
 			}
 		}
 	}
+}
+
+// clockTick is the unit of /proc/stat's CPU times, USER_HZ, which Linux
+// fixes at 100 per second for user space.
+const clockTick = 10 * time.Millisecond
+
+// CPUsBusy returns the time the machine's CPUs cpus (all of them when
+// empty) have been busy since boot, by /proc/stat: user, nice, system, irq
+// and softirq time, not idle, I/O wait or time stolen by the hypervisor.
+// Less the CPU time of the processes one knows of, it tells what else ran
+// on those CPUs.
+func CPUsBusy(cpus ...int) (time.Duration, error) {
+	f, err := os.Open("/proc/stat")
+	if err != nil {
+		return 0, fmt.Errorf("cpusampler: %w", err)
+	}
+	defer f.Close()
+	return busy(f, cpus)
+}
+
+// busy sums the busy time of the CPUs cpus (the "cpu" line when empty) in
+// a /proc/stat text.
+func busy(r io.Reader, cpus []int) (time.Duration, error) {
+	want := map[string]bool{}
+	for _, c := range cpus {
+		want["cpu"+strconv.Itoa(c)] = true
+	}
+	if len(cpus) == 0 {
+		want["cpu"] = true
+	}
+	var ticks int64
+	found := 0
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 || !want[f[0]] {
+			continue
+		}
+		// user nice system idle iowait irq softirq [steal ...]
+		if len(f) < 8 {
+			return 0, fmt.Errorf("cpusampler: /proc/stat: short line %q", sc.Text())
+		}
+		for _, i := range []int{1, 2, 3, 6, 7} {
+			v, err := strconv.ParseInt(f[i], 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("cpusampler: /proc/stat: %q: %w", sc.Text(), err)
+			}
+			ticks += v
+		}
+		found++
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("cpusampler: /proc/stat: %w", err)
+	}
+	if found != len(want) {
+		return 0, fmt.Errorf("cpusampler: /proc/stat: %d of the CPUs %v", found, cpus)
+	}
+	return time.Duration(ticks) * clockTick, nil
 }

@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/csv"
+	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -80,5 +82,53 @@ func TestCSV(t *testing.T) {
 	// the reading before it, less the 6-decimal rounding.
 	if grew := last - before.Seconds(); grew < 0.0499 {
 		t.Fatalf("cpu_seconds grew by %g (first sample %g) while the test burned 0.05 s", grew, first)
+	}
+}
+
+func TestBusy(t *testing.T) {
+	const stat = `cpu  100 5 50 1000 7 3 2 40 0 0
+cpu0 60 5 20 500 3 1 1 20 0 0
+cpu1 40 0 30 500 4 2 1 20 0 0
+intr 12345
+`
+	for _, c := range []struct {
+		cpus []int
+		want time.Duration
+	}{
+		{nil, 160 * clockTick},         // 100+5+50+3+2
+		{[]int{1}, 73 * clockTick},     // 40+0+30+2+1
+		{[]int{0, 1}, 160 * clockTick}, // both
+	} {
+		got, err := busy(strings.NewReader(stat), c.cpus)
+		if err != nil || got != c.want {
+			t.Errorf("cpus %v: %v, %v, want %v", c.cpus, got, err, c.want)
+		}
+	}
+	if _, err := busy(strings.NewReader(stat), []int{2}); err == nil {
+		t.Error("a CPU the machine lacks: no error")
+	}
+	if _, err := busy(strings.NewReader("cpu 1 2 3\n"), nil); err == nil {
+		t.Error("a short line: no error")
+	}
+}
+
+func TestCPUsBusy(t *testing.T) {
+	if _, err := os.Stat("/proc/stat"); err != nil {
+		t.Skip("no /proc/stat:", err)
+	}
+	a, err := CPUsBusy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spin := time.Now()
+	for time.Since(spin) < 50*time.Millisecond {
+	}
+	b, err := CPUsBusy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 50 ms of spinning, counted at 10 ms ticks.
+	if b-a < 30*time.Millisecond {
+		t.Errorf("the machine's busy time grew by %v while the test spun for 50 ms", b-a)
 	}
 }

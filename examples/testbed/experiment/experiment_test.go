@@ -332,6 +332,18 @@ func TestMeasureSegments(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// Segment 1 has samples of the services' CPU: busy 0.5 s per
+		// second, 0.1 more than the services used.
+		if i == 0 {
+			var b strings.Builder
+			b.WriteString("timestamp,host,cpu_seconds\n")
+			for s := -2; s <= 12; s++ {
+				fmt.Fprintf(&b, "%s,testbed,%.3f\n", from.Add(time.Duration(s)*time.Second).Format(time.RFC3339), 100+float64(s+2)*0.5)
+			}
+			if err := os.WriteFile(filepath.Join(dir, machineFile), []byte(b.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	m, err := e.measure(setup{Name: "load-40", ModelCores: 1}, dirs)
 	if err != nil {
@@ -346,6 +358,10 @@ func TestMeasureSegments(t *testing.T) {
 	}
 	if len(m.PartPerRequest) != 2 || math.Abs(m.PartPerRequest[0]-0.04) > 1e-9 || math.Abs(m.PartPerRequest[1]-0.08) > 1e-9 {
 		t.Errorf("CPU per request per segment %v, want 40 and 80 ms", m.PartPerRequest)
+	}
+	// Other work only where the machine was sampled: 0.1 of a CPU.
+	if math.Abs(m.Other-0.1) > 1e-9 || m.OtherSteady != 10 || len(m.PartOther) != 1 {
+		t.Errorf("other work %g over %g s, segments %v; want 0.1 over 10 s in one", m.Other, m.OtherSteady, m.PartOther)
 	}
 }
 

@@ -454,7 +454,7 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	if busy > 0 {
 		spanShare = spans / busy
 	}
-	loadAfter, busyAfter := loadAverage()
+	loadAfter, _ := loadAverage()
 	// Predictions after all runs, so that solving does not disturb them.
 	for i := range rows {
 		p, err := predictFrom(ctx, refX.Model, rows[i].s, e.mix, o.precision, 1)
@@ -505,7 +505,7 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	}
 	rep := &report{
 		quick: o.quick, reused: e.reuse, started: started, elapsed: time.Since(started),
-		loadBefore: loadBefore, loadAfter: loadAfter, busyBefore: busyBefore, busyAfter: busyAfter, pinned: e.pin,
+		loadBefore: loadBefore, loadAfter: loadAfter, busyBefore: busyBefore, pinned: e.pin,
 		phases: e.phases, mix: e.mix, saturation: saturation, firstSaturation: firstSaturation, warmSaturation: warmSaturation, perRequest: perRequest, spanShare: spanShare,
 		warnings: refX.Report.Warnings, order: order, steps: refSteps, stepFor: e.stepSteady(), curves: refX.Report.SpeedCurves,
 		gaps: gaps, outside: o.outside, refMean: refM.Load.All.Mean, rounds: e.rounds,

@@ -58,7 +58,7 @@ type report struct {
 	started               time.Time
 	elapsed               time.Duration
 	loadBefore, loadAfter string
-	busyBefore, busyAfter bool
+	busyBefore            bool
 	pinned                bool
 	phases                loadgen.Phases
 	mix                   map[string]float64
@@ -91,6 +91,39 @@ type report struct {
 	rounds int
 	order  [][]string
 	rows   []reportRow
+}
+
+// A machine counts as busy when other processes took more than otherBusy
+// of the services' CPUs over all steady phases, or otherBusySegment in one
+// segment.
+const (
+	otherBusy        = 0.02
+	otherBusySegment = 0.10
+)
+
+// otherWork is the share of the services' CPUs that other processes took
+// over the steady phases of all runs with machine samples, and in the
+// busiest segment; measured is false when no run has them.
+func (r *report) otherWork() (share, most float64, ok bool) {
+	var secs, steady float64
+	seen := map[*measured]bool{}
+	for _, row := range r.rows {
+		m := row.measured
+		if m == nil || m.OtherSteady == 0 || seen[m] {
+			continue // a run predicted twice counts once
+		}
+		seen[m] = true
+		cpus := float64(max(row.setup.ModelCores, 1))
+		secs += m.OtherSeconds / cpus
+		steady += m.OtherSteady
+		for _, p := range m.PartOther {
+			most = max(most, p/cpus)
+		}
+	}
+	if steady == 0 {
+		return 0, 0, false
+	}
+	return secs / steady, most, true
 }
 
 // relErr is (predicted - measured) / measured, NaN when either is unknown.
@@ -144,10 +177,17 @@ func (r *report) write(w io.Writer, args []string) {
 	if len(args) > 0 {
 		cmd += " " + strings.Join(args, " ")
 	}
-	if !r.quick && (r.busyBefore || r.busyAfter) {
-		fmt.Fprintf(w, "> **Measured on a busy machine.** The load average was %s before and %s after the\n"+
-			"> runs (above 1.5 on 2 CPUs): other work competed with the services for the CPU, which the model\n"+
-			"> does not know about. Treat the errors below with that in mind.\n\n", r.loadBefore, r.loadAfter)
+	other, most, measured := r.otherWork()
+	switch {
+	case r.quick:
+	case measured && (other > otherBusy || most > otherBusySegment):
+		fmt.Fprintf(w, "> **Measured on a busy machine.** Other processes took %.1f %% of the services' CPUs over\n"+
+			"> the steady phases (%.0f %% in the busiest segment): work that competed with the services and that\n"+
+			"> the model does not know about. Treat the errors below with that in mind.\n\n", 100*other, 100*most)
+	case !measured && r.busyBefore:
+		fmt.Fprintf(w, "> **Measured on a busy machine.** The load average was %s before the runs (above 1.5\n"+
+			"> on 2 CPUs): other work may have competed with the services for the CPU, which the model does not\n"+
+			"> know about. Treat the errors below with that in mind.\n\n", r.loadBefore)
 	}
 	if r.quick {
 		fmt.Fprintf(w, "> **Smoke run, not an accuracy claim.** This table comes from `-quick` (%s of steady load per\n"+
@@ -174,7 +214,11 @@ func (r *report) write(w io.Writer, args []string) {
 	if !r.pinned {
 		pin = "no pinning (taskset or a second CPU missing)"
 	}
-	fmt.Fprintf(w, "- Machine load average: %s before, %s after.\n- Placement: %s.\n", r.loadBefore, r.loadAfter, pin)
+	fmt.Fprintf(w, "- Machine load average: %s before, %s after (the experiment's own processes included).\n", r.loadBefore, r.loadAfter)
+	if measured {
+		fmt.Fprintf(w, "- Other work: processes other than the services (and the load generator, where it shares their CPUs) took %.1f %% of the services' CPUs over the steady phases, %.1f %% in the busiest segment (/proc/stat, sampled once a second).\n", 100*other, 100*most)
+	}
+	fmt.Fprintf(w, "- Placement: %s.\n", pin)
 	refSteady := time.Duration(0)
 	if len(r.rows) > 0 {
 		refSteady = time.Duration(r.rows[0].measured.Load.SteadySeconds * float64(time.Second)).Round(time.Second)
@@ -347,7 +391,7 @@ func (r *report) write(w io.Writer, args []string) {
 		"  catalog's connections; traces do not show GOMAXPROCS, and at the reference load the others are\n"+
 		"  too rarely full for extraction to infer them.\n"+
 		"- Other work on the machine: pinning keeps the load generator off the services' CPU (except in\n"+
-		"  cores-2), not other processes; the load average above tells how busy the machine was.\n\n")
+		"  cores-2), not other processes; the other work above tells how much of the services' CPU they took.\n\n")
 	if len(r.warnings) > 0 {
 		fmt.Fprintf(w, "Extraction warnings on the reference run:\n\n")
 		for _, wn := range r.warnings {

@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/perfcast/perfcast/examples/testbed/cpusampler"
 	"github.com/perfcast/perfcast/examples/testbed/loadgen"
 	"github.com/perfcast/perfcast/examples/testbed/shop"
 )
@@ -81,6 +82,12 @@ type measured struct {
 	PartPerRequest []float64
 	// Dirs hold the segments' files.
 	Dirs []string
+	// Other is the CPU time per second of the steady phases that other
+	// processes took on the services' CPUs, over the segments with machine
+	// samples (OtherSteady seconds of them, OtherSeconds in all);
+	// PartOther each such segment's.
+	Other, OtherSeconds, OtherSteady float64
+	PartOther                        []float64
 }
 
 // env is what every run shares.
@@ -201,6 +208,18 @@ func (e *env) runSegment(ctx context.Context, s setup, dir string, seg, n int) e
 		addr[svc] = a
 	}
 	url := func(svc string) string { return "http://" + addr[svc] }
+	// The busy time of the services' CPUs, sampled like theirs: less
+	// their CPU time (and the load generator's, where it shares them), it
+	// is what else ran there.
+	stopMachine, err := sampleMachine(filepath.Join(dir, machineFile), s.Cores)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.Name, err)
+	}
+	defer func() {
+		if err := stopMachine(); err != nil {
+			slog.Warn("machine CPU samples", "run", s.Name, "err", err)
+		}
+	}()
 	var procs []*exec.Cmd
 	stopAll := func() error {
 		var errs []error
@@ -288,6 +307,40 @@ func (e *env) runSegment(ctx context.Context, s setup, dir string, seg, n int) e
 	return stopErr
 }
 
+// machineFile holds a segment's samples of the busy time of the CPUs the
+// services ran on.
+const machineFile = "machine-cpu.csv"
+
+// sampleMachine samples, once a second into path, the busy time of the
+// CPUs in the taskset list cpus (all of them when empty) until the
+// returned function is called.
+func sampleMachine(path, cpus string) (stop func() error, err error) {
+	var list []int
+	for _, f := range strings.FieldsFunc(cpus, func(r rune) bool { return r == ',' }) {
+		c, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("CPU list %q: %w", cpus, err)
+		}
+		list = append(list, c)
+	}
+	if _, err := cpusampler.CPUsBusy(list...); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- cpusampler.RunClock(ctx, f, hostName, time.Second, func() (time.Duration, error) { return cpusampler.CPUsBusy(list...) })
+	}()
+	return func() error {
+		cancel()
+		return errors.Join(<-done, f.Close())
+	}, nil
+}
+
 // run runs all of s's segments one after the other and measures them.
 func (e *env) run(ctx context.Context, s setup) (*measured, error) {
 	dirs := e.segments(s.Name)
@@ -357,6 +410,12 @@ func (e *env) measure(s setup, dirs []string) (*measured, error) {
 		if n := res.All.Count; n > 0 {
 			per = used / float64(n)
 		}
+		run := (e.phases.RampUp + e.phases.RampDown).Seconds() + res.SteadySeconds
+		if other, ok := otherWork(dir, res, used, s.GeneratorCPU > 0, run); ok {
+			m.OtherSeconds += other
+			m.OtherSteady += res.SteadySeconds
+			m.PartOther = append(m.PartOther, other/res.SteadySeconds)
+		}
 		m.Parts, m.PartPerRequest = append(m.Parts, res), append(m.PartPerRequest, per)
 		cpuSec, steady = cpuSec+used, steady+res.SteadySeconds
 	}
@@ -369,8 +428,33 @@ func (e *env) measure(s setup, dirs []string) (*measured, error) {
 		m.Load = merged
 	}
 	m.CPUSeconds = cpuSec / steady
+	if m.OtherSteady > 0 {
+		m.Other = m.OtherSeconds / m.OtherSteady
+	}
 	m.CPU = m.CPUSeconds / float64(s.ModelCores)
 	return m, nil
+}
+
+// otherWork is the CPU time that neither the services (used) nor, where
+// it shares their CPUs (shared), the load generator took on the services'
+// CPUs over a segment's steady phase; false for segments run without
+// machine samples. The load generator's CPU time is known over its whole
+// run only (run seconds) and is taken in proportion to the steady phase's
+// length.
+func otherWork(dir string, res *loadgen.Result, used float64, shared bool, run float64) (float64, bool) {
+	series, err := readCPU(filepath.Join(dir, machineFile))
+	if err != nil {
+		return 0, false
+	}
+	busy, err := series.between(res.SteadyStart, res.SteadyEnd)
+	if err != nil {
+		return 0, false
+	}
+	other := busy - used
+	if shared && run > 0 {
+		other -= res.CPUSeconds * res.SteadySeconds / run
+	}
+	return math.Max(other, 0), true
 }
 
 func waitHealthy(ctx context.Context, url string) error {
