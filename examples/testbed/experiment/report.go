@@ -362,18 +362,21 @@ func (r *report) write(w io.Writer, args []string) {
 		"  reference's traces hold several loads (`-steps`) and show one clear of its standard error;\n"+
 		"  without steps, or with a cost that changes between runs but not within one, the model carries\n"+
 		"  the reference's CPU time per request to every load.\n"+
-		"- Background: CPU that does not grow with the load (timers, samplers, the runtimes' idle work)\n"+
-		"  is taken as per-request work, or as a cost falling with the load where the reference's steps\n"+
-		"  show one (the speed curve carries it). The intercept of the line above mixes it with the\n"+
-		"  load effect; at 3 requests/s the testbed's processes used no more CPU than their spans.\n"+
+		"- Cheaper at higher load: the intercept of the line above is not idle work (the four services,\n"+
+		"  started and left idle for 28 s on 2026-11-24, used 0.07 %% of a core between them); the same\n"+
+		"  requests cost less CPU when they come more often (cache and scheduler wake-ups shared among more\n"+
+		"  requests), in the spans and more so outside them. A model from one load carries the\n"+
+		"  reference's cost, too high at the highest loads, and near saturation that is amplified.\n"+
 		"- Two CPUs: in the cores-2 run the catalog's queries take far longer than their CPU time (compare\n"+
 		"  their spans' durations with their perfcast.cpu.time), its four database connections fill, and\n"+
 		"  the recommendations, whose six calls wait for the gateway's pool, fall behind. The catalog's\n"+
-		"  listing serves about 1.4 times as many requests on two cores as on one (BenchmarkCatalogList,\n"+
-		"  docs/testbed.md): its queries partly serialize inside the database engine, which a reference\n"+
-		"  at GOMAXPROCS 1 cannot show and the model, with two CPU slots, does not have.\n"+
+		"  listing serves 1.4 to 1.7 times as many requests on two cores as on one where hashing serves\n"+
+		"  2.0 (BenchmarkCatalogList, BenchmarkHashControl, docs/testbed.md): its queries partly serialize\n"+
+		"  on the database's locks, which a reference at GOMAXPROCS 1 cannot show and the model, with two\n"+
+		"  CPU slots, does not have.\n"+
 		"- GOMAXPROCS 2 on one CPU: the cost of two threads per process contending for one CPU (more CPU per\n"+
-		"  request, longer waits) is not in the model, which has two CPU slots per service.\n"+
+		"  request, the runtime's idle threads spinning for work, longer waits) is not in the model, which\n"+
+		"  has two CPU slots per service.\n"+
 		"- CPU outside spans: each service's share is spread evenly over its executions and runs as\n"+
 		"  background work that delays requests only by queueing; the part a request waits for itself\n"+
 		"  (reading it before its span starts) is in its callers' time outside the span, or, at the\n"+
