@@ -75,7 +75,7 @@ func run() error {
 	flag.StringVar(&o.work, "work", "", "keep the runs' files (traces, metrics, logs, models) in this `dir` (default: a temporary one, removed)")
 	flag.StringVar(&o.dataset, "dataset", "", "instead of the experiment, make the example data set in this `dir` (90 s at 25 requests/s)")
 	flag.Float64Var(&o.refRate, "ref-rate", 50, "the warm-up's arrival rate, requests per second; when set, the reference's too (instead of -ref-load)")
-	flag.Float64Var(&o.refLoad, "ref-load", 0.4, "the reference's arrival rate as a `fraction` of the rate that saturates one core by the warm-up's CPU time per request (mid-range: predictions interpolate rather than extrapolate)")
+	flag.Float64Var(&o.refLoad, "ref-load", 0.5, "the reference's arrival rate as a `fraction` of the rate that saturates one core by the warm-up's CPU time per request (mid-range: predictions interpolate rather than extrapolate)")
 	flag.Float64Var(&o.precision, "precision", 0.02, "simulation precision of the predictions")
 	flag.StringVar(&o.only, "only", "", "run only these `configurations` (comma-separated names) besides the reference")
 	flag.BoolVar(&o.reuse, "reuse", false, "with -work, take the runs already there instead of running them again (to try another extraction on the same measurements)")
