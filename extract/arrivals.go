@@ -31,7 +31,8 @@ const (
 // arrivalSample keeps the arrival times of a bounded sample of a workload's
 // time: the arrivalBlocks blocks of arrivalBlock whose indices hash lowest,
 // each with its earliest arrivalBlockCap arrivals. That is at most 256 KiB
-// per workload however long the traces run. Which blocks and which arrivals
+// per workload however long the traces run (twice that while folding,
+// since a block is cut back only when it holds twice its share). Which blocks and which arrivals
 // it keeps depends only on the set of arrival times, not on the order they
 // came in, so samples of disjoint traces merge into the sample of their
 // union; and since blocks are chosen by a hash, not by their time, the
@@ -65,8 +66,8 @@ func blockHash(b int64) uint64 {
 	return z ^ (z >> 31)
 }
 
-// before orders blocks by hash, then by index.
-func (a *arrivalSample) before(b1 int64, h1 uint64, b2 int64, h2 uint64) bool {
+// hashBefore orders blocks by hash, then by index.
+func hashBefore(b1 int64, h1 uint64, b2 int64, h2 uint64) bool {
 	return h1 < h2 || h1 == h2 && b1 < b2
 }
 
@@ -97,11 +98,11 @@ func (a *arrivalSample) block(b int64) *arrivalTimes {
 		worst, wh := int64(0), uint64(0)
 		first := true
 		for i, blk := range a.blocks {
-			if first || a.before(worst, wh, i, blk.hash) {
+			if first || hashBefore(worst, wh, i, blk.hash) {
 				worst, wh, first = i, blk.hash, false
 			}
 		}
-		if !a.before(b, h, worst, wh) {
+		if !hashBefore(b, h, worst, wh) {
 			return nil
 		}
 		delete(a.blocks, worst)
@@ -117,7 +118,7 @@ func (blk *arrivalTimes) compact() {
 		return
 	}
 	slices.Sort(blk.times)
-	blk.times = slices.Clip(blk.times[:arrivalBlockCap])
+	blk.times = blk.times[:arrivalBlockCap]
 	blk.last = blk.times[arrivalBlockCap-1]
 	blk.cut = true
 }
