@@ -103,7 +103,7 @@ const (
 
 // otherWork is the share of the services' CPUs that other processes took
 // over the steady phases of all runs with machine samples, and in the
-// busiest segment; measured is false when no run has them.
+// busiest segment; ok is false when no run has them.
 func (r *report) otherWork() (share, most float64, ok bool) {
 	var secs, steady float64
 	seen := map[*measured]bool{}

@@ -411,7 +411,10 @@ func (e *env) measure(s setup, dirs []string) (*measured, error) {
 			per = used / float64(n)
 		}
 		run := (e.phases.RampUp + e.phases.RampDown).Seconds() + res.SteadySeconds
-		if other, ok := otherWork(dir, res, used, s.GeneratorCPU > 0, run); ok {
+		// Unpinned, or in the two-CPU run, the load generator shares the
+		// services' CPUs.
+		shared := s.GeneratorCPU > 0 || !e.pin
+		if other, ok := otherWork(dir, res, used, shared, run); ok {
 			m.OtherSeconds += other
 			m.OtherSteady += res.SteadySeconds
 			m.PartOther = append(m.PartOther, other/res.SteadySeconds)
