@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"maps"
 	"math"
 	"slices"
 )
@@ -31,14 +32,19 @@ const (
 // arrivalSample keeps the arrival times of a bounded sample of a workload's
 // time: the arrivalBlocks blocks of arrivalBlock whose indices hash lowest,
 // each with its earliest arrivalBlockCap arrivals. That is at most 256 KiB
-// per workload however long the traces run (twice that while folding,
-// since a block is cut back only when it holds twice its share). Which blocks and which arrivals
-// it keeps depends only on the set of arrival times, not on the order they
-// came in, so samples of disjoint traces merge into the sample of their
-// union; and since blocks are chosen by a hash, not by their time, the
-// sample spreads over the traces' whole time.
+// per workload however long the traces run (twice that while folding, since
+// a block is cut back only when it holds twice its share). Which blocks and
+// which arrivals it keeps depends only on the set of arrival times, not on
+// the order they came in, so samples of disjoint traces merge into the
+// sample of their union; and since blocks are chosen by a hash, not by
+// their time, the sample spreads over the traces' whole time.
 type arrivalSample struct {
 	blocks map[int64]*arrivalTimes
+	// worst is the kept block with the highest hash, worstHash its hash:
+	// once arrivalBlocks are kept, an arrival in a block that does not
+	// hash below it is turned away without a look at the others.
+	worst     int64
+	worstHash uint64
 }
 
 // arrivalTimes is one block's kept arrival times.
@@ -94,21 +100,22 @@ func (a *arrivalSample) block(b int64) *arrivalTimes {
 		return blk
 	}
 	h := blockHash(b)
-	if len(a.blocks) >= arrivalBlocks {
-		worst, wh := int64(0), uint64(0)
-		first := true
-		for i, blk := range a.blocks {
-			if first || hashBefore(worst, wh, i, blk.hash) {
-				worst, wh, first = i, blk.hash, false
-			}
-		}
-		if !hashBefore(b, h, worst, wh) {
-			return nil
-		}
-		delete(a.blocks, worst)
+	full := len(a.blocks) >= arrivalBlocks
+	if full && !hashBefore(b, h, a.worst, a.worstHash) {
+		return nil
+	}
+	if full {
+		delete(a.blocks, a.worst)
 	}
 	blk := &arrivalTimes{hash: h}
 	a.blocks[b] = blk
+	// The worst of the kept blocks, looked for only when the set changes.
+	first := true
+	for i, k := range a.blocks {
+		if first || hashBefore(a.worst, a.worstHash, i, k.hash) {
+			a.worst, a.worstHash, first = i, k.hash, false
+		}
+	}
 	return blk
 }
 
@@ -123,6 +130,14 @@ func (blk *arrivalTimes) compact() {
 	blk.cut = true
 }
 
+// sorted returns the block's kept arrivals in time order, leaving the
+// block as it is.
+func (blk *arrivalTimes) sorted() []int64 {
+	t := slices.Clone(blk.times)
+	slices.Sort(t)
+	return t[:min(len(t), arrivalBlockCap)]
+}
+
 // merge adds the arrivals of o, a sample of disjoint traces.
 func (a *arrivalSample) merge(o *arrivalSample) {
 	for _, ob := range o.blocks {
@@ -135,17 +150,9 @@ func (a *arrivalSample) merge(o *arrivalSample) {
 // runs returns the kept arrivals in order, as runs of consecutive
 // arrivals: one per block, cut at idle stretches.
 func (a *arrivalSample) runs(idle *activity) [][]int64 {
-	keys := make([]int64, 0, len(a.blocks))
-	for b := range a.blocks {
-		keys = append(keys, b)
-	}
-	slices.Sort(keys)
 	var out [][]int64
-	for _, b := range keys {
-		blk := a.blocks[b]
-		blk.compact()
-		t := slices.Clone(blk.times)
-		slices.Sort(t)
+	for _, b := range slices.Sorted(maps.Keys(a.blocks)) {
+		t := a.blocks[b].sorted()
 		for lo := 0; lo < len(t); {
 			hi := lo + 1
 			for hi < len(t) && !idle.across(floorDiv(t[hi-1], 1e9), floorDiv(t[hi], 1e9)) {
