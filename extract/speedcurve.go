@@ -8,6 +8,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/perfcast/perfcast/estimate"
 	"github.com/perfcast/perfcast/metrics"
@@ -27,6 +28,21 @@ const (
 	curveMinSegment = 4
 )
 
+// Speed curves across segments: with at least curveMinSegments segments of
+// at least curveShortSegment windows (their first and last left out) whose
+// mean loads spread over curveMinSpread of a core, the curve is fitted over
+// the segments' means instead of the windows.
+const (
+	curveMinSegments  = 6
+	curveShortSegment = 2
+)
+
+// How a speed curve was fitted (SpeedCurve.Method).
+const (
+	CurveWindows  = "windows"
+	CurveSegments = "segments"
+)
+
 // SpeedCurve is what extraction found on one host about the CPU time the
 // same work takes at different loads. On virtual machines and on hardware
 // with power states a request often costs more CPU time when the machine
@@ -38,26 +54,43 @@ const (
 // that a drift of the machine does not pass for it) gives, when its slope
 // differs from zero by more than two standard errors, the host's speed
 // curve over the range of loads seen (flat beyond it).
+//
+// Traces of several separate runs at different loads (load tests with
+// fresh processes, each at one rate) hold the effect between the runs and
+// hardly any within one. When there are at least six such segments and
+// their mean loads differ, the line is fitted over the segments instead:
+// one point per segment (its mean load and cost ratio), with a common
+// trend in time, and the slope must clear Student's t at 95 % with the
+// segments' own scatter as its noise. The machine's drift from run to run
+// is then in the standard error, not in the slope.
 type SpeedCurve struct {
 	Host string `json:"host"`
 	// Source is where the windows' CPU time comes from: the metrics' series,
 	// or "spans" (perfcast.cpu.time).
-	Source  string  `json:"source"`
+	Source string `json:"source"`
+	// Method is CurveWindows (a line over the windows, each segment with
+	// its own level) or CurveSegments (a line over the segments' means);
+	// empty when no fit was tried.
+	Method  string  `json:"method,omitempty"`
 	Windows int     `json:"windows"`
 	Window  float64 `json:"window"`
 	// Segments counts the stretches of traces without a pause that the
-	// fit used; each has its own level and trend in time.
+	// fit used; with CurveWindows each has its own level and trend in time.
 	Segments int `json:"segments,omitempty"`
 	// Intercept and Slope describe the cost ratio (measured over expected
 	// CPU time) against the expected utilization, a fraction of the host's
-	// cores, at each segment's mean time (a linear trend in time per
-	// segment is fitted alongside; Intercept is the segments' mean level);
-	// SlopeSE is the slope's standard error (Newey–West).
+	// cores. With CurveWindows they hold at each segment's mean time (a
+	// linear trend in time per segment is fitted alongside; Intercept is
+	// the segments' mean level) and SlopeSE is the slope's standard error
+	// (Newey–West); with CurveSegments one level and one trend in time
+	// serve all segments, Intercept is at their mean time, and SlopeSE is
+	// the least-squares standard error from the segments' residuals.
 	Intercept float64 `json:"intercept"`
 	Slope     float64 `json:"slope"`
 	SlopeSE   float64 `json:"slope_se"`
 	// Low and High are the 10th and 90th percentiles of the windows'
-	// expected utilization.
+	// expected utilization (CurveSegments: the lowest and highest of the
+	// segments' means).
 	Low  float64 `json:"low"`
 	High float64 `json:"high"`
 	// Points is the curve put in the model (empty when none was).
@@ -179,10 +212,14 @@ func meanDemands(h *hostWindows, perOp map[string]estimate.Result) (map[string]f
 // segment (partly covered) are left out, and so are segments shorter than
 // curveMinSegment windows.
 func (c *SpeedCurve) fit(wins map[int64]curveWin, cores float64) {
+	if c.fitSegments(wins, cores) {
+		return
+	}
+	c.Method = CurveWindows
 	var x, t, y []float64
 	var seg []int
 	var busy, work float64
-	for i, keys := range curveSegments(wins) {
+	for i, keys := range curveSegments(wins, curveMinSegment) {
 		for _, k := range keys {
 			win := wins[k]
 			x = append(x, win.work/curveWindow/cores)
@@ -216,10 +253,15 @@ func (c *SpeedCurve) fit(wins map[int64]curveWin, cores float64) {
 		c.Skipped = fmt.Sprintf("no significant slope (%.3g ± %.2g per unit of utilization, time trend taken out)", c.Slope, c.SlopeSE)
 		return
 	}
+	c.setPoints(busy / work)
+}
+
+// setPoints puts in the curve's points from its line, Low and High, given
+// the mean cost ratio mr over all the windows the fit used.
+func (c *SpeedCurve) setPoints(mr float64) {
 	// The model's demands are means over all windows: the factor is 1 at
 	// the mean ratio. A window's utilization is its expected one times its
 	// ratio (what the CPU time measured).
-	mr := busy / work
 	lo, hi := c.Intercept+c.Slope*c.Low, c.Intercept+c.Slope*c.High
 	if lo <= 0 || hi <= 0 {
 		c.Skipped = "the fitted line leaves the positive ratios"
@@ -234,18 +276,83 @@ func (c *SpeedCurve) fit(wins map[int64]curveWin, cores float64) {
 	}
 }
 
+// fitSegments fits the curve over the segments' means when there are at
+// least curveMinSegments segments of curveShortSegment windows or more and
+// their mean loads spread over curveMinSpread, and tells whether it did
+// (c then holds the fit, or why it put no curve in). Each segment is one
+// observation: its windows' expected utilization, their measured over
+// expected CPU time, and its middle in time. The line y = a + b·x +
+// c·(t − t̄) is fitted by ordinary least squares; the segments' scatter
+// about it, which holds the machine's drift from run to run, gives b's
+// standard error with n − 3 degrees of freedom.
+func (c *SpeedCurve) fitSegments(wins map[int64]curveWin, cores float64) bool {
+	segs := curveSegments(wins, curveShortSegment)
+	if len(segs) < curveMinSegments {
+		return false
+	}
+	var x, t, y []float64
+	var busy, work float64
+	windows := 0
+	first := segs[0][0]
+	for _, keys := range segs {
+		var b, wk float64
+		for _, k := range keys {
+			b, wk = b+wins[k].busy, wk+wins[k].work
+		}
+		x = append(x, wk/(float64(len(keys))*curveWindow*cores))
+		y = append(y, b/wk)
+		t = append(t, float64(keys[0]+keys[len(keys)-1]-2*first)/2*curveWindow/60) // minutes
+		busy, work, windows = busy+b, work+wk, windows+len(keys)
+	}
+	lo, hi := slices.Min(x), slices.Max(x)
+	if hi-lo < curveMinSpread {
+		return false
+	}
+	c.Method, c.Segments, c.Windows, c.Low, c.High = CurveSegments, len(segs), windows, lo, hi
+	n := len(y)
+	tm := stat.Mean(t, nil)
+	X := mat.NewDense(n, 3, nil)
+	for i := range n {
+		X.SetRow(i, []float64{1, x[i], t[i] - tm})
+	}
+	var xtx, inv mat.Dense
+	xtx.Mul(X.T(), X)
+	if err := inv.Inverse(&xtx); err != nil || mat.Cond(&xtx, 2) > 1e10 {
+		c.Skipped = "the segments' loads and times are too closely tied to tell their effects apart"
+		return true
+	}
+	var b, xty mat.VecDense
+	xty.MulVec(X.T(), mat.NewVecDense(n, y))
+	b.MulVec(&inv, &xty)
+	rss := 0.0
+	for i := range n {
+		e := y[i] - mat.Dot(X.RowView(i), &b)
+		rss += e * e
+	}
+	df := n - 3
+	c.Intercept, c.Slope = b.AtVec(0), b.AtVec(1)
+	c.SlopeSE = math.Sqrt(rss / float64(df) * inv.At(1, 1))
+	crit := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(df)}.Quantile(0.975)
+	if !(math.Abs(c.Slope) > crit*c.SlopeSE) {
+		c.Skipped = fmt.Sprintf("no significant slope across %d segments (%.3g ± %.2g per unit of utilization, time trend taken out; %.2f standard errors needed)", n, c.Slope, c.SlopeSE, crit)
+		return true
+	}
+	c.setPoints(busy / work)
+	return true
+}
+
 // curveSegments cuts the windows with work into segments at pauses of
 // curveGap windows or more, drops each segment's first and last window and
-// the segments shorter than curveMinSegment, and returns the windows'
-// indices per segment, in time order.
-func curveSegments(wins map[int64]curveWin) [][]int64 {
+// the segments left shorter than minLen, and returns the windows' indices
+// per segment, in time order.
+func curveSegments(wins map[int64]curveWin, minLen int) [][]int64 {
 	var segs [][]int64
 	var cur []int64
 	flush := func() {
 		if len(cur) > 2 {
 			cur = cur[1 : len(cur)-1]
 		}
-		if len(cur) >= curveMinSegment {
+		if len(cur) >= minLen {
 			segs = append(segs, cur)
 		}
 		cur = nil

@@ -443,20 +443,6 @@ func TestClientGaps(t *testing.T) {
 	}
 }
 
-func TestStepRates(t *testing.T) {
-	for _, c := range []struct{ rate, sat, low, high float64 }{
-		{50, 136, 20.4, 88.4},
-		{50, 0, 15, 100},
-		{100, 120, 18, 150}, // the high never below 1.5 times the rate
-		{20, 400, 10, 260},  // the low never above half the rate
-	} {
-		low, high := stepRates(c.rate, c.sat)
-		if math.Abs(low-c.low) > 1e-9 || math.Abs(high-c.high) > 1e-9 {
-			t.Errorf("stepRates(%g, %g) = %g, %g; want %g, %g", c.rate, c.sat, low, high, c.low, c.high)
-		}
-	}
-}
-
 // The load levels' saturation rate is the lower of the warm-up's and the
 // first segment's (the dearer CPU time per request); without a warm-up the
 // first segment's alone, and the report says which.

@@ -82,7 +82,7 @@ func run() error {
 	flag.BoolVar(&o.clientGap, "client-gap", true, "add each class's time outside the gateway's root span (the load generator's latency less the span's, in the reference's steady phase) to the model's workload as a fixed delay")
 	flag.StringVar(&o.outside, "outside-spans", extract.OutsideBackground, "where extraction puts the CPU time outside spans: inline or background (the extraction configuration's outside_spans)")
 	flag.IntVar(&o.rounds, "rounds", 6, "run every configuration in this many segments, one per round, the rounds one after the other, so that the machine's drift over the invocation falls alike on all configurations (-quick: 2)")
-	flag.BoolVar(&o.steps, "steps", false, "make the reference a stepped load test (a high and a low rate alternating after its measured phases, in the traces extraction reads), from which extraction can fit a CPU speed curve")
+	flag.BoolVar(&o.steps, "steps", true, "extract the model from the reference and load steps at 25 % and 75 % of the saturation rate (fresh processes, one segment per round), from which extraction can fit a CPU speed curve")
 	flag.DurationVar(&o.rampUp, "ramp-up", 5*time.Second, "each segment's ramp-up (fresh processes warm up in it)")
 	flag.Parse()
 	o.small = o.quick
@@ -205,24 +205,22 @@ func referenceRate(load, saturation float64) float64 {
 	return math.Round(10*load*saturation) / 10
 }
 
-// stepRates are the rates of the reference's load steps, which alternate
-// between a low and a high load: 15 % and 65 % of the saturation rate the
-// warm-up measured (without one, 0.3 and 2 times the reference rate), the
-// low never above half the reference rate and the high never below 1.5
-// times it. The wider the loads are apart, the better extraction can tell
-// how the CPU time of the same work changes with the load: on this machine
-// steps of 20 and 100 requests/s measured the slope to ±0.055, where steps
-// of 50 and 84 had left it at ±0.24. The high load stays well below
-// saturation: the warm-up costs less CPU per request than later runs, and
-// at 75 % of its rate one step of an invocation ran at 87 % of the
-// reference's saturation and queued for seconds, which extraction then
-// took for fixed delays.
-func stepRates(rate, saturation float64) (low, high float64) {
-	if saturation <= 0 {
-		return 0.3 * rate, 2 * rate
-	}
-	return min(0.15*saturation, 0.5*rate), max(0.65*saturation, 1.5*rate)
+// stepRates are the rates of the reference's load steps: 25 % and 75 % of
+// the saturation rate the load levels are fractions of, so that the
+// steps span most of the levels' range (the speed curve is flat beyond the
+// loads it was fitted over) without repeating any of them.
+//
+// The steps run in fresh processes, one segment per round, the rate
+// alternating from round to round. Steps served by the reference's own
+// processes after its measured phase (until 2026-11-24) measured a far
+// steeper slope than fresh processes showed at those loads, and a speed
+// curve from them under-predicted every high load by 11–16 %.
+func stepRates(saturation float64) (low, high float64) {
+	return 0.25 * saturation, 0.75 * saturation
 }
+
+// stepSteady is the steady phase of each load step's segment.
+const stepSteady = 15 * time.Second
 
 // loadAverage describes the 1- and 5-minute load averages of
 // /proc/loadavg, and tells whether either is above 1.5 (a machine busy
@@ -290,17 +288,7 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 			ref.Rate = referenceRate(o.refLoad, warmSaturation)
 		}
 	}
-	// With -steps the reference run is a stepped load test: the reference
-	// rate, measured, then a high, a low, a high, a low and a high load, in
-	// the traces only, so that extraction sees how the CPU time of the same
-	// work changes with the load; alternating the rates keeps a drift of
-	// the machine in time from passing for an effect of the load. With
-	// several rounds the steps are spread over the reference's segments.
 	refRun := ref
-	if o.steps {
-		low, high := stepRates(ref.Rate, warmSaturation)
-		refRun.Steps = []float64{high, low, high, low, high}
-	}
 	// Round 1 opens with the reference, whose first segment sets the
 	// other configurations' rates.
 	refDirs := e.segments(ref.Name)
@@ -378,6 +366,23 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 		setups = slices.DeleteFunc(setups, func(s setup) bool { return !slices.Contains(keep, s.Name) })
 	}
 
+	// With -steps extraction reads, besides the reference, a low and a
+	// high load in fresh processes of the reference's configuration, one
+	// segment per round (low in odd rounds, high in even ones), so that
+	// it sees how the CPU time of the same work changes with the load.
+	var steps *setup
+	if o.steps {
+		st := ref
+		low, high := stepRates(saturation)
+		st.Name, st.RoundRates = "reference-steps", []float64{low, high}
+		st.What = fmt.Sprintf("load steps for extraction: %.1f and %.1f requests/s", low, high)
+		st.Steady = time.Duration(e.rounds) * stepSteady
+		if o.quick {
+			st.Steady = e.phases.Steady
+		}
+		steps = &st
+	}
+
 	type row struct {
 		s        setup
 		m        *measured
@@ -393,15 +398,23 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	// order per round (the reference first in the first), so that the
 	// machine's drift over the invocation falls alike on all of them and
 	// does not line up with the load levels; the report lists the order.
+	// The load steps, when run, are the last in the schedule.
+	sched := make([]setup, 0, len(rows)+1)
+	for _, r := range rows {
+		sched = append(sched, r.s)
+	}
+	if steps != nil {
+		sched = append(sched, *steps)
+	}
 	var order [][]string
-	for r, round := range roundOrder(len(rows), e.rounds, e.seed) {
+	for r, round := range roundOrder(len(sched), e.rounds, e.seed) {
 		var names []string
 		for _, i := range round {
-			names = append(names, rows[i].s.Name)
+			names = append(names, sched[i].Name)
 			if r == 0 && i == 0 {
 				continue // ran above
 			}
-			s := rows[i].s
+			s := sched[i]
 			if i == 0 {
 				s = refRun
 			}
@@ -425,11 +438,15 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 		}
 	}
 	refM := rows[0].m
-	refSteps, err := stepResults(refM.Dirs, len(refRun.Steps))
-	if err != nil {
-		return err
+	refDirs = refM.Dirs
+	var stepM *measured
+	if steps != nil {
+		if stepM, err = e.measure(*steps, e.segments(steps.Name)); err != nil {
+			return err
+		}
+		refDirs = append(slices.Clip(refDirs), stepM.Dirs...)
 	}
-	refX, err := extractModel(ctx, refM.Dirs, refRun, o.outside)
+	refX, err := extractModel(ctx, refDirs, refRun, o.outside)
 	if err != nil {
 		return err
 	}
@@ -507,7 +524,7 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 		quick: o.quick, reused: e.reuse, started: started, elapsed: time.Since(started),
 		loadBefore: loadBefore, loadAfter: loadAfter, busyBefore: busyBefore, pinned: e.pin,
 		phases: e.phases, mix: e.mix, saturation: saturation, firstSaturation: firstSaturation, warmSaturation: warmSaturation, perRequest: perRequest, spanShare: spanShare,
-		warnings: refX.Report.Warnings, order: order, steps: refSteps, stepFor: e.stepSteady(), curves: refX.Report.SpeedCurves,
+		warnings: refX.Report.Warnings, order: order, steps: stepM, curves: refX.Report.SpeedCurves,
 		gaps: gaps, outside: o.outside, refMean: refM.Load.All.Mean, rounds: e.rounds,
 	}
 	for _, r := range append(rows, extra...) {

@@ -70,11 +70,11 @@ type report struct {
 	warmSaturation  float64
 	perRequest      float64
 	spanShare       float64
-	// steps are the load generator's results of the reference run's
-	// further steps, and curves what extraction made of them.
-	steps   []*loadgen.Result
-	stepFor time.Duration
-	curves  []*extract.SpeedCurve
+	// steps are the load steps' segments extraction read besides the
+	// reference's (nil without -steps), and curves what extraction made
+	// of them.
+	steps  *measured
+	curves []*extract.SpeedCurve
 	// gaps are the classes' time outside the gateway's root spans in the
 	// reference run (seconds), added to the model's workloads; nil when
 	// left out.
@@ -240,23 +240,24 @@ func (r *report) write(w io.Writer, args []string) {
 		1000*r.perRequest, segs, r.saturation, saturationText(r.firstSaturation, r.warmSaturation))
 	fmt.Fprintf(w, "- Span CPU times (perfcast.cpu.time) account for %.0f %% of the CPU time the services' processes used in the reference run; the rest (garbage collection, span export, the HTTP transport's goroutines, the runtime) is in no span. Extraction, given each service's process CPU time as metrics, adds each service's share as %s.\n\n",
 		100*r.spanShare, outsideText(r.outside))
-	if len(r.steps) > 0 {
-		rates := make([]string, len(r.steps))
+	if r.steps != nil {
+		var parts []string
 		var overloaded []string
-		for i, x := range r.steps {
-			rates[i] = fmt.Sprintf("%.1f", x.Rate)
-			if x.All != nil && x.All.Mean > 0 {
-				rates[i] += fmt.Sprintf(" (mean %.1f ms)", 1000*x.All.Mean)
-				if r.refMean > 0 && x.All.Mean > 5*r.refMean {
-					overloaded = append(overloaded, fmt.Sprint(i+1))
-				}
+		for i, x := range r.steps.Parts {
+			text := fmt.Sprintf("%.1f/s", x.Rate)
+			if i < len(r.steps.PartPerRequest) {
+				text += fmt.Sprintf(" %.2f ms", 1000*r.steps.PartPerRequest[i])
+			}
+			parts = append(parts, text)
+			if x.All != nil && r.refMean > 0 && x.All.Mean > 5*r.refMean {
+				overloaded = append(overloaded, fmt.Sprint(i+1))
 			}
 		}
-		fmt.Fprintf(w, "- The reference run is a stepped load test: after its measured phases the same processes served %s requests/s, %s each (in the traces extraction reads, not in the reference's measured row), so that extraction can see whether the CPU time of the same work changes with the load.",
-			strings.Join(rates, ", "), r.stepFor)
+		fmt.Fprintf(w, "- Load steps: extraction read, besides the reference's segments, %d segments of the reference's configuration at a low and a high rate (25 and 75 %% of the saturation rate; fresh processes, one segment per round, the rate alternating; in no measured row). Their rates and CPU time per request: %s.",
+			len(r.steps.Parts), strings.Join(parts, ", "))
 		r.writeCurves(w)
 		if len(overloaded) > 0 {
-			fmt.Fprintf(w, " **Step %s queued far beyond the reference (more than 5 times its mean response time):** the waits of a system out of steady state are in the traces extraction read, and the model's fixed delays hold them.", strings.Join(overloaded, ", "))
+			fmt.Fprintf(w, " **Step segment %s queued far beyond the reference (more than 5 times its mean response time):** the waits of a system out of steady state are in the traces extraction read, and the model's fixed delays hold them.", strings.Join(overloaded, ", "))
 		}
 		fmt.Fprint(w, "\n\n")
 	} else {
@@ -410,8 +411,12 @@ func (r *report) writeCurves(w io.Writer) {
 	for _, c := range r.curves {
 		if len(c.Points) > 0 {
 			lo, hi := c.Points[0], c.Points[len(c.Points)-1]
-			fmt.Fprintf(w, " Host %s: over %d windows of %.0f s (%s), the CPU time per unit of work changed by %+.0f %% per unit of utilization (± %.0f %%, standard error); the model's speed curve is ×%.3f at utilization %.2f and ×%.3f at %.2f, flat beyond.",
-				c.Host, c.Windows, c.Window, c.Source, 100*c.Slope, 100*c.SlopeSE, lo.Factor, lo.Utilization, hi.Factor, hi.Utilization)
+			over := fmt.Sprintf("over %d windows of %.0f s (%s)", c.Windows, c.Window, c.Source)
+			if c.Method == extract.CurveSegments {
+				over = fmt.Sprintf("over %d segments, one point each (%s CPU time, a trend in time taken out)", c.Segments, c.Source)
+			}
+			fmt.Fprintf(w, " Host %s: %s, the CPU time per unit of work changed by %+.0f %% per unit of utilization (± %.0f %%, standard error); the model's speed curve is ×%.3f at utilization %.2f and ×%.3f at %.2f, flat beyond.",
+				c.Host, over, 100*c.Slope, 100*c.SlopeSE, lo.Factor, lo.Utilization, hi.Factor, hi.Utilization)
 		} else {
 			fmt.Fprintf(w, " Host %s: no speed curve (%s).", c.Host, c.Skipped)
 		}

@@ -51,20 +51,9 @@ type setup struct {
 	// Steady is the measured time over all the setup's segments (0: the
 	// experiment's steady phase).
 	Steady time.Duration
-	// Steps are further arrival rates run after the measured phases,
-	// against the same processes, for stepSteady each: a load test's
-	// steps, in the traces for extraction, not in the measurement. With
-	// several segments, step i runs in segment i mod the segments.
-	Steps []float64
-}
-
-// stepSteady is the steady phase of each of a setup's Steps: 30 s, the
-// runs' own in a smoke run.
-func (e *env) stepSteady() time.Duration {
-	if e.small {
-		return e.phases.Steady
-	}
-	return 30 * time.Second
+	// RoundRates, when set, are the arrival rates of the setup's segments
+	// in turn (segment i at RoundRates[i mod len]) instead of Rate.
+	RoundRates []float64
 }
 
 // measured is what the segments of one setup measured together.
@@ -177,8 +166,8 @@ func (e *env) load(url string, rate float64, phases loadgen.Phases, seed uint64,
 }
 
 // runSegment deploys the shop as s says, runs segment seg of n of its load
-// (its share of the steady phase, then its share of the steps), stops the
-// shop, and leaves the segment's files in dir. With reuse, a segment whose
+// (its share of the steady phase), stops the shop, and leaves the
+// segment's files in dir. With reuse, a segment whose
 // result is already there is not run again.
 func (e *env) runSegment(ctx context.Context, s setup, dir string, seg, n int) error {
 	if e.reuse {
@@ -286,20 +275,12 @@ func (e *env) runSegment(ctx context.Context, s setup, dir string, seg, n int) e
 	// The same seeds in the same round for every setup: their arrivals
 	// differ only by the rate.
 	seed := e.seed + 1000*uint64(seg)
-	slog.Info("load", "run", s.Name, "segment", fmt.Sprintf("%d/%d", seg+1, n), "rate", fmt.Sprintf("%.1f/s", s.Rate), "steady", phases.Steady)
-	out, loadErr := e.load(url("gateway"), s.Rate, phases, seed, filepath.Join(dir, "load.json"), n > 1).CombinedOutput()
-	for i, rate := range s.Steps {
-		if loadErr != nil {
-			break
-		}
-		if i%n != seg {
-			continue
-		}
-		phases := loadgen.Phases{RampUp: 2 * time.Second, Steady: e.stepSteady(), RampDown: time.Second}
-		slog.Info("load step", "run", s.Name, "rate", fmt.Sprintf("%.1f/s", rate), "steady", phases.Steady)
-		out, loadErr = e.load(url("gateway"), rate, phases, seed+uint64(i)+1,
-			filepath.Join(dir, stepFile(i)), false).CombinedOutput()
+	rate := s.Rate
+	if len(s.RoundRates) > 0 {
+		rate = s.RoundRates[seg%len(s.RoundRates)]
 	}
+	slog.Info("load", "run", s.Name, "segment", fmt.Sprintf("%d/%d", seg+1, n), "rate", fmt.Sprintf("%.1f/s", rate), "steady", phases.Steady)
+	out, loadErr := e.load(url("gateway"), rate, phases, seed, filepath.Join(dir, "load.json"), n > 1).CombinedOutput()
 	stopErr := stopAll()
 	if loadErr != nil {
 		return fmt.Errorf("%s: load generator: %w: %s", s.Name, loadErr, strings.TrimSpace(string(out)))
@@ -352,9 +333,6 @@ func (e *env) run(ctx context.Context, s setup) (*measured, error) {
 	return e.measure(s, dirs)
 }
 
-// stepFile is the name of the load generator's result of step i (from 0).
-func stepFile(i int) string { return fmt.Sprintf("load-step-%d.json", i+1) }
-
 // readLoad reads a load generator's result.
 func readLoad(path string) (*loadgen.Result, error) {
 	data, err := os.ReadFile(path)
@@ -366,21 +344,6 @@ func readLoad(path string) (*loadgen.Result, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &res, nil
-}
-
-// stepResults reads the load generator's results of the n load steps run
-// after the measured phases of the segments in dirs (step i in segment i
-// mod len(dirs)).
-func stepResults(dirs []string, n int) ([]*loadgen.Result, error) {
-	out := make([]*loadgen.Result, n)
-	for i := range n {
-		res, err := readLoad(filepath.Join(dirs[i%len(dirs)], stepFile(i)))
-		if err != nil {
-			return nil, err
-		}
-		out[i] = res
-	}
-	return out, nil
 }
 
 // measure reads what the segments of s in dirs measured: the load
