@@ -45,7 +45,7 @@ func TestWaitsAtEachLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	paths := steps(t, m, []float64{30, 150, 30, 150}, 60)
+	paths := steps(t, m, []float64{30, 150, 30, 150}, 60, 5)
 	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"app": {Cores: 1}}, CPUSlots: map[string]int{"svc": 1}}
 	x, err := extract.Run(context.Background(), paths, "extracted", cfg)
 	if err != nil {
@@ -166,7 +166,7 @@ func TestDeclaredLockWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	paths := steps(t, m, []float64{25, 75, 25, 75}, 60)
+	paths := steps(t, m, []float64{25, 75, 25, 75}, 60, 5)
 	cfg := &extract.Config{
 		Hosts:   map[string]extract.HostConfig{"app": {Cores: 4}, "db": {Cores: 4}},
 		Passive: map[string]extract.PassiveConfig{"lock": {Capacity: 1, Calls: []string{"back/work"}}},

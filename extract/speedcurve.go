@@ -281,10 +281,8 @@ func (c *SpeedCurve) setPoints(mr float64) {
 // their mean loads spread over curveMinSpread, and tells whether it did
 // (c then holds the fit, or why it put no curve in). Each segment is one
 // observation: its windows' expected utilization, their measured over
-// expected CPU time, and its middle in time. The line y = a + b·x +
-// c·(t − t̄) is fitted by ordinary least squares; the segments' scatter
-// about it, which holds the machine's drift from run to run, gives b's
-// standard error with n − 3 degrees of freedom.
+// expected CPU time, and its middle in time; differenceRegression fits the
+// line.
 func (c *SpeedCurve) fitSegments(wins map[int64]curveWin, cores float64) bool {
 	segs := curveSegments(wins, curveShortSegment)
 	if len(segs) < curveMinSegments {
@@ -309,36 +307,111 @@ func (c *SpeedCurve) fitSegments(wins map[int64]curveWin, cores float64) bool {
 		return false
 	}
 	c.Method, c.Segments, c.Windows, c.Low, c.High = CurveSegments, len(segs), windows, lo, hi
-	n := len(y)
-	tm := stat.Mean(t, nil)
-	X := mat.NewDense(n, 3, nil)
-	for i := range n {
-		X.SetRow(i, []float64{1, x[i], t[i] - tm})
-	}
-	var xtx, inv mat.Dense
-	xtx.Mul(X.T(), X)
-	if err := inv.Inverse(&xtx); err != nil || mat.Cond(&xtx, 2) > 1e10 {
+	fit, ok := differenceRegression(x, t, y)
+	if !ok {
 		c.Skipped = "the segments' loads and times are too closely tied to tell their effects apart"
 		return true
 	}
-	var b, xty mat.VecDense
-	xty.MulVec(X.T(), mat.NewVecDense(n, y))
-	b.MulVec(&inv, &xty)
-	rss := 0.0
-	for i := range n {
-		e := y[i] - mat.Dot(X.RowView(i), &b)
-		rss += e * e
-	}
-	df := n - 3
-	c.Intercept, c.Slope = b.AtVec(0), b.AtVec(1)
-	c.SlopeSE = math.Sqrt(rss / float64(df) * inv.At(1, 1))
-	crit := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(df)}.Quantile(0.975)
+	c.Intercept, c.Slope, c.SlopeSE = fit.level, fit.slope, fit.se
+	crit := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(fit.df)}.Quantile(0.975)
 	if !(math.Abs(c.Slope) > crit*c.SlopeSE) {
-		c.Skipped = fmt.Sprintf("no significant slope across %d segments (%.3g ± %.2g per unit of utilization, time trend taken out; %.2f standard errors needed)", n, c.Slope, c.SlopeSE, crit)
+		c.Skipped = fmt.Sprintf("no significant slope across %d segments (%.3g ± %.2g per unit of utilization, time trend taken out; %.2f standard errors needed)", len(y), c.Slope, c.SlopeSE, crit)
 		return true
 	}
 	c.setPoints(busy / work)
 	return true
+}
+
+// diffFit is the result of differenceRegression.
+type diffFit struct {
+	// slope is the load's coefficient, se its standard error with df
+	// degrees of freedom; trend is the time's coefficient (per minute)
+	// and level the line's value at zero load and the observations' mean
+	// time.
+	slope, se, trend, level float64
+	df                      int
+}
+
+// differenceRegression fits y = a + b·x + c·t + drift + noise over
+// observations in time order (separate runs, one point each) from the
+// differences between neighbours in time: Δy = b·Δx + c·Δt, by least
+// squares. A machine whose speed wanders from minute to minute shifts runs
+// close in time alike, so their differences keep the load's effect and
+// lose most of the drift; a fit of the levels would count the drift as
+// noise (or, lined up with the load, as its effect).
+//
+// The differences' errors are independent when the drift dominates (a
+// random walk) and correlated, −½ between neighbours, when each run's own
+// noise does; b's standard error is the larger of the two that these
+// models give, each with its noise variance estimated without bias from
+// the residuals, and has n − 3 degrees of freedom. ok is false when the
+// design is singular or nearly so, or there are fewer than six
+// observations.
+func differenceRegression(x, t, y []float64) (fit diffFit, ok bool) {
+	n := len(y)
+	if n < 6 {
+		return fit, false
+	}
+	m := n - 1
+	X := mat.NewDense(m, 2, nil)
+	dy := mat.NewVecDense(m, nil)
+	for i := range m {
+		X.Set(i, 0, x[i+1]-x[i])
+		X.Set(i, 1, t[i+1]-t[i])
+		dy.SetVec(i, y[i+1]-y[i])
+	}
+	var xtx, inv mat.Dense
+	xtx.Mul(X.T(), X)
+	if err := inv.Inverse(&xtx); err != nil || mat.Cond(&xtx, 2) > 1e10 {
+		return fit, false
+	}
+	var b, xty mat.VecDense
+	xty.MulVec(X.T(), dy)
+	b.MulVec(&inv, &xty)
+	var e mat.VecDense
+	e.MulVec(X, &b)
+	e.SubVec(dy, &e)
+	rss := mat.Dot(&e, &e)
+	// The differences' covariance when each run has its own independent
+	// noise: DDᵀ, 2 on the diagonal and −1 beside it (times σ²).
+	dd := mat.NewSymDense(m, nil)
+	for i := range m {
+		dd.SetSym(i, i, 2)
+		if i > 0 {
+			dd.SetSym(i, i-1, -1)
+		}
+	}
+	// E[rss] = σ²·tr(M·DDᵀ), M the residual maker I − X(XᵀX)⁻¹Xᵀ.
+	var h, mdd mat.Dense
+	h.Product(X, &inv, X.T())
+	resid := mat.NewDense(m, m, nil)
+	for i := range m {
+		resid.Set(i, i, 1)
+	}
+	resid.Sub(resid, &h)
+	mdd.Mul(resid, dd)
+	var tr float64
+	for i := range m {
+		tr += mdd.At(i, i)
+	}
+	df := m - 2
+	white := rss / float64(df) * inv.At(0, 0)
+	var sand mat.Dense
+	sand.Product(&inv, X.T(), dd, X, &inv)
+	own := 0.0
+	if tr > 0 {
+		own = rss / tr * sand.At(0, 0)
+	}
+	v := max(white, own)
+	if !(v >= 0) {
+		return fit, false
+	}
+	fit = diffFit{slope: b.AtVec(0), trend: b.AtVec(1), se: math.Sqrt(v), df: df}
+	tm := stat.Mean(t, nil)
+	for i := range n {
+		fit.level += (y[i] - fit.slope*x[i] - fit.trend*(t[i]-tm)) / float64(n)
+	}
+	return fit, true
 }
 
 // curveSegments cuts the windows with work into segments at pauses of

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // The load's coefficient is recovered beside a drift in time, and a drift
@@ -121,5 +123,135 @@ func TestCurveSegments(t *testing.T) {
 		if got[i][0] != w[0] || got[i][len(got[i])-1] != w[1] {
 			t.Errorf("segment %d: %v, want %d..%d", i, got[i], w[0], w[1])
 		}
+	}
+}
+
+// segmentWins lays out runs of 6 windows with a pause of 10 windows after
+// each (each run's first and last windows are partly covered and left
+// out): run i at expected utilization loads[i] of one core, its windows'
+// measured over expected CPU time ratio(i, x).
+func segmentWins(loads []float64, ratio func(i int, x float64) float64) map[int64]curveWin {
+	wins := map[int64]curveWin{}
+	for i, x := range loads {
+		for k := range 6 {
+			work := x * curveWindow
+			wins[int64(16*i+k)] = curveWin{busy: work * ratio(i, x), work: work}
+		}
+	}
+	return wins
+}
+
+// Separate runs at alternating loads, each at one cost: the curve comes from
+// the runs' means, beside a drift in time, with the runs' scatter in its
+// standard error; too few runs, or runs at one load, leave it to the
+// windows.
+func TestFitSegments(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 1))
+	loads := make([]float64, 12)
+	for i := range loads {
+		loads[i] = 0.25 + 0.5*float64(i%2)
+	}
+	scatter := make([]float64, len(loads))
+	for i := range scatter {
+		scatter[i] = 0.02 * rng.NormFloat64()
+	}
+	for _, slope := range []float64{-0.3, 0} {
+		wins := segmentWins(loads, func(i int, x float64) float64 {
+			return 1.2 + slope*x + 0.01*float64(i) + scatter[i] // drift: 0.01 a run
+		})
+		var c SpeedCurve
+		if !c.fitSegments(wins, 1) {
+			t.Fatalf("slope %g: 12 runs at two loads not fitted over the segments", slope)
+		}
+		t.Logf("slope %g: %+v", slope, c)
+		if c.Method != CurveSegments || c.Segments != 12 || c.Windows != 48 || c.Low != 0.25 || c.High != 0.75 {
+			t.Errorf("slope %g: %+v", slope, c)
+		}
+		// With the scatter's SD of 0.02 over 12 runs, a fit of the levels
+		// would have a standard error of about 0.02/(0.25·√12) = 0.023;
+		// the differences' is of that order.
+		if !(c.SlopeSE > 0.005 && c.SlopeSE < 0.05) {
+			t.Errorf("slope %g: standard error %.3f, want about 0.02", slope, c.SlopeSE)
+		}
+		if math.Abs(c.Slope-slope) > 3*c.SlopeSE {
+			t.Errorf("slope %g: fitted %.3f ± %.3f", slope, c.Slope, c.SlopeSE)
+		}
+		switch {
+		case slope != 0 && len(c.Points) != 2:
+			t.Errorf("slope %g: no curve: %s", slope, c.Skipped)
+		case slope != 0 && !(c.Points[0].Factor < 1 && c.Points[1].Factor > 1):
+			// Dearer at low load: slower there than on average.
+			t.Errorf("slope %g: factors %v", slope, c.Points)
+		case slope == 0 && len(c.Points) > 0:
+			t.Errorf("no slope: a curve %v (%.3f ± %.3f)", c.Points, c.Slope, c.SlopeSE)
+		}
+	}
+	flat := func(int, float64) float64 { return 1.2 }
+	if c := new(SpeedCurve); c.fitSegments(segmentWins(loads[:5], flat), 1) {
+		t.Errorf("5 runs fitted over the segments: %+v", c)
+	}
+	same := make([]float64, 12)
+	for i := range same {
+		same[i] = 0.5 + 0.01*float64(i%3)
+	}
+	if c := new(SpeedCurve); c.fitSegments(segmentWins(same, flat), 1) {
+		t.Errorf("runs at one load fitted over the segments: %+v", c)
+	}
+}
+
+// The runs of the testbed's invocation of 2026-11-24 09:30 UTC (the
+// reference and its load steps, one point per segment as extraction saw
+// them): the fit agrees with an independent computation (numpy) of the
+// same estimator, −0.300 ± 0.100 with 8 degrees of freedom.
+func TestDifferenceRegressionKnown(t *testing.T) {
+	x := []float64{0.35487, 0.17167, 0.36405, 0.53213, 0.24734, 0.55679, 0.37298, 0.19070, 0.34041, 0.35694, 0.53808}
+	y := []float64{1.32534, 1.33227, 1.28171, 1.19836, 1.18989, 1.04994, 1.10946, 1.26390, 1.24290, 1.23944, 1.18301}
+	tm := []float64{0.125, 3.0833, 5.7917, 6.5, 9.4167, 11.5, 13.625, 14.9167, 16.125, 19.2083, 21.0833}
+	fit, ok := differenceRegression(x, tm, y)
+	if !ok || fit.df != 8 || math.Abs(fit.slope+0.300) > 0.001 || math.Abs(fit.se-0.100) > 0.001 {
+		t.Fatalf("ok %v: %+v, want −0.300 ± 0.100, 8 df", ok, fit)
+	}
+}
+
+// Under no effect of the load, the test rejects at its nominal 5 % whether
+// the noise is each run's own or a drift that wanders, and with an effect
+// it finds it.
+func TestDifferenceRegressionSize(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 2))
+	const n, reps = 12, 2000
+	x, tm := make([]float64, n), make([]float64, n)
+	for i := range n {
+		x[i] = []float64{0.45, 0.22, 0.45, 0.66}[i%4]
+		tm[i] = 2 * float64(i)
+	}
+	crit := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: n - 3}.Quantile(0.975)
+	rate := func(slope, own, drift float64) float64 {
+		hits := 0
+		y := make([]float64, n)
+		for range reps {
+			walk := 0.0
+			for i := range n {
+				walk += drift * rng.NormFloat64()
+				y[i] = 1.2 + slope*x[i] + own*rng.NormFloat64() + walk
+			}
+			fit, ok := differenceRegression(x, tm, y)
+			if !ok {
+				t.Fatal("not fitted")
+			}
+			if math.Abs(fit.slope) > crit*fit.se {
+				hits++
+			}
+		}
+		return float64(hits) / reps
+	}
+	// 5 % of 2000 draws: a standard error of 0.49 %, so above 6.5 % is
+	// three of them over.
+	for _, c := range []struct{ own, drift float64 }{{0.03, 0}, {0.03, 0.03}, {0.005, 0.05}} {
+		if r := rate(0, c.own, c.drift); r > 0.065 {
+			t.Errorf("own noise %g, drift %g: rejects %.1f %% without an effect", c.own, c.drift, 100*r)
+		}
+	}
+	if r := rate(-0.3, 0.03, 0.01); r < 0.7 {
+		t.Errorf("slope −0.3, own noise 0.03: found in %.0f %% of draws only", 100*r)
 	}
 }

@@ -33,10 +33,11 @@ workload:
     steps: [{call: svc/op}]
 `
 
-// steps writes the traces of m at the given rates, one after the other in
-// time with 5 s between them (a stepped load test without pauses), and
-// returns their files.
-func steps(t *testing.T, m *model.Model, rates []float64, seconds float64) []string {
+// steps writes the traces of m at the given rates for the given seconds
+// each, one after the other in time with pause seconds between them, and
+// returns their files. A pause of 5 s is a stepped load test; one of a
+// minute, separate runs.
+func steps(t *testing.T, m *model.Model, rates []float64, seconds, pause float64) []string {
 	t.Helper()
 	dir := t.TempDir()
 	var paths []string
@@ -47,7 +48,7 @@ func steps(t *testing.T, m *model.Model, rates []float64, seconds float64) []str
 		}
 		mi.Workloads[0].Open.Rate = rate
 		path := filepath.Join(dir, fmt.Sprintf("step-%d.otlp.jsonl", i))
-		record(t, path, mi, uint64(i+1), float64(i)*(seconds+5), int64(rate*seconds))
+		record(t, path, mi, uint64(i+1), float64(i)*(seconds+pause), int64(rate*seconds))
 		paths = append(paths, path)
 	}
 	return paths
@@ -80,7 +81,7 @@ func TestSpeedCurveRecovered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	paths := steps(t, m, []float64{40, 120, 40, 120}, 60)
+	paths := steps(t, m, []float64{40, 120, 40, 120}, 60, 5)
 	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"svc": {Cores: 1}, "app": {Cores: 1}}}
 	x, err := extract.Run(context.Background(), paths, "extracted", cfg)
 	if err != nil {
@@ -116,7 +117,7 @@ func TestSpeedCurveNotInvented(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Hosts[0].CPU.SpeedCurve = nil
-	paths := steps(t, m, []float64{40, 120, 40, 120}, 60)
+	paths := steps(t, m, []float64{40, 120, 40, 120}, 60, 5)
 	x, err := extract.Run(context.Background(), paths, "extracted", &extract.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -129,6 +130,49 @@ func TestSpeedCurveNotInvented(t *testing.T) {
 	for _, h := range x.Model.Hosts {
 		if len(h.CPU.SpeedCurve) > 0 {
 			t.Errorf("host %s got a speed curve", h.Name)
+		}
+	}
+}
+
+// Separate runs, each at one rate and so at one CPU speed, show the curve
+// between them and none within: it is fitted over the runs' means, and
+// the model predicts the utilization at both loads and between them.
+func TestSpeedCurveAcrossRuns(t *testing.T) {
+	m, err := model.Parse([]byte(curveModel), "curve.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := steps(t, m, []float64{40, 120, 40, 120, 40, 120, 40, 120}, 40, 60)
+	x, err := extract.Run(context.Background(), paths, "extracted", &extract.Config{Hosts: map[string]extract.HostConfig{"app": {Cores: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found *extract.SpeedCurve
+	for _, c := range x.Report.SpeedCurves {
+		if len(c.Points) > 0 {
+			found = c
+		}
+	}
+	if found == nil {
+		t.Fatalf("no speed curve found: %+v", x.Report.SpeedCurves[0])
+	}
+	t.Logf("curve %+v", *found)
+	if found.Method != extract.CurveSegments || found.Segments != len(paths) {
+		t.Errorf("fitted by %q over %d segments, want %q over %d", found.Method, found.Segments, extract.CurveSegments, len(paths))
+	}
+	// Each run's cost ratio is its requests' mean CPU time (exponential,
+	// so a coefficient of variation of 1) over the mean of all: ±1/√1600
+	// at 40/s and ±1/√4800 at 120/s, which puts the line's ends within
+	// about ±1.5 % (one standard error); 5 % is over three.
+	for _, rate := range []float64{40, 80, 120} {
+		known, _ := m.Clone()
+		known.Workloads[0].Open.Rate = rate
+		got, _ := x.Model.Clone()
+		got.Workloads[0].Open.Rate = rate
+		want := utilization(t, known, "app.cpu")
+		pred := utilization(t, got, model.CPUResource(found.Host))
+		if math.Abs(pred-want)/want > 0.05 {
+			t.Errorf("at %g/s: predicted utilization %.4f, the known model's %.4f", rate, pred, want)
 		}
 	}
 }

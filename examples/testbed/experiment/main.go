@@ -288,11 +288,10 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 			ref.Rate = referenceRate(o.refLoad, warmSaturation)
 		}
 	}
-	refRun := ref
 	// Round 1 opens with the reference, whose first segment sets the
 	// other configurations' rates.
 	refDirs := e.segments(ref.Name)
-	if err := e.runSegment(ctx, refRun, refDirs[0], 0, len(refDirs)); err != nil {
+	if err := e.runSegment(ctx, ref, refDirs[0], 0, len(refDirs)); err != nil {
 		return err
 	}
 	first, err := e.measure(ref, refDirs[:1])
@@ -309,7 +308,7 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	// The coarse lock saturates before the CPU when orders are frequent
 	// enough: keep the two-core run below 70 % of the lock, by a model of
 	// the first segment.
-	firstX, err := extractModel(ctx, refDirs[:1], refRun, o.outside)
+	firstX, err := extractModel(ctx, refDirs[:1], ref, o.outside)
 	if err != nil {
 		return err
 	}
@@ -415,9 +414,6 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 				continue // ran above
 			}
 			s := sched[i]
-			if i == 0 {
-				s = refRun
-			}
 			if err := e.runSegment(ctx, s, e.segments(s.Name)[r], r, e.rounds); err != nil {
 				return err
 			}
@@ -446,7 +442,7 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 		}
 		refDirs = append(slices.Clip(refDirs), stepM.Dirs...)
 	}
-	refX, err := extractModel(ctx, refDirs, refRun, o.outside)
+	refX, err := extractModel(ctx, refDirs, ref, o.outside)
 	if err != nil {
 		return err
 	}
