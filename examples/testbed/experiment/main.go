@@ -82,7 +82,7 @@ func run() error {
 	flag.BoolVar(&o.clientGap, "client-gap", true, "add each class's time outside the gateway's root span (the load generator's latency less the span's, in the reference's steady phase) to the model's workload as a fixed delay")
 	flag.StringVar(&o.outside, "outside-spans", extract.OutsideBackground, "where extraction puts the CPU time outside spans: inline or background (the extraction configuration's outside_spans)")
 	flag.IntVar(&o.rounds, "rounds", 6, "run every configuration in this many segments, one per round, the rounds one after the other, so that the machine's drift over the invocation falls alike on all configurations (-quick: 2)")
-	flag.BoolVar(&o.steps, "steps", true, "extract the model from the reference and load steps at 25 % and 75 % of the saturation rate (fresh processes, one segment per round), from which extraction can fit a CPU speed curve")
+	flag.BoolVar(&o.steps, "steps", true, "extract the model from the reference and load steps at 25 % and 75 % of the saturation rate (fresh processes, a segment of each per round), from which extraction can fit a CPU speed curve")
 	flag.DurationVar(&o.rampUp, "ramp-up", 5*time.Second, "each segment's ramp-up (fresh processes warm up in it)")
 	flag.Parse()
 	o.small = o.quick
@@ -210,8 +210,8 @@ func referenceRate(load, saturation float64) float64 {
 // steps span most of the levels' range (the speed curve is flat beyond the
 // loads it was fitted over) without repeating any of them.
 //
-// The steps run in fresh processes, one segment per round, the rate
-// alternating from round to round. Steps served by the reference's own
+// The steps run in fresh processes, a segment of each per round. Steps
+// served by the reference's own
 // processes after its measured phase (until 2026-11-24) measured a far
 // steeper slope than fresh processes showed at those loads, and a speed
 // curve from them under-predicted every high load by 11–16 %.
@@ -221,6 +221,23 @@ func stepRates(saturation float64) (low, high float64) {
 
 // stepSteady is the steady phase of each load step's segment.
 const stepSteady = 15 * time.Second
+
+// extractionPause is the pause between two segments that extraction reads
+// when they run one after the other: more than three of its 5 s windows
+// without work, so that it sees two runs (see extract.SpeedCurve).
+const extractionPause = 20 * time.Second
+
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // loadAverage describes the 1- and 5-minute load averages of
 // /proc/loadavg, and tells whether either is above 1.5 (a machine busy
@@ -366,20 +383,26 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	}
 
 	// With -steps extraction reads, besides the reference, a low and a
-	// high load in fresh processes of the reference's configuration, one
-	// segment per round (low in odd rounds, high in even ones), so that
-	// it sees how the CPU time of the same work changes with the load.
-	var steps *setup
+	// high load in fresh processes of the reference's configuration, a
+	// segment of each per round, so that it sees how the CPU time of the
+	// same work changes with the load.
+	ref.Extraction = true
+	var steps []setup
 	if o.steps {
-		st := ref
 		low, high := stepRates(saturation)
-		st.Name, st.RoundRates = "reference-steps", []float64{low, high}
-		st.What = fmt.Sprintf("load steps for extraction: %.1f and %.1f requests/s", low, high)
-		st.Steady = time.Duration(e.rounds) * stepSteady
-		if o.quick {
-			st.Steady = e.phases.Steady
+		for _, st := range []struct {
+			name string
+			rate float64
+		}{{"steps-low", low}, {"steps-high", high}} {
+			s := ref
+			s.Name, s.Rate = st.name, st.rate
+			s.What = fmt.Sprintf("load step for extraction at %.1f requests/s", st.rate)
+			s.Steady = time.Duration(e.rounds) * stepSteady
+			if o.quick {
+				s.Steady = e.phases.Steady
+			}
+			steps = append(steps, s)
 		}
-		steps = &st
 	}
 
 	type row struct {
@@ -397,15 +420,16 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	// order per round (the reference first in the first), so that the
 	// machine's drift over the invocation falls alike on all of them and
 	// does not line up with the load levels; the report lists the order.
-	// The load steps, when run, are the last in the schedule.
-	sched := make([]setup, 0, len(rows)+1)
+	// The load steps, when run, are the last in the schedule. Two runs
+	// extraction reads one right after the other would be one stretch of
+	// traces to it, so a pause keeps them apart.
+	sched := make([]setup, 0, len(rows)+len(steps))
 	for _, r := range rows {
 		sched = append(sched, r.s)
 	}
-	if steps != nil {
-		sched = append(sched, *steps)
-	}
+	sched = append(sched, steps...)
 	var order [][]string
+	prev := true // the reference's first segment
 	for r, round := range roundOrder(len(sched), e.rounds, e.seed) {
 		var names []string
 		for _, i := range round {
@@ -414,6 +438,12 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 				continue // ran above
 			}
 			s := sched[i]
+			if s.Extraction && prev && !e.reuse {
+				if err := sleep(ctx, extractionPause); err != nil {
+					return err
+				}
+			}
+			prev = s.Extraction
 			if err := e.runSegment(ctx, s, e.segments(s.Name)[r], r, e.rounds); err != nil {
 				return err
 			}
@@ -435,12 +465,14 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	}
 	refM := rows[0].m
 	refDirs = refM.Dirs
-	var stepM *measured
-	if steps != nil {
-		if stepM, err = e.measure(*steps, e.segments(steps.Name)); err != nil {
+	var stepM []*measured
+	for _, st := range steps {
+		m, err := e.measure(st, e.segments(st.Name))
+		if err != nil {
 			return err
 		}
-		refDirs = append(slices.Clip(refDirs), stepM.Dirs...)
+		stepM = append(stepM, m)
+		refDirs = append(slices.Clip(refDirs), m.Dirs...)
 	}
 	refX, err := extractModel(ctx, refDirs, ref, o.outside)
 	if err != nil {

@@ -70,10 +70,9 @@ type report struct {
 	warmSaturation  float64
 	perRequest      float64
 	spanShare       float64
-	// steps are the load steps' segments extraction read besides the
-	// reference's (nil without -steps), and curves what extraction made
-	// of them.
-	steps  *measured
+	// steps are the load steps extraction read besides the reference
+	// (none without -steps), and curves what extraction made of them.
+	steps  []*measured
 	curves []*extract.SpeedCurve
 	// gaps are the classes' time outside the gateway's root spans in the
 	// reference run (seconds), added to the model's workloads; nil when
@@ -240,24 +239,28 @@ func (r *report) write(w io.Writer, args []string) {
 		1000*r.perRequest, segs, r.saturation, saturationText(r.firstSaturation, r.warmSaturation))
 	fmt.Fprintf(w, "- Span CPU times (perfcast.cpu.time) account for %.0f %% of the CPU time the services' processes used in the reference run; the rest (garbage collection, span export, the HTTP transport's goroutines, the runtime) is in no span. Extraction, given each service's process CPU time as metrics, adds each service's share as %s.\n\n",
 		100*r.spanShare, outsideText(r.outside))
-	if r.steps != nil {
+	if len(r.steps) > 0 {
 		var parts []string
 		var overloaded []string
-		for i, x := range r.steps.Parts {
-			text := fmt.Sprintf("%.1f/s", x.Rate)
-			if i < len(r.steps.PartPerRequest) {
-				text += fmt.Sprintf(" %.2f ms", 1000*r.steps.PartPerRequest[i])
+		segments := 0
+		for _, st := range r.steps {
+			per := make([]string, len(st.PartPerRequest))
+			for i, c := range st.PartPerRequest {
+				per[i] = fmt.Sprintf("%.2f", 1000*c)
 			}
-			parts = append(parts, text)
-			if x.All != nil && r.refMean > 0 && x.All.Mean > 5*r.refMean {
-				overloaded = append(overloaded, fmt.Sprint(i+1))
+			parts = append(parts, fmt.Sprintf("at %.1f/s %s ms", st.Load.Rate, strings.Join(per, ", ")))
+			for i, x := range st.Parts {
+				if x.All != nil && r.refMean > 0 && x.All.Mean > 5*r.refMean {
+					overloaded = append(overloaded, fmt.Sprintf("%.1f/s round %d", x.Rate, i+1))
+				}
 			}
+			segments += len(st.Parts)
 		}
-		fmt.Fprintf(w, "- Load steps: extraction read, besides the reference's segments, %d segments of the reference's configuration at a low and a high rate (25 and 75 %% of the saturation rate; fresh processes, one segment per round, the rate alternating; in no measured row). Their rates and CPU time per request: %s.",
-			len(r.steps.Parts), strings.Join(parts, ", "))
+		fmt.Fprintf(w, "- Load steps: extraction read, besides the reference's segments, %d segments of the reference's configuration at 25 and 75 %% of the saturation rate (fresh processes, one of each per round; in no measured row), their CPU time per request %s.",
+			segments, strings.Join(parts, "; "))
 		r.writeCurves(w)
 		if len(overloaded) > 0 {
-			fmt.Fprintf(w, " **Step segment %s queued far beyond the reference (more than 5 times its mean response time):** the waits of a system out of steady state are in the traces extraction read, and the model's fixed delays hold them.", strings.Join(overloaded, ", "))
+			fmt.Fprintf(w, " **Step segments queued far beyond the reference (more than 5 times its mean response time: %s):** the waits of a system out of steady state are in the traces extraction read, and the model's fixed delays hold them.", strings.Join(overloaded, ", "))
 		}
 		fmt.Fprint(w, "\n\n")
 	} else {
@@ -359,15 +362,14 @@ func (r *report) write(w io.Writer, args []string) {
 		"  repeat row); the rounds average it over the invocation for every configuration alike, but what\n"+
 		"  is left is carried from the reference to every prediction. Utilization errors of that size are\n"+
 		"  the floor on this machine, and near saturation they make large response-time errors.\n"+
-		"- CPU cost against the load: extraction puts a speed curve in the model only when the\n"+
-		"  reference's traces hold several loads (`-steps`) and show one clear of its standard error;\n"+
-		"  without steps, or with a cost that changes between runs but not within one, the model carries\n"+
-		"  the reference's CPU time per request to every load.\n"+
 		"- Cheaper at higher load: the intercept of the line above is not idle work (the four services,\n"+
 		"  started and left idle for 28 s on 2026-11-24, used 0.07 %% of a core between them); the same\n"+
 		"  requests cost less CPU when they come more often (cache and scheduler wake-ups shared among more\n"+
-		"  requests), in the spans and more so outside them. A model from one load carries the\n"+
-		"  reference's cost, too high at the highest loads, and near saturation that is amplified.\n"+
+		"  requests), in the spans and more so outside them. The load steps let extraction fit a speed\n"+
+		"  curve for it, when its slope clears its standard error; without one (or with `-steps=false`)\n"+
+		"  the model carries the reference's cost to every load, too high at the highest loads, and near\n"+
+		"  saturation that is amplified. The curve scales all of the host's CPU time, where the spans'\n"+
+		"  changes less than the rest: at low load it makes the requests' own CPU time a little too long.\n"+
 		"- Two CPUs: in the cores-2 run the catalog's queries take far longer than their CPU time (compare\n"+
 		"  their spans' durations with their perfcast.cpu.time), its four database connections fill, and\n"+
 		"  the recommendations, whose six calls wait for the gateway's pool, fall behind. The catalog's\n"+
@@ -477,8 +479,8 @@ func (r *report) writeNoise(w io.Writer) {
 	fmt.Fprintf(w, "Measurement noise: the services' CPU time per request in the runs with GOMAXPROCS 1 and span CPU time on "+
 		"(ms%s: %s) has a mean of %.2f ms and a coefficient of variation of %.0f %%; these runs execute the same code, "+
 		"so the spread is the machine's. A line fitted over them, CPU = %.3f ± %.3f cores (standard error) + %.2f ms × "+
-		"throughput, would tell CPU that does not grow with the load (the intercept) from CPU that does. A model extracted "+
-		"from one run carries that run's CPU per request to every prediction.\n\n",
+		"throughput, would tell CPU that does not grow with the load (the intercept) from CPU that does. Without a speed "+
+		"curve the model carries the reference's CPU per request to every prediction.\n\n",
 		segNote, strings.Join(per, ", "), 1000*mp, 100*sdp/mp, a, seA, 1000*b)
 }
 

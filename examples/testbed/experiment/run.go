@@ -51,9 +51,9 @@ type setup struct {
 	// Steady is the measured time over all the setup's segments (0: the
 	// experiment's steady phase).
 	Steady time.Duration
-	// RoundRates, when set, are the arrival rates of the setup's segments
-	// in turn (segment i at RoundRates[i mod len]) instead of Rate.
-	RoundRates []float64
+	// Extraction tells whether extraction reads the setup's traces (the
+	// reference and its load steps).
+	Extraction bool
 }
 
 // measured is what the segments of one setup measured together.
@@ -275,12 +275,8 @@ func (e *env) runSegment(ctx context.Context, s setup, dir string, seg, n int) e
 	// The same seeds in the same round for every setup: their arrivals
 	// differ only by the rate.
 	seed := e.seed + 1000*uint64(seg)
-	rate := s.Rate
-	if len(s.RoundRates) > 0 {
-		rate = s.RoundRates[seg%len(s.RoundRates)]
-	}
-	slog.Info("load", "run", s.Name, "segment", fmt.Sprintf("%d/%d", seg+1, n), "rate", fmt.Sprintf("%.1f/s", rate), "steady", phases.Steady)
-	out, loadErr := e.load(url("gateway"), rate, phases, seed, filepath.Join(dir, "load.json"), n > 1).CombinedOutput()
+	slog.Info("load", "run", s.Name, "segment", fmt.Sprintf("%d/%d", seg+1, n), "rate", fmt.Sprintf("%.1f/s", s.Rate), "steady", phases.Steady)
+	out, loadErr := e.load(url("gateway"), s.Rate, phases, seed, filepath.Join(dir, "load.json"), n > 1).CombinedOutput()
 	stopErr := stopAll()
 	if loadErr != nil {
 		return fmt.Errorf("%s: load generator: %w: %s", s.Name, loadErr, strings.TrimSpace(string(out)))
