@@ -247,7 +247,9 @@ func TestDifferenceRegressionSize(t *testing.T) {
 	// 5 % of 2000 draws: a standard error of 0.49 %, so above 6.5 % is
 	// three of them over.
 	for _, c := range []struct{ own, drift float64 }{{0.03, 0}, {0.03, 0.03}, {0.005, 0.05}} {
-		if r := rate(0, c.own, c.drift); r > 0.065 {
+		r := rate(0, c.own, c.drift)
+		t.Logf("own noise %g, drift %g: rejects %.1f %% without an effect", c.own, c.drift, 100*r)
+		if r > 0.065 {
 			t.Errorf("own noise %g, drift %g: rejects %.1f %% without an effect", c.own, c.drift, 100*r)
 		}
 	}
