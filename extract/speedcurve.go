@@ -58,11 +58,11 @@ const (
 // Traces of several separate runs at different loads (load tests with
 // fresh processes, each at one rate) hold the effect between the runs and
 // hardly any within one. When there are at least six such segments and
-// their mean loads differ, the line is fitted over the segments instead:
-// one point per segment (its mean load and cost ratio), with a common
-// trend in time, and the slope must clear Student's t at 95 % with the
-// segments' own scatter as its noise. The machine's drift from run to run
-// is then in the standard error, not in the slope.
+// their mean loads differ, the line is fitted over the segments instead,
+// one point per segment (its mean load and cost ratio), from the
+// differences between segments neighbouring in time, which a machine's
+// drift from minute to minute shifts alike (see differenceRegression);
+// the slope must clear Student's t at 95 %.
 type SpeedCurve struct {
 	Host string `json:"host"`
 	// Source is where the windows' CPU time comes from: the metrics' series,
@@ -84,7 +84,7 @@ type SpeedCurve struct {
 	// the segments' mean level) and SlopeSE is the slope's standard error
 	// (Newey–West); with CurveSegments one level and one trend in time
 	// serve all segments, Intercept is at their mean time, and SlopeSE is
-	// the least-squares standard error from the segments' residuals.
+	// that of the fit of the differences between neighbouring segments.
 	Intercept float64 `json:"intercept"`
 	Slope     float64 `json:"slope"`
 	SlopeSE   float64 `json:"slope_se"`
@@ -424,8 +424,10 @@ func curveSegments(wins map[int64]curveWin, minLen int) [][]int64 {
 	flush := func() {
 		if len(cur) > 2 {
 			cur = cur[1 : len(cur)-1]
+		} else {
+			cur = nil // partly covered windows only
 		}
-		if len(cur) >= minLen {
+		if len(cur) >= max(minLen, 1) {
 			segs = append(segs, cur)
 		}
 		cur = nil

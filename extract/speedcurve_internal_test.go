@@ -114,6 +114,9 @@ func TestCurveSegments(t *testing.T) {
 	add(24, 28)                           // after three missing windows: 25..26, too short
 	add(40, 50)                           // 41..48
 	wins[45] = curveWin{busy: 0, work: 1} // no CPU time: not a window of work
+	if short := curveSegments(map[int64]curveWin{3: {1, 1}, 4: {1, 1}}, 1); len(short) != 0 {
+		t.Errorf("two partly covered windows kept: %v", short)
+	}
 	got := curveSegments(wins, curveMinSegment)
 	want := [][2]int64{{1, 18}, {41, 48}}
 	if len(got) != len(want) {

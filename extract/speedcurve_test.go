@@ -87,27 +87,8 @@ func TestSpeedCurveRecovered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var found *extract.SpeedCurve
-	for _, c := range x.Report.SpeedCurves {
-		if len(c.Points) > 0 {
-			found = c
-		}
-	}
-	if found == nil {
-		t.Fatalf("no speed curve found: %+v", x.Report.SpeedCurves[0])
-	}
-	t.Logf("curve %+v", *found)
-	for _, rate := range []float64{40, 80, 120} {
-		known, _ := m.Clone()
-		known.Workloads[0].Open.Rate = rate
-		got, _ := x.Model.Clone()
-		got.Workloads[0].Open.Rate = rate
-		want := utilization(t, known, "app.cpu")
-		pred := utilization(t, got, model.CPUResource(found.Host))
-		if math.Abs(pred-want)/want > 0.03 {
-			t.Errorf("at %g/s: predicted utilization %.4f, the known model's %.4f", rate, pred, want)
-		}
-	}
+	found := foundCurve(t, x)
+	predictsUtilization(t, m, x.Model, found.Host, 0.03)
 }
 
 // Without a curve in the system, the two loads show none.
@@ -147,16 +128,7 @@ func TestSpeedCurveAcrossRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var found *extract.SpeedCurve
-	for _, c := range x.Report.SpeedCurves {
-		if len(c.Points) > 0 {
-			found = c
-		}
-	}
-	if found == nil {
-		t.Fatalf("no speed curve found: %+v", x.Report.SpeedCurves[0])
-	}
-	t.Logf("curve %+v", *found)
+	found := foundCurve(t, x)
 	if found.Method != extract.CurveSegments || found.Segments != len(paths) {
 		t.Errorf("fitted by %q over %d segments, want %q over %d", found.Method, found.Segments, extract.CurveSegments, len(paths))
 	}
@@ -164,14 +136,36 @@ func TestSpeedCurveAcrossRuns(t *testing.T) {
 	// so a coefficient of variation of 1) over the mean of all: ±1/√1600
 	// at 40/s and ±1/√4800 at 120/s, which puts the line's ends within
 	// about ±1.5 % (one standard error); 5 % is over three.
+	predictsUtilization(t, m, x.Model, found.Host, 0.05)
+}
+
+// foundCurve returns the speed curve extraction put in its model, failing
+// the test when there is none.
+func foundCurve(t *testing.T, x *extract.Result) *extract.SpeedCurve {
+	t.Helper()
+	for _, c := range x.Report.SpeedCurves {
+		if len(c.Points) > 0 {
+			t.Logf("curve %+v", *c)
+			return c
+		}
+	}
+	t.Fatalf("no speed curve found: %+v", x.Report.SpeedCurves[0])
+	return nil
+}
+
+// predictsUtilization checks that the extracted model, whose CPU is on
+// host, predicts the known model's utilization at 40, 80 and 120
+// requests/s to within the relative tolerance tol.
+func predictsUtilization(t *testing.T, known, extracted *model.Model, host string, tol float64) {
+	t.Helper()
 	for _, rate := range []float64{40, 80, 120} {
-		known, _ := m.Clone()
-		known.Workloads[0].Open.Rate = rate
-		got, _ := x.Model.Clone()
+		k, _ := known.Clone()
+		k.Workloads[0].Open.Rate = rate
+		got, _ := extracted.Clone()
 		got.Workloads[0].Open.Rate = rate
-		want := utilization(t, known, "app.cpu")
-		pred := utilization(t, got, model.CPUResource(found.Host))
-		if math.Abs(pred-want)/want > 0.05 {
+		want := utilization(t, k, "app.cpu")
+		pred := utilization(t, got, model.CPUResource(host))
+		if math.Abs(pred-want)/want > tol {
 			t.Errorf("at %g/s: predicted utilization %.4f, the known model's %.4f", rate, pred, want)
 		}
 	}

@@ -211,10 +211,10 @@ func referenceRate(load, saturation float64) float64 {
 // loads it was fitted over) without repeating any of them.
 //
 // The steps run in fresh processes, a segment of each per round. Steps
-// served by the reference's own
-// processes after its measured phase (until 2026-11-24) measured a far
-// steeper slope than fresh processes showed at those loads, and a speed
-// curve from them under-predicted every high load by 11–16 %.
+// served by the reference's own processes after its measured phase (until
+// 2026-11-24) measured a far steeper slope than fresh processes showed at
+// those loads, and a speed curve from them under-predicted every high load
+// by 11–16 %.
 func stepRates(saturation float64) (low, high float64) {
 	return 0.25 * saturation, 0.75 * saturation
 }
