@@ -1,14 +1,14 @@
 // Command experiment measures how well perfcast predicts the example shop
 // (../shop) running for real: it deploys the shop's four services as
 // processes (pinned to CPU 1, the load generator to CPU 0, when taskset and
-// two CPUs are there), runs a reference configuration, extracts a model
-// from its traces, predicts a set of other configurations (load levels
+// two CPUs are there), runs a reference configuration and load steps of
+// it, extracts a model from their traces, predicts a set of other configurations (load levels
 // from light to near saturation, GOMAXPROCS, two cores, a smaller worker
 // pool, the mutex narrowed, span CPU time off), runs each of them, and
 // writes the comparison as Markdown into the generated section of
 // docs/accuracy.md.
 //
-//	go run ./examples/testbed/experiment            # the full experiment (about 21 minutes)
+//	go run ./examples/testbed/experiment            # the full experiment (about 27 minutes)
 //	go run ./examples/testbed/experiment -quick     # a smoke run of a few seconds per configuration
 //	go run ./examples/testbed/experiment -dataset examples/data   # the example data set
 //
