@@ -42,13 +42,13 @@ workload:
     steps: [{call: front/page}]
 `
 
-// TestCPUSlotsRoundTrip extracts the slotted system with cpu_slots
-// declared and predicts its response time at the observed load and at 1.6
-// times that load (72 % CPU) within the round trip's tolerance, and closer
-// to the truth than the model extracted without the slots, whose processor
-// sharing stretches the store's long bursts.
-func TestCPUSlotsRoundTrip(t *testing.T) {
-	m0, err := model.Parse([]byte(slottedModel), "slotted.yaml")
+// slottedRoundTrip records the system of yaml at its load and at 1.6
+// times it, extracts a model from the first with the store's one CPU slot
+// declared, and compares the model's mean response time of page with the
+// measured one at both loads.
+func slottedRoundTrip(t *testing.T, yaml, name string) (x *extract.Result, cfg *extract.Config, base, heavy *observed, cs []comparison) {
+	t.Helper()
+	m0, err := model.Parse([]byte(yaml), name+".yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,29 +57,37 @@ func TestCPUSlotsRoundTrip(t *testing.T) {
 		requests = 6000
 	}
 	dir := t.TempDir()
-	base := generate(t, m0, 5, requests, dir)
-	heavy := generate(t, withLoad(t, m0, 1.6), 6, requests, dir)
-	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"box": {Cores: 1}}, CPUSlots: map[string]int{"store": 1}}
-	x, err := extract.Run(context.Background(), []string{base.path}, "slotted", cfg)
+	base = generate(t, m0, 5, requests, dir)
+	heavy = generate(t, withLoad(t, m0, 1.6), 6, requests, dir)
+	cfg = &extract.Config{Hosts: map[string]extract.HostConfig{"box": {Cores: 1}}, CPUSlots: map[string]int{"store": 1}}
+	x, err = extract.Run(context.Background(), []string{base.path}, name, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := x.Model.PassiveResource("store-cpu-slots"); p == nil || p.Capacity != 1 {
-		t.Fatalf("no store-cpu-slots of capacity 1:\n%s", x.Model.Marshal())
-	}
 	t.Logf("extracted:\n%s", x.Model.Marshal())
-	const w = "page"
-	var cs []comparison
-	for _, c := range []struct {
+	for _, l := range []struct {
 		label  string
 		factor float64
 		obs    *observed
 	}{{"1x", 1, base}, {"1.6x", 1.6, heavy}} {
-		pred := solveSim(t, withLoad(t, x.Model, c.factor)).Workloads[w]
+		pred := solveSim(t, withLoad(t, x.Model, l.factor)).Workloads["page"]
 		if pred == nil {
-			t.Fatalf("no workload %s", w)
+			t.Fatal("no workload page")
 		}
-		cs = append(cs, compare(c.label+" mean response", pred.ResponseTime.Mean, pred.ResponseTime.CI95, c.obs.rt, c.obs.rt.mean))
+		cs = append(cs, compare(l.label+" mean response", pred.ResponseTime.Mean, pred.ResponseTime.CI95, l.obs.rt, l.obs.rt.mean))
+	}
+	return x, cfg, base, heavy, cs
+}
+
+// TestCPUSlotsRoundTrip extracts the slotted system with cpu_slots
+// declared and predicts its response time at the observed load and at 1.6
+// times that load (72 % CPU) within the round trip's tolerance, and closer
+// to the truth than the model extracted without the slots, whose processor
+// sharing stretches the store's long bursts.
+func TestCPUSlotsRoundTrip(t *testing.T) {
+	x, cfg, base, heavy, cs := slottedRoundTrip(t, slottedModel, "slotted")
+	if p := x.Model.PassiveResource("store-cpu-slots"); p == nil || p.Capacity != 1 {
+		t.Fatalf("no store-cpu-slots of capacity 1:\n%s", x.Model.Marshal())
 	}
 	check(t, cs)
 	cfg.CPUSlots = nil
@@ -87,7 +95,7 @@ func TestCPUSlotsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := solveSim(t, withLoad(t, plain.Model, 1.6)).Workloads[w]
+	p := solveSim(t, withLoad(t, plain.Model, 1.6)).Workloads["page"]
 	t.Logf("without cpu_slots, 1.6x mean response %.4g (measured %.4g)", p.ResponseTime.Mean, heavy.rt.mean)
 	if withSlots, without := math.Abs(cs[1].predicted-heavy.rt.mean), math.Abs(p.ResponseTime.Mean-heavy.rt.mean); withSlots >= without {
 		t.Errorf("at 1.6x the model with cpu_slots is off by %.3g s, no better than without (%.3g s)", withSlots, without)
@@ -176,41 +184,13 @@ func TestCPUSlotWaitsTakenOutOnce(t *testing.T) {
 		{"slot before the span", queuedIOModel},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			m0, err := model.Parse([]byte(c.yaml), c.name+".yaml")
-			if err != nil {
-				t.Fatal(err)
-			}
-			requests := int64(20000)
-			if testing.Short() {
-				requests = 6000
-			}
-			dir := t.TempDir()
-			base := generate(t, m0, 5, requests, dir)
-			heavy := generate(t, withLoad(t, m0, 1.6), 6, requests, dir)
-			cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"box": {Cores: 1}}, CPUSlots: map[string]int{"store": 1}}
-			x, err := extract.Run(context.Background(), []string{base.path}, c.name, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("extracted:\n%s", x.Model.Marshal())
+			x, _, base, _, cs := slottedRoundTrip(t, c.yaml, c.name)
 			q := x.Model.Operation("store/query")
 			if q == nil {
 				t.Fatal("no store/query")
 			}
 			if d := fixedDelay(q); d < 1e-3 {
 				t.Errorf("store/query keeps %.3g ms off the CPU of the 2 ms it spends there besides waiting (its own time off the CPU: %.3g ms)", d*1e3, base.offCPU["store/query"]*1e3)
-			}
-			var cs []comparison
-			for _, l := range []struct {
-				label  string
-				factor float64
-				obs    *observed
-			}{{"1x", 1, base}, {"1.6x", 1.6, heavy}} {
-				pred := solveSim(t, withLoad(t, x.Model, l.factor)).Workloads["page"]
-				if pred == nil {
-					t.Fatal("no workload page")
-				}
-				cs = append(cs, compare(l.label+" mean response", pred.ResponseTime.Mean, pred.ResponseTime.CI95, l.obs.rt, l.obs.rt.mean))
 			}
 			check(t, cs)
 		})
