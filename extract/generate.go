@@ -155,6 +155,8 @@ type generator struct {
 	siteLimits map[string]map[string]limit
 	// slotWaits memoizes slotWait by component.
 	slotWaits map[string]float64
+	// slotWins memoizes slotWindows by component.
+	slotWins map[string][]slotWin
 	// cpuWaits memoizes cpuWaitFactor by host and, for components with
 	// CPU slots, component.
 	cpuWaits map[cpuWaitKey]float64
@@ -1171,11 +1173,8 @@ func holdCPU(steps []model.Step, resource string) []model.Step {
 }
 
 // slotWait is the mean time a CPU burst of component comp waits for one of
-// its CPU slots at the loads the traces saw, by the Allen–Cunneen
-// approximation of a G/G/k queue with Poisson arrivals: the M/M/k wait
-// scaled by (1 + cs²)/2 for the bursts' squared coefficient of variation
-// cs², averaged over the traces' windows (see loadWindows); 0 without
-// slots. A burst is an execution's CPU time and its component's CPU
+// its CPU slots at the loads the traces saw (see slotWaitAt), averaged
+// over the traces' windows (see slotWindows); 0 without slots. A burst is an execution's CPU time and its component's CPU
 // outside spans, which the model puts just before it in the same hold, or
 // sends as a burst of its own (Config.OutsideSpans).
 func (g *generator) slotWait(comp string) float64 {
@@ -1234,8 +1233,16 @@ func (g *generator) computeSlotWait(comp string) float64 {
 	if a >= float64(k) {
 		return 0
 	}
-	wins, width := g.loadWindows(measured, g.meanDemand)
-	return mean / h.CPU.Speed * (1 + cs2) / 2 * meanOverWindows(wins, width, 1/perServer, a, func(a float64) float64 { return waitFactor(k, a) })
+	var wait, execs float64
+	for _, w := range g.slotWindows(comp) {
+		wait += w.execs * slotWaitAt(k, h.CPU.Cores, mean, cs2, h.CPU.Speed, w)
+		execs += w.execs
+	}
+	if execs == 0 {
+		// No windows: the mean load, the host's beside it unknown.
+		return slotWaitAt(k, h.CPU.Cores, mean, cs2, h.CPU.Speed, slotWin{slots: a})
+	}
+	return wait / execs
 }
 
 // erlangC is the probability that a request waits in an M/M/c queue with

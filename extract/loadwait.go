@@ -34,9 +34,13 @@ const (
 )
 
 // loadWin is one window's expected busy time (executions times mean CPU
-// demand, seconds), executions, and their own time off the CPU (own time
-// less the spans' CPU time where every span carries it, seconds).
-type loadWin struct{ busy, n, off float64 }
+// demand, seconds), executions, their own time off the CPU (own time less
+// the spans' CPU time where every span carries it, seconds), and the
+// seconds of the window its executions cover: from the start of its first
+// cell with executions to the end of its last. A window at the edge of a
+// load test, or beside a pause, is only partly covered, and its load is
+// its busy time over what it covers, not over its width.
+type loadWin struct{ busy, n, off, seconds float64 }
 
 // opCell is one operation's cell of a window host, with its start
 // (Unix nanoseconds) and that host's window width.
@@ -104,6 +108,7 @@ func groupWindows(cells []opCell, demand func(id string) float64, idle int64) ([
 		return nil, 0
 	}
 	wins := map[int64]loadWin{}
+	cover := map[int64][2]int64{}
 	for _, oc := range cells {
 		k := floorDiv(oc.start-first, w)
 		lw := wins[k]
@@ -114,10 +119,18 @@ func groupWindows(cells []opCell, demand func(id string) float64, idle int64) ([
 			lw.off -= oc.c.cpu
 		}
 		wins[k] = lw
+		c, ok := cover[k]
+		if !ok {
+			c = [2]int64{oc.start, oc.start + oc.width}
+		}
+		cover[k] = [2]int64{min(c[0], oc.start), max(c[1], oc.start+oc.width)}
 	}
 	out := make([]loadWin, 0, len(wins))
 	for _, k := range slices.Sorted(maps.Keys(wins)) {
-		out = append(out, wins[k])
+		lw := wins[k]
+		c := cover[k]
+		lw.seconds = float64(min(c[1]-c[0], w)) / 1e9
+		out = append(out, lw)
 	}
 	return out, float64(w) / 1e9
 }
@@ -135,15 +148,20 @@ func (g *generator) meanDemand(id string) float64 {
 }
 
 // meanOverWindows is the mean of f(a) over the executions in wins, a being
-// an execution's window's load: its busy time over the window's width,
-// times scale. It is f(mean load) when wins is nil.
+// an execution's window's load: its busy time over the seconds it covers
+// (its width where that is not known), times scale. It is f(mean load)
+// when wins is nil.
 func meanOverWindows(wins []loadWin, width, scale, mean float64, f func(a float64) float64) float64 {
 	if len(wins) == 0 {
 		return f(mean)
 	}
 	sum, n := 0.0, 0.0
 	for _, w := range wins {
-		sum += w.n * f(w.busy/width*scale)
+		seconds := width
+		if w.seconds > 0 {
+			seconds = w.seconds
+		}
+		sum += w.n * f(w.busy/seconds*scale)
 		n += w.n
 	}
 	return sum / n

@@ -31,3 +31,24 @@ func TestGroupWindowsPause(t *testing.T) {
 		}
 	}
 }
+
+// A window at the edge of a load test is only partly covered: its load is
+// its busy time over the seconds its executions cover, the same as the
+// full windows' at a steady load, not diluted by the pause beside it.
+func TestGroupWindowsEdges(t *testing.T) {
+	var cells []opCell
+	for _, from := range []int64{3, 93} { // 21 s of load from second 3, 90 s apart
+		for s := from; s < from+21; s++ {
+			cells = append(cells, opCell{id: "op", start: s * 1e9, width: 1e9, c: cell{n: 50}})
+		}
+	}
+	wins, width := groupWindows(cells, func(string) float64 { return 0.004 }, 69e9)
+	if width != 5 {
+		t.Fatalf("windows of %g s, want 5", width)
+	}
+	for i, w := range wins {
+		if a := meanOverWindows([]loadWin{w}, width, 1, 0, func(a float64) float64 { return a }); a < 0.2-1e-9 || a > 0.2+1e-9 {
+			t.Errorf("window %d (%g executions over %g s): load %.3g, want 0.2", i, w.n, w.seconds, a)
+		}
+	}
+}

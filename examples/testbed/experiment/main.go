@@ -488,6 +488,9 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	if err := saveModel(filepath.Join(e.work, "reference-model.yaml"), refX.Model, ref); err != nil {
 		return err
 	}
+	if err := saveJSON(filepath.Join(e.work, "reference-extraction.json"), refX.Report); err != nil {
+		return err
+	}
 	perRequest := refM.CPUSeconds / refM.Load.All.Throughput
 	var spans, busy float64
 	for _, c := range refX.Report.CPUCoverage {

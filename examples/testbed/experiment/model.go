@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -311,4 +312,13 @@ func addClientDelays(m *model.Model, gaps map[string]float64) {
 			}
 		}
 	}
+}
+
+// saveJSON writes v to path as indented JSON.
+func saveJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
