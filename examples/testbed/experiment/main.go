@@ -36,6 +36,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/perfcast/perfcast/examples/testbed/loadgen"
@@ -89,7 +90,7 @@ func run() error {
 	if o.quick && !flagSet("rounds") {
 		o.rounds = 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	root, err := moduleRoot()
