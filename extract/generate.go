@@ -1174,9 +1174,10 @@ func holdCPU(steps []model.Step, resource string) []model.Step {
 
 // slotWait is the mean time a CPU burst of component comp waits for one of
 // its CPU slots at the loads the traces saw (see slotWaitAt), averaged
-// over the traces' windows (see slotWindows); 0 without slots. A burst is an execution's CPU time and its component's CPU
-// outside spans, which the model puts just before it in the same hold, or
-// sends as a burst of its own (Config.OutsideSpans).
+// over the traces' windows (see slotWindows); 0 without slots. A burst is
+// an execution's CPU time and its component's CPU outside spans, which the
+// model puts just before it in the same hold, or sends as a burst of its
+// own (Config.OutsideSpans).
 func (g *generator) slotWait(comp string) float64 {
 	if w, ok := g.slotWaits[comp]; ok {
 		return w

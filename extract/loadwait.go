@@ -81,34 +81,61 @@ func (g *generator) loadWindows(sel func(id string) bool, demand func(id string)
 	return groupWindows(g.cellsOf(sel), demand, int64(g.s.activity().idle*1e9))
 }
 
-// groupWindows groups cells into windows of at least loadWindow holding
-// loadWindowExecutions executions on average over the time the cells span
-// less idle (nanoseconds of pauses in the traces), and returns them in
-// time order with their width in seconds; nil when fewer than two windows
-// fit.
-func groupWindows(cells []opCell, demand func(id string) float64, idle int64) ([]loadWin, float64) {
+// windowGrid is the grid groupWindows puts cells on: the first cell's
+// start, the end of the last one, and a width (nanoseconds) of at least
+// loadWindow, a multiple of the cells' own, that holds
+// loadWindowExecutions executions on average over the time the cells
+// span less idle (nanoseconds of pauses in the traces); ok is false
+// without executions.
+func windowGrid(cells []opCell, idle int64) (first, last, w int64, ok bool) {
 	width := windowWidth
 	total := 0.0
-	first, last := int64(math.MaxInt64), int64(math.MinInt64)
+	first, last = int64(math.MaxInt64), int64(math.MinInt64)
 	for _, oc := range cells {
 		width = max(width, oc.width)
 		total += oc.c.n
 		first, last = min(first, oc.start), max(last, oc.start+oc.width)
 	}
 	if total == 0 || last <= first {
-		return nil, 0
+		return 0, 0, 0, false
 	}
 	active := last - first
 	if idle < active {
 		active -= idle
 	}
-	w := max(loadWindow, int64(math.Ceil(loadWindowExecutions/total*float64(active))))
-	w = (w + width - 1) / width * width
-	if (last-first)/w < 2 {
+	w = max(loadWindow, int64(math.Ceil(loadWindowExecutions/total*float64(active))))
+	return first, last, (w + width - 1) / width * width, true
+}
+
+// windowCover records, per window of a grid, the time from the start of its
+// first cell to the end of its last: the part of the window its
+// executions cover.
+type windowCover map[int64][2]int64
+
+// add counts cell oc in window k.
+func (c windowCover) add(k int64, oc opCell) {
+	from, to := oc.start, oc.start+oc.width
+	if old, ok := c[k]; ok {
+		from, to = min(from, old[0]), max(to, old[1])
+	}
+	c[k] = [2]int64{from, to}
+}
+
+// seconds is the time window k covers, at most the grid's width w.
+func (c windowCover) seconds(k, w int64) float64 {
+	return float64(min(c[k][1]-c[k][0], w)) / 1e9
+}
+
+// groupWindows groups cells into windows on windowGrid's grid and returns
+// them in time order with their width in seconds; nil when fewer than two
+// windows fit.
+func groupWindows(cells []opCell, demand func(id string) float64, idle int64) ([]loadWin, float64) {
+	first, last, w, ok := windowGrid(cells, idle)
+	if !ok || (last-first)/w < 2 {
 		return nil, 0
 	}
 	wins := map[int64]loadWin{}
-	cover := map[int64][2]int64{}
+	cover := windowCover{}
 	for _, oc := range cells {
 		k := floorDiv(oc.start-first, w)
 		lw := wins[k]
@@ -119,17 +146,12 @@ func groupWindows(cells []opCell, demand func(id string) float64, idle int64) ([
 			lw.off -= oc.c.cpu
 		}
 		wins[k] = lw
-		c, ok := cover[k]
-		if !ok {
-			c = [2]int64{oc.start, oc.start + oc.width}
-		}
-		cover[k] = [2]int64{min(c[0], oc.start), max(c[1], oc.start+oc.width)}
+		cover.add(k, oc)
 	}
 	out := make([]loadWin, 0, len(wins))
 	for _, k := range slices.Sorted(maps.Keys(wins)) {
 		lw := wins[k]
-		c := cover[k]
-		lw.seconds = float64(min(c[1]-c[0], w)) / 1e9
+		lw.seconds = cover.seconds(k, w)
 		out = append(out, lw)
 	}
 	return out, float64(w) / 1e9

@@ -58,30 +58,20 @@ func (g *generator) computeSlotWindows(comp string) []slotWin {
 		op := g.s.ops[id]
 		return op != nil && g.hostOf[op.component] == h
 	})
-	// The grid of groupWindows over comp's own cells sets the width and
-	// the origin.
-	width := windowWidth
-	total := 0.0
-	first, last := int64(math.MaxInt64), int64(math.MinInt64)
+	// The grid of groupWindows over comp's own cells.
+	var own []opCell
 	for _, oc := range cells {
 		if g.s.ops[oc.id].component == comp {
-			width = max(width, oc.width)
-			total += oc.c.n
-			first, last = min(first, oc.start), max(last, oc.start+oc.width)
+			own = append(own, oc)
 		}
 	}
-	if total == 0 || last <= first {
+	first, last, wd, ok := windowGrid(own, int64(g.s.activity().idle*1e9))
+	if !ok {
 		return nil
 	}
-	active := last - first
-	if idle := int64(g.s.activity().idle * 1e9); idle < active {
-		active -= idle
-	}
-	wd := max(loadWindow, int64(math.Ceil(loadWindowExecutions/total*float64(active))))
-	wd = (wd + width - 1) / width * width
 	ownShare := 1 - 1/float64(k)
 	wins := map[int64]*slotWin{}
-	cover := map[int64][2]int64{}
+	cover := windowCover{}
 	var hostBusy float64
 	for _, oc := range cells {
 		if oc.start < first || oc.start >= last {
@@ -92,10 +82,8 @@ func (g *generator) computeSlotWindows(comp string) []slotWin {
 		if w == nil {
 			w = &slotWin{}
 			wins[key] = w
-			cover[key] = [2]int64{oc.start, oc.start + oc.width}
 		}
-		c := cover[key]
-		cover[key] = [2]int64{min(c[0], oc.start), max(c[1], oc.start+oc.width)}
+		cover.add(key, oc)
 		d := oc.c.n * g.meanDemand(oc.id)
 		if g.s.ops[oc.id].component != comp {
 			w.host += d
@@ -126,8 +114,7 @@ func (g *generator) computeSlotWindows(comp string) []slotWin {
 		if w.execs == 0 {
 			continue
 		}
-		c := cover[key]
-		seconds := float64(min(c[1]-c[0], wd)) / 1e9
+		seconds := cover.seconds(key, wd)
 		w.slots /= seconds * perServer
 		w.host *= hostScale / seconds
 		out = append(out, *w)
