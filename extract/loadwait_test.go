@@ -41,16 +41,8 @@ workload:
 // would have stayed as one), and the model predicts the M/M/1 response
 // time at a load between the steps.
 func TestWaitsAtEachLoad(t *testing.T) {
-	m, err := model.Parse([]byte(slotStepModel), "slots.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	paths := steps(t, m, []float64{30, 150, 30, 150}, 60, 5)
 	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"app": {Cores: 1}}, CPUSlots: map[string]int{"svc": 1}}
-	x, err := extract.Run(context.Background(), paths, "extracted", cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, x := extractSteps(t, slotStepModel, []float64{30, 150, 30, 150}, 60, 5, cfg)
 	op := x.Model.Component("svc").Operation("op")
 	delay := fixedDelay(op)
 	// The mean own time of 18 000 executions is known to about 1 %

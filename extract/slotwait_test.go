@@ -1,12 +1,10 @@
 package extract_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
 	"github.com/perfcast/perfcast/extract"
-	"github.com/perfcast/perfcast/model"
 )
 
 // sharedSlotModel is a store with one CPU slot, running 6 ms queries and
@@ -59,21 +57,13 @@ workload:
 // (a quarter of the wait at the heavier load), and the model predicts the
 // mean response time at both loads.
 func TestSlotWaitAcrossLoads(t *testing.T) {
-	m, err := model.Parse([]byte(sharedSlotModel), "shared-slot.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	seconds := 20.0
 	if testing.Short() {
 		seconds = 10
 	}
 	rates := []float64{60, 190, 190, 60, 60, 190, 190, 60, 60, 190, 190, 60}
-	paths := steps(t, m, rates, seconds, 30)
 	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"box": {Cores: 1}}, CPUSlots: map[string]int{"store": 1}, NoSpeedCurves: true}
-	x, err := extract.Run(context.Background(), paths, "shared-slot", cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, x := extractSteps(t, sharedSlotModel, rates, seconds, 30, cfg)
 	t.Logf("extracted:\n%s", x.Model.Marshal())
 	query := x.Model.Operation("store/query")
 	if query == nil {

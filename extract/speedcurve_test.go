@@ -54,6 +54,21 @@ func steps(t *testing.T, m *model.Model, rates []float64, seconds, pause float64
 	return paths
 }
 
+// extractSteps parses the model yaml, writes its traces at the given rates
+// (see steps) and extracts a model from them with cfg.
+func extractSteps(t *testing.T, yaml string, rates []float64, seconds, pause float64, cfg *extract.Config) (*model.Model, *extract.Result) {
+	t.Helper()
+	m, err := model.Parse([]byte(yaml), "known.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := extract.Run(context.Background(), steps(t, m, rates, seconds, pause), "extracted", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, x
+}
+
 // record writes to path the traces of the given number of requests of m,
 // simulated with seed, starting offset seconds after tracegen's base time.
 func record(t *testing.T, path string, m *model.Model, seed uint64, offset float64, requests int64) {
