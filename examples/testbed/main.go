@@ -89,6 +89,7 @@ func serve(ctx context.Context, name string, args []string) error {
 	host, _ := os.Hostname()
 	var (
 		listen    = fs.String("listen", "127.0.0.1:0", "address to listen on")
+		addrFile  = fs.String("addr-file", "", "write the address listened on to this `file` once listening (with -listen on port 0)")
 		traces    = fs.String("traces", "", "write spans to this `file` as OTLP JSON lines")
 		metrics   = fs.String("metrics", "", "write the process's CPU time to this `file` once a second (CSV)")
 		hostName  = fs.String("host", host, "the host.name resource attribute and the metrics' host column")
@@ -167,6 +168,13 @@ func serve(ctx context.Context, name string, args []string) error {
 		stopSampler()
 		return err
 	}
+	if *addrFile != "" {
+		if err := writeAddr(*addrFile, ln.Addr().String()); err != nil {
+			ln.Close()
+			stopSampler()
+			return err
+		}
+	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	slog.Info("serving", "service", name, "addr", ln.Addr().String(), "span_cpu", *spanCPU)
 	served := make(chan error, 1)
@@ -187,6 +195,19 @@ func serve(ctx context.Context, name string, args []string) error {
 	stopSampler()
 	errs = append(errs, <-samplerDone)
 	return errors.Join(errs...)
+}
+
+// writeAddr writes addr to path whole: to a temporary file first, renamed,
+// so that a reader never sees part of it.
+func writeAddr(path, addr string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(addr+"\n"), 0o644); err != nil {
+		return fmt.Errorf("addr-file: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("addr-file: %w", err)
+	}
+	return nil
 }
 
 func seed(ctx context.Context, args []string) error {

@@ -395,6 +395,9 @@ func (r *report) write(w io.Writer, args []string) {
 		"  bursts in arrival order, and extraction keeps what the slot's wait at the reference's loads\n"+
 		"  does not explain as a fixed delay: the listing (browse) comes out slow at light load and fast\n"+
 		"  at heavy load.\n"+
+		"- Processor sharing: the model's host shares the core equally among the bursts on it, where\n"+
+		"  Linux runs a process that wakes from sleep ahead of one that has been running: the gateway's\n"+
+		"  short bursts barely wait behind the catalog's long ones, and the model's gateway waits longer.\n"+
 		"- Waiting taken for work: each operation's own time off the CPU, less the waits for the CPU,\n"+
 		"  the CPU slot and the declared locks the model reproduces, is a fixed delay. Waits the spans do not show as such (I/O, a\n"+
 		"  lock inside a span) stay fixed, so they do not grow with the load.\n"+

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -111,14 +110,25 @@ func (e *env) segments(name string) []string {
 	return out
 }
 
-// freePort returns a loopback port that was free a moment ago.
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+// waitAddr waits for a service to write the address it listens on to
+// path, and returns it; it gives up after two minutes, as waitHealthy does.
+func waitAddr(ctx context.Context, path string) (string, error) {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if b, err := os.ReadFile(path); err == nil {
+			if a := strings.TrimSpace(string(b)); a != "" {
+				return a, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return "", errors.New("no address after 2 minutes")
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
 
 func copyFile(dst, src string) error {
@@ -188,14 +198,10 @@ func (e *env) runSegment(ctx context.Context, s setup, dir string, seg, n int) e
 			return fmt.Errorf("%s: copy database: %w", s.Name, err)
 		}
 	}
+	// Each service listens on a port of its own choosing and says which
+	// in a file: ports picked here and handed over could be taken in
+	// between (by an outgoing connection's local port, say).
 	addr := map[string]string{}
-	for _, svc := range services {
-		a, err := freePort()
-		if err != nil {
-			return err
-		}
-		addr[svc] = a
-	}
 	url := func(svc string) string { return "http://" + addr[svc] }
 	// The busy time of the services' CPUs, sampled like theirs: less
 	// their CPU time (and the load generator's, where it shares them), it
@@ -232,7 +238,8 @@ func (e *env) runSegment(ctx context.Context, s setup, dir string, seg, n int) e
 		return errors.Join(errs...)
 	}
 	for _, svc := range services {
-		args := []string{svc, "-listen", addr[svc], "-host", hostName, "-instance", svc,
+		addrFile := filepath.Join(dir, svc+".addr")
+		args := []string{svc, "-listen", "127.0.0.1:0", "-addr-file", addrFile, "-host", hostName, "-instance", svc,
 			"-traces", filepath.Join(dir, svc+".otlp.jsonl"), "-metrics", filepath.Join(dir, svc+".csv"),
 			"-span-cpu=" + strconv.FormatBool(s.SpanCPU)}
 		switch svc {
@@ -261,6 +268,12 @@ func (e *env) runSegment(ctx context.Context, s setup, dir string, seg, n int) e
 		}
 		logf.Close()
 		procs = append(procs, cmd)
+		a, err := waitAddr(ctx, addrFile)
+		if err != nil {
+			stopAll()
+			return fmt.Errorf("%s: %s: %w (see %s)", s.Name, svc, err, logf.Name())
+		}
+		addr[svc] = a
 		if err := waitHealthy(ctx, url(svc)+"/healthz"); err != nil {
 			stopAll()
 			return fmt.Errorf("%s: %s: %w (see %s)", s.Name, svc, err, logf.Name())
