@@ -104,6 +104,7 @@ func (s *State) ModelWith(name string, cfg *Config, est *Estimates) (*model.Mode
 	if est == nil {
 		est = &Estimates{}
 	}
+	s.finishSolo()
 	g := &generator{s: s, cfg: cfg, est: est, m: &model.Model{Version: model.Version, Name: name},
 		rep: &Report{Traces: s.Traces, Spans: s.Spans, Modeled: s.Modeled, Partial: s.Partial,
 			Evidence: []string{}, Warnings: []string{}, Fits: map[string]map[string]float64{}}}
@@ -561,10 +562,10 @@ func (g *generator) operations() {
 			noCPU = append(noCPU, id)
 		}
 		if estimated {
-			// The own time's shape, scaled to the estimated CPU demand;
-			// the rest of the own time off the CPU, less the wait for the
-			// CPU that the model reproduces.
-			shape := g.fit(id+" own time", op.self)
+			// The shape of the own time of executions that ran alone,
+			// scaled to the estimated CPU demand; the rest of the own
+			// time off the CPU, less the waits that the model reproduces.
+			shape := g.ownShape(id, op)
 			o.Steps = append(o.Steps, model.Step{Kind: model.StepCPU, Demand: withMean(shape, r.CPU)})
 			o.Steps = append(o.Steps, g.behavior(id, op)...)
 			wait := g.cpuWait(op.component, r.CPU) + g.inSpanSlotWait(op) + g.siteWait(id, op)
@@ -580,7 +581,13 @@ func (g *generator) operations() {
 		} else if sw := g.paramSwitch(id, op, g.bins); sw != nil {
 			o.Steps = append(o.Steps, sw...)
 		} else {
-			if f := g.fit(id+" cpu", cpu); cpu.mean() > 0 {
+			if cpu.mean() > 0 {
+				var f model.Dist
+				if cpu == op.self {
+					f = withMean(g.ownShape(id, op), cpu.mean())
+				} else {
+					f = g.fit(id+" cpu", cpu)
+				}
 				if scale := g.ownScale(op); scale != 1 {
 					f = withMean(f, f.Mean()*scale)
 				}
@@ -1257,4 +1264,16 @@ func erlangC(c int, a float64) float64 {
 	}
 	last := term * a / float64(c) * float64(c) / (float64(c) - a)
 	return last / (sum + last)
+}
+
+// ownShape is the distribution whose shape an operation's demand takes
+// where its CPU time is not measured: that of the own times of its
+// executions that ran alone on their host (see soloSweep), when at least
+// soloMin did, else that of all its own times, whose spread includes the
+// waits the model makes again.
+func (g *generator) ownShape(id string, op *opStats) model.Dist {
+	if op.solo.n >= soloMin && op.solo.mean() > 0 {
+		return g.fit(id+" own time alone", op.solo)
+	}
+	return g.fit(id+" own time", op.self)
 }

@@ -17,6 +17,11 @@ func (s *State) Merge(o *State) {
 	s.WithCPU += o.WithCPU
 	s.First = min(s.First, o.First)
 	s.Last = max(s.Last, o.Last)
+	// Executions that ran alone in o may have overlapped executions of s,
+	// which neither state can see: the merged samples are exact when the
+	// two sets did not run at the same time (a split by time) and
+	// otherwise count some shared executions as alone.
+	o.finishSolo()
 	for id, op := range o.ops {
 		mine := s.ops[id]
 		if mine == nil {
@@ -26,6 +31,7 @@ func (s *State) Merge(o *State) {
 		mine.count += op.count
 		mine.resp.merge(op.resp)
 		mine.self.merge(op.self)
+		mine.solo.merge(op.solo)
 		mine.cpu.merge(op.cpu)
 		mine.offCPU.merge(op.offCPU)
 		mine.preSpan.merge(op.preSpan)

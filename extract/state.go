@@ -56,6 +56,11 @@ type State struct {
 	Windows *Windows
 	// active caches when the requests arrived (see activity).
 	active *activity
+	// solo finds, per host, the executions that ran alone.
+	solo map[string]*soloSweep
+	// ownBuf and callBuf are scratch space for an execution's own
+	// intervals and its calls' (see ownIntervals).
+	ownBuf, callBuf []interval
 }
 
 // Keys of concurrency profiles.
@@ -79,6 +84,25 @@ func NewState() *State {
 		categories: map[string]map[string]bool{},
 		Windows:    NewWindows(),
 		siteTimes:  map[string]*sample{},
+		solo:       map[string]*soloSweep{},
+	}
+}
+
+// soloOn returns the sweep of host's executions.
+func (s *State) soloOn(host string) *soloSweep {
+	w := s.solo[host]
+	if w == nil {
+		w = newSoloSweep()
+		s.solo[host] = w
+	}
+	return w
+}
+
+// finishSolo sweeps the executions still pending, so that every
+// operation's solo sample is complete.
+func (s *State) finishSolo() {
+	for _, w := range s.solo {
+		w.finish()
 	}
 }
 
@@ -97,8 +121,11 @@ type opStats struct {
 	count           int64
 	resp            *sample // duration
 	self            *sample // own time: duration minus synchronous children
-	cpu             *sample // measured CPU time, when present
-	offCPU          *sample // own time minus CPU time, when CPU time is present
+	// solo holds the own times of the executions no other execution
+	// overlapped on their host (see soloSweep).
+	solo   *sample
+	cpu    *sample // measured CPU time, when present
+	offCPU *sample // own time minus CPU time, when CPU time is present
 	// preSpan is, for executions called through a client span, the time
 	// from the client span's start to the server span's: the network, and
 	// whatever the request waited for before the server began it.
@@ -236,7 +263,7 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 	comp, name := splitID(id)
 	op := s.ops[id]
 	if op == nil {
-		op = &opStats{component: comp, name: name, resp: newSample(), self: newSample(),
+		op = &opStats{component: comp, name: name, resp: newSample(), self: newSample(), solo: newSample(),
 			cpu: newSample(), offCPU: newSample(), preSpan: newSample(), variants: map[string]map[string]*variant{},
 			params: map[string]map[string]*paramStats{}}
 		s.ops[id] = op
@@ -346,8 +373,16 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 
 	dur := n.Duration()
 	op.resp.add(seconds(dur))
-	self := seconds(dur - covered(n.Span.Start, n.Span.End, found))
+	var own []interval
+	own, s.callBuf = ownIntervals(s.ownBuf[:0], s.callBuf, n.Span.Start, n.Span.End, found)
+	s.ownBuf = own
+	var ownNs int64
+	for _, iv := range own {
+		ownNs += iv.end - iv.start
+	}
+	self := seconds(ownNs)
 	op.self.add(self)
+	s.soloOn(WindowHost(n.Span, comp)).add(op.solo, self, own)
 	spanCPU := math.NaN()
 	if hasCPU || cpu > 0 {
 		spanCPU = cpu
@@ -411,32 +446,6 @@ func foundElem(kind elemKind, n *trace.Node, target string) found {
 		f.latency = seconds(n.Duration())
 	}
 	return f
-}
-
-// covered is the time within [start, end] during which the operation waited
-// for synchronous elements, overlapping ones counted once.
-func covered(start, end int64, fs []found) int64 {
-	type iv struct{ s, e int64 }
-	var ivs []iv
-	for _, f := range fs {
-		if f.async {
-			continue
-		}
-		s, e := max(f.start, start), min(f.end, end)
-		if e > s {
-			ivs = append(ivs, iv{s, e})
-		}
-	}
-	sort.Slice(ivs, func(i, j int) bool { return ivs[i].s < ivs[j].s })
-	var total, cur int64 = 0, start
-	for _, v := range ivs {
-		s := max(v.s, cur)
-		if v.e > s {
-			total += v.e - s
-			cur = v.e
-		}
-	}
-	return total
 }
 
 // occurrence is one element of one execution after folding: what it is and

@@ -1,0 +1,155 @@
+package extract
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/perfcast/perfcast/ingest"
+	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/solve/sim"
+	"github.com/perfcast/perfcast/tracegen"
+)
+
+// TestSoloSweep checks which executions the sweep finds alone: those whose
+// own intervals meet no other execution's, touching ends not counting, an
+// execution's own gaps (its calls) letting others in.
+func TestSoloSweep(t *testing.T) {
+	type exec struct {
+		own  float64
+		ivs  []interval
+		solo bool
+	}
+	execs := []exec{
+		{1, []interval{{0, 10}}, false},           // overlaps the next
+		{2, []interval{{5, 12}}, false},           // overlaps the first
+		{3, []interval{{12, 20}}, true},           // touches the second's end
+		{4, []interval{{30, 40}, {60, 70}}, true}, // its call (40–60) lets the next in
+		{5, []interval{{41, 59}}, true},
+		{6, []interval{{80, 90}, {95, 100}}, false}, // met in its second interval
+		{7, []interval{{99, 120}}, false},
+		{8, []interval{{130, 200}}, false}, // contains the next
+		{9, []interval{{140, 150}}, false},
+		{10, nil, true}, // no own time: nothing to meet
+	}
+	w := newSoloSweep()
+	got := newSample()
+	for _, e := range execs {
+		w.add(got, e.own, e.ivs)
+	}
+	w.finish()
+	var want, n float64
+	for _, e := range execs {
+		if e.solo {
+			want += e.own
+			n++
+		}
+	}
+	if float64(got.n) != n || got.sum != want {
+		t.Errorf("alone: %d executions with %g s of own time, want %g with %g", got.n, got.sum, n, want)
+	}
+}
+
+func TestOwnIntervals(t *testing.T) {
+	fs := []found{
+		{start: 20, end: 30},
+		{start: 25, end: 40},
+		{start: 50, end: 55, async: true}, // a send does not hold the caller
+		{start: 90, end: 120},             // runs past the span's end
+	}
+	got, _ := ownIntervals(nil, nil, 10, 100, fs)
+	want := []interval{{10, 20}, {40, 90}}
+	if len(got) != len(want) {
+		t.Fatalf("own intervals %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("own intervals %v, want %v", got, want)
+		}
+	}
+}
+
+// soloModel has a front end whose single CPU slot and its host's core
+// (shared with the store) make its executions wait, at about 65 % of the
+// core: waits whose spread the own times carry and the CPU does not.
+const soloModel = `perfcast: 1
+name: solo
+hosts:
+  box: {cpu: {cores: 1}}
+passive:
+  front-cpu-slots: {capacity: 1}
+  store-cpu-slots: {capacity: 1}
+components:
+  front:
+    host: box
+    operations:
+      page:
+        steps:
+          - hold:
+              resource: front-cpu-slots
+              steps: [{cpu: 'lognormal(3ms, cv=0.2)'}]
+          - call: store/get
+  store:
+    host: box
+    operations:
+      get:
+        steps:
+          - hold:
+              resource: store-cpu-slots
+              steps: [{cpu: 'lognormal(1ms, cv=0.2)'}]
+workload:
+  pages:
+    open: {rate: 170}
+    steps: [{call: front/page}]
+`
+
+// TestDemandShapeFromExecutionsAlone extracts a model from traces without
+// CPU times, with the host's CPU seconds as metrics, and checks that the
+// estimated demands keep the spread of the CPU (a coefficient of
+// variation of 0.2) rather than that of the own times, which hold the
+// waits for the core and the slot. Taken from all own times, the demands'
+// coefficients of variation were 0.82 (front) and 0.40 (store).
+func TestDemandShapeFromExecutionsAlone(t *testing.T) {
+	known, err := model.Parse([]byte(soloModel), "solo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two load levels, so that utilization tells demand from background.
+	var spans []*ingest.Span
+	for i, rate := range []float64{80, 170} {
+		seed := uint64(5 + i)
+		known.Workloads[0].Open.Rate = rate
+		opts := &tracegen.Options{Seed: seed, Base: tracegen.DefaultBase + int64(i)*1000e9}
+		_, err = sim.Record(context.Background(), known, sim.RecordOptions{Seed: seed, Requests: 20000}, func(s *sim.Span) error {
+			spans = append(spans, tracegen.Convert(s, opts))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	csv := cpuCSV(spans, func(*ingest.Span) float64 { return 0 }, true)
+	for _, s := range spans {
+		s.CPUTime = math.NaN()
+	}
+	res := runWithConfig(t, spans, csv, &Config{CPUSlots: map[string]int{"*": 1}, Hosts: map[string]HostConfig{"box": {Cores: 1}}})
+	for id, want := range map[string]float64{"front/page": 3e-3, "store/get": 1e-3} {
+		var cpu model.Dist
+		model.Walk(res.Model.Operation(id).Steps, func(s *model.Step) {
+			if s.Kind == model.StepCPU {
+				cpu = s.Demand
+			}
+		})
+		if math.Abs(cpu.Mean()-want) > 0.1*want {
+			t.Errorf("%s: CPU demand %.4g, want %.4g", id, cpu.Mean(), want)
+		}
+		own := res.Report.Fits[id+" own time alone"]
+		if own == nil {
+			t.Errorf("%s: the shape was not taken from executions alone (fits %v)", id, res.Report.Fits)
+		}
+		// The selection favours short executions: a little narrower.
+		if cv := cpu.CV(); cv < 0.12 || cv > 0.3 {
+			t.Errorf("%s: CPU demand's coefficient of variation %.3g, want about 0.2", id, cv)
+		}
+	}
+}
