@@ -32,8 +32,11 @@ const soloMin = 30
 // they are older than concurrencyLag, so memory holds the spans of that
 // window.
 type soloSweep struct {
-	pending   []soloInterval
-	active    soloHeap
+	pending []soloInterval
+	active  soloHeap
+	// lone is the execution of the interval that began while no other
+	// was active, until another begins.
+	lone      *soloExec
 	latest    int64
 	seq       int64
 	nextSweep int
@@ -96,10 +99,14 @@ func (w *soloSweep) sweep(upTo int64) {
 			break
 		}
 		w.advance(iv.start)
-		if len(w.active) > 0 {
+		// Every active interval but the one that began alone was marked
+		// when it began: marking the one that did, once, marks them all.
+		if len(w.active) == 0 {
+			w.lone = iv.x
+		} else {
 			iv.x.shared = true
-			for _, a := range w.active {
-				a.x.shared = true
+			if w.lone != nil {
+				w.lone.shared, w.lone = true, nil
 			}
 		}
 		heap.Push(&w.active, iv)

@@ -30,7 +30,11 @@ func TestSoloSweep(t *testing.T) {
 		{7, []interval{{99, 120}}, false},
 		{8, []interval{{130, 200}}, false}, // contains the next
 		{9, []interval{{140, 150}}, false},
-		{10, nil, true}, // no own time: nothing to meet
+		{10, nil, true},                     // no own time: nothing to meet
+		{11, []interval{{300, 400}}, false}, // meets the next two, which do not meet
+		{12, []interval{{310, 320}}, false},
+		{13, []interval{{330, 340}}, false},
+		{14, []interval{{400, 410}}, true},
 	}
 	w := newSoloSweep()
 	got := newSample()
