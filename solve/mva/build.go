@@ -47,6 +47,13 @@ type classInfo struct {
 	// than one iteration on average: a request's own visits there follow
 	// one another.
 	repeat []bool
+	// together[p] records that pool p is acquired in more than one list of
+	// a parallel step: the lists of one request then wait for it at once.
+	together []bool
+	// inside[k][g] is the demand per request at station k (summed over its
+	// copies) made while pool g is the tightest limited pool holding the
+	// request; g = len(pools) for demand no such pool encloses.
+	inside [][]float64
 }
 
 // built is a model turned into the structures the solver works on.
@@ -104,21 +111,23 @@ func build(m *model.Model) *built {
 	}
 	for _, w := range m.Workloads {
 		ci := &classInfo{
-			w:      w,
-			dem:    m.Demands(w),
-			demand: make([]float64, len(b.stations)),
-			visits: make([]float64, len(b.stations)),
-			second: make([]float64, len(b.stations)),
-			acq:    make([]float64, len(b.pools)),
-			units:  make([]float64, len(b.pools)),
-			repeat: make([]bool, len(b.stations)),
+			w:        w,
+			dem:      m.Demands(w),
+			demand:   make([]float64, len(b.stations)),
+			visits:   make([]float64, len(b.stations)),
+			second:   make([]float64, len(b.stations)),
+			acq:      make([]float64, len(b.pools)),
+			units:    make([]float64, len(b.pools)),
+			repeat:   make([]bool, len(b.stations)),
+			inside:   matrix(len(b.stations), len(b.pools)+1),
+			together: make([]bool, len(b.pools)),
 		}
 		for r, s := range ci.dem.Service {
 			if k, ok := b.stIndex[r]; ok {
 				ci.demand[k] = s
 			}
 		}
-		v := &visitWalk{b: b, ci: ci, fixed: map[string]string{}}
+		v := &visitWalk{b: b, ci: ci, fixed: map[string]string{}, held: len(b.pools)}
 		v.steps(w.Steps, nil, 1, 0)
 		b.classes = append(b.classes, ci)
 	}
@@ -141,6 +150,9 @@ type visitWalk struct {
 	fixed map[string]string
 	// loops counts the enclosing loops of more than one iteration.
 	loops int
+	// held is the tightest limited pool the request holds at this point
+	// (see built.within).
+	held int
 }
 
 func (v *visitWalk) steps(steps []model.Step, c *model.Component, weight float64, depth int) {
@@ -156,6 +168,7 @@ func (v *visitWalk) steps(steps []model.Step, c *model.Component, weight float64
 				continue
 			}
 			mean := s.Demand.Mean() / speed
+			v.ci.inside[k][v.held] += weight * mean
 			v.ci.visits[k] += weight
 			v.ci.second[k] += weight * (s.Demand.Var()/(speed*speed) + mean*mean)
 			if v.loops > 0 {
@@ -169,9 +182,17 @@ func (v *visitWalk) steps(steps []model.Step, c *model.Component, weight float64
 			if op == nil {
 				continue
 			}
-			v.ci.acq[v.b.poolIdx[model.ThreadsResource(op.Component)]] += weight
-			v.ci.units[v.b.poolIdx[model.ThreadsResource(op.Component)]] += weight
+			tp := v.b.poolIdx[model.ThreadsResource(op.Component)]
+			v.ci.acq[tp] += weight
+			v.ci.units[tp] += weight
+			outer := v.held
+			if s.Kind == model.StepSend {
+				// The target runs on its own, after the sender's holds.
+				v.held = len(v.b.pools)
+			}
+			v.held = v.b.within(v.held, tp)
 			v.steps(op.Steps, v.b.m.Component(op.Component), weight, depth+1)
+			v.held = outer
 		case model.StepLoop:
 			n := s.Times.Mean()
 			if n > 1 {
@@ -187,21 +208,59 @@ func (v *visitWalk) steps(steps []model.Step, c *model.Component, weight float64
 			}
 		case model.StepParallel:
 			v.ci.forks = true
+			// The lists of one request run at once under the same holds,
+			// so those holds no longer bound the request's work at a
+			// station.
+			outer := v.held
+			v.held = len(v.b.pools)
+			lists := make([]int, len(v.b.pools))
+			before := make([]float64, len(v.b.pools))
 			for _, list := range s.Parallel {
+				copy(before, v.ci.acq)
 				v.steps(list, c, weight, depth)
+				for p, a := range v.ci.acq {
+					if a > before[p] {
+						lists[p]++
+					}
+				}
 			}
+			for p, n := range lists {
+				if n > 1 && v.b.pools[p].limited() {
+					v.ci.together[p] = true
+				}
+			}
+			v.held = outer
 		case model.StepHold, model.StepAcquire:
+			outer := v.held
 			if p, ok := v.b.poolIdx[s.Resource]; ok {
 				v.ci.acq[p] += weight
 				v.ci.units[p] += weight * float64(max(s.Units, 1))
+				if s.Kind == model.StepHold {
+					v.held = v.b.within(v.held, p)
+				}
 			}
 			v.steps(s.Steps, c, weight, depth)
+			v.held = outer
 		case model.StepSwitch:
 			forCases(v.ci.w, s, v.fixed, func(body []model.Step, p float64) {
 				v.steps(body, c, weight*p, depth)
 			})
 		}
 	}
+}
+
+// within returns the tightest limited pool a request holds once it also
+// holds pool p, given held, the tightest it held before (len(b.pools) for
+// none): the one with the fewest units, which bounds how many requests can
+// be inside it at once.
+func (b *built) within(held, p int) int {
+	if !b.pools[p].limited() {
+		return held
+	}
+	if held == len(b.pools) || b.pools[p].capacityTotal() < b.pools[held].capacityTotal() {
+		return p
+	}
+	return held
 }
 
 // maxDepth guards recursions against models that were not validated.

@@ -24,12 +24,20 @@
 // Thread pools, locks and connection pools, and synchronous calls that hold
 // a caller's thread are solved by a layered fixed point (method of surrogate
 // delays): each pool is a multi-server queue whose service time is the
-// response time of the work done while holding it. With one closed workload
-// that takes pools, the fixed point is solved for its throughput (each
-// layer's think time from the inverse of its throughput curve, each layer
-// limited to the users its enclosing pool admits), which stays well
-// conditioned far beyond saturation. Parallel lists join at
-// the mean maximum of exponential branch times; sends add load but not
-// response time. Supports says which models fall outside what these methods
-// treat faithfully; docs/accuracy.md gives measured errors.
+// response time of the work done while holding it; with open workloads a
+// first-come-first-served M/G/c queue, whose holding times' second moments
+// are composed along the steps (sums of independent steps, mixtures for
+// branches, waits taken as exponential). A pool of c units admits no more
+// than c requests to the CPU work inside it, so at a processor-sharing
+// station that only open workloads visit, a visit made inside a pool meets
+// the other pools' and the outside work's requests but at most c − 1 of its
+// own (mean-value equations per pool, solved in closed form). With one
+// closed workload that takes pools, the fixed point is solved for its
+// throughput (each layer's think time from the inverse of its throughput
+// curve, each layer limited to the users its enclosing pool admits), which
+// stays well conditioned far beyond saturation. Parallel lists join at the
+// mean maximum of independent list times, each a gamma distribution with
+// the list's mean and variance; sends add load but not response time.
+// Supports says which models fall outside what these methods treat
+// faithfully; docs/accuracy.md gives measured errors.
 package mva

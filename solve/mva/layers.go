@@ -35,15 +35,20 @@ type state struct {
 	X, R  []float64
 	walks []*timeWalk
 	// wait[c][p] is the mean wait of class c per acquisition of pool p,
-	// hold[c][p] its mean holding time per acquisition.
-	wait, hold [][]float64
+	// hold[c][p] its mean holding time per acquisition, holdSq[c][p] the
+	// second moment of that time.
+	wait, hold, holdSq [][]float64
 	// Per station and class: the mean time of a visit as a function of the
 	// visit's demand: d·stretch + extra.
 	stretch, extra [][]float64
-	iterations     int
-	converged      bool
-	residual       float64
-	usesPools      bool
+	// inStretch[k], where not nil, is the residence-to-demand ratio at
+	// processor-sharing station k of a visit made while pool g is the
+	// tightest limited pool held, inStretch[k][g] (see boundedStretch).
+	inStretch  [][]float64
+	iterations int
+	converged  bool
+	residual   float64
+	usesPools  bool
 	// saturated names the resource open workloads overload ("" if none).
 	saturated string
 }
@@ -68,8 +73,8 @@ var errUnstable = errors.New("open workloads exceed a resource's capacity")
 // The waits are damped and iterated to a fixed point.
 func solveLayers(ctx context.Context, b *built, o layerOptions) (*state, error) {
 	C, K, P := len(b.classes), len(b.stations), len(b.pools)
-	st := &state{b: b, X: make([]float64, C), R: make([]float64, C), wait: matrix(C, P), hold: matrix(C, P),
-		stretch: matrix(C, K), extra: matrix(C, K)}
+	st := &state{b: b, X: make([]float64, C), R: make([]float64, C), wait: matrix(C, P), hold: matrix(C, P), holdSq: matrix(C, P),
+		stretch: matrix(C, K), extra: matrix(C, K), inStretch: make([][]float64, K)}
 	classes := make([]class, C)
 	for c, ci := range b.classes {
 		w := ci.w
@@ -198,7 +203,12 @@ func (st *state) compose(classes []class) {
 	for c, cl := range classes {
 		tw := st.walks[c]
 		copy(tw.wait, st.wait[c])
-		tw.visitTime = func(k int, d float64) float64 { return d*st.stretch[c][k] + st.extra[c][k] }
+		tw.visitTime = func(k int, d float64, g int) float64 {
+			if in := st.inStretch[k]; in != nil {
+				return d * in[g]
+			}
+			return d*st.stretch[c][k] + st.extra[c][k]
+		}
 		st.R[c] = tw.request()
 		if cl.open {
 			st.X[c] = cl.rate
@@ -208,6 +218,7 @@ func (st *state) compose(classes []class) {
 		for p := range b.pools {
 			if a := b.classes[c].acq[p]; a > 0 {
 				st.hold[c][p] = tw.held[p] / a
+				st.holdSq[c][p] = tw.holdSecond(p, a, st.hold[c][p])
 			}
 		}
 	}
@@ -227,8 +238,13 @@ func relChange(a, b float64) float64 {
 // visit with demand d at each station for each class: d times the
 // residence-to-demand ratio at processor-sharing stations (where residence
 // is proportional to demand), d plus the class's mean wait per visit at FCFS
-// stations.
+// stations. Where limited pools bound the requests at a processor-sharing
+// station, the ratio depends on the pool a visit is made in
+// (boundedStretch), and the class's residence there follows.
 func (st *state) setVisitTimes() {
+	for k := range st.b.stations {
+		st.inStretch[k] = st.boundedStretch(k)
+	}
 	for c := range st.b.classes {
 		for k, s := range st.b.stations {
 			d, v, r := st.net.demand[c][k], st.net.visits[c][k], st.hw.R[c][k]
@@ -236,13 +252,99 @@ func (st *state) setVisitTimes() {
 			if d <= 0 || v <= 0 {
 				continue
 			}
-			if s.fcfs {
+			switch {
+			case s.fcfs:
 				st.extra[c][k] = math.Max(r-d, 0) / v
-			} else {
+			case st.inStretch[k] != nil:
+				var sum, in float64
+				for g, x := range st.b.classes[c].inside[k] {
+					sum += x
+					in += x * st.inStretch[k][g]
+				}
+				st.stretch[c][k] = r / d
+				if sum > 0 {
+					st.stretch[c][k] = in / sum
+					st.hw.R[c][k] = d * st.stretch[c][k]
+				}
+			default:
 				st.stretch[c][k] = r / d
 			}
 		}
 	}
+}
+
+// boundedStretch returns, for a processor-sharing station k that only open
+// classes visit and where some of their demand is made inside a limited
+// pool, the residence-to-demand ratio of a visit made while pool g is the
+// tightest pool held (index len(pools) for none); nil elsewhere.
+//
+// The network counts every request's demand as competing with every
+// other's, but no more requests can be inside a pool of c units than c: a
+// one-unit pool around CPU work (a lock, a process limited to one thread)
+// never makes its holders queue behind each other at the CPU. By the
+// arrival theorem a visit finds N_h requests of each group h at the station
+// (N_h over c_h of its own group being itself, Schweitzer's estimate), so
+// at one server its stretch is s_g = 1 + Σ_h N_h − N_g/c_g, and with
+// N_h = u_h·s_h (Little) the mean-value equations solve in closed form:
+// s_g = (1+S)/(1+u_g/c_g), where S = A/(1−A) and A = Σ_h u_h/(1+u_h/c_h).
+// Without pools this is the M/M/1 stretch 1/(1−U); at several servers the
+// waiting part is scaled by the M/M/c wait over the M/M/1 wait at the same
+// utilization, so that it is the M/M/c stretch without pools.
+func (st *state) boundedStretch(k int) []float64 {
+	b, s := st.b, st.b.stations[k]
+	if s.fcfs || s.servers == 0 {
+		return nil
+	}
+	free := len(b.pools)
+	u := make([]float64, free+1)
+	bounded := false
+	for c, ci := range b.classes {
+		cl := st.net.classes[c]
+		d := st.net.demand[c][k]
+		if d <= 0 {
+			continue
+		}
+		if !cl.open {
+			return nil
+		}
+		var sum float64
+		for _, x := range ci.inside[k] {
+			sum += x
+		}
+		if sum <= 0 {
+			continue
+		}
+		for g, x := range ci.inside[k] {
+			u[g] += cl.rate * d / float64(s.servers) * x / sum
+			if g != free && x > 0 {
+				bounded = true
+			}
+		}
+	}
+	var U, A float64
+	units := func(g int) float64 {
+		if g == free {
+			return math.Inf(1)
+		}
+		return math.Max(b.pools[g].capacityTotal()/float64(s.copies), 1)
+	}
+	for g, x := range u {
+		U += x
+		A += x / (1 + x/units(g))
+	}
+	if !bounded || U <= 0 || U >= 1 {
+		return nil
+	}
+	scale := 1.0
+	if s.servers > 1 {
+		scale = mmcWaitFactor(s.servers, U*float64(s.servers)) / (U / (1 - U))
+	}
+	S := A / (1 - A)
+	out := make([]float64, free+1)
+	for g, x := range u {
+		out[g] = 1 + scale*((1+S)/(1+x/units(g))-1)
+	}
+	return out
 }
 
 // poolWaits solves each limited pool as a multi-server station whose
@@ -285,7 +387,8 @@ func (st *state) poolWaits(classes []class, o layerOptions, out [][]float64, thi
 			servers = max(int(float64(pl.capacity)*acqAll/unitsAll), 1)
 		}
 		sub := make([]class, len(users))
-		stn := []station{{name: pl.name, servers: servers, copies: pl.copies}}
+		// Requests wait for a pool in line, whatever they hold it for.
+		stn := []station{{name: pl.name, servers: servers, copies: pl.copies, fcfs: true}}
 		pn := newNetwork(stn, sub)
 		for i, c := range users {
 			ci := b.classes[c]
@@ -296,6 +399,7 @@ func (st *state) poolWaits(classes []class, o layerOptions, out [][]float64, thi
 			}
 			pn.demand[i][0] = a * h / float64(pl.copies)
 			pn.visits[i][0] = a / float64(pl.copies)
+			pn.second[i][0] = a * st.holdSq[c][p] / float64(pl.copies)
 		}
 		if thinkOf != nil {
 			own := math.NaN()

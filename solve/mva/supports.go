@@ -23,6 +23,10 @@ const (
 	// repeatCV is the service cv above which an FCFS station that open
 	// workloads visit repeatedly within a request is reported.
 	repeatCV = 1.5
+	// togetherShare is the share of a workload's response time above
+	// which waits for a pool that its parallel lists take together are
+	// reported.
+	togetherShare = 0.05
 )
 
 // Supports reports whether a valid model lies within the analytical
@@ -36,11 +40,14 @@ const (
 // ones;
 // replicas with random or round-robin balancing (as a random split) and
 // least-busy (likewise, an overestimate of waits); pools, locks and threads
-// (layered approximation); parallel lists (mean maximum of exponential
-// branch times); sends (load only). It does not model losses or blocking at
-// finite queues, burstier or smoother than Poisson arrivals, nor
-// acquisitions of several units at once beyond a coarse approximation: a
-// model that needs them is reported here when they matter.
+// (layered approximation, requests waiting for them in line, holders of a
+// pool not competing with more of each other at a CPU than the pool
+// admits); parallel lists (mean maximum of independent list times); sends
+// (load only). It does not model losses or blocking at finite queues,
+// burstier or smoother than Poisson arrivals, acquisitions of several units
+// at once beyond a coarse approximation, nor the lists of one request
+// waiting for the same pool together: a model that needs them is reported
+// here when they matter.
 //
 // Supports solves the model to judge whether a finite queue ever fills; it
 // takes about as long as one Solve.
@@ -130,6 +137,21 @@ func supports(b *built, st *state) (bool, []string) {
 		cv := math.Sqrt(math.Max(m2/v/(mean*mean)-1, 0))
 		if cv > repeatCV {
 			reasons = append(reasons, fmt.Sprintf("station %s: FCFS service with cv %.2g visited repeatedly by each request (a loop); the per-visit M/G/1 wait overestimates the wait, as a request's own visits never queue behind each other", s.name, cv))
+		}
+	}
+	// Pools that the parallel lists of one request wait for together: the
+	// lists arrive at once and find the same queue, and queue behind each
+	// other, where the join takes their times as independent.
+	if st != nil && st.hw != nil && st.saturated == "" {
+		for c, ci := range b.classes {
+			for p, pl := range b.pools {
+				if !ci.together[p] || st.R[c] <= 0 {
+					continue
+				}
+				if w := st.wait[c][p]; w >= togetherShare*st.R[c] {
+					reasons = append(reasons, fmt.Sprintf("workload %s: its parallel lists wait for %s together (%.3g ms per acquisition, %.0f %% of its response time); the join takes their waits as independent and misjudges it", ci.w.Name, pl.name, 1e3*w, 100*w/st.R[c]))
+				}
+			}
 		}
 	}
 	// Finite queues.

@@ -1,6 +1,8 @@
 package mva
 
 import (
+	"math"
+
 	"github.com/perfcast/perfcast/model"
 )
 
@@ -8,34 +10,58 @@ import (
 // from the per-visit times at stations and the waits at pools, composing
 // steps as the model says: sums for sequences, mean counts for loops,
 // probabilities for branches and switches, the mean of the maximum for
-// parallel lists (independent exponential branch times), nothing for sends
+// parallel lists (independent gamma-distributed list times), nothing for sends
 // (whose work is walked for the load it causes only). Along the way it
-// accumulates, per pool, the expected time the request holds it, and per
-// operation, the expected number of executions and their total time.
+// accumulates, per pool, the expected time the request holds it and its
+// second moment, and per operation, the expected number of executions and
+// their total time.
+//
+// Variances are composed alongside the means, as a guide to how variable
+// holding times are: steps in sequence are taken as independent, a visit's
+// queueing delay (its time beyond its demand) and a wait for a pool as
+// exponential, the demand as stretched by the station's mean stretch, and
+// parallel lists as independent (see maxMoments).
 type timeWalk struct {
 	b *built
 	w *model.Workload
 	// visitTime returns the mean time of one visit to station k with a mean
-	// demand d.
-	visitTime func(k int, d float64) float64
+	// demand d, made while pool g is the tightest limited pool the request
+	// holds (len(b.pools) for none).
+	visitTime func(k int, d float64, g int) float64
 	// wait[p] is the mean wait per acquisition of pool p.
 	wait []float64
+	// in is the tightest limited pool held at the point walked.
+	in int
 	// Outputs, per request.
 	held    []float64 // held[p]: Σ executions × time held
+	heldSq  []float64 // heldSq[p]: Σ executions × second moment of the time held
+	loose   []bool    // loose[p]: some of held[p] is between an acquire and a release
 	opRuns  map[string]float64
 	opTotal map[string]float64
 	fixed   map[string]string
 }
 
+// moments are the mean and the variance of a time.
+type moments struct{ mean, vari float64 }
+
+// second is the second moment.
+func (m moments) second() float64 { return m.vari + m.mean*m.mean }
+
+// waitMoments are the moments of a wait with mean w, taken as exponential.
+func waitMoments(w float64) moments { return moments{w, w * w} }
+
+func (m moments) plus(o moments) moments { return moments{m.mean + o.mean, m.vari + o.vari} }
+
 func newTimeWalk(b *built, w *model.Workload) *timeWalk {
-	return &timeWalk{b: b, w: w, wait: make([]float64, len(b.pools)), held: make([]float64, len(b.pools)),
-		opRuns: map[string]float64{}, opTotal: map[string]float64{}, fixed: map[string]string{}}
+	P := len(b.pools)
+	return &timeWalk{b: b, w: w, wait: make([]float64, P), held: make([]float64, P), heldSq: make([]float64, P),
+		loose: make([]bool, P), opRuns: map[string]float64{}, opTotal: map[string]float64{}, fixed: map[string]string{}}
 }
 
 // reset clears the outputs.
 func (t *timeWalk) reset() {
 	for p := range t.held {
-		t.held[p] = 0
+		t.held[p], t.heldSq[p], t.loose[p] = 0, 0, false
 	}
 	clear(t.opRuns)
 	clear(t.opTotal)
@@ -44,28 +70,40 @@ func (t *timeWalk) reset() {
 // request walks the workload's steps and returns its mean response time.
 func (t *timeWalk) request() float64 {
 	t.reset()
+	t.in = len(t.b.pools)
 	r, _ := t.list(t.w.Steps, nil, 1, 0)
-	return r
+	return r.mean
 }
 
-// list returns the mean time of one execution of steps run by component c
+// holdSecond returns the second moment of the time pool p is held per
+// acquisition with mean h, a acquisitions per request: as walked where
+// every acquisition is scoped, as exponential otherwise.
+func (t *timeWalk) holdSecond(p int, a, h float64) float64 {
+	if t.loose[p] || t.heldSq[p] <= 0 {
+		return 2 * h * h
+	}
+	return t.heldSq[p] / a
+}
+
+// list returns the moments of one execution of steps run by component c
 // (nil at the workload level) executed `weight` times per request, and the
 // change in the held units of pools acquired or released in it and not
 // balanced within it (unscoped acquire and release).
-func (t *timeWalk) list(steps []model.Step, c *model.Component, weight float64, depth int) (float64, map[int]float64) {
+func (t *timeWalk) list(steps []model.Step, c *model.Component, weight float64, depth int) (moments, map[int]float64) {
 	if depth > maxDepth {
-		return 0, nil
+		return moments{}, nil
 	}
-	var total float64
+	var total moments
 	var held map[int]float64
 	for i := range steps {
 		dt, delta := t.step(&steps[i], c, weight, depth)
-		total += dt
+		total = total.plus(dt)
 		// Time spent while holding an unscoped acquisition counts
 		// toward that pool's holding time.
 		for p, h := range held {
 			if h > 0 {
-				t.held[p] += weight * h * dt
+				t.held[p] += weight * h * dt.mean
+				t.loose[p] = true
 			}
 		}
 		if len(delta) > 0 && held == nil {
@@ -78,91 +116,122 @@ func (t *timeWalk) list(steps []model.Step, c *model.Component, weight float64, 
 	return total, held
 }
 
-func (t *timeWalk) step(s *model.Step, c *model.Component, weight float64, depth int) (float64, map[int]float64) {
+// mixture returns the moments of a time that is x_i with probability p_i,
+// from Σp_i·mean_i and Σp_i·second_i.
+func mixture(mean, second float64) moments {
+	return moments{mean, math.Max(second-mean*mean, 0)}
+}
+
+func (t *timeWalk) step(s *model.Step, c *model.Component, weight float64, depth int) (moments, map[int]float64) {
 	switch s.Kind {
 	case model.StepCPU, model.StepDisk:
 		k, speed := t.b.stationOf(s, c)
 		if k < 0 {
-			return 0, nil
+			return moments{}, nil
 		}
-		return t.visitTime(k, s.Demand.Mean()/speed), nil
+		d := s.Demand.Mean() / speed
+		r := t.visitTime(k, d, t.in)
+		m := moments{mean: r, vari: s.Demand.Var() / (speed * speed)}
+		if d > 0 {
+			m.vari *= (r / d) * (r / d)
+		}
+		return m.plus(moments{vari: (r - d) * (r - d)}), nil
 	case model.StepDelay:
-		return s.Demand.Mean(), nil
+		return moments{s.Demand.Mean(), s.Demand.Var()}, nil
 	case model.StepCall:
-		return t.call(s.Target, weight, depth), nil
+		return t.call(s.Target, weight, depth, false), nil
 	case model.StepSend:
-		t.call(s.Target, weight, depth)
-		return 0, nil
+		t.call(s.Target, weight, depth, true)
+		return moments{}, nil
 	case model.StepLoop:
-		n := s.Times.Mean()
+		n, nv := s.Times.Mean(), s.Times.Var()
 		r, delta := t.list(s.Steps, c, weight*n, depth)
-		return n * r, delta
+		return moments{n * r.mean, n*r.vari + nv*r.mean*r.mean}, delta
 	case model.StepBranch:
-		var r float64
+		var mean, second float64
 		var delta map[int]float64
 		for _, br := range s.Branches {
 			rb, db := t.list(br.Steps, c, weight*br.P, depth)
-			r += br.P * rb
+			mean += br.P * rb.mean
+			second += br.P * rb.second()
 			delta = addScaled(delta, db, br.P)
 		}
-		return r, delta
+		return mixture(mean, second), delta
 	case model.StepSwitch:
-		var r float64
+		var mean, second float64
 		var delta map[int]float64
 		forCases(t.w, s, t.fixed, func(body []model.Step, p float64) {
 			rb, db := t.list(body, c, weight*p, depth)
-			r += p * rb
+			mean += p * rb.mean
+			second += p * rb.second()
 			delta = addScaled(delta, db, p)
 		})
-		return r, delta
+		return mixture(mean, second), delta
 	case model.StepParallel:
-		means := make([]float64, len(s.Parallel))
+		lists := make([]moments, len(s.Parallel))
 		var delta map[int]float64
+		outer := t.in
+		t.in = len(t.b.pools)
 		for i, l := range s.Parallel {
 			var d map[int]float64
-			means[i], d = t.list(l, c, weight, depth)
+			lists[i], d = t.list(l, c, weight, depth)
 			delta = addScaled(delta, d, 1)
 		}
-		return expMax(means), delta
+		t.in = outer
+		return maxMoments(lists), delta
 	case model.StepHold:
 		p, ok := t.b.poolIdx[s.Resource]
+		outer := t.in
+		if ok {
+			t.in = t.b.within(t.in, p)
+		}
 		body, delta := t.list(s.Steps, c, weight, depth)
+		t.in = outer
 		if !ok {
 			return body, delta
 		}
-		t.held[p] += weight * body
-		return t.wait[p] + body, delta
+		t.held[p] += weight * body.mean
+		t.heldSq[p] += weight * body.second()
+		return waitMoments(t.wait[p]).plus(body), delta
 	case model.StepAcquire:
 		p, ok := t.b.poolIdx[s.Resource]
 		if !ok {
-			return 0, nil
+			return moments{}, nil
 		}
-		return t.wait[p], map[int]float64{p: 1}
+		return waitMoments(t.wait[p]), map[int]float64{p: 1}
 	case model.StepRelease:
 		p, ok := t.b.poolIdx[s.Resource]
 		if !ok {
-			return 0, nil
+			return moments{}, nil
 		}
-		return 0, map[int]float64{p: -1}
+		return moments{}, map[int]float64{p: -1}
 	}
-	return 0, nil
+	return moments{}, nil
 }
 
-// call walks the operation a call or send targets: the wait for a thread of
-// its component, then its steps while holding the thread. It returns the
-// operation's response time as its caller sees it.
-func (t *timeWalk) call(target string, weight float64, depth int) float64 {
+// call walks the operation a call or send (async) targets: the wait for a
+// thread of its component, then its steps while holding the thread. It
+// returns the moments of the operation's response time as its caller sees
+// it.
+func (t *timeWalk) call(target string, weight float64, depth int, async bool) moments {
 	op := t.b.m.Operation(target)
 	if op == nil {
-		return 0
+		return moments{}
 	}
 	p := t.b.poolIdx[model.ThreadsResource(op.Component)]
+	outer := t.in
+	if async {
+		t.in = len(t.b.pools)
+	}
+	t.in = t.b.within(t.in, p)
 	exec, _ := t.list(op.Steps, t.b.m.Component(op.Component), weight, depth+1)
-	t.held[p] += weight * exec
-	r := t.wait[p] + exec
+	t.in = outer
+	t.held[p] += weight * exec.mean
+	t.heldSq[p] += weight * exec.second()
+	r := waitMoments(t.wait[p]).plus(exec)
 	id := op.ID()
 	t.opRuns[id] += weight
-	t.opTotal[id] += weight * r
+	t.opTotal[id] += weight * r.mean
 	return r
 }
 
