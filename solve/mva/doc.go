@@ -37,7 +37,9 @@
 // curve, each layer limited to the users its enclosing pool admits), which
 // stays well conditioned far beyond saturation. Parallel lists join at the
 // mean maximum of independent list times, each a gamma distribution with
-// the list's mean and variance; sends add load but not response time.
+// the list's mean and variance, except for the waits at pools they acquire
+// together: one common wait, then the holds beyond the pool's units in
+// line, the pool seeing batches; sends add load but not response time.
 // Supports says which models fall outside what these methods treat
 // faithfully; docs/accuracy.md gives measured errors.
 package mva

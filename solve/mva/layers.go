@@ -36,8 +36,9 @@ type state struct {
 	walks []*timeWalk
 	// wait[c][p] is the mean wait of class c per acquisition of pool p,
 	// hold[c][p] its mean holding time per acquisition, holdSq[c][p] the
-	// second moment of that time.
-	wait, hold, holdSq [][]float64
+	// second moment of that time; batched[c][p] is Σ A·(A − 1) per request
+	// over the parallel steps whose lists acquire p A times together.
+	wait, hold, holdSq, batched [][]float64
 	// Per station and class: the mean time of a visit as a function of the
 	// visit's demand: d·stretch + extra.
 	stretch, extra [][]float64
@@ -73,7 +74,7 @@ var errUnstable = errors.New("open workloads exceed a resource's capacity")
 // The waits are damped and iterated to a fixed point.
 func solveLayers(ctx context.Context, b *built, o layerOptions) (*state, error) {
 	C, K, P := len(b.classes), len(b.stations), len(b.pools)
-	st := &state{b: b, X: make([]float64, C), R: make([]float64, C), wait: matrix(C, P), hold: matrix(C, P), holdSq: matrix(C, P),
+	st := &state{b: b, X: make([]float64, C), R: make([]float64, C), wait: matrix(C, P), hold: matrix(C, P), holdSq: matrix(C, P), batched: matrix(C, P),
 		stretch: matrix(C, K), extra: matrix(C, K), inStretch: make([][]float64, K)}
 	classes := make([]class, C)
 	for c, ci := range b.classes {
@@ -219,6 +220,7 @@ func (st *state) compose(classes []class) {
 			if a := b.classes[c].acq[p]; a > 0 {
 				st.hold[c][p] = tw.held[p] / a
 				st.holdSq[c][p] = tw.holdSecond(p, a, st.hold[c][p])
+				st.batched[c][p] = tw.batched[p]
 			}
 		}
 	}
@@ -399,7 +401,13 @@ func (st *state) poolWaits(classes []class, o layerOptions, out [][]float64, thi
 			}
 			pn.demand[i][0] = a * h / float64(pl.copies)
 			pn.visits[i][0] = a / float64(pl.copies)
-			pn.second[i][0] = a * st.holdSq[c][p] / float64(pl.copies)
+			// Acquisitions that arrive together (A lists of a parallel
+			// step) make the pool's arrivals batches: the wait of the
+			// first of a batch is the Pollaczek–Khinchine wait for the
+			// batch's total holding time, which adds A·(A − 1)·h² to the
+			// second moment per batch (the later ones' wait behind it
+			// is the join's).
+			pn.second[i][0] = (a*st.holdSq[c][p] + st.batched[c][p]*h*h) / float64(pl.copies)
 		}
 		if thinkOf != nil {
 			own := math.NaN()

@@ -433,6 +433,33 @@ workload:
 	}
 }
 
+// TestListsInLineAtALock: two lists of each request take a one-unit lock
+// at once, for exponential work of 1 ms: the lock sees batches of two, the
+// first of a batch waits the Pollaczek–Khinchine wait for the batch's
+// holding time, λ_b·E[(S1+S2)²]/(2(1−ρ)) = 200·6 ms²/(2·0.6) = 1 ms, and
+// the join waits for both holds after it: 1 + 2 = 3 ms.
+func TestListsInLineAtALock(t *testing.T) {
+	m := parse(t, `perfcast: 1
+hosts: {h: {}}
+components:
+  c:
+    host: h
+    operations:
+      get: {steps: [{hold: {resource: a, steps: [{cpu: exp(1ms)}]}}]}
+      fan: {steps: [{parallel: [[{call: c/get}], [{call: c/get}]]}]}
+passive:
+  a: {capacity: 1}
+workload:
+  w: {open: {rate: 200}, steps: [{call: c/fan}]}
+`)
+	r := solveModel(t, m)
+	if !r.Stable {
+		t.Fatalf("unstable: %+v", r.Saturation)
+	}
+	near(t, "R", r.Workloads["w"].ResponseTime.Mean, 0.003, 1e-6)
+	near(t, "lock U", r.Resources["a"].Utilization, 0.4, 1e-9)
+}
+
 // TestSupportsListsWaitingTogether: a request fans out to lists that take
 // the same one-unit lock; they wait for it together, which the join of
 // independent lists misjudges. Lists that take different locks, or a lock

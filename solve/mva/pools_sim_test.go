@@ -16,9 +16,10 @@ import (
 // shared host, the case the bounded stretch and the in-line waits for pools
 // are for: locks and thread pools of one to four units at 70 % busy, and a
 // one-unit pool held briefly by one workload and long by another, beside
-// work outside it, as in a process limited to one thread; and a fan-out to
+// work outside it, as in a process limited to one thread; a fan-out to
 // lists far less variable than exponential, the case the join of gamma
-// distributions is for.
+// distributions is for; and a fan-out whose lists queue together at a
+// one-unit pool another workload holds long.
 func poolsAndJoins() map[string]string {
 	out := map[string]string{}
 	for _, f := range layeredFamily() {
@@ -43,6 +44,21 @@ passive:
 workload:
   browse: {open: {rate: 60}, steps: [{call: app/list}]}
   lookup: {open: {rate: 300}, steps: [{call: app/get}]}
+`
+	out["fan-out through one slot"] = `perfcast: 1
+hosts: {h: {}}
+components:
+  app:
+    host: h
+    operations:
+      list: {steps: [{hold: {resource: slot, steps: [{cpu: "lognormal(4ms, cv=0.2)"}]}}]}
+      get: {steps: [{delay: 0.2ms}, {hold: {resource: slot, steps: [{cpu: "exp(0.15ms)"}]}}, {delay: "lognormal(0.1ms, cv=2)"}]}
+      rec: {steps: [{cpu: 0.3ms}, {parallel: [[{call: app/get}], [{call: app/get}], [{call: app/get}], [{call: app/get}], [{call: app/get}], [{call: app/get}]]}]}
+passive:
+  slot: {capacity: 1}
+workload:
+  browse: {open: {rate: 100}, steps: [{call: app/list}]}
+  rec: {open: {rate: 30}, steps: [{call: app/rec}]}
 `
 	out["fan-out of four"] = `perfcast: 1
 hosts: {h: {cpu: {cores: 4}}, r1: {}, r2: {}, r3: {}, r4: {}}

@@ -209,7 +209,7 @@ func approximations(b *built) []string {
 	}
 	for _, ci := range b.classes {
 		if ci.forks {
-			out = append(out, fmt.Sprintf("workload %s: parallel lists are joined by the mean maximum of independent list times (gamma-distributed with their means and variances)", ci.w.Name))
+			out = append(out, fmt.Sprintf("workload %s: parallel lists are joined by the mean maximum of independent list times (gamma-distributed with their means and variances), lists waiting for one pool by one common wait and their holds in line", ci.w.Name))
 		}
 		if ci.sends {
 			out = append(out, fmt.Sprintf("workload %s: completion_time is omitted, asynchronous sends add load only", ci.w.Name))

@@ -33,9 +33,17 @@ type timeWalk struct {
 	// in is the tightest limited pool held at the point walked.
 	in int
 	// Outputs, per request.
-	held    []float64 // held[p]: Σ executions × time held
-	heldSq  []float64 // heldSq[p]: Σ executions × second moment of the time held
-	loose   []bool    // loose[p]: some of held[p] is between an acquire and a release
+	held   []float64 // held[p]: Σ executions × time held
+	heldSq []float64 // heldSq[p]: Σ executions × second moment of the time held
+	loose  []bool    // loose[p]: some of held[p] is between an acquire and a release
+	// For joins, outside sends: per pool, Σ acquisitions × mean wait,
+	// Σ acquisitions, Σ acquisitions × time held and × its variance.
+	waited, taken, kept, keptVar []float64
+	// sent counts the sends the point walked is in.
+	sent int
+	// batched[p]: Σ parallel steps × A·(A − 1), A the acquisitions of pool
+	// p their lists make together.
+	batched []float64
 	opRuns  map[string]float64
 	opTotal map[string]float64
 	fixed   map[string]string
@@ -55,13 +63,14 @@ func (m moments) plus(o moments) moments { return moments{m.mean + o.mean, m.var
 func newTimeWalk(b *built, w *model.Workload) *timeWalk {
 	P := len(b.pools)
 	return &timeWalk{b: b, w: w, wait: make([]float64, P), held: make([]float64, P), heldSq: make([]float64, P),
-		loose: make([]bool, P), opRuns: map[string]float64{}, opTotal: map[string]float64{}, fixed: map[string]string{}}
+		loose: make([]bool, P), waited: make([]float64, P), taken: make([]float64, P), kept: make([]float64, P), keptVar: make([]float64, P), batched: make([]float64, P), opRuns: map[string]float64{}, opTotal: map[string]float64{}, fixed: map[string]string{}}
 }
 
 // reset clears the outputs.
 func (t *timeWalk) reset() {
 	for p := range t.held {
 		t.held[p], t.heldSq[p], t.loose[p] = 0, 0, false
+		t.waited[p], t.taken[p], t.kept[p], t.keptVar[p], t.batched[p] = 0, 0, 0, 0, 0
 	}
 	clear(t.opRuns)
 	clear(t.opTotal)
@@ -172,13 +181,16 @@ func (t *timeWalk) step(s *model.Step, c *model.Component, weight float64, depth
 		var delta map[int]float64
 		outer := t.in
 		t.in = len(t.b.pools)
+		j := t.newJoin(len(s.Parallel))
 		for i, l := range s.Parallel {
 			var d map[int]float64
+			j.start()
 			lists[i], d = t.list(l, c, weight, depth)
+			j.end(i)
 			delta = addScaled(delta, d, 1)
 		}
 		t.in = outer
-		return maxMoments(lists), delta
+		return j.join(lists, weight), delta
 	case model.StepHold:
 		p, ok := t.b.poolIdx[s.Resource]
 		outer := t.in
@@ -192,12 +204,14 @@ func (t *timeWalk) step(s *model.Step, c *model.Component, weight float64, depth
 		}
 		t.held[p] += weight * body.mean
 		t.heldSq[p] += weight * body.second()
+		t.acquired(p, weight, body)
 		return waitMoments(t.wait[p]).plus(body), delta
 	case model.StepAcquire:
 		p, ok := t.b.poolIdx[s.Resource]
 		if !ok {
 			return moments{}, nil
 		}
+		t.acquired(p, weight, moments{})
 		return waitMoments(t.wait[p]), map[int]float64{p: 1}
 	case model.StepRelease:
 		p, ok := t.b.poolIdx[s.Resource]
@@ -222,17 +236,132 @@ func (t *timeWalk) call(target string, weight float64, depth int, async bool) mo
 	outer := t.in
 	if async {
 		t.in = len(t.b.pools)
+		t.sent++
 	}
 	t.in = t.b.within(t.in, p)
 	exec, _ := t.list(op.Steps, t.b.m.Component(op.Component), weight, depth+1)
 	t.in = outer
+	if async {
+		t.sent--
+	}
 	t.held[p] += weight * exec.mean
 	t.heldSq[p] += weight * exec.second()
+	t.acquired(p, weight, exec)
 	r := waitMoments(t.wait[p]).plus(exec)
 	id := op.ID()
 	t.opRuns[id] += weight
 	t.opTotal[id] += weight * r.mean
 	return r
+}
+
+// acquired records, outside sends, weight acquisitions of pool p, each
+// after the pool's mean wait and held for a time with moments h (zero where
+// unknown: an acquire).
+func (t *timeWalk) acquired(p int, weight float64, h moments) {
+	if t.sent > 0 {
+		return
+	}
+	t.waited[p] += weight * t.wait[p]
+	t.taken[p] += weight
+	t.kept[p] += weight * h.mean
+	t.keptVar[p] += weight * h.vari
+}
+
+// join composes the lists of a parallel step, minding the pools they wait
+// for together: lists that start at once and acquire the same limited pool
+// find the same queue there (their waits are one wait, not independent
+// ones) and then queue behind each other when they outnumber its units.
+// For each such pool the lists' times are joined without their waits for
+// it, and the largest of those waits is added once. Where the lists'
+// acquisitions A outnumber the pool's c units, they are served one after
+// another: (A − c)/c mean holds are added, and the holds' variance is left
+// out of the lists (a sum of holds in line does not grow with their spread
+// the way a maximum does). The pool then sees batches, which poolWaits
+// counts through batched.
+type join struct {
+	t *timeWalk
+	// per list and pool, per request: the walk's waited, taken, kept and
+	// keptVar added by the list.
+	waited, taken, held, heldVar [][]float64
+	// The walk's totals when the list began.
+	before [4][]float64
+}
+
+func (t *timeWalk) newJoin(n int) *join {
+	P := len(t.b.pools)
+	j := &join{t: t, waited: matrix(n, P), taken: matrix(n, P), held: matrix(n, P), heldVar: matrix(n, P)}
+	for k := range j.before {
+		j.before[k] = make([]float64, P)
+	}
+	return j
+}
+
+func (j *join) totals() [4][]float64 {
+	return [4][]float64{j.t.waited, j.t.taken, j.t.kept, j.t.keptVar}
+}
+
+// start notes the walk's totals before a list.
+func (j *join) start() {
+	for k, v := range j.totals() {
+		copy(j.before[k], v)
+	}
+}
+
+// end records what list i added.
+func (j *join) end(i int) {
+	for k, v := range j.totals() {
+		out := [4][][]float64{j.waited, j.taken, j.held, j.heldVar}[k]
+		for p := range v {
+			out[i][p] = v[p] - j.before[k][p]
+		}
+	}
+}
+
+// join returns the moments of the parallel step executed weight times per
+// request, from its lists' moments.
+func (j *join) join(lists []moments, weight float64) moments {
+	if weight <= 0 {
+		return maxMoments(lists)
+	}
+	var common moments
+	var behind float64
+	for p, pl := range j.t.b.pools {
+		if !pl.limited() {
+			continue
+		}
+		n := 0
+		var taken, held, most float64
+		for i := range lists {
+			if j.taken[i][p] > 0 {
+				n++
+				taken += j.taken[i][p]
+				held += j.held[i][p]
+			}
+		}
+		if n < 2 {
+			continue
+		}
+		units := pl.capacityTotal()
+		a := taken / weight
+		j.t.batched[p] += weight * a * math.Max(a-1, 0)
+		inLine := a > units
+		for i := range lists {
+			w := j.waited[i][p] / weight
+			v := w * w
+			if inLine {
+				v += j.heldVar[i][p] / weight
+			}
+			lists[i].mean = math.Max(lists[i].mean-w, 0)
+			lists[i].vari = math.Max(lists[i].vari-v, 0)
+			most = math.Max(most, w)
+		}
+		common = common.plus(waitMoments(most))
+		if inLine {
+			behind = math.Max(behind, (a-units)/units*held/taken)
+		}
+	}
+	common.mean += behind
+	return maxMoments(lists).plus(common)
 }
 
 func addScaled(dst, src map[int]float64, f float64) map[int]float64 {
