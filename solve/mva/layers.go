@@ -36,8 +36,9 @@ type state struct {
 	walks []*timeWalk
 	// wait[c][p] is the mean wait of class c per acquisition of pool p,
 	// hold[c][p] its mean holding time per acquisition, holdSq[c][p] the
-	// second moment of that time; batched[c][p] is Σ A·(A − 1) per request
-	// over the parallel steps whose lists acquire p A times together.
+	// second moment of that time; batched[c][p] is Σ A·(A − 1)·h² per
+	// request over the parallel steps whose lists acquire p together (see
+	// timeWalk.batched).
 	wait, hold, holdSq, batched [][]float64
 	// Per station and class: the mean time of a visit as a function of the
 	// visit's demand: d·stretch + extra.
@@ -402,12 +403,14 @@ func (st *state) poolWaits(classes []class, o layerOptions, out [][]float64, thi
 			pn.demand[i][0] = a * h / float64(pl.copies)
 			pn.visits[i][0] = a / float64(pl.copies)
 			// Acquisitions that arrive together (A lists of a parallel
-			// step) make the pool's arrivals batches: the wait of the
-			// first of a batch is the Pollaczek–Khinchine wait for the
-			// batch's total holding time, which adds A·(A − 1)·h² to the
-			// second moment per batch (the later ones' wait behind it
-			// is the join's).
-			pn.second[i][0] = (a*st.holdSq[c][p] + st.batched[c][p]*h*h) / float64(pl.copies)
+			// step) make the pool's arrivals batches: at one unit the
+			// wait of the first of a batch is the Pollaczek–Khinchine
+			// wait for the batch's total holding time, which adds
+			// A·(A − 1)·h² to the second moment per batch (the later
+			// ones' wait behind it is the join's); at c units the
+			// first c − 1 start at once, and the rest count as the
+			// batch.
+			pn.second[i][0] = (a*st.holdSq[c][p] + st.batched[c][p]) / float64(pl.copies)
 		}
 		if thinkOf != nil {
 			own := math.NaN()

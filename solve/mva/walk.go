@@ -37,12 +37,18 @@ type timeWalk struct {
 	heldSq []float64 // heldSq[p]: Σ executions × second moment of the time held
 	loose  []bool    // loose[p]: some of held[p] is between an acquire and a release
 	// For joins, outside sends: per pool, Σ acquisitions × mean wait,
-	// Σ acquisitions, Σ acquisitions × time held and × its variance.
+	// Σ acquisitions, Σ acquisitions × time held less the waits for pools
+	// inside it (the part that lists holding it in line take one after
+	// another) and × its variance; waitSum is Σ waited.
 	waited, taken, kept, keptVar []float64
+	waitSum                      float64
+	// whole[p]: Σ acquisitions × time held, waits inside included.
+	whole []float64
 	// sent counts the sends the point walked is in.
 	sent int
-	// batched[p]: Σ parallel steps × A·(A − 1), A the acquisitions of pool
-	// p their lists make together.
+	// batched[p]: Σ parallel steps × A·(A − 1)·h², for the A acquisitions
+	// of pool p their lists make together beyond its units less one, each
+	// held for h (as in kept).
 	batched []float64
 	opRuns  map[string]float64
 	opTotal map[string]float64
@@ -60,10 +66,20 @@ func waitMoments(w float64) moments { return moments{w, w * w} }
 
 func (m moments) plus(o moments) moments { return moments{m.mean + o.mean, m.vari + o.vari} }
 
+// less returns m without waits totalling waited over weight executions
+// (taken as exponential).
+func (m moments) less(waited, weight float64) moments {
+	if weight <= 0 || waited <= 0 {
+		return m
+	}
+	w := waited / weight
+	return moments{math.Max(m.mean-w, 0), math.Max(m.vari-w*w, 0)}
+}
+
 func newTimeWalk(b *built, w *model.Workload) *timeWalk {
 	P := len(b.pools)
 	return &timeWalk{b: b, w: w, wait: make([]float64, P), held: make([]float64, P), heldSq: make([]float64, P),
-		loose: make([]bool, P), waited: make([]float64, P), taken: make([]float64, P), kept: make([]float64, P), keptVar: make([]float64, P), batched: make([]float64, P), opRuns: map[string]float64{}, opTotal: map[string]float64{}, fixed: map[string]string{}}
+		loose: make([]bool, P), waited: make([]float64, P), taken: make([]float64, P), kept: make([]float64, P), keptVar: make([]float64, P), whole: make([]float64, P), batched: make([]float64, P), opRuns: map[string]float64{}, opTotal: map[string]float64{}, fixed: map[string]string{}}
 }
 
 // reset clears the outputs.
@@ -71,6 +87,8 @@ func (t *timeWalk) reset() {
 	for p := range t.held {
 		t.held[p], t.heldSq[p], t.loose[p] = 0, 0, false
 		t.waited[p], t.taken[p], t.kept[p], t.keptVar[p], t.batched[p] = 0, 0, 0, 0, 0
+		t.waitSum = 0
+		t.whole[p] = 0
 	}
 	clear(t.opRuns)
 	clear(t.opTotal)
@@ -197,6 +215,7 @@ func (t *timeWalk) step(s *model.Step, c *model.Component, weight float64, depth
 		if ok {
 			t.in = t.b.within(t.in, p)
 		}
+		before := t.waitSum
 		body, delta := t.list(s.Steps, c, weight, depth)
 		t.in = outer
 		if !ok {
@@ -204,14 +223,14 @@ func (t *timeWalk) step(s *model.Step, c *model.Component, weight float64, depth
 		}
 		t.held[p] += weight * body.mean
 		t.heldSq[p] += weight * body.second()
-		t.acquired(p, weight, body)
+		t.acquired(p, weight, body.less(t.waitSum-before, weight), body.mean)
 		return waitMoments(t.wait[p]).plus(body), delta
 	case model.StepAcquire:
 		p, ok := t.b.poolIdx[s.Resource]
 		if !ok {
 			return moments{}, nil
 		}
-		t.acquired(p, weight, moments{})
+		t.acquired(p, weight, moments{}, 0)
 		return waitMoments(t.wait[p]), map[int]float64{p: 1}
 	case model.StepRelease:
 		p, ok := t.b.poolIdx[s.Resource]
@@ -239,6 +258,7 @@ func (t *timeWalk) call(target string, weight float64, depth int, async bool) mo
 		t.sent++
 	}
 	t.in = t.b.within(t.in, p)
+	before := t.waitSum
 	exec, _ := t.list(op.Steps, t.b.m.Component(op.Component), weight, depth+1)
 	t.in = outer
 	if async {
@@ -246,7 +266,7 @@ func (t *timeWalk) call(target string, weight float64, depth int, async bool) mo
 	}
 	t.held[p] += weight * exec.mean
 	t.heldSq[p] += weight * exec.second()
-	t.acquired(p, weight, exec)
+	t.acquired(p, weight, exec.less(t.waitSum-before, weight), exec.mean)
 	r := waitMoments(t.wait[p]).plus(exec)
 	id := op.ID()
 	t.opRuns[id] += weight
@@ -257,14 +277,16 @@ func (t *timeWalk) call(target string, weight float64, depth int, async bool) mo
 // acquired records, outside sends, weight acquisitions of pool p, each
 // after the pool's mean wait and held for a time with moments h (zero where
 // unknown: an acquire).
-func (t *timeWalk) acquired(p int, weight float64, h moments) {
+func (t *timeWalk) acquired(p int, weight float64, h moments, whole float64) {
 	if t.sent > 0 {
 		return
 	}
 	t.waited[p] += weight * t.wait[p]
+	t.waitSum += weight * t.wait[p]
 	t.taken[p] += weight
 	t.kept[p] += weight * h.mean
 	t.keptVar[p] += weight * h.vari
+	t.whole[p] += weight * whole
 }
 
 // join composes the lists of a parallel step, minding the pools they wait
@@ -273,31 +295,34 @@ func (t *timeWalk) acquired(p int, weight float64, h moments) {
 // ones) and then queue behind each other when they outnumber its units.
 // For each such pool the lists' times are joined without their waits for
 // it, and the largest of those waits is added once. Where the lists'
-// acquisitions A outnumber the pool's c units, they are served one after
-// another: (A − c)/c mean holds are added, and the holds' variance is left
-// out of the lists (a sum of holds in line does not grow with their spread
-// the way a maximum does). The pool then sees batches, which poolWaits
-// counts through batched.
+// acquisitions A outnumber the pool's c units, they are served in rounds:
+// the largest over such pools of (A − c)/c mean holds is added, each hold
+// with the waits inside it (a later round may wait afresh at a pool inside;
+// where the lists still queue there together this overestimates), and the
+// holds' variance is left out of the lists (a sum of holds in line does not
+// grow with their spread the way a maximum does). The pool sees batches,
+// which poolWaits counts through batched, from holds without the waits
+// inside them.
 type join struct {
 	t *timeWalk
 	// per list and pool, per request: the walk's waited, taken, kept and
 	// keptVar added by the list.
-	waited, taken, held, heldVar [][]float64
+	waited, taken, held, heldVar, whole [][]float64
 	// The walk's totals when the list began.
-	before [4][]float64
+	before [5][]float64
 }
 
 func (t *timeWalk) newJoin(n int) *join {
 	P := len(t.b.pools)
-	j := &join{t: t, waited: matrix(n, P), taken: matrix(n, P), held: matrix(n, P), heldVar: matrix(n, P)}
+	j := &join{t: t, waited: matrix(n, P), taken: matrix(n, P), held: matrix(n, P), heldVar: matrix(n, P), whole: matrix(n, P)}
 	for k := range j.before {
 		j.before[k] = make([]float64, P)
 	}
 	return j
 }
 
-func (j *join) totals() [4][]float64 {
-	return [4][]float64{j.t.waited, j.t.taken, j.t.kept, j.t.keptVar}
+func (j *join) totals() [5][]float64 {
+	return [5][]float64{j.t.waited, j.t.taken, j.t.kept, j.t.keptVar, j.t.whole}
 }
 
 // start notes the walk's totals before a list.
@@ -310,7 +335,7 @@ func (j *join) start() {
 // end records what list i added.
 func (j *join) end(i int) {
 	for k, v := range j.totals() {
-		out := [4][][]float64{j.waited, j.taken, j.held, j.heldVar}[k]
+		out := [5][][]float64{j.waited, j.taken, j.held, j.heldVar, j.whole}[k]
 		for p := range v {
 			out[i][p] = v[p] - j.before[k][p]
 		}
@@ -330,12 +355,13 @@ func (j *join) join(lists []moments, weight float64) moments {
 			continue
 		}
 		n := 0
-		var taken, held, most float64
+		var taken, held, whole, most float64
 		for i := range lists {
 			if j.taken[i][p] > 0 {
 				n++
 				taken += j.taken[i][p]
 				held += j.held[i][p]
+				whole += j.whole[i][p]
 			}
 		}
 		if n < 2 {
@@ -343,8 +369,9 @@ func (j *join) join(lists []moments, weight float64) moments {
 		}
 		units := pl.capacityTotal()
 		a := taken / weight
-		j.t.batched[p] += weight * a * math.Max(a-1, 0)
 		inLine := a > units
+		h := held / taken
+		j.t.batched[p] += weight * a * math.Max(a-1, 0) * h * h
 		for i := range lists {
 			w := j.waited[i][p] / weight
 			v := w * w
@@ -357,7 +384,7 @@ func (j *join) join(lists []moments, weight float64) moments {
 		}
 		common = common.plus(waitMoments(most))
 		if inLine {
-			behind = math.Max(behind, (a-units)/units*held/taken)
+			behind = math.Max(behind, (a-units)/units*whole/taken)
 		}
 	}
 	common.mean += behind

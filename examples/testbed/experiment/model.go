@@ -181,10 +181,20 @@ func workloadOf(m *model.Model) map[string]string {
 	return out
 }
 
-// predict solves base changed to configuration s, with the open rates of
-// the mix at s.Rate and the host's CPU speed (1: the reference's, with the
-// extracted speed curve; any other value replaces the curve).
+// predict solves base changed to configuration s (see configure) by
+// simulation.
 func predict(ctx context.Context, base *model.Model, s setup, mix map[string]float64, precision, speed float64) (*solve.Result, error) {
+	m, err := configure(base, s, mix, speed)
+	if err != nil {
+		return nil, err
+	}
+	return sim.New().Solve(ctx, m, solve.Options{Seed: 1, Precision: precision, Requests: 400000})
+}
+
+// configure returns base changed to configuration s, with the open rates
+// of the mix at s.Rate and the host's CPU speed (1: the reference's, with
+// the extracted speed curve; any other value replaces the curve).
+func configure(base *model.Model, s setup, mix map[string]float64, speed float64) (*model.Model, error) {
 	m, err := base.Clone()
 	if err != nil {
 		return nil, err
@@ -225,7 +235,7 @@ func predict(ctx context.Context, base *model.Model, s setup, mix map[string]flo
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: model: %w", s.Name, err)
 	}
-	return sim.New().Solve(ctx, m, solve.Options{Seed: 1, Precision: precision, Requests: 400000})
+	return m, nil
 }
 
 // saveModel writes m, with the reference's pool and lock declared, to path.

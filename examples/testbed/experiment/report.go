@@ -17,20 +17,34 @@ import (
 	"github.com/perfcast/perfcast/extract"
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/solve"
+	"github.com/perfcast/perfcast/solve/mva"
+	"github.com/perfcast/perfcast/solve/sim"
 )
 
 // predicted is a prediction and the model's names for the classes.
 type predicted struct {
-	res   *solve.Result
-	names map[string]string
+	// res is the simulator's prediction, analytical the analytical
+	// solver's of the same model (nil where it failed: why).
+	res        *solve.Result
+	analytical *solve.Result
+	why        string
+	names      map[string]string
 }
 
 func predictFrom(ctx context.Context, base *model.Model, s setup, mix map[string]float64, precision, speed float64) (*predicted, error) {
-	res, err := predict(ctx, base, s, mix, precision, speed)
+	m, err := configure(base, s, mix, speed)
 	if err != nil {
 		return nil, fmt.Errorf("predict %s: %w", s.Name, err)
 	}
-	return &predicted{res: res, names: workloadOf(base)}, nil
+	res, err := sim.New().Solve(ctx, m, solve.Options{Seed: 1, Precision: precision, Requests: 400000})
+	if err != nil {
+		return nil, fmt.Errorf("predict %s: %w", s.Name, err)
+	}
+	p := &predicted{res: res, names: workloadOf(base)}
+	if p.analytical, err = mva.New().Solve(ctx, m, solve.Options{}); err != nil {
+		p.why = err.Error()
+	}
+	return p, nil
 }
 
 func mustJSON(v any) []byte {
@@ -356,6 +370,7 @@ func (r *report) write(w io.Writer, args []string) {
 			absPct(median(hoCI)), absPct(slices.Max(hoCI)))
 	}
 	r.writeNoise(w)
+	r.writeAnalytical(w)
 	r.writeAdjusted(w)
 	fmt.Fprintf(w, "### Known sources of error\n\n"+
 		"- Measurement noise: the CPU time per request moves from segment to segment (see above and the\n"+
@@ -534,6 +549,88 @@ func (r *report) writeAdjusted(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nBelow saturation (measured CPU under 80 %% of the cores), at the runs' speeds: median absolute error of the mean "+
 		"response time %s; %d of %d class rows within 15 %%.\n\n", absPct(median(meanErrs)), within(meanErrs, 0.15), len(meanErrs))
+}
+
+// writeAnalytical compares the analytical solver's mean response times on
+// the same models with the measurements and with the simulator's.
+func (r *report) writeAnalytical(w io.Writer) {
+	fmt.Fprintf(w, "### The analytical solver on the same models\n\n"+
+		"Each configuration's model solved again with `--solver mva` (mean values; no percentiles). `auto` would\n"+
+		"simulate the models the last column marks, for the reasons listed under the table.\n\n")
+	fmt.Fprintf(w, "| configuration | class | measured mean | simulated | analytical | error | against simulated | auto |\n")
+	fmt.Fprintf(w, "|---|---|---:|---:|---:|---:|---:|---|\n")
+	var errs, gaps []float64
+	var rows int
+	var why []string
+	for _, row := range r.rows {
+		m, p := row.measured, row.predicted
+		auto := "mva"
+		if p.analytical != nil {
+			if ok, reasons := supportsOf(p); !ok {
+				auto = "sim"
+				why = append(why, fmt.Sprintf("- %s: %s", row.setup.Name, reasons))
+			}
+		}
+		for _, class := range slices.Sorted(maps.Keys(m.Load.Classes)) {
+			mc := m.Load.Classes[class]
+			ws := p.res.Workloads[p.names[class]]
+			var wa *solve.WorkloadResult
+			if p.analytical != nil && p.analytical.Stable {
+				wa = p.analytical.Workloads[p.names[class]]
+			}
+			simMean := math.NaN()
+			if ws != nil && p.res.Stable {
+				simMean = ws.ResponseTime.Mean
+			}
+			if wa == nil {
+				what := "unstable"
+				if p.analytical == nil {
+					what = "failed: " + p.why
+				} else if p.analytical.Stable {
+					what = "–"
+				}
+				fmt.Fprintf(w, "| %s | %s | %s | %s | %s | – | – | %s |\n", row.setup.Name, class, meanCI(mc), ms(simMean), what, auto)
+				continue
+			}
+			a := wa.ResponseTime.Mean
+			em, es := relErr(a, mc.Mean), relErr(a, simMean)
+			if !strings.Contains(row.setup.Name, " from ") && row.setup.Name != "reference" && row.setup.Name != "repeat" && m.CPU < 0.8 {
+				errs = append(errs, math.Abs(em))
+				gaps = append(gaps, math.Abs(es))
+				rows++
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", row.setup.Name, class, meanCI(mc), ms(simMean), ms(a), pct(em), pct(es), auto)
+		}
+	}
+	if len(why) > 0 {
+		fmt.Fprintf(w, "\nWhy `auto` would simulate:\n\n%s\n", strings.Join(why, "\n"))
+	}
+	fmt.Fprintf(w, "\nHeld-out configurations below saturation, analytical: %d of %d class rows within 15 %% of the measured mean "+
+		"(median absolute error %s); median distance from the simulator %s, largest %s.\n\n",
+		within(errs, 0.15), rows, absPct(median(errs)), absPct(median(gaps)), absPct(maxOf(gaps)))
+}
+
+// supportsOf says whether the analytical solver takes a prediction's model
+// as within its reach (the warnings it adds name why not).
+func supportsOf(p *predicted) (bool, string) {
+	const mark = "outside the analytical solver's reach: "
+	var why []string
+	for _, wn := range p.analytical.Warnings {
+		if r, ok := strings.CutPrefix(wn, mark); ok {
+			why = append(why, r)
+		}
+	}
+	return len(why) == 0, strings.Join(why, "; ")
+}
+
+func maxOf(v []float64) float64 {
+	out := math.NaN()
+	for _, x := range v {
+		if !math.IsNaN(x) && (math.IsNaN(out) || x > out) {
+			out = x
+		}
+	}
+	return out
 }
 
 func median(v []float64) float64 {
