@@ -386,6 +386,14 @@ workload:
 		t.Fatalf("unstable at 95/s: %+v", r.Saturation)
 	}
 	near(t, "response time at 95/s", r.Workloads["w"].ResponseTime.Mean, 0.2, 1e-6)
+	// A pool's saturation rests on the layered approximation: Supports
+	// leaves it to the simulator.
+	if ok, reasons := Supports(lock(105)); ok || len(reasons) != 1 || !strings.Contains(reasons[0], "overloads l,") {
+		t.Errorf("lock at 105/s: ok %v reasons %q", ok, reasons)
+	}
+	if ok, reasons := Supports(lock(95)); !ok {
+		t.Errorf("lock at 95/s: reasons %q", reasons)
+	}
 }
 
 func TestExamplesSolve(t *testing.T) {

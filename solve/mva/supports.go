@@ -139,6 +139,14 @@ func supports(b *built, st *state) (bool, []string) {
 			reasons = append(reasons, fmt.Sprintf("station %s: FCFS service with cv %.2g visited repeatedly by each request (a loop); the per-visit M/G/1 wait overestimates the wait, as a request's own visits never queue behind each other", s.name, cv))
 		}
 	}
+	// A pool overloaded: its holding time, and so its saturation, rests on
+	// the layered approximation (waits inside it, joins), where the
+	// hardware's saturation is exact.
+	if st != nil && st.saturated != "" {
+		if _, ok := b.poolIdx[st.saturated]; ok {
+			reasons = append(reasons, fmt.Sprintf("the analytical solution overloads %s, a pool whose holding time rests on the layered approximation; the simulator judges whether it saturates", st.saturated))
+		}
+	}
 	// Pools that the parallel lists of one request wait for together: the
 	// lists arrive at once, find the same queue and queue behind each
 	// other, which the join approximates coarsely (within 20 % of the
