@@ -29,6 +29,16 @@ func solveModel(t *testing.T, m *model.Model) *solve.Result {
 	return r
 }
 
+// solveStable solves the model src and fails the test unless it is stable.
+func solveStable(t *testing.T, src string) *solve.Result {
+	t.Helper()
+	r := solveModel(t, parse(t, src))
+	if !r.Stable {
+		t.Fatalf("unstable: %+v", r.Saturation)
+	}
+	return r
+}
+
 func near(t *testing.T, what string, got, want, tol float64) {
 	t.Helper()
 	if e := relErr(got, want); e > tol || math.IsNaN(got) {
@@ -256,7 +266,7 @@ workload:
 // M/G/1 queue served in order of arrival, so both wait the same,
 // λ·E[S²]/(2(1−ρ)) (Pollaczek–Khinchine), however long each holds it.
 func TestLockIsMG1(t *testing.T) {
-	m := parse(t, `perfcast: 1
+	r := solveStable(t, `perfcast: 1
 hosts: {h: {}}
 components:
   c:
@@ -270,10 +280,6 @@ workload:
   a: {open: {rate: 200}, steps: [{call: c/short}]}
   b: {open: {rate: 40}, steps: [{call: c/long}]}
 `)
-	r := solveModel(t, m)
-	if !r.Stable {
-		t.Fatalf("unstable: %+v", r.Saturation)
-	}
 	la, lb := 200.0, 40.0
 	sa, sb := 0.001, 0.012
 	sb2 := 2*0.010*0.010 + 0.002*0.002*1.25 + 2*0.010*0.002 // E[(X+Y)²], X exp, Y lognormal
@@ -289,7 +295,7 @@ workload:
 // lock at a time, so it competes at the CPU with the outside work alone;
 // the stretches follow the mean-value equations of boundedStretch.
 func TestLockAroundCPU(t *testing.T) {
-	m := parse(t, `perfcast: 1
+	r := solveStable(t, `perfcast: 1
 hosts: {h: {}}
 components:
   c:
@@ -301,10 +307,6 @@ passive:
 workload:
   w: {open: {rate: 100}, steps: [{call: c/op}]}
 `)
-	r := solveModel(t, m)
-	if !r.Stable {
-		t.Fatalf("unstable: %+v", r.Saturation)
-	}
 	uf, ul := 0.2, 0.4
 	A := uf + ul/(1+ul)
 	S := A / (1 - A)
@@ -447,7 +449,7 @@ workload:
 // holding time, λ_b·E[(S1+S2)²]/(2(1−ρ)) = 200·6 ms²/(2·0.6) = 1 ms, and
 // the join waits for both holds after it: 1 + 2 = 3 ms.
 func TestListsInLineAtALock(t *testing.T) {
-	m := parse(t, `perfcast: 1
+	r := solveStable(t, `perfcast: 1
 hosts: {h: {}}
 components:
   c:
@@ -460,10 +462,6 @@ passive:
 workload:
   w: {open: {rate: 200}, steps: [{call: c/fan}]}
 `)
-	r := solveModel(t, m)
-	if !r.Stable {
-		t.Fatalf("unstable: %+v", r.Saturation)
-	}
 	near(t, "R", r.Workloads["w"].ResponseTime.Mean, 0.003, 1e-6)
 	near(t, "lock U", r.Resources["a"].Utilization, 0.4, 1e-9)
 }
