@@ -28,6 +28,17 @@ func TestMaxMoments(t *testing.T) {
 		{"low variance", []moments{{10, 1e-4}, {10, 1e-4}, {10, 1e-4}}, 10.0085, -1, 1e-4},
 		{"one", []moments{{0, 0}, {4, 3}}, 4, 3, 0},
 	}
+	// Extreme spreads give finite moments.
+	for _, in := range [][]moments{
+		{{1e-9, 1e-6}, {1e3, 1e12}},
+		{{1, 1e300}, {2, 0}},
+		{{1e-300, 1e-300}, {1e-300, 0}, {5, 25}},
+	} {
+		got := maxMoments(in)
+		if math.IsNaN(got.mean+got.vari) || math.IsInf(got.mean+got.vari, 0) || got.mean < 0 || got.vari < 0 {
+			t.Errorf("maxMoments(%v) = %v", in, got)
+		}
+	}
 	for _, c := range cases {
 		got := maxMoments(c.in)
 		if e := relErr(got.mean, c.mean); e > c.tol || math.IsNaN(got.mean) {
@@ -39,4 +50,27 @@ func TestMaxMoments(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzMaxMoments joins three lists of arbitrary moments: no panic, and
+// finite moments no smaller than the largest mean where the inputs are
+// finite.
+func FuzzMaxMoments(f *testing.F) {
+	f.Add(1.0, 1.0, 2.0, 0.0, 3.0, 9.0)
+	f.Add(1e-300, 1e-300, 5.0, 25.0, 0.0, 0.0)
+	f.Add(1.0, 1e300, 2.0, 0.0, 1e-9, 1e-6)
+	f.Fuzz(func(t *testing.T, m1, v1, m2, v2, m3, v3 float64) {
+		in := []moments{{m1, v1}, {m2, v2}, {m3, v3}}
+		largest := 0.0
+		for _, m := range in {
+			if math.IsNaN(m.mean) || math.IsInf(m.mean, 0) || m.mean > 1e100 || math.IsNaN(m.vari) || math.IsInf(m.vari, 0) || m.vari < 0 || m.vari > 1e200 {
+				t.Skip()
+			}
+			largest = math.Max(largest, m.mean)
+		}
+		got := maxMoments(in)
+		if math.IsNaN(got.mean+got.vari) || math.IsInf(got.mean+got.vari, 0) || got.vari < 0 || got.mean < largest*(1-1e-6) {
+			t.Errorf("maxMoments(%v) = %v", in, got)
+		}
+	})
 }

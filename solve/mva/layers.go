@@ -407,9 +407,11 @@ func (st *state) poolWaits(classes []class, o layerOptions, out [][]float64, thi
 			// wait of the first of a batch is the Pollaczek–Khinchine
 			// wait for the batch's total holding time, which adds
 			// A·(A − 1)·h² to the second moment per batch (the later
-			// ones' wait behind it is the join's); at c units the
-			// first c − 1 start at once, and the rest count as the
-			// batch.
+			// ones' wait behind it is the join's). At c units the
+			// same term goes into the Allen–Cunneen wait: on a pool of
+			// two with batches of four, 7 to 15 % short of the
+			// simulator, where counting only the lists beyond the
+			// units as the batch was 26 % short.
 			pn.second[i][0] = (a*st.holdSq[c][p] + st.batched[c][p]) / float64(pl.copies)
 		}
 		if thinkOf != nil {

@@ -115,7 +115,8 @@ const maxExactFork = 16
 // times with the given moments (zero means are left out), each taken as a
 // gamma distribution with its mean and variance: exponential at a
 // coefficient of variation of 1, fixed at variance 0. Where every time is
-// exponential the mean is expMax's exact one; otherwise the moments are
+// exponential the mean is expMax's exact one, and beyond minShape the
+// join is taken as exponential; otherwise the moments are
 // E[max^j] = ∫ j·t^(j−1)·(1 − Π F_i(t)) dt by Gauss–Legendre quadrature
 // between the times' means, their means − 2, + 2 and + 6 standard
 // deviations, and 20 standard deviations above the largest mean.
@@ -138,11 +139,17 @@ func maxMoments(ms []moments) moments {
 	}
 	cdfs := make([]func(float64) float64, len(live))
 	cuts := []float64{0}
-	top := 0.0
+	top, largest := 0.0, 0.0
+	bad := false
 	for i, m := range live {
 		sd := math.Sqrt(m.vari)
 		top = math.Max(top, m.mean+20*sd)
+		largest = math.Max(largest, m.mean)
 		cuts = append(cuts, m.mean, m.mean-2*sd, m.mean+2*sd, m.mean+6*sd)
+		if shape := m.mean * m.mean / m.vari; !(shape >= minShape) || math.IsInf(top, 0) {
+			bad = true
+			break
+		}
 		if sd <= m.mean*1e-6 {
 			mean := m.mean
 			cdfs[i] = func(t float64) float64 {
@@ -159,7 +166,7 @@ func maxMoments(ms []moments) moments {
 	cuts = append(cuts, top)
 	slices.Sort(cuts)
 	var first, second float64
-	for i := 1; i < len(cuts); i++ {
+	for i := 1; i < len(cuts) && !bad; i++ {
 		lo, hi := math.Max(cuts[i-1], 0), math.Min(cuts[i], top)
 		if hi <= lo {
 			continue
@@ -176,15 +183,27 @@ func maxMoments(ms []moments) moments {
 			second += half * legendreW[j] * 2 * t * above
 		}
 	}
-	if allExp {
+	bad = bad || math.IsNaN(first+second) || math.IsInf(first+second, 0) || first < largest*(1-1e-6)
+	if allExp || bad {
 		means := make([]float64, len(live))
+		vari := 0.0
 		for i, m := range live {
-			means[i] = m.mean
+			means[i], vari = m.mean, math.Max(vari, m.vari)
 		}
 		first = expMax(means)
+		if bad {
+			// Beyond the quadrature's reach (a shape below minShape,
+			// spreads beyond the floating-point range): the
+			// exponential join, and the largest variance.
+			return moments{first, vari}
+		}
 	}
 	return moments{first, math.Max(second-first*first, 0)}
 }
+
+// minShape is the smallest gamma shape (mean²/variance, a coefficient of
+// variation of about 32) that maxMoments integrates.
+const minShape = 1e-3
 
 // legendreX and legendreW are the nodes and weights of 8-point
 // Gauss–Legendre quadrature on [−1, 1].

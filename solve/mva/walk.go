@@ -305,8 +305,8 @@ func (t *timeWalk) acquired(p int, weight float64, h moments, whole float64) {
 // inside them.
 type join struct {
 	t *timeWalk
-	// per list and pool, per request: the walk's waited, taken, kept and
-	// keptVar added by the list.
+	// per list and pool, per request: the walk's waited, taken, kept,
+	// keptVar and whole added by the list.
 	waited, taken, held, heldVar, whole [][]float64
 	// The walk's totals when the list began.
 	before [5][]float64
