@@ -47,9 +47,6 @@ type classInfo struct {
 	// than one iteration on average: a request's own visits there follow
 	// one another.
 	repeat []bool
-	// together[p] records that pool p is acquired in more than one list of
-	// a parallel step: the lists of one request then wait for it at once.
-	together []bool
 	// inside[k][g] is the demand per request at station k (summed over its
 	// copies) made while pool g is the tightest limited pool holding the
 	// request; g = len(pools) for demand no such pool encloses.
@@ -111,16 +108,15 @@ func build(m *model.Model) *built {
 	}
 	for _, w := range m.Workloads {
 		ci := &classInfo{
-			w:        w,
-			dem:      m.Demands(w),
-			demand:   make([]float64, len(b.stations)),
-			visits:   make([]float64, len(b.stations)),
-			second:   make([]float64, len(b.stations)),
-			acq:      make([]float64, len(b.pools)),
-			units:    make([]float64, len(b.pools)),
-			repeat:   make([]bool, len(b.stations)),
-			inside:   matrix(len(b.stations), len(b.pools)+1),
-			together: make([]bool, len(b.pools)),
+			w:      w,
+			dem:    m.Demands(w),
+			demand: make([]float64, len(b.stations)),
+			visits: make([]float64, len(b.stations)),
+			second: make([]float64, len(b.stations)),
+			acq:    make([]float64, len(b.pools)),
+			units:  make([]float64, len(b.pools)),
+			repeat: make([]bool, len(b.stations)),
+			inside: matrix(len(b.stations), len(b.pools)+1),
 		}
 		for r, s := range ci.dem.Service {
 			if k, ok := b.stIndex[r]; ok {
@@ -213,21 +209,8 @@ func (v *visitWalk) steps(steps []model.Step, c *model.Component, weight float64
 			// station.
 			outer := v.held
 			v.held = len(v.b.pools)
-			lists := make([]int, len(v.b.pools))
-			before := make([]float64, len(v.b.pools))
 			for _, list := range s.Parallel {
-				copy(before, v.ci.acq)
 				v.steps(list, c, weight, depth)
-				for p, a := range v.ci.acq {
-					if a > before[p] {
-						lists[p]++
-					}
-				}
-			}
-			for p, n := range lists {
-				if n > 1 && v.b.pools[p].limited() {
-					v.ci.together[p] = true
-				}
 			}
 			v.held = outer
 		case model.StepHold, model.StepAcquire:

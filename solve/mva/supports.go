@@ -154,7 +154,7 @@ func supports(b *built, st *state) (bool, []string) {
 	if st != nil && st.hw != nil && st.saturated == "" {
 		for c, ci := range b.classes {
 			for p, pl := range b.pools {
-				if !ci.together[p] || st.R[c] <= 0 {
+				if !st.walks[c].together[p] || st.R[c] <= 0 {
 					continue
 				}
 				if w := st.wait[c][p]; w >= togetherShare*st.R[c] {

@@ -46,6 +46,9 @@ type timeWalk struct {
 	whole []float64
 	// sent counts the sends the point walked is in.
 	sent int
+	// together[p]: the lists of a parallel step acquire pool p together
+	// (see join).
+	together []bool
 	// batched[p]: Σ parallel steps × A·(A − 1)·h², for the A acquisitions
 	// of pool p their lists make together beyond its units less one, each
 	// held for h (as in kept).
@@ -79,17 +82,17 @@ func (m moments) less(waited, weight float64) moments {
 func newTimeWalk(b *built, w *model.Workload) *timeWalk {
 	P := len(b.pools)
 	return &timeWalk{b: b, w: w, wait: make([]float64, P), held: make([]float64, P), heldSq: make([]float64, P),
-		loose: make([]bool, P), waited: make([]float64, P), taken: make([]float64, P), kept: make([]float64, P), keptVar: make([]float64, P), whole: make([]float64, P), batched: make([]float64, P), opRuns: map[string]float64{}, opTotal: map[string]float64{}, fixed: map[string]string{}}
+		loose: make([]bool, P), waited: make([]float64, P), taken: make([]float64, P), kept: make([]float64, P), keptVar: make([]float64, P), whole: make([]float64, P), together: make([]bool, P), batched: make([]float64, P), opRuns: map[string]float64{}, opTotal: map[string]float64{}, fixed: map[string]string{}}
 }
 
 // reset clears the outputs.
 func (t *timeWalk) reset() {
-	for p := range t.held {
-		t.held[p], t.heldSq[p], t.loose[p] = 0, 0, false
-		t.waited[p], t.taken[p], t.kept[p], t.keptVar[p], t.batched[p] = 0, 0, 0, 0, 0
-		t.waitSum = 0
-		t.whole[p] = 0
+	for _, v := range [][]float64{t.held, t.heldSq, t.waited, t.taken, t.kept, t.keptVar, t.whole, t.batched} {
+		clear(v)
 	}
+	clear(t.loose)
+	clear(t.together)
+	t.waitSum = 0
 	clear(t.opRuns)
 	clear(t.opTotal)
 }
@@ -367,6 +370,7 @@ func (j *join) join(lists []moments, weight float64) moments {
 		if n < 2 {
 			continue
 		}
+		j.t.together[p] = true
 		units := pl.capacityTotal()
 		a := taken / weight
 		inLine := a > units
