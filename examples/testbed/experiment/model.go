@@ -188,6 +188,12 @@ func predict(ctx context.Context, base *model.Model, s setup, mix map[string]flo
 	if err != nil {
 		return nil, err
 	}
+	return simulate(ctx, m, precision)
+}
+
+// simulate solves a configured model as every prediction of the
+// experiment does.
+func simulate(ctx context.Context, m *model.Model, precision float64) (*solve.Result, error) {
 	return sim.New().Solve(ctx, m, solve.Options{Seed: 1, Precision: precision, Requests: 400000})
 }
 

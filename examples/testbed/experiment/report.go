@@ -18,7 +18,6 @@ import (
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/solve"
 	"github.com/perfcast/perfcast/solve/mva"
-	"github.com/perfcast/perfcast/solve/sim"
 )
 
 // predicted is a prediction and the model's names for the classes.
@@ -40,7 +39,7 @@ func predictFrom(ctx context.Context, base *model.Model, s setup, mix map[string
 	if err != nil {
 		return nil, fmt.Errorf("predict %s: %w", s.Name, err)
 	}
-	res, err := sim.New().Solve(ctx, m, solve.Options{Seed: 1, Precision: precision, Requests: 400000})
+	res, err := simulate(ctx, m, precision)
 	if err != nil {
 		return nil, fmt.Errorf("predict %s: %w", s.Name, err)
 	}
