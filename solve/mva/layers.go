@@ -45,12 +45,14 @@ type state struct {
 	stretch, extra [][]float64
 	// inStretch[k], where not nil, is the residence-to-demand ratio at
 	// processor-sharing station k of a visit made while pool g is the
-	// tightest limited pool held, inStretch[k][g] (see boundedStretch).
-	inStretch  [][]float64
-	iterations int
-	converged  bool
-	residual   float64
-	usesPools  bool
+	// tightest limited pool held, inStretch[k][g] (see boundedStretch);
+	// bounded holds those ratios, which depend only on the open rates,
+	// for the whole solution.
+	inStretch, bounded [][]float64
+	iterations         int
+	converged          bool
+	residual           float64
+	usesPools          bool
 	// saturated names the resource open workloads overload ("" if none).
 	saturated string
 }
@@ -101,6 +103,10 @@ func solveLayers(ctx context.Context, b *built, o layerOptions) (*state, error) 
 		}
 	}
 	st.net = net
+	st.bounded = make([][]float64, K)
+	for k := range b.stations {
+		st.bounded[k] = st.boundedStretch(k)
+	}
 	var closed []int
 	for c, ci := range b.classes {
 		st.walks = append(st.walks, newTimeWalk(b, ci.w))
@@ -246,7 +252,7 @@ func relChange(a, b float64) float64 {
 // (boundedStretch), and the class's residence there follows.
 func (st *state) setVisitTimes() {
 	for k := range st.b.stations {
-		st.inStretch[k] = st.boundedStretch(k)
+		st.inStretch[k] = st.bounded[k]
 	}
 	for c := range st.b.classes {
 		for k, s := range st.b.stations {
