@@ -511,6 +511,10 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 			return err
 		}
 		rows[i].pred = p
+		// Each configuration's model beside its runs, for perfcast predict.
+		if err := writeModel(filepath.Join(e.work, rows[i].s.Name, "model.yaml"), p.model); err != nil {
+			return err
+		}
 		// A diagnostic: the runs on the reference's code path predicted
 		// again with the CPU speed each run had (its CPU time per request
 		// against the reference's), which takes the machine's drift out

@@ -253,11 +253,16 @@ func saveModel(path string, m *model.Model, s setup) error {
 	if err := declare(c, s); err != nil {
 		return err
 	}
+	return writeModel(path, c)
+}
+
+// writeModel writes m to path as YAML.
+func writeModel(path string, m *model.Model) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := c.Encode(f, model.YAML); err != nil {
+	if err := m.Encode(f, model.YAML); err != nil {
 		f.Close()
 		return err
 	}

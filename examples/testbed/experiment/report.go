@@ -32,6 +32,8 @@ type predicted struct {
 	supported  bool
 	reasons    []string
 	names      map[string]string
+	// model is the configured model both solved.
+	model *model.Model
 }
 
 func predictFrom(ctx context.Context, base *model.Model, s setup, mix map[string]float64, precision, speed float64) (*predicted, error) {
@@ -43,7 +45,7 @@ func predictFrom(ctx context.Context, base *model.Model, s setup, mix map[string
 	if err != nil {
 		return nil, fmt.Errorf("predict %s: %w", s.Name, err)
 	}
-	p := &predicted{res: res, names: workloadOf(base)}
+	p := &predicted{res: res, names: workloadOf(base), model: m}
 	if p.analytical, err = mva.New().Solve(ctx, m, solve.Options{}); err != nil {
 		p.why = err.Error()
 	}

@@ -178,13 +178,17 @@ func (e *env) load(url string, rate float64, phases loadgen.Phases, seed uint64,
 // runSegment deploys the shop as s says, runs segment seg of n of its load
 // (its share of the steady phase), stops the shop, and leaves the
 // segment's files in dir. With reuse, a segment whose
-// result is already there is not run again.
+// result is already there is not run again; one that is missing (an
+// interrupted invocation, or one made before the configuration existed)
+// runs now, with a warning, since its measurements then come from another
+// time than the others'.
 func (e *env) runSegment(ctx context.Context, s setup, dir string, seg, n int) error {
 	if e.reuse {
 		if _, err := os.Stat(filepath.Join(dir, "load.json")); err == nil {
 			slog.Info("reuse", "run", s.Name, "dir", dir)
 			return nil
 		}
+		slog.Warn("reuse: no measurement here, running it now", "run", s.Name, "dir", dir)
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return err
