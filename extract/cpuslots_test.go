@@ -3,6 +3,7 @@ package extract_test
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/perfcast/perfcast/extract"
@@ -86,8 +87,8 @@ func slottedRoundTrip(t *testing.T, yaml, name string) (x *extract.Result, cfg *
 // sharing stretches the store's long bursts.
 func TestCPUSlotsRoundTrip(t *testing.T) {
 	x, cfg, base, heavy, cs := slottedRoundTrip(t, slottedModel, "slotted")
-	if p := x.Model.PassiveResource("store-cpu-slots"); p == nil || p.Capacity != 1 {
-		t.Fatalf("no store-cpu-slots of capacity 1:\n%s", x.Model.Marshal())
+	if p := x.Model.PassiveResource("store-cpu-slots"); p == nil || p.Capacity != 1 || !p.BeforeSpan {
+		t.Fatalf("no store-cpu-slots of capacity 1 taken before spans start:\n%s", x.Model.Marshal())
 	}
 	check(t, cs)
 	cfg.CPUSlots = nil
@@ -181,7 +182,8 @@ workload:
 func TestCPUSlotWaitsTakenOutOnce(t *testing.T) {
 	for _, c := range []struct{ name, yaml string }{
 		{"slot in the span", slottedIOModel},
-		{"slot before the span", queuedIOModel},
+		{"thread before the span", queuedIOModel},
+		{"slot before the span", strings.Replace(slottedIOModel, "store-procs: {capacity: 1}", "store-procs: {capacity: 1, before_span: true}", 1)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			x, _, base, _, cs := slottedRoundTrip(t, c.yaml, c.name)

@@ -1152,8 +1152,10 @@ func (g *generator) cpuSlotsResource(comp string, k int) string {
 		if h := g.hostOf[comp]; h != nil && h.Replicas > 1 {
 			host = h.Name
 		}
-		g.m.Passive = append(g.m.Passive, &model.Passive{Name: name, Capacity: k, Host: host})
-		g.rep.evidencef("component %s: at most %d of its threads on the CPU at once, as the configuration declares (cpu_slots): its CPU steps hold %s", comp, k, name)
+		// A handler needs a slot before its span starts: the wait for the
+		// first burst's slot is in the caller's time, not the span's.
+		g.m.Passive = append(g.m.Passive, &model.Passive{Name: name, Capacity: k, Host: host, BeforeSpan: true})
+		g.rep.evidencef("component %s: at most %d of its threads on the CPU at once, as the configuration declares (cpu_slots): its CPU steps hold %s, whose first wait in an operation comes before its span starts (before_span)", comp, k, name)
 	}
 	return name
 }

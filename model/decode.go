@@ -218,6 +218,21 @@ func (d *decoder) str(n *yaml.Node, path string) string {
 	return s
 }
 
+func (d *decoder) boolean(n *yaml.Node, path string) bool {
+	s, ok := d.scalar(n, path)
+	if !ok {
+		return false
+	}
+	switch s {
+	case "true", "True", "TRUE":
+		return true
+	case "false", "False", "FALSE":
+		return false
+	}
+	d.add(d.pos(n, path), "want true or false, found %q", s)
+	return false
+}
+
 func (d *decoder) integer(n *yaml.Node, path string, min int) int {
 	s, ok := d.scalar(n, path)
 	if !ok {
@@ -416,13 +431,15 @@ func (d *decoder) component(f field, path string) *Component {
 
 func (d *decoder) passive(f field, path string) *Passive {
 	r := &Passive{Name: f.key, Capacity: 1, Pos: d.pos(f.keyN, path)}
-	for _, g := range d.fields(f.value, path, "capacity", "host") {
+	for _, g := range d.fields(f.value, path, "capacity", "host", "before_span") {
 		p := join(path, g.key)
 		switch g.key {
 		case "capacity":
 			r.Capacity = d.integer(g.value, p, 1)
 		case "host":
 			r.Host = d.str(g.value, p)
+		case "before_span":
+			r.BeforeSpan = d.boolean(g.value, p)
 		}
 	}
 	return r

@@ -113,6 +113,9 @@ func (m *Model) node() *yaml.Node {
 			if p.Host != "" {
 				put(n, "host", str(p.Host))
 			}
+			if p.BeforeSpan {
+				put(n, "before_span", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
+			}
 			put(ps, p.Name, n)
 		}
 		put(root, "passive", ps)
@@ -432,7 +435,7 @@ func writeJSON(buf *bytes.Buffer, n *yaml.Node, indent string) error {
 		buf.WriteString(indent + "]")
 	default:
 		switch n.Tag {
-		case "!!int", "!!float":
+		case "!!int", "!!float", "!!bool":
 			buf.WriteString(n.Value)
 		default:
 			v, err := json.Marshal(n.Value)

@@ -267,7 +267,15 @@ type Passive struct {
 	// Host, when set, makes one resource per replica of that host;
 	// otherwise there is one for the whole system.
 	Host string
-	Pos  Pos
+	// BeforeSpan says that an operation whose steps begin with a hold of
+	// this resource waits for it before its span starts: the resource
+	// stands for something the runtime must give a request before any of
+	// its handler's code runs, such as a CPU slot of a Go process
+	// (GOMAXPROCS). It changes no queueing; solvers report those
+	// operations' times without that first wait as well (see
+	// solve.OperationResult.Span), which is what their spans measure.
+	BeforeSpan bool
+	Pos        Pos
 }
 
 // Workload is a class of requests.

@@ -285,6 +285,7 @@ func TestInvalid(t *testing.T) {
 		{"hyperexp cv", "exp(1ms)", "hyperexp(1ms, cv=0.5)", 12, "components.front.operations.get.steps[0].cpu", ""},
 		{"not a map", "hosts:\n  app:", "hosts: [app]\n  app_:", 0, "", ""},
 		{"slash in component", "  back:\n", "  ba/ck:\n", 14, "components.ba/ck", "may not contain '/'"},
+		{"before_span not a bool", "lock: {capacity: 1}", "lock: {capacity: 1, before_span: yes}", 21, "passive.lock.before_span", "want true or false"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -347,6 +348,36 @@ func TestJSONModelLoads(t *testing.T) {
 	}
 	if !bytes.Equal(encode(t, m, YAML), encode(t, m2, YAML)) {
 		t.Error("JSON round trip changed the model")
+	}
+}
+
+// TestBeforeSpan: a passive resource's before_span survives YAML and JSON,
+// and a resource without it writes none.
+func TestBeforeSpan(t *testing.T) {
+	src := strings.Replace(base, "lock: {capacity: 1}", "lock: {capacity: 1, before_span: true}", 1)
+	m, err := Parse([]byte(src), "slots.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.PassiveResource("lock").BeforeSpan {
+		t.Fatal("before_span: true read as false")
+	}
+	for _, f := range []Format{YAML, JSON} {
+		out := encode(t, m, f)
+		m2, err := Parse(out, "again")
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", f, err, out)
+		}
+		if !m2.PassiveResource("lock").BeforeSpan {
+			t.Errorf("%s: before_span lost:\n%s", f, out)
+		}
+	}
+	plain, err := Parse([]byte(base), "base.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := encode(t, plain, YAML); bytes.Contains(out, []byte("before_span")) || plain.PassiveResource("lock").BeforeSpan {
+		t.Errorf("a resource without before_span came out with it:\n%s", out)
 	}
 }
 

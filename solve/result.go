@@ -72,6 +72,14 @@ type WorkloadResult struct {
 type OperationResult struct {
 	Throughput   float64 `json:"throughput"`
 	ResponseTime Times   `json:"response_time"`
+	// Span is the part of the response time that the operation's span
+	// covers, where that differs: without the wait for a thread of its
+	// component and, when its steps begin with a hold of a resource taken
+	// before spans start (model.Passive.BeforeSpan), without the wait for
+	// that hold. A server span starts when the request is given a thread
+	// and, in a Go process, a CPU slot; the response time counts from the
+	// request's arrival at the component.
+	Span *Times `json:"span,omitempty"`
 }
 
 // ResourceResult is the load on one resource: a CPU (`HOST.cpu`), a disk

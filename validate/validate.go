@@ -88,6 +88,9 @@ func ValidateWith(ctx context.Context, m *model.Model, st *extract.State, solveF
 	if err != nil {
 		return nil, err
 	}
+	if n := spanTimes(pred); n > 0 {
+		setup.Warnings = append(setup.Warnings, fmt.Sprintf("%d operations compared by the time their spans cover: without the waits before a span starts (for a thread of the component, and for a resource marked before_span, such as a CPU slot), which their predicted response times include", n))
+	}
 	errs, noise := Compare(setup.Measured, pred)
 	return &Report{
 		Measured:  setup.Measured,
@@ -447,4 +450,18 @@ func errorf(m *model.Model, format string, args ...any) error {
 		}
 	}
 	return fmt.Errorf("%s: %s", where, fmt.Sprintf(format, args...))
+}
+
+// spanTimes puts, in res, each operation's span time (solve.
+// OperationResult.Span) in place of its response time, since traces
+// measure spans, and returns how many it changed.
+func spanTimes(res *solve.Result) int {
+	n := 0
+	for _, or := range res.Operations {
+		if or.Span != nil {
+			or.ResponseTime, or.Span = *or.Span, nil
+			n++
+		}
+	}
+	return n
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -662,5 +663,42 @@ func TestValidateWithMetrics(t *testing.T) {
 	pred := rep.Predicted.Resources["web.cpu"].Utilization
 	if cf := c.CPU["web"]; cf == nil || cf.Factor != round3(web.Utilization/pred) {
 		t.Errorf("web factor %+v, want %.3g", cf, web.Utilization/pred)
+	}
+}
+
+// TestValidateWaitBeforeSpan validates on traces of a service that waits
+// for a CPU slot before its span starts (a Go process's GOMAXPROCS, marked
+// before_span): the operation is compared by its span time, within the
+// noise with either solver, where its response time, slot wait included,
+// is about 2.5 times the span.
+func TestValidateWaitBeforeSpan(t *testing.T) {
+	truth := parse(t, `perfcast: 1
+hosts: {web: {cpu: {cores: 4}}, app: {}}
+components:
+  front: {host: web, operations: {page: {steps: [{cpu: exp(0.5ms)}, {call: back/query}]}}}
+  back:
+    host: app
+    operations:
+      query: {steps: [{hold: {resource: back-slot, steps: [{cpu: exp(2ms)}]}}]}
+passive: {back-slot: {capacity: 1, before_span: true}}
+workload:
+  page: {open: {rate: 300/s}, steps: [{call: front/page}]}
+`)
+	spans, _ := recordTraces(t, truth, 20000, "front/page")
+	st := fold(t, spans)
+	for _, s := range []solve.Solver{sim.New(), mva.New()} {
+		rep, err := Validate(context.Background(), truth, st, withSolver(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := rep.Errors.Operations["back/query"]
+		if q == nil {
+			t.Fatalf("%s: back/query not compared", s.Name())
+		}
+		t.Logf("%s: back/query span time error %+.4f, noise ±%.4f", s.Name(), *q.ResponseTime.Mean, *rep.Noise.Operations["back/query"].ResponseTime.Mean)
+		within(t, s.Name()+" back/query span time error", q.ResponseTime.Mean, 0, rep.Noise.Operations["back/query"].ResponseTime.Mean)
+		if !slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.Contains(w, "before_span") }) {
+			t.Errorf("%s: no warning about span times in %q", s.Name(), rep.Warnings)
+		}
 	}
 }

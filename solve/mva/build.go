@@ -22,6 +22,8 @@ type pool struct {
 	// (model.QueueUnlimited when unlimited), onFull its policy.
 	queue  int
 	onFull model.OnFull
+	// beforeSpan is model.Passive.BeforeSpan.
+	beforeSpan bool
 }
 
 // limited reports whether requests may wait for the pool.
@@ -102,7 +104,7 @@ func build(m *model.Model) *built {
 		if ps.Host != "" {
 			copies = b.replicas(ps.Host)
 		}
-		p := &pool{name: ps.Name, capacity: max(ps.Capacity, 1), copies: copies, queue: model.QueueUnlimited}
+		p := &pool{name: ps.Name, capacity: max(ps.Capacity, 1), copies: copies, queue: model.QueueUnlimited, beforeSpan: ps.BeforeSpan}
 		b.poolIdx[p.name] = len(b.pools)
 		b.pools = append(b.pools, p)
 	}

@@ -499,3 +499,39 @@ workload:
 		t.Errorf("lists on one lock at light load: reasons %q", reasons)
 	}
 }
+
+// TestSpanTime: an operation whose steps begin with a hold of a CPU slot
+// marked before_span is M/M/1 (the slot keeps its holders off each other's
+// CPU), and its span is the service alone. With a thread limit the span
+// is the response time less the thread's wait; with neither the result
+// carries no span time.
+func TestSpanTime(t *testing.T) {
+	const lambda, s = 700.0, 1e-3
+	r := solveStable(t, `perfcast: 1
+hosts: {h: {}}
+components:
+  c: {host: h, operations: {op: {steps: [{hold: {resource: slot, steps: [{cpu: exp(1ms)}]}}]}}}
+  d: {host: h, threads: 1, operations: {op: {steps: [{delay: 0.1ms}]}}}
+  e: {host: h, operations: {op: {steps: [{delay: 0.1ms}]}}}
+passive: {slot: {capacity: 1, before_span: true}}
+workload:
+  w: {open: {rate: 700}, steps: [{call: c/op}]}
+  v: {open: {rate: 1000}, steps: [{call: d/op}, {call: e/op}]}
+`)
+	o := r.Operations["c/op"]
+	near(t, "R", o.ResponseTime.Mean, 1/(1/s-lambda), 1e-6)
+	if o.Span == nil {
+		t.Fatal("c/op: no span time")
+	}
+	near(t, "span", o.Span.Mean, s, 1e-6)
+	d := r.Operations["d/op"]
+	if d.Span == nil {
+		t.Fatal("d/op: no span time")
+	}
+	// M/D/1 at ρ = 0.1: the wait is ρ·s/(2(1−ρ)).
+	near(t, "thread-limited R", d.ResponseTime.Mean, 1e-4+0.1*1e-4/(2*0.9), 1e-6)
+	near(t, "thread-limited span", d.Span.Mean, 1e-4, 1e-6)
+	if e := r.Operations["e/op"]; e.Span != nil {
+		t.Errorf("e/op: span time %v, want none", e.Span.Mean)
+	}
+}

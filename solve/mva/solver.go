@@ -113,6 +113,7 @@ func fill(res *solve.Result, st *state) {
 	res.MVA = &solve.MVAInfo{Method: method, Iterations: st.iterations, Converged: st.converged, Residual: st.residual}
 	opRuns := map[string]float64{}
 	opTotal := map[string]float64{}
+	opSpan := map[string]float64{}
 	for c, ci := range b.classes {
 		x := st.X[c]
 		wr := &solve.WorkloadResult{Throughput: x, ResponseTime: solve.Times{Mean: st.R[c]}}
@@ -125,11 +126,17 @@ func fill(res *solve.Result, st *state) {
 			opRuns[id] += x * n
 			opTotal[id] += x * tw.opTotal[id]
 		}
+		for id, v := range tw.opSpan {
+			opSpan[id] += x * v
+		}
 	}
 	for id, n := range opRuns {
 		or := &solve.OperationResult{Throughput: n}
 		if n > 0 {
 			or.ResponseTime.Mean = opTotal[id] / n
+			if v, ok := opSpan[id]; ok {
+				or.Span = &solve.Times{Mean: v / n}
+			}
 		}
 		res.Operations[id] = or
 	}

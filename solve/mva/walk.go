@@ -55,7 +55,10 @@ type timeWalk struct {
 	batched []float64
 	opRuns  map[string]float64
 	opTotal map[string]float64
-	fixed   map[string]string
+	// opSpan sums, for operations whose span is shorter than their
+	// response time (see spanWait), the span's times.
+	opSpan map[string]float64
+	fixed  map[string]string
 }
 
 // moments are the mean and the variance of a time.
@@ -82,7 +85,7 @@ func (m moments) less(waited, weight float64) moments {
 func newTimeWalk(b *built, w *model.Workload) *timeWalk {
 	P := len(b.pools)
 	return &timeWalk{b: b, w: w, wait: make([]float64, P), held: make([]float64, P), heldSq: make([]float64, P),
-		loose: make([]bool, P), waited: make([]float64, P), taken: make([]float64, P), kept: make([]float64, P), keptVar: make([]float64, P), whole: make([]float64, P), together: make([]bool, P), batched: make([]float64, P), opRuns: map[string]float64{}, opTotal: map[string]float64{}, fixed: map[string]string{}}
+		loose: make([]bool, P), waited: make([]float64, P), taken: make([]float64, P), kept: make([]float64, P), keptVar: make([]float64, P), whole: make([]float64, P), together: make([]bool, P), batched: make([]float64, P), opRuns: map[string]float64{}, opTotal: map[string]float64{}, opSpan: map[string]float64{}, fixed: map[string]string{}}
 }
 
 // reset clears the outputs.
@@ -95,6 +98,7 @@ func (t *timeWalk) reset() {
 	t.waitSum = 0
 	clear(t.opRuns)
 	clear(t.opTotal)
+	clear(t.opSpan)
 }
 
 // request walks the workload's steps and returns its mean response time.
@@ -274,7 +278,29 @@ func (t *timeWalk) call(target string, weight float64, depth int, async bool) mo
 	id := op.ID()
 	t.opRuns[id] += weight
 	t.opTotal[id] += weight * r.mean
+	if q, ok := spanWait(t.b, op); ok {
+		entry := 0.0
+		if q >= 0 {
+			entry = t.wait[q]
+		}
+		t.opSpan[id] += weight * math.Max(exec.mean-entry, 0)
+	}
 	return r
+}
+
+// spanWait reports whether operation op's span is shorter than its
+// response time: its component's threads are limited (the span starts
+// when the request has one), or its steps begin with a hold of a resource
+// taken before spans start (model.Passive.BeforeSpan), whose pool q is;
+// q is -1 without such a hold.
+func spanWait(b *built, op *model.Operation) (q int, ok bool) {
+	q = -1
+	if s := op.Steps; len(s) > 0 && (s[0].Kind == model.StepHold || s[0].Kind == model.StepAcquire) {
+		if i, found := b.poolIdx[s[0].Resource]; found && b.pools[i].beforeSpan {
+			q = i
+		}
+	}
+	return q, q >= 0 || b.pools[b.poolIdx[model.ThreadsResource(op.Component)]].limited()
 }
 
 // acquired records, outside sends, weight acquisitions of pool p, each

@@ -101,6 +101,11 @@ type opInfo struct {
 	id    string
 	comp  int32
 	entry int32
+	// entryHold: the instruction at entry takes a resource before the
+	// operation's span starts (model.Passive.BeforeSpan). span: the span
+	// is shorter than the response time (entryHold, or a thread limit),
+	// so its time is measured apart.
+	entryHold, span bool
 }
 
 // compInfo is a compiled component.
@@ -139,6 +144,9 @@ type passiveInfo struct {
 	capacity int32
 	host     int32 // -1: one for the whole system
 	inst     int32 // index of the first instance
+	// beforeSpan: an operation that begins with a hold of it waits before
+	// its span starts.
+	beforeSpan bool
 }
 
 // workloadInfo is a compiled workload.
@@ -218,7 +226,7 @@ func compile(m *model.Model) (*program, error) {
 		p.hosts = append(p.hosts, hi)
 	}
 	for _, pr := range m.Passive {
-		pi := passiveInfo{name: pr.Name, capacity: int32(pr.Capacity), host: -1, inst: int32(p.nPassive)}
+		pi := passiveInfo{name: pr.Name, capacity: int32(pr.Capacity), host: -1, inst: int32(p.nPassive), beforeSpan: pr.BeforeSpan}
 		n := 1
 		if pr.Host != "" {
 			h, ok := c.host[pr.Host]
@@ -261,6 +269,11 @@ func compile(m *model.Model) (*program, error) {
 				return nil, fmt.Errorf("operation %q: %w", op.ID(), err)
 			}
 			c.emit(instr{code: opReturn})
+			o := &p.ops[ix]
+			if in := p.code[o.entry]; (in.code == opHold || in.code == opAcquire) && p.passives[in.a].beforeSpan {
+				o.entryHold = true
+			}
+			o.span = o.entryHold || p.comps[o.comp].threads > 0
 		}
 	}
 	for _, w := range m.Workloads {

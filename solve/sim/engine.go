@@ -26,6 +26,7 @@ const (
 // frame is one entry of a task's stack.
 type frame struct {
 	start float64 // op: when the call arrived at the component
+	begun float64 // op: when its span started (a thread given, an entry hold taken)
 	kind  uint8
 	n     int32 // loop: iterations left; hold: units held
 	a     int32 // op: return pc; hold: passive instance
@@ -170,6 +171,11 @@ type stats struct {
 	opN                   []int64
 	opRT                  []float64
 	opSk                  []*ddsketch.DDSketch
+	// opSpanRT and opSpanSk are the operations' span times, for those
+	// whose span is shorter than their response time (opInfo.span; nil
+	// sketches for the others).
+	opSpanRT []float64
+	opSpanSk []*ddsketch.DDSketch
 }
 
 // engine simulates one replication.
@@ -265,12 +271,16 @@ func newEngine(p *program, seed, stream uint64, cut, quota int64, liveLimit int)
 		wlN: make([]int64, nw), wlDropped: make([]int64, nw), wlCTN: make([]int64, nw),
 		wlRT: make([]float64, nw), wlCT: make([]float64, nw), wlSk: make([]*ddsketch.DDSketch, nw),
 		opN: make([]int64, no), opRT: make([]float64, no), opSk: make([]*ddsketch.DDSketch, no),
+		opSpanRT: make([]float64, no), opSpanSk: make([]*ddsketch.DDSketch, no),
 	}
 	for i := range e.st.wlSk {
 		e.st.wlSk[i] = newSketch()
 	}
 	for i := range e.st.opSk {
 		e.st.opSk[i] = newSketch()
+		if p.ops[i].span {
+			e.st.opSpanSk[i] = newSketch()
+		}
 	}
 	return e
 }
@@ -357,11 +367,15 @@ func (e *engine) resetStats() {
 	clear(e.st.wlCT)
 	clear(e.st.opN)
 	clear(e.st.opRT)
+	clear(e.st.opSpanRT)
 	for _, s := range e.st.wlSk {
 		s.Clear()
 	}
-	for _, s := range e.st.opSk {
+	for i, s := range e.st.opSk {
 		s.Clear()
+		if sp := e.st.opSpanSk[i]; sp != nil {
+			sp.Clear()
+		}
 	}
 	reset := func(a *acct) {
 		a.area, a.last, a.waitSum, a.waitN, a.in, a.out = 0, e.now, 0, 0, 0, 0
@@ -650,7 +664,7 @@ func (e *engine) enter(t *task, op int32) int {
 // beginOp starts the pending operation of t on a thread it was given.
 func (e *engine) beginOp(t *task, pl *pool) {
 	pl.wait(e.now - t.arrive)
-	t.frames = append(t.frames, frame{kind: frameOp, start: t.arrive, a: t.pc, op: t.op, rep: t.rep})
+	t.frames = append(t.frames, frame{kind: frameOp, start: t.arrive, begun: e.now, a: t.pc, op: t.op, rep: t.rep})
 	t.op, t.rep = t.pendOp, t.pendRep
 	t.pc = e.p.ops[t.op].entry
 	if e.rec != nil { // span recording
@@ -669,6 +683,10 @@ func (e *engine) leaveOp(t *task) {
 	e.st.opN[t.op]++
 	e.st.opRT[t.op] += rt
 	_ = e.st.opSk[t.op].Add(rt)
+	if sp := e.st.opSpanSk[t.op]; sp != nil {
+		e.st.opSpanRT[t.op] += e.now - f.begun
+		_ = sp.Add(e.now - f.begun)
+	}
 	e.releaseThread(t.op, t.rep)
 	t.op, t.rep, t.pc = f.op, f.rep, f.a
 }
@@ -736,6 +754,13 @@ func (e *engine) grant(t *task, inst, units int32) {
 	ps.set(e.now, ps.capacity-ps.free)
 	ps.wait(e.now - t.arrive)
 	in := &e.p.code[t.pc]
+	if t.op >= 0 && t.pc == e.p.ops[t.op].entry && e.p.ops[t.op].entryHold {
+		// The operation's span starts now (model.Passive.BeforeSpan).
+		t.frames[len(t.frames)-1].begun = e.now
+		if e.rec != nil { // span recording
+			e.rec.started(e, t)
+		}
+	}
 	if in.code == opHold {
 		t.frames = append(t.frames, frame{kind: frameHold, n: units, a: inst})
 	} else {

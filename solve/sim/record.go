@@ -47,7 +47,8 @@ const ExternalPeer = "external"
 //   - A synchronous call gives a CLIENT span in the caller, from the call to
 //     the reply (waiting for a thread of the callee included), and a SERVER
 //     span of the callee, its child, from the moment the callee got a thread
-//     to its end.
+//     (and, when its steps begin with a hold of a resource marked
+//     before_span, that resource) to its end.
 //   - A send gives a PRODUCER span in the sender, which lasts no time, and a
 //     CONSUMER span of the receiving operation, its child, from the moment
 //     the operation got a thread to its end. A send at workload level gives
@@ -159,7 +160,7 @@ func Record(ctx context.Context, m *model.Model, opts RecordOptions, emit func(*
 		return nil, rec.err
 	}
 	o := collect(e, descs)
-	r := &runner{p: p, descs: descs, outs: []*repOut{o}, wlSk: o.st.wlSk, opSk: o.st.opSk,
+	r := &runner{p: p, descs: descs, outs: []*repOut{o}, wlSk: o.st.wlSk, opSk: o.st.opSk, opSpanSk: o.st.opSpanSk,
 		requests: o.requests, events: o.events, simTime: o.t}
 	if o.unstable != nil {
 		reportUnstable(res, m, o.unstable)
@@ -336,6 +337,15 @@ func (r *recorder) begin(e *engine, t *task) {
 
 // leave records the end of the operation t runs (t's state is still the
 // callee's).
+// started moves the start of t's operation span to now: the operation has
+// just taken the resource it waits for before its span starts.
+func (r *recorder) started(e *engine, t *task) {
+	tr := r.task(t.id)
+	if n := len(tr.stack); n > 0 {
+		tr.stack[n-1].server.Start = e.now
+	}
+}
+
 func (r *recorder) leave(e *engine, t *task, failed bool) {
 	tr := r.task(t.id)
 	n := len(tr.stack)

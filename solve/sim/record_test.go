@@ -161,14 +161,29 @@ func checkShapes(t *testing.T, spans []*Span, lenient bool) *traceIndex {
 // queue formed by a thread pool of one: the server span covers the service
 // only, the client span the wait for the thread too; both agree with the
 // simulator's own figures and with the theory.
-func TestRecordThreadQueue(t *testing.T) {
+// TestRecordQueueBeforeSpan checks the spans of an operation that waits
+// before its span starts: for its component's one thread, or for a CPU
+// slot marked before_span. Either way the server span is the CPU service
+// and the client span holds the wait.
+func TestRecordQueueBeforeSpan(t *testing.T) {
+	cases := []struct{ name, back, passive, wait string }{
+		{"threads", `{host: be, threads: 1, operations: {work: {steps: [{cpu: exp(2ms)}]}}}`, "", "back.threads"},
+		{"before_span", `{host: be, operations: {work: {steps: [{hold: {resource: slot, steps: [{cpu: exp(2ms)}]}}]}}}`,
+			"passive: {slot: {capacity: 1, before_span: true}}\n", "slot"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { recordQueue(t, tc.back, tc.passive, tc.wait) })
+	}
+}
+
+func recordQueue(t *testing.T, back, passive, waitRes string) {
 	const lambda, s = 500.0, 1e-3 // back: demand 2ms at speed 2
 	m := parse(t, `perfcast: 1
 hosts: {fe: {cpu: {cores: 4}}, be: {cpu: {speed: 2}}}
 components:
   front: {host: fe, operations: {page: {steps: [{cpu: exp(0.2ms)}, {call: back/work}]}}}
-  back: {host: be, threads: 1, operations: {work: {steps: [{cpu: exp(2ms)}]}}}
-workload:
+  back: `+back+`
+`+passive+`workload:
   w: {open: {rate: 500}, steps: [{call: front/page}]}
 `)
 	n := requests(80000)
@@ -183,8 +198,8 @@ workload:
 		switch {
 		case sp.Kind == SpanServer && sp.Component == "back":
 			server = append(server, d)
-			// One thread on one core: the span is its CPU service, demand
-			// divided by the speed.
+			// One at a time on one core: the span is its CPU service,
+			// demand divided by the speed.
 			if math.Abs(d-sp.CPU) > 1e-12 {
 				t.Fatalf("back span lasts %g s but consumed %g s of CPU", d, sp.CPU)
 			}
@@ -202,14 +217,19 @@ workload:
 	}
 	sMean, sHW := batchMean(server)
 	cMean, cHW := batchMean(client)
-	// The simulator's operation response time includes the thread wait;
-	// its thread wait is the client span minus the server span. The spans
-	// and the simulator's statistics cover the same run, apart from the
-	// few requests still running at its end, so they agree far within the
+	// The simulator's operation response time includes the wait before
+	// the span; the client span minus the server span is that wait, and
+	// the operation's span time is the server span. The spans and the
+	// simulator's statistics cover the same run, apart from the few
+	// requests still running at its end, so they agree far within the
 	// statistical uncertainty of either.
 	o := op(t, r, "back/work")
-	wait := res(t, r, "back.threads").Wait.Mean
-	within(t, "server span mean vs operation response minus thread wait", sMean, &[2]float64{sMean - sHW, sMean + sHW}, o.ResponseTime.Mean-wait, 0)
+	wait := res(t, r, waitRes).Wait.Mean
+	if o.Span == nil {
+		t.Fatal("back/work: no span time in the result")
+	}
+	within(t, "server span mean vs operation response minus wait", sMean, &[2]float64{sMean - sHW, sMean + sHW}, o.ResponseTime.Mean-wait, 0)
+	within(t, "server span mean vs operation span time", sMean, &[2]float64{sMean - sHW, sMean + sHW}, o.Span.Mean, 0)
 	within(t, "client span mean vs operation response", cMean, &[2]float64{cMean - cHW, cMean + cHW}, o.ResponseTime.Mean, 0)
 	// M/M/1: service s, sojourn 1/(μ − λ).
 	mu := 1 / s
@@ -217,6 +237,9 @@ workload:
 	within(t, "client span mean vs M/M/1 sojourn", cMean, &[2]float64{cMean - cHW, cMean + cHW}, 1/(mu-lambda), 0)
 	rMean, rHW := batchMean(root)
 	within(t, "root span mean vs workload response", rMean, &[2]float64{rMean - rHW, rMean + rHW}, wl(t, r, "w").ResponseTime.Mean, 0)
+	if f := op(t, r, "front/page"); f.Span != nil {
+		t.Errorf("front/page: span time %v, want none (no wait before its span)", f.Span.Mean)
+	}
 }
 
 // shapesModel has every construct that makes spans: loops, branches,

@@ -430,8 +430,9 @@ type runner struct {
 	events   int64
 	simTime  float64
 
-	// Sketches merged over all replications so far.
-	wlSk, opSk []*ddsketch.DDSketch
+	// Sketches merged over all replications so far (opSpanSk: nil for
+	// operations whose span is their response time).
+	wlSk, opSk, opSpanSk []*ddsketch.DDSketch
 }
 
 // run plans and runs the replications: a pilot for the warm-up, then either
@@ -453,8 +454,12 @@ func (r *runner) run(requests int64) error {
 		r.wlSk[i] = newSketch()
 	}
 	r.opSk = make([]*ddsketch.DDSketch, len(r.p.ops))
+	r.opSpanSk = make([]*ddsketch.DDSketch, len(r.p.ops))
 	for i := range r.opSk {
 		r.opSk[i] = newSketch()
+		if r.p.ops[i].span {
+			r.opSpanSk[i] = newSketch()
+		}
 	}
 	if requests > 0 {
 		quotas := make([]int64, reps)
@@ -633,9 +638,14 @@ func (r *runner) round(quotas []int64, progressAfter float64) error {
 			if err := r.opSk[i].MergeWith(s); err != nil {
 				return err
 			}
+			if sp := o.st.opSpanSk[i]; sp != nil {
+				if err := r.opSpanSk[i].MergeWith(sp); err != nil {
+					return err
+				}
+			}
 		}
 		// The sketches are merged; free them.
-		o.st.wlSk, o.st.opSk = nil, nil
+		o.st.wlSk, o.st.opSk, o.st.opSpanSk = nil, nil, nil
 	}
 	return nil
 }
@@ -806,7 +816,13 @@ func (r *runner) fill(res *solve.Result) {
 		}
 		x.mean = finite(x.mean)
 		rt := r.series(func(o *repOut) float64 { return ratio(o.st.opRT[op], o.st.opN[op]) })
-		res.Operations[oi.id] = &solve.OperationResult{Throughput: x.mean, ResponseTime: times(rt, r.opSk[op])}
+		or := &solve.OperationResult{Throughput: x.mean, ResponseTime: times(rt, r.opSk[op])}
+		if oi.span {
+			sp := r.series(func(o *repOut) float64 { return ratio(o.st.opSpanRT[op], o.st.opN[op]) })
+			st := times(sp, r.opSpanSk[op])
+			or.Span = &st
+		}
+		res.Operations[oi.id] = or
 	}
 	top := -1.0
 	for i := range r.descs {

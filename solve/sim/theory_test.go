@@ -438,3 +438,42 @@ workload:
 	n := float64(r.Sim.Requests)
 	withinRel(t, "a/y throughput", op(t, r, "a/y").Throughput, wl(t, r, "w").Throughput, 3*float64(r.Sim.Replications)/n)
 }
+
+// TestSpanTime checks the span time of an operation that waits before its
+// span starts, for a CPU slot marked before_span: an M/M/1 queue whose
+// span is the exponential service alone. Without the mark, or with a lock
+// that is not the operation's first step, the span is the response time
+// and the result carries none.
+func TestSpanTime(t *testing.T) {
+	const lambda, s = 700.0, 1e-3
+	src := func(beforeSpan bool, steps string) string {
+		return fmt.Sprintf(`perfcast: 1
+hosts: {h: {}}
+components:
+  c: {host: h, operations: {op: {steps: %s}}}
+passive: {slot: {capacity: 1, before_span: %t}}
+workload:
+  w: {open: {rate: %g}, steps: [{call: c/op}]}
+`, steps, beforeSpan, lambda)
+	}
+	const held = `[{hold: {resource: slot, steps: [{cpu: exp(1ms)}]}}]`
+	r := run(t, src(true, held), 400000)
+	o := op(t, r, "c/op")
+	mean := 1 / (1/s - lambda)
+	within(t, "operation mean", o.ResponseTime.Mean, o.ResponseTime.CI95, mean, 0)
+	if o.Span == nil {
+		t.Fatal("no span time")
+	}
+	within(t, "span mean", o.Span.Mean, o.Span.CI95, s, 0)
+	tol := percentileTolerance(halfWidth(o.Span.CI95) / o.Span.Mean)
+	withinRel(t, "span p50", *o.Span.P50, math.Ln2*s, tol)
+	withinRel(t, "span p95", *o.Span.P95, -math.Log(0.05)*s, tol)
+	for _, tc := range []struct{ name, src string }{
+		{"unmarked", src(false, held)},
+		{"not first", src(true, `[{delay: 0.1ms}, {hold: {resource: slot, steps: [{cpu: exp(1ms)}]}}]`)},
+	} {
+		if o := op(t, run(t, tc.src, 20000), "c/op"); o.Span != nil {
+			t.Errorf("%s: span time %v, want none", tc.name, o.Span.Mean)
+		}
+	}
+}
