@@ -68,10 +68,28 @@ func WriteText(w io.Writer, r *Result) error {
 	if len(r.Operations) > 0 {
 		tw.Printf("\n")
 		t := tw.Table()
-		t.Row("OPERATION", "THROUGHPUT", "MEAN", "P50", "P90", "P95", "P99")
+		// SPAN: the mean time the operation's span covers, where waits
+		// before it make that shorter than the response time.
+		spans := false
+		for _, x := range r.Operations {
+			spans = spans || x.Span != nil
+		}
+		head := []string{"OPERATION", "THROUGHPUT", "MEAN", "P50", "P90", "P95", "P99"}
+		if spans {
+			head = append(head, "SPAN")
+		}
+		t.Row(head...)
 		for _, k := range sortedTextKeys(r.Operations) {
 			x := r.Operations[k]
-			t.Row(append([]string{k, textout.Rate(x.Throughput)}, timeColumns(&x.ResponseTime)...)...)
+			row := append([]string{k, textout.Rate(x.Throughput)}, timeColumns(&x.ResponseTime)...)
+			if spans {
+				span := "-"
+				if x.Span != nil {
+					span = formatTime(x.Span.Mean, x.Span.CI95)
+				}
+				row = append(row, span)
+			}
+			t.Row(row...)
 		}
 		t.Flush()
 	}

@@ -75,6 +75,34 @@ func TestWriteText(t *testing.T) {
 	}
 }
 
+// TestWriteTextSpan: a SPAN column appears when an operation has a span
+// time, with a dash for the operations without one.
+func TestWriteTextSpan(t *testing.T) {
+	var b strings.Builder
+	if err := WriteText(&b, textSample()); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "SPAN") {
+		t.Errorf("a SPAN column without span times:\n%s", b.String())
+	}
+	r := textSample()
+	r.Operations["catalog/Wait"] = &OperationResult{Throughput: 10, ResponseTime: Times{Mean: 0.004}, Span: &Times{Mean: 0.0015}}
+	b.Reset()
+	if err := WriteText(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if h := lineWith(out, "OPERATION"); !strings.HasSuffix(strings.TrimSpace(h), "SPAN") {
+		t.Errorf("no SPAN column last in %q", h)
+	}
+	if l := lineWith(out, "catalog/Wait"); !strings.HasSuffix(strings.TrimSpace(l), "1.50 ms") {
+		t.Errorf("span time missing from %q", l)
+	}
+	if l := lineWith(out, "catalog/GetItem"); !strings.HasSuffix(strings.TrimSpace(l), "-") {
+		t.Errorf("no dash for an operation without a span time in %q", l)
+	}
+}
+
 func TestWriteTextUnstable(t *testing.T) {
 	r := &Result{Model: "m", Solver: "sim", Stable: false, Bottleneck: "app.cpu",
 		Saturation: &Saturation{Resource: "app.cpu", At: map[string]float64{"workload.w.open.rate": 93.1}},
