@@ -33,7 +33,9 @@ when the file name ends in .gz.
 
 Each workload-level call starts a trace with a SERVER span of the operation
 called. A call gives a CLIENT span in the caller, from the call to the reply,
-and a SERVER span of the callee from the moment it gets a thread to its end;
+and a SERVER span of the callee from the moment it gets a thread (and, when
+its steps begin with a hold of a resource marked before_span, such as a CPU
+slot, that resource) to its end;
 a send gives an instant PRODUCER span and a CONSUMER span of the receiving
 operation. Server and consumer spans carry perfcast.cpu.time, the CPU time of
 their cpu steps, unless --no-cpu-time; with --external-spans, delay steps
