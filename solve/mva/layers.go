@@ -46,8 +46,10 @@ type state struct {
 	// inStretch[k], where not nil, is the residence-to-demand ratio at
 	// processor-sharing station k of a visit made while pool g is the
 	// tightest limited pool held, inStretch[k][g] (see boundedStretch);
-	// bounded holds those ratios, which depend only on the open rates,
-	// for the whole solution.
+	// bounded holds those ratios at the stations only open classes visit,
+	// where they depend only on the open rates, for the whole solution;
+	// at the others they follow the closed classes' throughputs and are
+	// computed with each hardware solution.
 	inStretch, bounded [][]float64
 	iterations         int
 	converged          bool
@@ -105,7 +107,7 @@ func solveLayers(ctx context.Context, b *built, o layerOptions) (*state, error) 
 	st.net = net
 	st.bounded = make([][]float64, K)
 	for k := range b.stations {
-		st.bounded[k] = st.boundedStretch(k)
+		st.bounded[k] = st.boundedStretch(k, nil)
 	}
 	var closed []int
 	for c, ci := range b.classes {
@@ -253,6 +255,9 @@ func relChange(a, b float64) float64 {
 func (st *state) setVisitTimes() {
 	for k := range st.b.stations {
 		st.inStretch[k] = st.bounded[k]
+		if st.inStretch[k] == nil {
+			st.inStretch[k] = st.boundedStretch(k, st.hw.X)
+		}
 	}
 	for c := range st.b.classes {
 		for k, s := range st.b.stations {
@@ -282,10 +287,15 @@ func (st *state) setVisitTimes() {
 	}
 }
 
-// boundedStretch returns, for a processor-sharing station k that only open
-// classes visit and where some of their demand is made inside a limited
-// pool, the residence-to-demand ratio of a visit made while pool g is the
-// tightest pool held (index len(pools) for none); nil elsewhere.
+// boundedStretch returns, for a processor-sharing station k where some of
+// the classes' demand is made inside a limited pool, the residence-to-demand
+// ratio of a visit made while pool g is the tightest pool held (index
+// len(pools) for none); nil elsewhere. Closed classes count at their
+// throughputs in closedX, like open ones at their rates (a request's own
+// load is in its group's N_g/c_g only; counting a closed class's load at
+// (N−1)/N of it, Schweitzer's estimate, made the throughput fall, if by
+// a millionth, as users were added beyond saturation); with closedX nil a
+// station that a closed class visits gets nil.
 //
 // The network counts every request's demand as competing with every
 // other's, but no more requests can be inside a pool of c units than c: a
@@ -299,7 +309,7 @@ func (st *state) setVisitTimes() {
 // Without pools this is the M/M/1 stretch 1/(1−U); at several servers the
 // waiting part is scaled by the M/M/c wait over the M/M/1 wait at the same
 // utilization, so that it is the M/M/c stretch without pools.
-func (st *state) boundedStretch(k int) []float64 {
+func (st *state) boundedStretch(k int, closedX []float64) []float64 {
 	b, s := st.b, st.b.stations[k]
 	if s.fcfs || s.servers == 0 {
 		return nil
@@ -313,8 +323,12 @@ func (st *state) boundedStretch(k int) []float64 {
 		if d <= 0 {
 			continue
 		}
+		rate := cl.rate
 		if !cl.open {
-			return nil
+			if closedX == nil || cl.users <= 0 {
+				return nil
+			}
+			rate = closedX[c]
 		}
 		var sum float64
 		for _, x := range ci.inside[k] {
@@ -324,7 +338,7 @@ func (st *state) boundedStretch(k int) []float64 {
 			continue
 		}
 		for g, x := range ci.inside[k] {
-			u[g] += cl.rate * d / float64(s.servers) * x / sum
+			u[g] += rate * d / float64(s.servers) * x / sum
 			if g != free && x > 0 {
 				bounded = true
 			}
