@@ -2,6 +2,7 @@ package mva
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"path/filepath"
 	"strings"
@@ -497,6 +498,33 @@ workload:
 	}
 	if ok, reasons := Supports(parse(t, src("10", "a"))); !ok {
 		t.Errorf("lists on one lock at light load: reasons %q", reasons)
+	}
+}
+
+// TestSupportsClosedPoolShape: a closed workload that waits for a pool
+// held for nearly constant times goes to the simulator; with exponential
+// holding times, or with too little waiting to matter, it stays.
+func TestSupportsClosedPoolShape(t *testing.T) {
+	src := func(users int, cpu string) string {
+		return fmt.Sprintf(`perfcast: 1
+hosts: {box: {}}
+components:
+  front: {host: box, operations: {page: {steps: [{hold: {resource: front-slot, steps: [{cpu: exp(1ms)}]}}, {call: store/query}]}}}
+  store: {host: box, operations: {query: {steps: [{hold: {resource: store-slot, steps: [{cpu: %s}]}}, {delay: exp(2ms)}]}}}
+passive: {front-slot: {capacity: 1}, store-slot: {capacity: 1}}
+workload:
+  users: {closed: {users: %d, think: exp(100ms)}, steps: [{call: front/page}]}
+`, cpu, users)
+	}
+	ok, reasons := Supports(parse(t, src(10, "gamma(4ms, cv=0.3)")))
+	if ok || len(reasons) != 1 || !strings.Contains(reasons[0], "waits for store-slot") || !strings.Contains(reasons[0], "as exponential") {
+		t.Errorf("steady holds, 10 users: ok %v reasons %q", ok, reasons)
+	}
+	if ok, reasons := Supports(parse(t, src(10, "exp(4ms)"))); !ok {
+		t.Errorf("exponential holds: reasons %q", reasons)
+	}
+	if ok, reasons := Supports(parse(t, src(1, "gamma(4ms, cv=0.3)"))); !ok {
+		t.Errorf("one user, no wait: reasons %q", reasons)
 	}
 }
 

@@ -42,7 +42,8 @@ const (
 // least-busy (likewise, an overestimate of waits); pools, locks and threads
 // (layered approximation, requests waiting for them in line, holders of a
 // pool not competing with more of each other at a CPU than the pool
-// admits); parallel lists (mean maximum of independent list times); sends
+// admits; for closed workloads near-exponential holding times, like FCFS
+// service); parallel lists (mean maximum of independent list times); sends
 // (load only). It does not model losses or blocking at finite queues, nor
 // burstier or smoother than Poisson arrivals, and it approximates only
 // coarsely acquisitions of several units at once and the lists of one
@@ -159,6 +160,29 @@ func supports(b *built, st *state) (bool, []string) {
 				}
 				if w := st.wait[c][p]; w >= togetherShare*st.R[c] {
 					reasons = append(reasons, fmt.Sprintf("workload %s: its parallel lists wait for %s together (%.3g ms per acquisition, %.0f %% of its response time); the analytical join of lists that wait and queue together is a coarse approximation", ci.w.Name, pl.name, 1e3*w, 100*w/st.R[c]))
+				}
+			}
+		}
+	}
+	// Pools that closed workloads wait for, held for times far from
+	// exponential: their layer is a closed network, solved by MVA as if
+	// the holding times were exponential, which misjudges the wait as it
+	// does at an FCFS station (two one-slot services on one core, CPU
+	// bursts with cv 0.3, 10 users: +14 % against the simulator, +4 %
+	// with exponential bursts).
+	if st != nil && st.hw != nil && st.saturated == "" {
+		for c, ci := range b.classes {
+			if ci.w.Closed == nil || st.R[c] <= 0 {
+				continue
+			}
+			for p, pl := range b.pools {
+				h := st.hold[c][p]
+				if !pl.limited() || ci.acq[p] <= 0 || h <= 0 || st.wait[c][p] < togetherShare*st.R[c] {
+					continue
+				}
+				cv := math.Sqrt(math.Max(st.holdSq[c][p]/(h*h)-1, 0))
+				if cv < fcfsCVLow || cv > fcfsCVHigh {
+					reasons = append(reasons, fmt.Sprintf("workload %s: waits for %s (%.3g ms per acquisition, %.0f %% of its response time), held for times with cv %.2g; MVA takes a closed workload's holding times as exponential", ci.w.Name, pl.name, 1e3*st.wait[c][p], 100*st.wait[c][p]/st.R[c], cv))
 				}
 			}
 		}
