@@ -452,9 +452,9 @@ func errorf(m *model.Model, format string, args ...any) error {
 	return fmt.Errorf("%s: %s", where, fmt.Sprintf(format, args...))
 }
 
-// spanTimes puts, in res, each operation's span time (solve.
-// OperationResult.Span) in place of its response time, since traces
-// measure spans, and returns how many it changed.
+// spanTimes puts, in res, each operation's span time in place of its
+// response time (see solve.OperationResult.Span), since traces measure
+// spans, and returns how many it changed.
 func spanTimes(res *solve.Result) int {
 	n := 0
 	for _, or := range res.Operations {
