@@ -48,13 +48,15 @@ type state struct {
 	// tightest limited pool held, inStretch[k][g] (see boundedStretch);
 	// bounded holds those ratios at the stations only open classes visit,
 	// where they depend only on the open rates, for the whole solution;
-	// at the others they follow the closed classes' throughputs and are
-	// computed with each hardware solution.
+	// at the others (closedAt) they follow the closed classes' throughputs
+	// and are computed with each hardware solution.
 	inStretch, bounded [][]float64
-	iterations         int
-	converged          bool
-	residual           float64
-	usesPools          bool
+	// closedAt[k]: a closed class with users makes demand at station k.
+	closedAt   []bool
+	iterations int
+	converged  bool
+	residual   float64
+	usesPools  bool
 	// saturated names the resource open workloads overload ("" if none).
 	saturated string
 }
@@ -106,8 +108,12 @@ func solveLayers(ctx context.Context, b *built, o layerOptions) (*state, error) 
 	}
 	st.net = net
 	st.bounded = make([][]float64, K)
+	st.closedAt = make([]bool, K)
 	for k := range b.stations {
 		st.bounded[k] = st.boundedStretch(k, nil)
+		for c, cl := range classes {
+			st.closedAt[k] = st.closedAt[k] || (!cl.open && cl.users > 0 && net.demand[c][k] > 0)
+		}
 	}
 	var closed []int
 	for c, ci := range b.classes {
@@ -255,7 +261,7 @@ func relChange(a, b float64) float64 {
 func (st *state) setVisitTimes() {
 	for k := range st.b.stations {
 		st.inStretch[k] = st.bounded[k]
-		if st.inStretch[k] == nil {
+		if st.inStretch[k] == nil && st.closedAt[k] {
 			st.inStretch[k] = st.boundedStretch(k, st.hw.X)
 		}
 	}

@@ -278,7 +278,7 @@ func (t *timeWalk) call(target string, weight float64, depth int, async bool) mo
 	id := op.ID()
 	t.opRuns[id] += weight
 	t.opTotal[id] += weight * r.mean
-	if q, ok := spanWait(t.b, op); ok {
+	if q, ok := spanWait(t.b, op, p); ok {
 		entry := 0.0
 		if q >= 0 {
 			entry = t.wait[q]
@@ -289,18 +289,18 @@ func (t *timeWalk) call(target string, weight float64, depth int, async bool) mo
 }
 
 // spanWait reports whether operation op's span is shorter than its
-// response time: its component's threads are limited (the span starts
-// when the request has one), or its steps begin with a hold of a resource
-// taken before spans start (model.Passive.BeforeSpan), whose pool q is;
-// q is -1 without such a hold.
-func spanWait(b *built, op *model.Operation) (q int, ok bool) {
+// response time: its component's threads, pool threads, are limited (the
+// span starts when the request has one), or its steps begin with a hold of
+// a resource taken before spans start (model.Passive.BeforeSpan), whose
+// pool q is; q is -1 without such a hold.
+func spanWait(b *built, op *model.Operation, threads int) (q int, ok bool) {
 	q = -1
 	if s := op.Steps; len(s) > 0 && (s[0].Kind == model.StepHold || s[0].Kind == model.StepAcquire) {
 		if i, found := b.poolIdx[s[0].Resource]; found && b.pools[i].beforeSpan {
 			q = i
 		}
 	}
-	return q, q >= 0 || b.pools[b.poolIdx[model.ThreadsResource(op.Component)]].limited()
+	return q, q >= 0 || b.pools[threads].limited()
 }
 
 // acquired records, outside sends, weight acquisitions of pool p, each
