@@ -53,6 +53,9 @@ type classInfo struct {
 	// copies) made while pool g is the tightest limited pool holding the
 	// request; g = len(pools) for demand no such pool encloses.
 	inside [][]float64
+	// under[q][p] is the expected number of holds of pool q per request
+	// made while the request holds pool p (see nestedWaits).
+	under [][]float64
 }
 
 // built is a model turned into the structures the solver works on.
@@ -119,6 +122,7 @@ func build(m *model.Model) *built {
 			units:  make([]float64, len(b.pools)),
 			repeat: make([]bool, len(b.stations)),
 			inside: matrix(len(b.stations), len(b.pools)+1),
+			under:  matrix(len(b.pools), len(b.pools)),
 		}
 		for r, s := range ci.dem.Service {
 			if k, ok := b.stIndex[r]; ok {
@@ -151,6 +155,9 @@ type visitWalk struct {
 	// held is the tightest limited pool the request holds at this point
 	// (see built.within).
 	held int
+	// holding lists the pools held at this point by hold steps and
+	// synchronous calls.
+	holding []int
 }
 
 func (v *visitWalk) steps(steps []model.Step, c *model.Component, weight float64, depth int) {
@@ -183,14 +190,15 @@ func (v *visitWalk) steps(steps []model.Step, c *model.Component, weight float64
 			tp := v.b.poolIdx[model.ThreadsResource(op.Component)]
 			v.ci.acq[tp] += weight
 			v.ci.units[tp] += weight
-			outer := v.held
+			outer, holding := v.held, v.holding
 			if s.Kind == model.StepSend {
 				// The target runs on its own, after the sender's holds.
-				v.held = len(v.b.pools)
+				v.held, v.holding = len(v.b.pools), nil
 			}
+			v.hold(tp, weight)
 			v.held = v.b.within(v.held, tp)
 			v.steps(op.Steps, v.b.m.Component(op.Component), weight, depth+1)
-			v.held = outer
+			v.held, v.holding = outer, holding
 		case model.StepLoop:
 			n := s.Times.Mean()
 			if n > 1 {
@@ -216,22 +224,32 @@ func (v *visitWalk) steps(steps []model.Step, c *model.Component, weight float64
 			}
 			v.held = outer
 		case model.StepHold, model.StepAcquire:
-			outer := v.held
+			outer, holding := v.held, v.holding
 			if p, ok := v.b.poolIdx[s.Resource]; ok {
 				v.ci.acq[p] += weight
 				v.ci.units[p] += weight * float64(max(s.Units, 1))
 				if s.Kind == model.StepHold {
+					v.hold(p, weight)
 					v.held = v.b.within(v.held, p)
 				}
 			}
 			v.steps(s.Steps, c, weight, depth)
-			v.held = outer
+			v.held, v.holding = outer, holding
 		case model.StepSwitch:
 			forCases(v.ci.w, s, v.fixed, func(body []model.Step, p float64) {
 				v.steps(body, c, weight*p, depth)
 			})
 		}
 	}
+}
+
+// hold records a hold of pool p under the pools held and adds p to them
+// (on a fresh slice: the caller restores the previous one).
+func (v *visitWalk) hold(p int, weight float64) {
+	for _, h := range v.holding {
+		v.ci.under[p][h] += weight
+	}
+	v.holding = append(v.holding[:len(v.holding):len(v.holding)], p)
 }
 
 // within returns the tightest limited pool a request holds once it also

@@ -388,11 +388,12 @@ func (st *state) boundedStretch(k int, closedX []float64) []float64 {
 // mean units, rounded down.
 func (st *state) poolWaits(classes []class, o layerOptions, out [][]float64, thinkOf func(p, c int, pn *network, i int) (users, think, own float64)) error {
 	b := st.b
+	nested := st.nestedPools(classes)
 	for p, pl := range b.pools {
 		for c := range classes {
 			out[c][p] = 0
 		}
-		if !pl.limited() {
+		if _, ok := nested[p]; ok || !pl.limited() {
 			continue
 		}
 		var users []int
@@ -468,5 +469,5 @@ func (st *state) poolWaits(classes []class, o layerOptions, out [][]float64, thi
 			}
 		}
 	}
-	return nil
+	return st.nestedWaits(nested, classes, out)
 }

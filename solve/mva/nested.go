@@ -1,0 +1,301 @@
+package mva
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/perfcast/perfcast/model"
+)
+
+// nestedWaits replaces, in out, the waits poolWaits gave for a pool p of
+// several units whose holders queue inside it for a one-unit pool q (a
+// process's CPU slot inside a database's connections, a lock inside a
+// thread pool), for the classes that hold p, and their waits for q made
+// while holding it.
+//
+// poolWaits solves every pool on its own: q as an open queue that all its
+// acquisitions reach, p as c servers whose holding time contains q's wait.
+// But no more requests can queue at q from inside p than p's units, and
+// when p's holders are slowed together at q, p's units are not c
+// independent servers: q's wait is counted without its bound and counted
+// again in p's. Near q's capacity the two pools were reported overloaded
+// where they were stable.
+//
+// Here p and what it encloses are one flow-equivalent server (Chandy,
+// Herzog and Woo): the requests inside p form a closed network of q (FCFS,
+// one unit, the holders' mixed holding time, the mean-value equation with
+// the residual of a non-exponential hold) and a delay (the rest of p's
+// holding time), solved by mean-value analysis for n = 1 … c holders,
+// giving the throughput X(n); q's load from outside p slows it by
+// 1/(1 − ρ). The number of requests at p (waiting or holding) is then a
+// birth–death process with arrivals at p's acquisition rate and departures
+// at X(min(n, c)), exact when the arrivals are Poisson and the network is
+// of product form. Acquisitions that parallel lists make together arrive
+// as batches (sized from timeWalk.batched), and the chain with batches is
+// solved by its cut equations. The wait for p is that of the first of a
+// batch (the join adds the rest, as for any pool); the wait for q inside p
+// is what is left of p's mean holding time, n's mean inside over the rate,
+// after q's holds and the delay.
+//
+// It applies when every class that holds p or q is open, p and q are one
+// copy each, and every acquisition takes one unit; for each p, q is the
+// one-unit pool with the most holding time inside p. Other pools inside p
+// stay in the delay.
+//
+// nested maps each such p to its q (from nestedPools); poolWaits leaves p
+// to this function.
+func (st *state) nestedWaits(nested map[int]int, classes []class, out [][]float64) error {
+	b := st.b
+	for p := range b.pools {
+		q, ok := nested[p]
+		if !ok {
+			continue
+		}
+		f, ok := st.flowEquivalent(p, q)
+		if !ok {
+			continue
+		}
+		inside, first, ok := f.solve()
+		if !ok {
+			st.saturated = b.pools[p].name
+			return fmt.Errorf("%s: %w", b.pools[p].name, errUnstable)
+		}
+		wq := math.Max((inside-f.z-f.visits*f.service)/f.visits, 0)
+		for c, ci := range b.classes {
+			if ci.acq[p] > 0 {
+				out[c][p] = first
+			}
+			if n := ci.under[q][p]; n > 0 {
+				a := ci.acq[q]
+				out[c][q] = (n*wq + (a-n)*out[c][q]) / a
+			}
+		}
+	}
+	return nil
+}
+
+// nestedPools maps every pool p that nestedWaits solves to its inner pool.
+func (st *state) nestedPools(classes []class) map[int]int {
+	var out map[int]int
+	for p, pp := range st.b.pools {
+		if !pp.limited() || pp.capacity < 2 || pp.copies != 1 || pp.component != "" && pp.queue != model.QueueUnlimited {
+			continue
+		}
+		if q := st.innerPool(classes, p); q >= 0 {
+			if out == nil {
+				out = map[int]int{}
+			}
+			out[p] = q
+		}
+	}
+	return out
+}
+
+// innerPool returns the one-unit pool held inside pool p with the most
+// holding time there, -1 when there is none or when p or it does not meet
+// nestedWaits's conditions.
+func (st *state) innerPool(classes []class, p int) int {
+	b := st.b
+	best, most := -1, 0.0
+	for q, pq := range b.pools {
+		if q == p || pq.capacity != 1 || pq.copies != 1 {
+			continue
+		}
+		var held float64
+		for c, ci := range b.classes {
+			held += st.X[c] * ci.under[q][p] * st.hold[c][q]
+		}
+		if held > most {
+			best, most = q, held
+		}
+	}
+	if best < 0 {
+		return -1
+	}
+	// A tighter pool of several units between p and q is the one to
+	// solve with q; p's holding time then composes its waits.
+	for r, pr := range b.pools {
+		if r == p || r == best || !pr.limited() || pr.capacity < 2 {
+			continue
+		}
+		for _, ci := range b.classes {
+			if ci.under[best][r] > 0 && ci.under[r][p] > 0 {
+				return -1
+			}
+		}
+	}
+	for c, ci := range b.classes {
+		uses := ci.acq[p] > 0 || ci.acq[best] > 0
+		if !uses {
+			continue
+		}
+		if !classes[c].open && classes[c].users > 0 {
+			return -1
+		}
+		if ci.units[p] > ci.acq[p]*(1+1e-9) || ci.units[best] > ci.acq[best]*(1+1e-9) {
+			return -1
+		}
+	}
+	return best
+}
+
+// flowEquivalent is pool p with the one-unit pool q inside it, per
+// acquisition of p.
+type flowEquivalent struct {
+	units int
+	// visits to q, q's mean holding time and its second moment per visit,
+	// the rest of p's holding time (z), q's utilization from outside p.
+	visits, service, second, z, background float64
+	// rate is the rate of arrival events (single acquisitions and
+	// batches); sizes[m] the probability that an event brings m+1
+	// acquisitions.
+	rate  float64
+	sizes []float64
+}
+
+// flowEquivalent gathers p's and q's loads from the current state; false
+// when p carries no load.
+func (st *state) flowEquivalent(p, q int) (*flowEquivalent, bool) {
+	b := st.b
+	f := &flowEquivalent{units: b.pools[p].capacity}
+	var acqRate, holdSum, qVisits, qHold, qSq, qWait float64
+	type batch struct{ rate, size float64 }
+	var batches []batch
+	var singles float64
+	for c, ci := range b.classes {
+		x := st.X[c]
+		if x <= 0 {
+			continue
+		}
+		if a := ci.acq[q] - ci.under[q][p]; a > 0 {
+			f.background += x * a * st.hold[c][q]
+		}
+		a := ci.acq[p]
+		if a <= 0 {
+			continue
+		}
+		h := st.hold[c][p]
+		acqRate += x * a
+		holdSum += x * a * h
+		if n := ci.under[q][p]; n > 0 {
+			qVisits += x * n
+			qHold += x * n * st.hold[c][q]
+			qSq += x * n * st.holdSq[c][q]
+			qWait += x * n * st.wait[c][q]
+		}
+		// batched = A·(A − 1)·h² per request for one batch of A.
+		size := 1.0
+		if bt := st.batched[c][p]; bt > 0 && h > 0 {
+			size = math.Min((1+math.Sqrt(1+4*bt/(h*h)))/2, a)
+		}
+		if size > 1 {
+			batches = append(batches, batch{rate: x, size: size})
+			singles += x * (a - size)
+		} else {
+			singles += x * a
+		}
+	}
+	if acqRate <= 0 || qVisits <= 0 || qHold <= 0 {
+		return nil, false
+	}
+	f.visits = qVisits / acqRate
+	f.service = qHold / qVisits
+	f.second = math.Max(qSq/qVisits, f.service*f.service)
+	f.z = math.Max(holdSum/acqRate-(qHold+qWait)/acqRate, 0)
+	// Batch sizes: each batch of a fractional mean size A is split between
+	// ⌊A⌋ and ⌈A⌉ so that the mean is kept.
+	weights := map[int]float64{1: singles}
+	top := 1
+	for _, bt := range batches {
+		lo := math.Floor(bt.size)
+		frac := bt.size - lo
+		weights[int(lo)] += bt.rate * (1 - frac)
+		if frac > 0 {
+			weights[int(lo)+1] += bt.rate * frac
+		}
+		top = max(top, int(lo)+1)
+	}
+	f.sizes = make([]float64, top)
+	for m, w := range weights {
+		f.rate += w
+		f.sizes[m-1] += w
+	}
+	for m := range f.sizes {
+		f.sizes[m] /= f.rate
+	}
+	return f, true
+}
+
+// maxNestedStates bounds the states of the birth–death chain.
+const maxNestedStates = 200000
+
+// solve returns the mean time p is held per acquisition and the mean wait
+// for p of the first acquisition of an arrival event; false when the
+// arrivals exceed the throughput with every unit held.
+func (f *flowEquivalent) solve() (inside, first float64, ok bool) {
+	c := f.units
+	// Throughput with n = 1 … c requests inside p.
+	x := make([]float64, c+1)
+	slow := 1 / math.Max(1-f.background, 1e-9)
+	residual := f.second / (2 * f.service)
+	var queue, util float64
+	for n := 1; n <= c; n++ {
+		r := f.visits * slow * (f.service*(1+queue-util) + util*residual)
+		x[n] = float64(n) / (r + f.z)
+		queue = x[n] * r
+		util = math.Min(x[n]*f.visits*f.service, 1)
+	}
+	var mean float64
+	for m, pm := range f.sizes {
+		mean += float64(m+1) * pm
+	}
+	lambda := f.rate * mean
+	if lambda >= x[c] {
+		return 0, 0, false
+	}
+	// tail[m] = P(size > m).
+	tail := make([]float64, len(f.sizes)+1)
+	for m := len(f.sizes) - 1; m >= 0; m-- {
+		tail[m] = tail[m+1] + f.sizes[m]
+	}
+	tail = tail[:len(f.sizes)]
+	// Cut between n and n+1: π(n+1)·X(min(n+1, c)) = rate·Σ_j π(j)·P(size > n−j),
+	// over the last len(tail) states (kept in a ring, π(0) = 1 unnormalized).
+	B := len(tail)
+	ring := make([]float64, B)
+	ring[0] = 1
+	sum, Lh, waitSum, last := 1.0, 0.0, 0.0, 1.0
+	for n := 0; ; n++ {
+		var flow float64
+		for d := 0; d < B && d <= n; d++ {
+			flow += ring[(n-d)%B] * tail[d]
+		}
+		next := f.rate * flow / x[min(n+1, c)]
+		m := n + 1
+		ring[m%B] = next
+		sum += next
+		Lh += float64(min(m, c)) * next
+		if m >= c {
+			waitSum += next * float64(m-c+1)
+		}
+		if m > c+B && next < 1e-13*sum {
+			break
+		}
+		if m >= maxNestedStates {
+			// Geometric tail from the last ratio.
+			r := next / last
+			if r >= 1 {
+				return 0, 0, false
+			}
+			g := next * r / (1 - r)
+			sum += g
+			Lh += float64(c) * g
+			waitSum += next * r * ((float64(m-c)+1)/(1-r) + 1/((1-r)*(1-r)))
+			break
+		}
+		last = next
+	}
+	inside = Lh / sum / lambda
+	first = waitSum / sum / x[c]
+	return inside, first, true
+}

@@ -1,0 +1,177 @@
+package mva
+
+import (
+	"context"
+	"maps"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/solve"
+	"github.com/perfcast/perfcast/solve/sim"
+)
+
+// TestFlowEquivalentExact checks the flow-equivalent server against queues
+// whose means are known in closed form.
+func TestFlowEquivalentExact(t *testing.T) {
+	near := func(name string, got, want float64) {
+		t.Helper()
+		if math.Abs(got-want) > 1e-9*math.Max(1, math.Abs(want)) {
+			t.Errorf("%s: got %.12g, want %.12g", name, got, want)
+		}
+	}
+	// No delay inside the pool: its holders only queue at the one unit,
+	// first come first served, so the whole is an M/M/1 queue however
+	// many units the pool has: wait + hold = 1/(μ − λ).
+	for _, units := range []int{2, 5} {
+		f := &flowEquivalent{units: units, visits: 1, service: 1, second: 2, rate: 0.7, sizes: []float64{1}}
+		inside, first, ok := f.solve()
+		if !ok {
+			t.Fatalf("M/M/1: unstable")
+		}
+		near("M/M/1 sojourn", inside+first, 1/(1-0.7))
+	}
+	// Nothing to queue for inside: the pool is an M/M/c queue with the
+	// delay as its service, and the wait is Erlang C's.
+	f := &flowEquivalent{units: 3, visits: 1e-12, service: 1e-12, second: 2e-24, z: 1, rate: 2.4, sizes: []float64{1}}
+	inside, first, ok := f.solve()
+	if !ok {
+		t.Fatalf("M/M/3: unstable")
+	}
+	near("M/M/3 hold", inside, 1)
+	near("M/M/3 wait", first, mmcWaitFactor(3, 2.4))
+	// Batches of three, no delay, many units: the M^X/M/1 queue, whose
+	// mean number is ρ/(1 − ρ)·(E[X²] + E[X])/(2·E[X]).
+	f = &flowEquivalent{units: 200, visits: 1, service: 1, second: 2, rate: 0.25, sizes: []float64{0, 0, 1}}
+	inside, first, ok = f.solve()
+	if !ok {
+		t.Fatalf("M^X/M/1: unstable")
+	}
+	rho := 0.75
+	near("M^X/M/1 number", inside*0.75, rho/(1-rho)*(9+3)/6)
+	if first > 1e-9 {
+		t.Errorf("M^X/M/1: a wait for 200 units: %g", first)
+	}
+	// Beyond the throughput with every unit held: no answer.
+	f = &flowEquivalent{units: 2, visits: 1, service: 1, second: 2, z: 1, rate: 1, sizes: []float64{1}}
+	if _, _, ok := f.solve(); ok {
+		t.Errorf("overloaded pool: got an answer")
+	}
+}
+
+// nestedPools are models where a pool of several units encloses a
+// one-unit pool its holders queue for: a database's connections around a
+// process's CPU slot, a thread pool around a lock.
+func nestedPools() map[string]string {
+	exp := func(rate string) string {
+		return `perfcast: 1
+hosts: {h: {}}
+components:
+  db:
+    host: h
+    operations:
+      q: {steps: [{hold: {resource: conns, steps: [{hold: {resource: slot, steps: [{cpu: exp(1ms)}]}}, {delay: exp(2ms)}]}}]}
+passive: {conns: {capacity: 3}, slot: {capacity: 1}}
+workload:
+  w: {open: {rate: ` + rate + `}, steps: [{call: db/q}]}
+`
+	}
+	return map[string]string{
+		// 71 and 86 % of the 789/s the three connections can pass.
+		"connections around a slot, 560/s": exp("560"),
+		"connections around a slot, 680/s": exp("680"),
+		"threads around a lock": `perfcast: 1
+hosts: {h: {}}
+components:
+  svc:
+    host: h
+    operations:
+      a: {steps: [{cpu: 0.2ms}, {hold: {resource: threads, steps: [{hold: {resource: lock, steps: [{cpu: "lognormal(2ms, cv=0.3)"}]}}, {delay: "lognormal(3ms, cv=0.5)"}]}}]}
+      b: {steps: [{hold: {resource: threads, steps: [{delay: 1ms}, {hold: {resource: lock, steps: [{cpu: "exp(0.3ms)"}]}}]}}]}
+passive: {threads: {capacity: 6}, lock: {capacity: 1}}
+workload:
+  wa: {open: {rate: 237.5}, steps: [{call: svc/a}]}
+  wb: {open: {rate: 760}, steps: [{call: svc/b}]}
+`,
+		"a catalog's connections around its slot, with a fan-out": `perfcast: 1
+hosts: {h: {}}
+components:
+  gw:
+    host: h
+    operations:
+      rec: {steps: [{cpu: 0.26ms}, {parallel: [[{call: cat/get}], [{call: cat/get}], [{call: cat/get}], [{call: cat/get}], [{call: cat/get}], [{call: cat/get}]]}]}
+  cat:
+    host: h
+    operations:
+      list: {steps: [{hold: {resource: db, steps: [{hold: {resource: slot, steps: [{cpu: "lognormal(4.9ms, cv=0.17)"}]}}, {delay: "hyperexp(1.76ms, cv=1.9)"}]}}]}
+      get: {steps: [{hold: {resource: db, steps: [{hold: {resource: slot, steps: [{cpu: "exp(0.1ms)"}]}}]}}]}
+passive: {db: {capacity: 4}, slot: {capacity: 1}}
+workload:
+  browse: {open: {rate: 95}, steps: [{call: cat/list}]}
+  rec: {open: {rate: 31.35}, steps: [{call: gw/rec}]}
+`,
+	}
+}
+
+// TestNestedPoolsVsSim compares the analytical solver with the simulator
+// where a pool of several units encloses a one-unit pool. Solving each
+// pool on its own, as before nestedWaits, reported the connections at
+// 680/s overloaded (the simulator and a Markov chain of the model agree on
+// 8.9 ms), put the one at 560/s at +42 % and the threads around a lock at
+// +39 and +81 %. The flow-equivalent server is not exact here (the chain
+// of the exponential model gives 5.21 and 8.92 ms where it gives 5.67 and
+// 10.4: given the number at the pool, its holders are not spread as in the
+// closed network), so the tolerance is 20 % beyond the simulation's 95 %
+// confidence interval: the errors were +9, +17, +7, +15, +2 and +18 %.
+func TestNestedPoolsVsSim(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulates")
+	}
+	cases := nestedPools()
+	for _, name := range slices.Sorted(maps.Keys(cases)) {
+		m, err := model.Parse([]byte(cases[name]), name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		a, err := New().Solve(context.Background(), m, solve.Options{})
+		if err != nil {
+			t.Fatalf("%s: mva: %v", name, err)
+		}
+		s, err := sim.New().Solve(context.Background(), m, solve.Options{Seed: 1, Precision: 0.01})
+		if err != nil {
+			t.Fatalf("%s: sim: %v", name, err)
+		}
+		if !a.Stable || !s.Stable {
+			t.Fatalf("%s: stable: mva %v, sim %v", name, a.Stable, s.Stable)
+		}
+		for _, w := range slices.Sorted(maps.Keys(s.Workloads)) {
+			want := s.Workloads[w].ResponseTime
+			got := a.Workloads[w].ResponseTime.Mean
+			lo, hi := want.Mean, want.Mean
+			if want.CI95 != nil {
+				lo, hi = want.CI95[0], want.CI95[1]
+			}
+			off := 100 * (got - want.Mean) / want.Mean
+			if !(got >= lo*0.8 && got <= hi*1.2) {
+				t.Errorf("%s: workload %s: mva %.4g ms, sim %.4g ms (95 %% CI %.4g–%.4g), off by %+.1f %%", name, w, 1e3*got, 1e3*want.Mean, 1e3*lo, 1e3*hi, off)
+			} else {
+				t.Logf("%s: workload %s: mva %.4g ms, sim %.4g ms, %+.1f %%", name, w, 1e3*got, 1e3*want.Mean, off)
+			}
+		}
+	}
+}
+
+// BenchmarkNestedPools solves the catalog of nestedPools: connections
+// around a CPU slot, with a fan-out of six.
+func BenchmarkNestedPools(b *testing.B) {
+	m, err := model.Parse([]byte(nestedPools()["a catalog's connections around its slot, with a fan-out"]), "catalog")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := New().Solve(context.Background(), m, solve.Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
