@@ -40,6 +40,10 @@
 // the list's mean and variance, except for the waits at pools they acquire
 // together: one common wait, then the holds beyond the pool's units in
 // line, the pool seeing batches; sends add load but not response time.
+// A pool of several units whose holders queue for a one-unit pool inside
+// it is, with open workloads, one flow-equivalent server: mean-value
+// analysis of the holders inside gives its throughput per number held, and
+// a birth–death chain (with batches) the wait for it.
 // Supports says which models fall outside what these methods treat
 // faithfully; docs/accuracy.md gives measured errors.
 package mva

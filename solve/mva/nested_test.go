@@ -5,6 +5,8 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/perfcast/perfcast/model"
@@ -172,6 +174,35 @@ func BenchmarkNestedPools(b *testing.B) {
 	for b.Loop() {
 		if _, err := New().Solve(context.Background(), m, solve.Options{}); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestSupportsNestedPools: where the waits for a pool around a one-unit
+// pool are a large part of a workload's response time, Supports leaves
+// the model to the simulator; where they are not, it does not mention
+// them.
+func TestSupportsNestedPools(t *testing.T) {
+	src := nestedPools()["threads around a lock"]
+	for _, tc := range []struct {
+		load string
+		want bool
+	}{{"1", true}, {"0.02", false}} {
+		m, err := model.Parse([]byte(src), "nested")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range m.Workloads {
+			r, _ := strconv.ParseFloat(tc.load, 64)
+			w.Open.Rate *= r
+		}
+		ok, reasons := Supports(m)
+		found := false
+		for _, r := range reasons {
+			found = found || strings.Contains(r, "flow-equivalent server")
+		}
+		if found != tc.want || ok == tc.want {
+			t.Errorf("load ×%s: ok %v, reasons %q; want the flow-equivalent server reported: %v", tc.load, ok, reasons, tc.want)
 		}
 	}
 }

@@ -164,6 +164,28 @@ func supports(b *built, st *state) (bool, []string) {
 			}
 		}
 	}
+	// A pool around a one-unit pool, solved as one flow-equivalent server
+	// (nestedWaits): within 20 % of the simulator on the tests' models
+	// where the waits are a large part of the response time, not within
+	// the few per cent of the other approximations.
+	if st != nil && st.hw != nil && st.saturated == "" {
+		nested := st.nestedPools(st.net.classes)
+		for p := range b.pools {
+			q, ok := nested[p]
+			if !ok {
+				continue
+			}
+			for c, ci := range b.classes {
+				if ci.acq[p] <= 0 || st.R[c] <= 0 {
+					continue
+				}
+				w := ci.acq[p]*st.wait[c][p] + ci.under[q][p]*st.wait[c][q]
+				if w >= togetherShare*st.R[c] {
+					reasons = append(reasons, fmt.Sprintf("workload %s: waits for %s and for %s inside it (%.3g ms per request, %.0f %% of its response time); the flow-equivalent server of a pool around a one-unit pool is an approximation within about 20 %%", ci.w.Name, b.pools[p].name, b.pools[q].name, 1e3*w, 100*w/st.R[c]))
+				}
+			}
+		}
+	}
 	// Pools that closed workloads wait for, held for times far from
 	// exponential: their layer is a closed network, solved by MVA as if
 	// the holding times were exponential, which misjudges the wait as it
