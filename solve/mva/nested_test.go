@@ -2,16 +2,13 @@ package mva
 
 import (
 	"context"
-	"maps"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/solve"
-	"github.com/perfcast/perfcast/solve/sim"
 )
 
 // TestFlowEquivalentExact checks the flow-equivalent server against queues
@@ -130,38 +127,7 @@ func TestNestedPoolsVsSim(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates")
 	}
-	cases := nestedPools()
-	for _, name := range slices.Sorted(maps.Keys(cases)) {
-		m, err := model.Parse([]byte(cases[name]), name)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		a, err := New().Solve(context.Background(), m, solve.Options{})
-		if err != nil {
-			t.Fatalf("%s: mva: %v", name, err)
-		}
-		s, err := sim.New().Solve(context.Background(), m, solve.Options{Seed: 1, Precision: 0.01})
-		if err != nil {
-			t.Fatalf("%s: sim: %v", name, err)
-		}
-		if !a.Stable || !s.Stable {
-			t.Fatalf("%s: stable: mva %v, sim %v", name, a.Stable, s.Stable)
-		}
-		for _, w := range slices.Sorted(maps.Keys(s.Workloads)) {
-			want := s.Workloads[w].ResponseTime
-			got := a.Workloads[w].ResponseTime.Mean
-			lo, hi := want.Mean, want.Mean
-			if want.CI95 != nil {
-				lo, hi = want.CI95[0], want.CI95[1]
-			}
-			off := 100 * (got - want.Mean) / want.Mean
-			if !(got >= lo*0.8 && got <= hi*1.2) {
-				t.Errorf("%s: workload %s: mva %.4g ms, sim %.4g ms (95 %% CI %.4g–%.4g), off by %+.1f %%", name, w, 1e3*got, 1e3*want.Mean, 1e3*lo, 1e3*hi, off)
-			} else {
-				t.Logf("%s: workload %s: mva %.4g ms, sim %.4g ms, %+.1f %%", name, w, 1e3*got, 1e3*want.Mean, off)
-			}
-		}
-	}
+	compareWithSim(t, nestedPools(), 0.2)
 }
 
 // BenchmarkNestedPools solves the catalog of nestedPools: connections
