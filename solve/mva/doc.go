@@ -43,7 +43,7 @@
 // A pool of several units whose holders queue for a one-unit pool inside
 // it is, with open workloads, one flow-equivalent server: mean-value
 // analysis of the holders inside gives its throughput per number held, and
-// a birth–death chain (with batches) the wait for it.
+// a birth–death chain the wait for it.
 // Supports says which models fall outside what these methods treat
 // faithfully; docs/accuracy.md gives measured errors.
 package mva

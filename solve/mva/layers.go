@@ -469,5 +469,5 @@ func (st *state) poolWaits(classes []class, o layerOptions, out [][]float64, thi
 			}
 		}
 	}
-	return st.nestedWaits(nested, classes, out)
+	return st.nestedWaits(nested, out)
 }
