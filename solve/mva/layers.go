@@ -301,7 +301,8 @@ func (st *state) setVisitTimes() {
 // load is in its group's N_g/c_g only; counting a closed class's load at
 // (N−1)/N of it, Schweitzer's estimate, made the throughput fall, if by
 // a millionth, as users were added beyond saturation); with closedX nil a
-// station that a closed class visits gets nil.
+// station that a closed class with users visits gets nil. A closed class
+// without users carries no load and is left out.
 //
 // The network counts every request's demand as competing with every
 // other's, but no more requests can be inside a pool of c units than c: a
@@ -331,7 +332,11 @@ func (st *state) boundedStretch(k int, closedX []float64) []float64 {
 		}
 		rate := cl.rate
 		if !cl.open {
-			if closedX == nil || cl.users <= 0 {
+			if cl.users <= 0 {
+				// No users, no load.
+				continue
+			}
+			if closedX == nil {
 				return nil
 			}
 			rate = closedX[c]
