@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"testing"
 
@@ -143,5 +144,44 @@ func compareWithSim(t *testing.T, cases map[string]string, tol float64) {
 				t.Logf("%s: workload %s: mva %.4g ms, sim %.4g ms, %+.1f %%", name, w, 1e3*got, 1e3*want.Mean, off)
 			}
 		}
+	}
+}
+
+// TestNoUsersNoLoad: a closed workload without users changes nothing, also
+// at a processor-sharing station where a pool bounds the open workload's
+// CPU work. (The bounded stretch was dropped there for the whole station:
+// the slot's holders competed with each other at the CPU, and the slot
+// came out overloaded at 300/s, saturating at 222/s.)
+func TestNoUsersNoLoad(t *testing.T) {
+	const src = `perfcast: 1
+hosts: {h: {}}
+components:
+  app:
+    host: h
+    operations:
+      get: {steps: [{cpu: 0.5ms}, {hold: {resource: slot, steps: [{cpu: exp(2ms)}]}}]}
+passive: {slot: {capacity: 1}}
+workload:
+  w: {open: {rate: 300}, steps: [{call: app/get}]}
+`
+	solveIt := func(src string) float64 {
+		t.Helper()
+		m, err := model.Parse([]byte(src), "nousers")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := New().Solve(context.Background(), m, solve.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.Stable {
+			t.Fatalf("%d workloads: unstable, bottleneck %s", len(m.Workloads), r.Bottleneck)
+		}
+		return r.Workloads["w"].ResponseTime.Mean
+	}
+	want := solveIt(src)
+	got := solveIt(src + "  idle: {closed: {users: 0, think: 1s}, steps: [{call: app/get}]}\n")
+	if math.Abs(got-want) > 1e-9*want {
+		t.Errorf("with a closed workload of 0 users: %.6g ms, without: %.6g ms", 1e3*got, 1e3*want)
 	}
 }
