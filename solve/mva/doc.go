@@ -39,7 +39,9 @@
 // mean maximum of independent list times, each a gamma distribution with
 // the list's mean and variance, except for the waits at pools they acquire
 // together: one common wait, then the holds beyond the pool's units in
-// line, the pool seeing batches; sends add load but not response time.
+// line (with the work they send while holding a pool they wait for in
+// line, which reaches the pool ahead of the lists still waiting), the pool
+// seeing batches; sends add load but not response time.
 // A pool of several units whose holders queue for a one-unit pool inside
 // it is, with open workloads, one flow-equivalent server: mean-value
 // analysis of the holders inside gives its throughput per number held, and
