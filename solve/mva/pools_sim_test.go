@@ -66,24 +66,10 @@ workload:
 	// CPU slot, each sending work to the slot before it lets its
 	// connection go, which the lookups still waiting for one then queue
 	// behind.
-	out["fan-out through connections, sending"] = `perfcast: 1
-hosts: {h: {cpu: {cores: 8}}}
-components:
-  gw:
-    host: h
-    operations:
-      rec: {steps: [{cpu: 0.26ms}, {parallel: [[{call: cat/get}], [{call: cat/get}], [{call: cat/get}], [{call: cat/get}], [{call: cat/get}], [{call: cat/get}]]}]}
-  cat:
-    host: h
-    operations:
-      list: {steps: [{hold: {resource: db, steps: [{hold: {resource: slot, steps: [{cpu: "lognormal(4.9ms, cv=0.17)"}]}}, {delay: "hyperexp(1.76ms, cv=1.9)"}]}}]}
-      get: {steps: [{delay: 0.135ms}, {hold: {resource: db, steps: [{hold: {resource: slot, steps: [{cpu: "exp(0.1ms)"}]}}, {send: cat/bg}]}}]}
-      bg: {steps: [{hold: {resource: slot, steps: [{cpu: "exp(0.167ms)"}]}}]}
-passive: {slot: {capacity: 1}, db: {capacity: 4}}
-workload:
-  browse: {open: {rate: 23}, steps: [{call: cat/list}]}
-  rec: {open: {rate: 7.67}, steps: [{call: gw/rec}]}
-`
+	out["fan-out through connections, sending"] = catalogFanOut("{cores: 8}",
+		`{delay: 0.135ms}, {hold: {resource: db, steps: [{hold: {resource: slot, steps: [{cpu: "exp(0.1ms)"}]}}, {send: cat/bg}]}}`,
+		`      bg: {steps: [{hold: {resource: slot, steps: [{cpu: "exp(0.167ms)"}]}}]}
+`, 23, 7.67)
 	out["fan-out of four"] = `perfcast: 1
 hosts: {h: {cpu: {cores: 4}}, r1: {}, r2: {}, r3: {}, r4: {}}
 components:
@@ -113,6 +99,30 @@ workload:
 `, n)
 	}
 	return out
+}
+
+// catalogFanOut is the testbed catalog's shape: a listing (browse) and six
+// parallel lookups (rec) hold a pool of four connections around a one-unit
+// CPU slot, on host h with the given cpu; get is the lookup's steps and
+// ops further operations of the catalog.
+func catalogFanOut(cpu, get, ops string, browse, rec float64) string {
+	return fmt.Sprintf(`perfcast: 1
+hosts: {h: {cpu: %s}}
+components:
+  gw:
+    host: h
+    operations:
+      rec: {steps: [{cpu: 0.26ms}, {parallel: [[{call: cat/get}], [{call: cat/get}], [{call: cat/get}], [{call: cat/get}], [{call: cat/get}], [{call: cat/get}]]}]}
+  cat:
+    host: h
+    operations:
+      list: {steps: [{hold: {resource: db, steps: [{hold: {resource: slot, steps: [{cpu: "lognormal(4.9ms, cv=0.17)"}]}}, {delay: "hyperexp(1.76ms, cv=1.9)"}]}}]}
+      get: {steps: [%s]}
+%spassive: {db: {capacity: 4}, slot: {capacity: 1}}
+workload:
+  browse: {open: {rate: %g}, steps: [{call: cat/list}]}
+  rec: {open: {rate: %g}, steps: [{call: gw/rec}]}
+`, cpu, get, ops, browse, rec)
 }
 
 // TestPoolsAndJoinsVsSim compares the analytical solver with the
