@@ -30,13 +30,11 @@ import (
 // 1/(1 − ρ). The number of requests at p (waiting or holding) is then a
 // birth–death process with arrivals at p's acquisition rate and departures
 // at X(min(n, c)), exact when the arrivals are Poisson and the network is
-// of product form. The chain is solved by its cut equations, which also
-// take arrivals in batches; the acquisitions that the lists of a parallel
-// step make together are nevertheless fed as single arrivals, since the
-// join adds their holds in line (see flowEquivalent). The wait for p is
-// that of the first of an arrival event; the wait for q inside p is what
-// is left of p's mean holding time, n's mean inside over the rate, after
-// q's holds and the delay.
+// of product form, and in closed form. The acquisitions that the lists of
+// a parallel step make together arrive one by one here, since the join
+// adds their holds in line (see flowEquivalent). The wait for q inside p
+// is what is left of p's mean holding time, n's mean inside over the
+// rate, after q's holds and the delay.
 //
 // It applies when every class that holds p or q is open, p and q are one
 // copy each, and every acquisition takes one unit; for each p, q is the
@@ -56,7 +54,7 @@ func (st *state) nestedWaits(nested map[int]int, out [][]float64) error {
 		if !ok {
 			continue
 		}
-		inside, first, ok := f.solve()
+		inside, wait, ok := f.solve()
 		if !ok {
 			st.saturated = b.pools[p].name
 			return fmt.Errorf("%s: %w", b.pools[p].name, errUnstable)
@@ -64,7 +62,7 @@ func (st *state) nestedWaits(nested map[int]int, out [][]float64) error {
 		wq := math.Max((inside-f.z-f.visits*f.service)/f.visits, 0)
 		for c, ci := range b.classes {
 			if ci.acq[p] > 0 {
-				out[c][p] = first
+				out[c][p] = wait
 			}
 			if n := ci.under[q][p]; n > 0 {
 				a := ci.acq[q]
@@ -147,10 +145,8 @@ type flowEquivalent struct {
 	// visits to q, q's mean holding time and its second moment per visit,
 	// the rest of p's holding time (z), q's utilization from outside p.
 	visits, service, second, z, background float64
-	// rate is the rate of arrival events; sizes[m] the probability that
-	// an event brings m+1 acquisitions.
-	rate  float64
-	sizes []float64
+	// rate is the rate of p's acquisitions.
+	rate float64
 }
 
 // flowEquivalent gathers p's and q's loads from the current state; false
@@ -158,7 +154,7 @@ type flowEquivalent struct {
 func (st *state) flowEquivalent(p, q int) (*flowEquivalent, bool) {
 	b := st.b
 	f := &flowEquivalent{units: b.pools[p].capacity}
-	var acqRate, holdSum, qVisits, qHold, qSq, qWait float64
+	var holdSum, qVisits, qHold, qSq, qWait float64
 	for c, ci := range b.classes {
 		x := st.X[c]
 		if x <= 0 {
@@ -171,9 +167,8 @@ func (st *state) flowEquivalent(p, q int) (*flowEquivalent, bool) {
 		if a <= 0 {
 			continue
 		}
-		h := st.hold[c][p]
-		acqRate += x * a
-		holdSum += x * a * h
+		f.rate += x * a
+		holdSum += x * a * st.hold[c][p]
 		if n := ci.under[q][p]; n > 0 {
 			qVisits += x * n
 			qHold += x * n * st.hold[c][q]
@@ -181,29 +176,26 @@ func (st *state) flowEquivalent(p, q int) (*flowEquivalent, bool) {
 			qWait += x * n * st.wait[c][q]
 		}
 	}
-	if acqRate <= 0 || qVisits <= 0 || qHold <= 0 {
+	if f.rate <= 0 || qVisits <= 0 || qHold <= 0 {
 		return nil, false
 	}
-	f.visits = qVisits / acqRate
+	f.visits = qVisits / f.rate
 	f.service = qHold / qVisits
 	f.second = math.Max(qSq/qVisits, f.service*f.service)
-	f.z = math.Max(holdSum/acqRate-(qHold+qWait)/acqRate, 0)
-	// Single acquisitions: the lists of a parallel step that acquire p
-	// together are one batch, but the join already adds their holds in
-	// line behind each other (at p and at q); arriving as batches here
-	// too counted those waits twice (the catalog of the tests: +54 and
-	// +184 % against the simulator, where singles give +1 and +17 %).
-	f.rate, f.sizes = acqRate, []float64{1}
+	f.z = math.Max(holdSum/f.rate-(qHold+qWait)/f.rate, 0)
+	// The acquisitions arrive one by one: the lists of a parallel step
+	// that acquire p together are one batch, but the join already adds
+	// their holds in line behind each other (at p and at q); arriving as
+	// batches here too counted those waits twice (the catalog of the
+	// tests: +54 and +184 % against the simulator, where single arrivals
+	// give +1 and +17 %).
 	return f, true
 }
 
-// maxNestedStates bounds the states of the birth–death chain.
-const maxNestedStates = 200000
-
 // solve returns the mean time p is held per acquisition and the mean wait
-// for p of the first acquisition of an arrival event; false when the
-// arrivals exceed the throughput with every unit held.
-func (f *flowEquivalent) solve() (inside, first float64, ok bool) {
+// for p; false when the arrivals exceed the throughput with every unit
+// held.
+func (f *flowEquivalent) solve() (inside, wait float64, ok bool) {
 	c := f.units
 	// Throughput with n = 1 … c requests inside p.
 	x := make([]float64, c+1)
@@ -216,57 +208,22 @@ func (f *flowEquivalent) solve() (inside, first float64, ok bool) {
 		queue = x[n] * r
 		util = math.Min(x[n]*f.visits*f.service, 1)
 	}
-	var mean float64
-	for m, pm := range f.sizes {
-		mean += float64(m+1) * pm
-	}
-	lambda := f.rate * mean
-	if lambda >= x[c] {
+	if f.rate >= x[c] {
 		return 0, 0, false
 	}
-	// tail[m] = P(size > m).
-	tail := make([]float64, len(f.sizes)+1)
-	for m := len(f.sizes) - 1; m >= 0; m-- {
-		tail[m] = tail[m+1] + f.sizes[m]
+	// Birth–death: π(n) = π(n−1)·λ/X(n) up to c (π(0) = 1, unnormalized),
+	// then geometric with ratio r = λ/X(c), in closed form.
+	pi, sum, held := 1.0, 1.0, 0.0
+	for n := 1; n <= c; n++ {
+		pi *= f.rate / x[n]
+		sum += pi
+		held += float64(n) * pi
 	}
-	tail = tail[:len(f.sizes)]
-	// Cut between n and n+1: π(n+1)·X(min(n+1, c)) = rate·Σ_j π(j)·P(size > n−j),
-	// over the last len(tail) states (kept in a ring, π(0) = 1 unnormalized).
-	B := len(tail)
-	ring := make([]float64, B)
-	ring[0] = 1
-	sum, Lh, waitSum, last := 1.0, 0.0, 0.0, 1.0
-	for n := 0; ; n++ {
-		var flow float64
-		for d := 0; d < B && d <= n; d++ {
-			flow += ring[(n-d)%B] * tail[d]
-		}
-		next := f.rate * flow / x[min(n+1, c)]
-		m := n + 1
-		ring[m%B] = next
-		sum += next
-		Lh += float64(min(m, c)) * next
-		if m >= c {
-			waitSum += next * float64(m-c+1)
-		}
-		if m > c+B && next < 1e-13*sum {
-			break
-		}
-		if m >= maxNestedStates {
-			// Geometric tail from the last ratio.
-			r := next / last
-			if r >= 1 {
-				return 0, 0, false
-			}
-			g := next * r / (1 - r)
-			sum += g
-			Lh += float64(c) * g
-			waitSum += next * r * ((float64(m-c)+1)/(1-r) + 1/((1-r)*(1-r)))
-			break
-		}
-		last = next
-	}
-	inside = Lh / sum / lambda
-	first = waitSum / sum / x[c]
-	return inside, first, true
+	r := f.rate / x[c]
+	tail := pi * r / (1 - r) // Σ_{j≥1} π(c+j)
+	sum += tail
+	held += float64(c) * tail
+	// A request that finds c + j (j ≥ 0) waits for j + 1 departures.
+	waiting := pi / ((1 - r) * (1 - r)) // Σ_{j≥0} π(c+j)·(j+1)
+	return held / sum / f.rate, waiting / sum / x[c], true
 }
