@@ -335,8 +335,6 @@ func (r *recorder) begin(e *engine, t *task) {
 	tr.pending = nil
 }
 
-// leave records the end of the operation t runs (t's state is still the
-// callee's).
 // started moves the start of t's operation span to now: the operation has
 // just taken the resource it waits for before its span starts.
 func (r *recorder) started(e *engine, t *task) {
@@ -346,6 +344,8 @@ func (r *recorder) started(e *engine, t *task) {
 	}
 }
 
+// leave records the end of the operation t runs (t's state is still the
+// callee's).
 func (r *recorder) leave(e *engine, t *task, failed bool) {
 	tr := r.task(t.id)
 	n := len(tr.stack)

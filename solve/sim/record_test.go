@@ -157,14 +157,11 @@ func checkShapes(t *testing.T, spans []*Span, lenient bool) *traceIndex {
 	return x
 }
 
-// TestRecordThreadQueue checks the timing of spans on a call to an M/M/1
-// queue formed by a thread pool of one: the server span covers the service
-// only, the client span the wait for the thread too; both agree with the
-// simulator's own figures and with the theory.
-// TestRecordQueueBeforeSpan checks the spans of an operation that waits
-// before its span starts: for its component's one thread, or for a CPU
-// slot marked before_span. Either way the server span is the CPU service
-// and the client span holds the wait.
+// TestRecordQueueBeforeSpan checks the timing of spans on a call to an
+// M/M/1 queue whose wait comes before the callee's span starts: a thread
+// pool of one, or a CPU slot marked before_span. Either way the server
+// span covers the service only and the client span the wait too; both
+// agree with the simulator's own figures and with the theory.
 func TestRecordQueueBeforeSpan(t *testing.T) {
 	cases := []struct{ name, back, passive, wait string }{
 		{"threads", `{host: be, threads: 1, operations: {work: {steps: [{cpu: exp(2ms)}]}}}`, "", "back.threads"},
@@ -176,6 +173,9 @@ func TestRecordQueueBeforeSpan(t *testing.T) {
 	}
 }
 
+// recordQueue runs TestRecordQueueBeforeSpan's case: back is the callee
+// component, passive its passive resources, waitRes the resource its wait
+// is reported on.
 func recordQueue(t *testing.T, back, passive, waitRes string) {
 	const lambda, s = 500.0, 1e-3 // back: demand 2ms at speed 2
 	m := parse(t, `perfcast: 1
