@@ -116,3 +116,23 @@ func TestCapacityAndSweep(t *testing.T) {
 		t.Errorf("sweep without --vary: exit %d, want 2", code)
 	}
 }
+
+// A --set that lets more run at once than the model file says comes with
+// a warning that contention the model never saw is not in it; one that
+// lowers a limit does not.
+func TestSetMoreParallelWarns(t *testing.T) {
+	const model = "../../examples/models/pipeline.yaml"
+	const want = "passive.index-lock.capacity raised from 1 to 2"
+	code, out, errs := perfcast(t, "predict", "--solver", "mva", "--json", "--set", "passive.index-lock.capacity=2", model)
+	if code != 0 || !strings.Contains(out, want) {
+		t.Errorf("predict with the lock raised: exit %d, no %q in %s %s", code, want, out, errs)
+	}
+	code, out, errs = perfcast(t, "predict", "--solver", "mva", "--json", "--set", "passive.index-lock.capacity=1", model)
+	if code != 0 || strings.Contains(out, "raised from") {
+		t.Errorf("predict with the lock as it is: exit %d: %s %s", code, out, errs)
+	}
+	code, out, errs = perfcast(t, "sweep", model, "--vary", "passive.index-lock.capacity=1..2", "--solver", "mva", "--json")
+	if code != 0 || strings.Count(out, want) != 1 {
+		t.Errorf("sweep of the lock: exit %d, want %q once: %s %s", code, want, out, errs)
+	}
+}

@@ -27,6 +27,10 @@ type solveFlags struct {
 	sets      []string
 	// progress, when set, is told how far a simulation has come.
 	progress func(done float64)
+	// base is the model as loaded, before the --set assignments (nil
+	// without any): solveModel warns where a solved model runs more at
+	// once than it (whatif.Beyond).
+	base *model.Model
 }
 
 func (f *solveFlags) register(cmd *cobra.Command) {
@@ -39,14 +43,19 @@ func (f *solveFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&f.sets, "set", nil, "change the model before solving: `KEY=VALUE`, e.g. hosts.app.cpu.cores=8 or workload.*.load=2; repeatable")
 }
 
-// loadModel loads a model and applies the --set assignments.
+// loadModel loads a model and applies the --set assignments, keeping the
+// model as loaded in f.base.
 func (f *solveFlags) loadModel(path string) (*model.Model, error) {
 	m, err := model.Load(path)
 	if err != nil {
 		return nil, err
 	}
 	if len(f.sets) == 0 {
+		f.base = m
 		return m, nil
+	}
+	if f.base, err = m.Clone(); err != nil {
+		return nil, err
 	}
 	for _, s := range f.sets {
 		if err := whatif.Set(m, s); err != nil {
@@ -99,6 +108,9 @@ func solveModel(ctx context.Context, m *model.Model, f *solveFlags) (*solve.Resu
 	res, err := s.Solve(ctx, m, opts)
 	if err != nil {
 		return nil, err
+	}
+	if f.base != nil {
+		note = append(note, whatif.Beyond(f.base, m)...)
 	}
 	if len(note) > 0 {
 		res.Warnings = append(note, res.Warnings...)
