@@ -322,38 +322,9 @@ func (st *state) boundedStretch(k int, closedX []float64) []float64 {
 		return nil
 	}
 	free := len(b.pools)
-	u := make([]float64, free+1)
-	bounded := false
-	for c, ci := range b.classes {
-		cl := st.net.classes[c]
-		d := st.net.demand[c][k]
-		if d <= 0 {
-			continue
-		}
-		rate := cl.rate
-		if !cl.open {
-			if cl.users <= 0 {
-				// No users, no load.
-				continue
-			}
-			if closedX == nil {
-				return nil
-			}
-			rate = closedX[c]
-		}
-		var sum float64
-		for _, x := range ci.inside[k] {
-			sum += x
-		}
-		if sum <= 0 {
-			continue
-		}
-		for g, x := range ci.inside[k] {
-			u[g] += rate * d / float64(s.servers) * x / sum
-			if g != free && x > 0 {
-				bounded = true
-			}
-		}
+	u, bounded, ok := st.groupLoads(k, closedX)
+	if !ok {
+		return nil
 	}
 	var U, A float64
 	units := func(g int) float64 {
@@ -379,6 +350,49 @@ func (st *state) boundedStretch(k int, closedX []float64) []float64 {
 		out[g] = 1 + scale*((1+S)/(1+x/units(g))-1)
 	}
 	return out
+}
+
+// groupLoads returns the utilization per server of station k that the
+// classes' demand makes while pool g is the tightest pool held, u[g]
+// (index len(pools) for none), and whether any of it is made inside a
+// limited pool. Closed classes count at their throughputs in closedX; ok
+// is false when closedX is nil and a closed class with users visits k.
+func (st *state) groupLoads(k int, closedX []float64) (u []float64, bounded, ok bool) {
+	b, s := st.b, st.b.stations[k]
+	free := len(b.pools)
+	u = make([]float64, free+1)
+	for c, ci := range b.classes {
+		cl := st.net.classes[c]
+		d := st.net.demand[c][k]
+		if d <= 0 {
+			continue
+		}
+		rate := cl.rate
+		if !cl.open {
+			if cl.users <= 0 {
+				// No users, no load.
+				continue
+			}
+			if closedX == nil {
+				return nil, false, false
+			}
+			rate = closedX[c]
+		}
+		var sum float64
+		for _, x := range ci.inside[k] {
+			sum += x
+		}
+		if sum <= 0 {
+			continue
+		}
+		for g, x := range ci.inside[k] {
+			u[g] += rate * d / float64(s.servers) * x / sum
+			if g != free && x > 0 {
+				bounded = true
+			}
+		}
+	}
+	return u, bounded, true
 }
 
 // poolWaits solves each limited pool as a multi-server station whose
