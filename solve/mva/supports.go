@@ -200,15 +200,16 @@ func supports(b *built, st *state) (bool, []string) {
 	// Pools whose holders' CPU bursts share a processor-sharing station
 	// with the bursts of other pools' holders (services limited to one
 	// thread each on one core). A pool alone with free work there is
-	// not this case: its threads on fewer cores are within 3 % of the
-	// simulator (docs/accuracy.md). The mean-value stretch of such bounded
+	// not this case: docs/accuracy.md measures its threads on fewer cores
+	// against the simulator (within 3 % but for four threads at 90 %
+	// load). The mean-value stretch of such bounded
 	// bursts is high by up to 12 % against an exact Markov chain of two
 	// one-unit pools with exponential bursts on one core (2 % median over
 	// utilizations 0.05–0.75; the exact stretch hardly depends on the
 	// bursts' lengths), and a busy pool's wait magnifies the error of its
 	// holding time: two such services at 60 and 30 % of the core gave
-	// 69 ms for the busier one's response time where the chain and the
-	// simulator give 23 ms.
+	// 69 ms for the busier one's response time where the simulator, whose
+	// stretches agree with the chain's, gives 23 ms.
 	if st != nil && st.hw != nil && st.saturated == "" {
 		for p, pl := range b.pools {
 			if !pl.limited() {
