@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -574,26 +575,19 @@ workload:
 // response times within 3 % of the simulator's: not reported. Nor is one
 // pool of two threads on one core, which no other pool's bursts share.
 func TestSupportsBoundedBursts(t *testing.T) {
-	two := func(rateA, rateB string) *model.Model {
-		return parse(t, `perfcast: 1
-hosts: {h: {}}
-components:
-  a: {host: h, operations: {op: {steps: [{hold: {resource: a-slot, steps: [{cpu: exp(2ms)}]}}]}}}
-  b: {host: h, operations: {op: {steps: [{hold: {resource: b-slot, steps: [{cpu: exp(1ms)}]}}]}}}
-passive:
-  a-slot: {capacity: 1}
-  b-slot: {capacity: 1}
-workload:
-  wa: {open: {rate: `+rateA+`}, steps: [{call: a/op}]}
-  wb: {open: {rate: `+rateB+`}, steps: [{call: b/op}]}
-`)
+	tmpl, err := os.ReadFile("../testdata/coupled-slots.yaml")
+	if err != nil {
+		t.Fatal(err)
 	}
-	ok, reasons := Supports(two("300", "300"))
+	two := func(rateA, rateB float64) *model.Model {
+		return parse(t, fmt.Sprintf(string(tmpl), rateA, rateB))
+	}
+	ok, reasons := Supports(two(300, 300))
 	if ok || len(reasons) != 2 || !strings.Contains(reasons[0], "a-slot") || !strings.Contains(reasons[1], "b-slot") ||
 		!strings.Contains(reasons[0], "stretched ×1.59") || !strings.Contains(reasons[0], "bounded bursts") {
 		t.Errorf("60 and 30 %% of the core: ok %v, reasons %q", ok, reasons)
 	}
-	if ok, reasons := Supports(two("150", "300")); !ok {
+	if ok, reasons := Supports(two(150, 300)); !ok {
 		t.Errorf("30 and 30 %% of the core: reasons %q", reasons)
 	}
 	one := parse(t, `perfcast: 1

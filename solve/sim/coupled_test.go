@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"os"
 	"testing"
 )
 
@@ -98,18 +99,11 @@ func coupledSlots(la, da, lb, db float64, k int) (na, nb, pa, pb float64) {
 func TestCoupledSlots(t *testing.T) {
 	const la, da, lb, db = 225.0, 2e-3, 300.0, 1e-3
 	na, nb, pa, pb := coupledSlots(la, da, lb, db, 60)
-	r := run(t, fmt.Sprintf(`perfcast: 1
-hosts: {h: {}}
-components:
-  a: {host: h, operations: {op: {steps: [{hold: {resource: a-slot, steps: [{cpu: exp(2ms)}]}}]}}}
-  b: {host: h, operations: {op: {steps: [{hold: {resource: b-slot, steps: [{cpu: exp(1ms)}]}}]}}}
-passive:
-  a-slot: {capacity: 1}
-  b-slot: {capacity: 1}
-workload:
-  wa: {open: {rate: %g}, steps: [{call: a/op}]}
-  wb: {open: {rate: %g}, steps: [{call: b/op}]}
-`, la, lb), 400000)
+	tmpl, err := os.ReadFile("../testdata/coupled-slots.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, fmt.Sprintf(string(tmpl), la, lb), 400000)
 	ra, rb := res(t, r, "a-slot"), res(t, r, "b-slot")
 	within(t, "a's pool held", ra.Utilization, ra.UtilizationCI95, pa, 0)
 	within(t, "b's pool held", rb.Utilization, rb.UtilizationCI95, pb, 0)
