@@ -215,11 +215,7 @@ func supports(b *built, st *state) (bool, []string) {
 			if !pl.limited() {
 				continue
 			}
-			var work float64
-			for c, ci := range b.classes {
-				work += st.X[c] * ci.acq[p] * st.hold[c][p]
-			}
-			busy := work / pl.capacityTotal()
+			busy := st.poolUtilization(p)
 			if busy < boundedBusyMin {
 				continue
 			}
