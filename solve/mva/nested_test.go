@@ -3,7 +3,6 @@ package mva
 import (
 	"context"
 	"math"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -124,16 +123,15 @@ func BenchmarkNestedPools(b *testing.B) {
 func TestSupportsNestedPools(t *testing.T) {
 	src := nestedPools()["threads around a lock"]
 	for _, tc := range []struct {
-		load string
+		load float64
 		want bool
-	}{{"1", true}, {"0.02", false}} {
+	}{{1, true}, {0.02, false}} {
 		m, err := model.Parse([]byte(src), "nested")
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, w := range m.Workloads {
-			r, _ := strconv.ParseFloat(tc.load, 64)
-			w.Open.Rate *= r
+			w.Open.Rate *= tc.load
 		}
 		ok, reasons := Supports(m)
 		found := false
@@ -141,7 +139,7 @@ func TestSupportsNestedPools(t *testing.T) {
 			found = found || strings.Contains(r, "flow-equivalent server")
 		}
 		if found != tc.want || ok == tc.want {
-			t.Errorf("load ×%s: ok %v, reasons %q; want the flow-equivalent server reported: %v", tc.load, ok, reasons, tc.want)
+			t.Errorf("load ×%g: ok %v, reasons %q; want the flow-equivalent server reported: %v", tc.load, ok, reasons, tc.want)
 		}
 	}
 }

@@ -198,23 +198,8 @@ passive: {slot: {capacity: 1}}
 workload:
   w: {open: {rate: 300}, steps: [{call: app/get}]}
 `
-	solveIt := func(src string) float64 {
-		t.Helper()
-		m, err := model.Parse([]byte(src), "nousers")
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := New().Solve(context.Background(), m, solve.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !r.Stable {
-			t.Fatalf("%d workloads: unstable, bottleneck %s", len(m.Workloads), r.Bottleneck)
-		}
-		return r.Workloads["w"].ResponseTime.Mean
-	}
-	want := solveIt(src)
-	got := solveIt(src + "  idle: {closed: {users: 0, think: 1s}, steps: [{call: app/get}]}\n")
+	want := solveStable(t, src).Workloads["w"].ResponseTime.Mean
+	got := solveStable(t, src+"  idle: {closed: {users: 0, think: 1s}, steps: [{call: app/get}]}\n").Workloads["w"].ResponseTime.Mean
 	if math.Abs(got-want) > 1e-9*want {
 		t.Errorf("with a closed workload of 0 users: %.6g ms, without: %.6g ms", 1e3*got, 1e3*want)
 	}
