@@ -53,6 +53,9 @@ type classInfo struct {
 	// copies) made while pool g is the tightest limited pool holding the
 	// request; g = len(pools) for demand no such pool encloses.
 	inside [][]float64
+	// insideVisits[k][g] counts the visits to station k (summed over its
+	// copies) that make the demand inside[k][g].
+	insideVisits [][]float64
 	// under[q][p] is the expected number of holds of pool q per request
 	// made while the request holds pool p (see nestedWaits).
 	under [][]float64
@@ -113,16 +116,17 @@ func build(m *model.Model) *built {
 	}
 	for _, w := range m.Workloads {
 		ci := &classInfo{
-			w:      w,
-			dem:    m.Demands(w),
-			demand: make([]float64, len(b.stations)),
-			visits: make([]float64, len(b.stations)),
-			second: make([]float64, len(b.stations)),
-			acq:    make([]float64, len(b.pools)),
-			units:  make([]float64, len(b.pools)),
-			repeat: make([]bool, len(b.stations)),
-			inside: matrix(len(b.stations), len(b.pools)+1),
-			under:  matrix(len(b.pools), len(b.pools)),
+			w:            w,
+			dem:          m.Demands(w),
+			demand:       make([]float64, len(b.stations)),
+			visits:       make([]float64, len(b.stations)),
+			second:       make([]float64, len(b.stations)),
+			acq:          make([]float64, len(b.pools)),
+			units:        make([]float64, len(b.pools)),
+			repeat:       make([]bool, len(b.stations)),
+			inside:       matrix(len(b.stations), len(b.pools)+1),
+			insideVisits: matrix(len(b.stations), len(b.pools)+1),
+			under:        matrix(len(b.pools), len(b.pools)),
 		}
 		for r, s := range ci.dem.Service {
 			if k, ok := b.stIndex[r]; ok {
@@ -174,6 +178,7 @@ func (v *visitWalk) steps(steps []model.Step, c *model.Component, weight float64
 			}
 			mean := s.Demand.Mean() / speed
 			v.ci.inside[k][v.held] += weight * mean
+			v.ci.insideVisits[k][v.held] += weight
 			v.ci.visits[k] += weight
 			v.ci.second[k] += weight * (s.Demand.Var()/(speed*speed) + mean*mean)
 			if v.loops > 0 {

@@ -31,7 +31,10 @@
 // than c requests to the CPU work inside it, so at a processor-sharing
 // station that only open workloads visit, a visit made inside a pool meets
 // the other pools' and the outside work's requests but at most c − 1 of its
-// own (mean-value equations per pool, solved in closed form). With one
+// own: where pools make all of a station's load, a Markov chain of their
+// occupancy there, truncated with geometric tails, gives each pool's
+// stretch and its second moment; with work outside pools, mean-value
+// equations per pool, solved in closed form. With one
 // closed workload that takes pools, the fixed point is solved for its
 // throughput (each layer's think time from the inverse of its throughput
 // curve, each layer limited to the users its enclosing pool admits), which

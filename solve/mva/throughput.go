@@ -123,7 +123,7 @@ func (st *state) byThroughput(ctx context.Context, classes []class, c int, o lay
 
 	// The throughput without contention bounds the root from above.
 	for k := range b.stations {
-		st.inStretch[k] = nil
+		st.inStretch[k], st.inSquare[k] = nil, nil
 		for cc := range classes {
 			st.stretch[cc][k], st.extra[cc][k] = 1, 0
 		}

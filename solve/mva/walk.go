@@ -26,8 +26,10 @@ type timeWalk struct {
 	w *model.Workload
 	// visitTime returns the mean time of one visit to station k with a mean
 	// demand d, made while pool g is the tightest limited pool the request
-	// holds (len(b.pools) for none).
-	visitTime func(k int, d float64, g int) float64
+	// holds (len(b.pools) for none), and the second moment of the factor by
+	// which the visit stretches its demand where that is known (0
+	// elsewhere).
+	visitTime func(k int, d float64, g int) (mean, square float64)
 	// wait[p] is the mean wait per acquisition of pool p.
 	wait []float64
 	// in is the tightest limited pool held at the point walked.
@@ -177,7 +179,13 @@ func (t *timeWalk) step(s *model.Step, c *model.Component, weight float64, depth
 			return moments{}, nil
 		}
 		d := s.Demand.Mean() / speed
-		r := t.visitTime(k, d, t.in)
+		r, f2 := t.visitTime(k, d, t.in)
+		if f2 > 0 {
+			// The demand D and its stretch F independent: E[(DF)²] =
+			// E[D²]·E[F²].
+			second := (s.Demand.Var()/(speed*speed) + d*d) * f2
+			return moments{mean: r, vari: math.Max(second-r*r, 0)}, nil
+		}
 		m := moments{mean: r, vari: s.Demand.Var() / (speed * speed)}
 		if d > 0 {
 			m.vari *= (r / d) * (r / d)
