@@ -600,3 +600,60 @@ workload:
 		t.Errorf("one pool of two threads on one core: reasons %q", reasons)
 	}
 }
+
+// TestSupportsJudgesResolvedSpeeds: Supports judges the model Solve solves,
+// its hosts' speed curves resolved. Two one-thread services at 60 and 30 %
+// of a core are reported (the first pool 85 % busy); with a curve that
+// makes the core 1.5 times as fast at that load they take 40 and 20 %, the
+// pools are under 65 % busy, and nothing is reported.
+func TestSupportsJudgesResolvedSpeeds(t *testing.T) {
+	tmpl, err := os.ReadFile("../testdata/coupled-slots.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := fmt.Sprintf(string(tmpl), 300.0, 300.0)
+	if ok, _ := Supports(parse(t, src)); ok {
+		t.Fatal("60 and 30 % of the core at the model's speed: not reported")
+	}
+	curved := strings.Replace(src, "hosts: {h: {}}", "hosts: {h: {cpu: {speed_curve: [{utilization: 0.2, factor: 1}, {utilization: 0.6, factor: 1.5}]}}}", 1)
+	if curved == src {
+		t.Fatal("the fixture's host line changed")
+	}
+	if ok, reasons := Supports(parse(t, curved)); !ok {
+		t.Errorf("with the core 1.5 times as fast at that load: reasons %q", reasons)
+	}
+}
+
+// TestSupportsBurstsOfThePoolItself: the bounded-bursts reason names a pool
+// only where its own holders' bursts are stretched. Two connections around
+// a one-thread service's slot, held across a 4 ms call as well, are busy,
+// but the bursts inside them are the slot's: the connections are not
+// reported as stretched (the slot, 40 % busy, is not either).
+func TestSupportsBurstsOfThePoolItself(t *testing.T) {
+	m := parse(t, `perfcast: 1
+hosts: {h: {}}
+components:
+  a:
+    host: h
+    operations:
+      op: {steps: [{hold: {resource: db, steps: [{hold: {resource: a-slot, steps: [{cpu: exp(2ms)}]}}, {delay: exp(4ms)}]}}]}
+  b: {host: h, operations: {op: {steps: [{hold: {resource: b-slot, steps: [{cpu: exp(1ms)}]}}]}}}
+passive:
+  db: {capacity: 2}
+  a-slot: {capacity: 1}
+  b-slot: {capacity: 1}
+workload:
+  wa: {open: {rate: 200}, steps: [{call: a/op}]}
+  wb: {open: {rate: 300}, steps: [{call: b/op}]}
+`)
+	r := solveModel(t, m)
+	if u := r.Resources["db"].Utilization; u < boundedBusyMin {
+		t.Fatalf("db %.2f busy: the case needs it at least %.2f", u, boundedBusyMin)
+	}
+	_, reasons := Supports(m)
+	for _, reason := range reasons {
+		if strings.Contains(reason, "waits for db (") && strings.Contains(reason, "stretched") {
+			t.Errorf("db reported as a pool whose bursts are stretched: %q", reason)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/solve"
 )
 
 // Thresholds of Supports.
@@ -59,11 +60,17 @@ const (
 // other pools' bursts: a model that needs them is reported here when they
 // matter.
 //
-// Supports solves the model to judge whether a finite queue ever fills; it
-// takes about as long as one Solve.
+// Supports solves the model, with its hosts' speed curves resolved as
+// Solve resolves them, to judge whether a finite queue ever fills and how
+// busy its pools are; it takes about as long as one Solve.
 func Supports(m *model.Model) (ok bool, reasons []string) {
-	b := build(m)
-	st, err := solveLayers(context.Background(), b, defaultLayerOptions())
+	ctx := context.Background()
+	resolved, _, err := solve.ResolveSpeeds(ctx, m, Solver{}.solve)
+	if err != nil {
+		return false, []string{err.Error()}
+	}
+	b := build(resolved)
+	st, err := solveLayers(ctx, b, defaultLayerOptions())
 	if err != nil && !errors.Is(err, errUnstable) {
 		return false, []string{err.Error()}
 	}
@@ -226,9 +233,13 @@ func supports(b *built, st *state) (bool, []string) {
 					continue
 				}
 				u, _, _, ok := st.groupLoads(k, st.hw.X)
+				if !ok || u[p] <= 0 {
+					// None of the pool's holders' bursts are here.
+					continue
+				}
 				others := false
 				for g := range b.pools {
-					others = others || (ok && g != p && u[g] > 0)
+					others = others || (g != p && u[g] > 0)
 				}
 				if others {
 					stretch, at = in[p], b.stations[k].name
