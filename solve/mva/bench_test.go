@@ -74,8 +74,11 @@ func BenchmarkApproxMultiClass(b *testing.B) {
 
 // BenchmarkSolveShop is a whole Solve of the shop example (closed, pools,
 // fork/join, a send).
-func BenchmarkSolveShop(b *testing.B) {
-	m, err := model.Load("../../examples/models/shop.yaml")
+func BenchmarkSolveShop(b *testing.B) { benchSolve(b, "../../examples/models/shop.yaml") }
+
+// benchSolve times whole Solves of the model in the file at path.
+func benchSolve(b *testing.B, path string) {
+	m, err := model.Load(path)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -118,14 +121,4 @@ func BenchmarkShopUsers(b *testing.B) {
 // testbed (solve/testdata/testbed-reference.yaml: four services limited to
 // one thread each on one core, whose occupancy chain gives the stretches,
 // connections around the catalog's slot, a fan-out of six).
-func BenchmarkSolveTestbed(b *testing.B) {
-	m, err := model.Load("../testdata/testbed-reference.yaml")
-	if err != nil {
-		b.Fatal(err)
-	}
-	for b.Loop() {
-		if _, err := New().Solve(context.Background(), m, solve.Options{}); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+func BenchmarkSolveTestbed(b *testing.B) { benchSolve(b, "../testdata/testbed-reference.yaml") }

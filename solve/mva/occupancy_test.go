@@ -47,11 +47,12 @@ func momentsOf(t *testing.T, u, d []float64, units []int, servers, levels int) (
 
 // TestOccupancyAgainstExactChain compares the truncated chain with the
 // stretches of the full chain (numpy, every pool's queue up to 70
-// requests deep for two pools, 30 for three and four, stationary
-// distribution by a dense solve): with many queue levels the truncated
-// chain is that chain (to its three printed digits); with the fewest it
-// keeps, two, its error is the truncation's, at most 1.4 % in these cases,
-// and with the levels queueLevels keeps (four to eight), 0.3 %.
+// requests deep for two pools, 30 for three and 16 for four; stationary
+// distribution by a dense solve for two, by power iteration for more):
+// with many queue levels the truncated chain is that chain (to its three
+// printed digits); with two queue levels its error is the truncation's,
+// at most 1.4 % in these cases, and with the levels queueLevels keeps
+// (four to eight), 0.3 %.
 func TestOccupancyAgainstExactChain(t *testing.T) {
 	cases := []struct {
 		u, d, exact []float64
