@@ -1,6 +1,9 @@
 package mva
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // occupancy is a Markov chain of the bursts at one processor-sharing
 // station all of whose load is made inside limited pools: per pool g, the
@@ -36,6 +39,20 @@ type occupancy struct {
 	// m1[g] and m2[g] are the moments of a tagged burst's remaining time
 	// per state (see squares), kept as the start of the next solution.
 	m1, m2 [][]float64
+	// The transitions at the current rates (see flows): into state s, the
+	// entries in[row[s]:row[s+1]]; out of it, fixed[s] plus the entries
+	// leave[lrow[s]:lrow[s+1]].
+	in, leave []flow
+	row, lrow []int
+	fixed     []float64
+}
+
+// flow is a transition of the chain at rate, from or to state at, times
+// 1 − r_tail where tail is a pool whose tail the transition leaves (−1 for
+// none).
+type flow struct {
+	at, tail int
+	rate     float64
 }
 
 // The chain keeps queue levels beyond each pool's units, between
@@ -141,37 +158,68 @@ func newOccupancy(servers int, lambda, mu []float64, units, levels []int) *occup
 	return o
 }
 
+// flows lists the chain's transitions at the current rates, as solve
+// reads them: per state, the flows into it from its neighbours, and the
+// rate out of it, part of it through the tails.
+func (o *occupancy) flows() {
+	G, n := len(o.lambda), len(o.pi)
+	o.in, o.leave = o.in[:0], o.leave[:0]
+	o.row, o.lrow = append(o.row[:0], 0), append(o.lrow[:0], 0)
+	o.fixed = slices.Grow(o.fixed[:0], n)[:n]
+	for s := range n {
+		ls := o.level[s*G : s*G+G]
+		var fixed float64
+		for g, l := range ls {
+			if l > 0 {
+				o.in = append(o.in, flow{at: s - o.stride[g], tail: -1, rate: o.lambda[g]})
+				a := float64(min(l, o.units[g])) * o.mu[g] * o.run[s]
+				if l == o.top[g] {
+					o.leave = append(o.leave, flow{at: s, tail: g, rate: a})
+				} else {
+					fixed += a
+				}
+			}
+			if l < o.top[g] {
+				fixed += o.lambda[g]
+				up := s + o.stride[g]
+				f := flow{at: up, tail: -1, rate: float64(min(l+1, o.units[g])) * o.mu[g] * o.run[up]}
+				if l+1 == o.top[g] {
+					f.tail = g
+				}
+				o.in = append(o.in, f)
+			}
+		}
+		o.fixed[s] = fixed
+		o.row, o.lrow = append(o.row, len(o.in)), append(o.lrow, len(o.leave))
+	}
+}
+
 // solve finds the stationary distribution by Gauss–Seidel sweeps,
 // updating the tails' continuation probabilities as it goes (from the
 // previous solution where the chain was solved before), and reports
 // whether it converged.
 func (o *occupancy) solve() bool {
-	G, n := len(o.lambda), len(o.pi)
+	n := len(o.pi)
+	o.flows()
+	keep := make([]float64, len(o.r))
 	const maxSweeps = 20000
 	for sweep := range maxSweeps {
+		for g, r := range o.r {
+			keep[g] = 1 - r
+		}
 		var change float64
 		for s := range n {
-			ls := o.level[s*G : s*G+G]
-			var in, out float64
-			run := o.run[s]
-			for g, l := range ls {
-				if l > 0 {
-					in += o.pi[s-o.stride[g]] * o.lambda[g]
-					a := float64(min(l, o.units[g])) * o.mu[g] * run
-					if l == o.top[g] {
-						a *= 1 - o.r[g]
-					}
-					out += a
+			var in float64
+			for _, f := range o.in[o.row[s]:o.row[s+1]] {
+				x := o.pi[f.at] * f.rate
+				if f.tail >= 0 {
+					x *= keep[f.tail]
 				}
-				if l < o.top[g] {
-					out += o.lambda[g]
-					up := s + o.stride[g]
-					a := float64(min(l+1, o.units[g])) * o.mu[g] * o.run[up]
-					if l+1 == o.top[g] {
-						a *= 1 - o.r[g]
-					}
-					in += o.pi[up] * a
-				}
+				in += x
+			}
+			out := o.fixed[s]
+			for _, f := range o.leave[o.lrow[s]:o.lrow[s+1]] {
+				out += f.rate * keep[f.tail]
 			}
 			if out > 0 {
 				v := in / out
@@ -291,6 +339,7 @@ func (o *occupancy) squares() []float64 {
 			continue
 		}
 		m1, m2 := o.m1[g], o.m2[g]
+		o.tagged(g)
 		if !o.absorb(g, m1, nil) || !o.absorb(g, m2, m1) {
 			return nil
 		}
@@ -307,32 +356,24 @@ func (o *occupancy) squares() []float64 {
 	return out
 }
 
-// absorb solves, by Gauss–Seidel sweeps over the states where pool g has a
-// burst at the station, for the moment m of the time until a tagged burst
-// of g ends: the first (with prev nil), m(s)·out(s) = 1 + Σ q(s,s')·m(s'),
-// or the second, with 2·prev(s) in place of 1. It reports whether the
-// sweeps converged.
-func (o *occupancy) absorb(g int, m, prev []float64) bool {
+// tagged lists, in o.in, o.row and o.fixed, the transitions of the chain
+// with a burst of pool g tagged, over the states where g has a burst at
+// the station: out of each, the tagged burst's end (absorbing) and every
+// other transition, whose targets are listed with their rates.
+func (o *occupancy) tagged(g int) {
 	G, n := len(o.lambda), len(o.pi)
-	const maxSweeps = 20000
-	for range maxSweeps {
-		var change, size float64
-		for s := range n {
-			ls := o.level[s*G : s*G+G]
-			if ls[g] == 0 {
-				continue
-			}
+	o.in, o.row = o.in[:0], append(o.row[:0], 0)
+	o.fixed = slices.Grow(o.fixed[:0], n)[:n]
+	for s := range n {
+		ls := o.level[s*G : s*G+G]
+		if ls[g] > 0 {
 			run := o.run[s]
 			// The tagged burst ends at its own rate.
 			out := o.mu[g] * run
-			in := 1.0
-			if prev != nil {
-				in = 2 * prev[s]
-			}
 			for h, l := range ls {
 				if l < o.top[h] {
 					out += o.lambda[h]
-					in += o.lambda[h] * m[s+o.stride[h]]
+					o.in = append(o.in, flow{at: s + o.stride[h], tail: -1, rate: o.lambda[h]})
 				}
 				a := float64(min(l, o.units[h]))
 				if h == g {
@@ -346,9 +387,36 @@ func (o *occupancy) absorb(g int, m, prev []float64) bool {
 					rate *= 1 - o.r[h]
 				}
 				out += rate
-				in += rate * m[s-o.stride[h]]
+				o.in = append(o.in, flow{at: s - o.stride[h], tail: -1, rate: rate})
 			}
-			v := in / out
+			o.fixed[s] = out
+		}
+		o.row = append(o.row, len(o.in))
+	}
+}
+
+// absorb solves, by Gauss–Seidel sweeps over the transitions tagged lists
+// for pool g, for the moment m of the time until the tagged burst ends:
+// the first (with prev nil), m(s)·out(s) = 1 + Σ q(s,s')·m(s'), or the
+// second, with 2·prev(s) in place of 1. It reports whether the sweeps
+// converged.
+func (o *occupancy) absorb(g int, m, prev []float64) bool {
+	G, n := len(o.lambda), len(o.pi)
+	const maxSweeps = 20000
+	for range maxSweeps {
+		var change, size float64
+		for s := range n {
+			if o.level[s*G+g] == 0 {
+				continue
+			}
+			in := 1.0
+			if prev != nil {
+				in = 2 * prev[s]
+			}
+			for _, f := range o.in[o.row[s]:o.row[s+1]] {
+				in += f.rate * m[f.at]
+			}
+			v := in / o.fixed[s]
 			change = math.Max(change, math.Abs(v-m[s]))
 			size = math.Max(size, math.Abs(v))
 			m[s] = v
