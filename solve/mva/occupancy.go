@@ -313,9 +313,10 @@ func (o *occupancy) squares() []float64 {
 			o.m1[g], o.m2[g] = make([]float64, n), make([]float64, n)
 		}
 	}
+	start := make([]float64, n)
 	for g := range G {
 		// Where the pool's bursts start, weighted by how often.
-		start := make([]float64, n)
+		clear(start)
 		var starts float64
 		for s, p := range o.pi {
 			l := o.level[s*G+g]
