@@ -56,6 +56,9 @@ type classInfo struct {
 	// insideVisits[k][g] counts the visits to station k (summed over its
 	// copies) that make the demand inside[k][g].
 	insideVisits [][]float64
+	// insideSecond[k][g] is the sum over those visits of the second
+	// moment of their demand.
+	insideSecond [][]float64
 	// under[q][p] is the expected number of holds of pool q per request
 	// made while the request holds pool p (see nestedWaits).
 	under [][]float64
@@ -72,6 +75,10 @@ type built struct {
 	// hostCPU and hostDisk map a host (and disk) to its station.
 	hostCPU  map[string]int
 	hostDisk map[string]map[string]int
+	// burstAt[p] is the station where every hold of pool p that a
+	// workload reaches holds one unit for one CPU burst and nothing else
+	// (a process's CPU slot), -1 for any other pool.
+	burstAt []int
 }
 
 // build turns a valid model into stations, pools and per-class demands.
@@ -114,6 +121,10 @@ func build(m *model.Model) *built {
 		b.poolIdx[p.name] = len(b.pools)
 		b.pools = append(b.pools, p)
 	}
+	b.burstAt = make([]int, len(b.pools))
+	for p := range b.burstAt {
+		b.burstAt[p] = unseen
+	}
 	for _, w := range m.Workloads {
 		ci := &classInfo{
 			w:            w,
@@ -126,6 +137,7 @@ func build(m *model.Model) *built {
 			repeat:       make([]bool, len(b.stations)),
 			inside:       matrix(len(b.stations), len(b.pools)+1),
 			insideVisits: matrix(len(b.stations), len(b.pools)+1),
+			insideSecond: matrix(len(b.stations), len(b.pools)+1),
 			under:        matrix(len(b.pools), len(b.pools)),
 		}
 		for r, s := range ci.dem.Service {
@@ -137,7 +149,30 @@ func build(m *model.Model) *built {
 		v.steps(w.Steps, nil, 1, 0)
 		b.classes = append(b.classes, ci)
 	}
+	for p, k := range b.burstAt {
+		if k == unseen || !b.pools[p].limited() {
+			b.burstAt[p] = -1
+		}
+	}
 	return b
+}
+
+// unseen marks, while the model is walked, a pool no hold has reached.
+const unseen = -2
+
+// sawHold records in burstAt a hold or acquisition of pool p: a hold
+// (acquire false) of one unit whose body is one CPU step, made at station
+// k, keeps p a burst pool if every other one was such a hold at k.
+func (b *built) sawHold(p int, s *model.Step, c *model.Component, acquire bool) {
+	k := -1
+	if !acquire && s != nil && s.Units <= 1 && len(s.Steps) == 1 && s.Steps[0].Kind == model.StepCPU {
+		k, _ = b.stationOf(&s.Steps[0], c)
+	}
+	if b.burstAt[p] == unseen || b.burstAt[p] == k {
+		b.burstAt[p] = k
+		return
+	}
+	b.burstAt[p] = -1
 }
 
 func (b *built) replicas(host string) int {
@@ -178,9 +213,11 @@ func (v *visitWalk) steps(steps []model.Step, c *model.Component, weight float64
 			}
 			mean := s.Demand.Mean() / speed
 			v.ci.inside[k][v.held] += weight * mean
+			second := s.Demand.Var()/(speed*speed) + mean*mean
 			v.ci.insideVisits[k][v.held] += weight
+			v.ci.insideSecond[k][v.held] += weight * second
 			v.ci.visits[k] += weight
-			v.ci.second[k] += weight * (s.Demand.Var()/(speed*speed) + mean*mean)
+			v.ci.second[k] += weight * second
 			if v.loops > 0 {
 				v.ci.repeat[k] = true
 			}
@@ -193,6 +230,7 @@ func (v *visitWalk) steps(steps []model.Step, c *model.Component, weight float64
 				continue
 			}
 			tp := v.b.poolIdx[model.ThreadsResource(op.Component)]
+			v.b.sawHold(tp, nil, nil, false)
 			v.ci.acq[tp] += weight
 			v.ci.units[tp] += weight
 			outer, holding := v.held, v.holding
@@ -233,6 +271,7 @@ func (v *visitWalk) steps(steps []model.Step, c *model.Component, weight float64
 			if p, ok := v.b.poolIdx[s.Resource]; ok {
 				v.ci.acq[p] += weight
 				v.ci.units[p] += weight * float64(max(s.Units, 1))
+				v.b.sawHold(p, s, c, s.Kind == model.StepAcquire)
 				if s.Kind == model.StepHold {
 					v.hold(p, weight)
 					v.held = v.b.within(v.held, p)

@@ -345,35 +345,47 @@ func (st *state) boundedStretch(k int, closedX []float64) (mean, square []float6
 	if !ok {
 		return nil, nil
 	}
-	var U, A float64
-	units := func(g int) float64 {
-		if g == free {
-			return math.Inf(1)
-		}
-		return math.Max(b.pools[g].capacityTotal()/float64(s.copies), 1)
-	}
+	units := make([]float64, free+1)
+	var U float64
 	for g, x := range u {
 		U += x
-		A += x / (1 + x/units(g))
+		units[g] = math.Inf(1)
+		if g != free {
+			units[g] = math.Max(b.pools[g].capacityTotal()/float64(s.copies), 1)
+		}
 	}
 	if !bounded || U <= 0 || U >= 1 {
 		return nil, nil
 	}
+	out := meanValueStretch(u, units, s.servers)
 	if u[free] == 0 {
-		if mean, square := st.occupancyStretch(k, u, lambda, units); mean != nil {
+		if mean, square := st.occupancyStretch(k, u, lambda, units, out); mean != nil {
 			return mean, square
 		}
 	}
+	return out, nil
+}
+
+// meanValueStretch is boundedStretch's closed form: the stretch per group
+// of a station of the given servers whose load per server is u[g] per
+// group, made inside pools of units[g] (+Inf for the last group, the load
+// inside no pool); the total load must be below 1.
+func meanValueStretch(u, units []float64, servers int) []float64 {
+	var U, A float64
+	for g, x := range u {
+		U += x
+		A += x / (1 + x/units[g])
+	}
 	scale := 1.0
-	if s.servers > 1 {
-		scale = mmcWaitFactor(s.servers, U*float64(s.servers)) / (U / (1 - U))
+	if servers > 1 {
+		scale = mmcWaitFactor(servers, U*float64(servers)) / (U / (1 - U))
 	}
 	S := A / (1 - A)
-	out := make([]float64, free+1)
+	out := make([]float64, len(u))
 	for g, x := range u {
-		out[g] = 1 + scale*((1+S)/(1+x/units(g))-1)
+		out[g] = 1 + scale*((1+S)/(1+x/units[g])-1)
 	}
-	return out, nil
+	return out
 }
 
 // occupancyStretch solves the occupancy chain of station k, whose load u
@@ -382,11 +394,11 @@ func (st *state) boundedStretch(k int, closedX []float64) (mean, square []float6
 // pools are the same: the stretch per group and its second moment (see
 // occupancy.squares); nil if the chain is too large or does not converge.
 // A pool without load there gets the stretch of a burst made inside no
-// pool.
-func (st *state) occupancyStretch(k int, u, lambda []float64, units func(int) float64) (mean, square []float64) {
+// pool. The closed form's stretch guess sizes the chain's levels.
+func (st *state) occupancyStretch(k int, u, lambda, units, guess []float64) (mean, square []float64) {
 	servers := st.b.stations[k].servers
 	var idx []int
-	var lam, mu []float64
+	var lam, mu, busy []float64
 	var c []int
 	for g, x := range u[:len(u)-1] {
 		if x <= 0 || lambda[g] <= 0 {
@@ -395,12 +407,13 @@ func (st *state) occupancyStretch(k int, u, lambda []float64, units func(int) fl
 		idx = append(idx, g)
 		lam = append(lam, lambda[g])
 		mu = append(mu, lambda[g]/(x*float64(servers)))
-		c = append(c, int(math.Round(units(g))))
+		c = append(c, int(math.Round(units[g])))
+		busy = append(busy, x*float64(servers)*guess[g]/units[g])
 	}
 	if len(idx) == 0 {
 		return nil, nil
 	}
-	q := queueLevels(lam, mu, c)
+	q := queueLevels(busy, c)
 	if q == nil {
 		return nil, nil
 	}
@@ -410,7 +423,7 @@ func (st *state) occupancyStretch(k int, u, lambda []float64, units func(int) fl
 			return nil, nil
 		}
 	}
-	o.lambda, o.mu = lam, mu
+	o.lambda, o.mu, o.pools = lam, mu, idx
 	st.occ[k] = o
 	var in, sq []float64
 	if o.solve() {
@@ -498,10 +511,12 @@ func (st *state) poolWaits(classes []class, o layerOptions, out [][]float64, thi
 		}
 		var users []int
 		var any bool
+		open := true
 		for c, ci := range b.classes {
 			if ci.acq[p] > 0 && (classes[c].open || classes[c].users > 0) {
 				users = append(users, c)
 				any = true
+				open = open && classes[c].open
 			}
 		}
 		if !any {
@@ -562,12 +577,56 @@ func (st *state) poolWaits(classes []class, o layerOptions, out [][]float64, thi
 			}
 			return err
 		}
+		runs := 1.0
+		if open {
+			runs = st.runsFactor(p, o)
+		}
 		for i, c := range users {
 			a := pn.visits[i][0]
 			if a > 0 {
-				out[c][p] = math.Max(ps.R[i][0]-pn.demand[i][0], 0) / a
+				out[c][p] = runs * math.Max(ps.R[i][0]-pn.demand[i][0], 0) / a
 			}
 		}
 	}
 	return st.nestedWaits(nested, out)
+}
+
+// runsFactor returns, for a pool p whose holds are each one CPU burst at a
+// station where the occupancy chain gives the bursts' stretch, the ratio
+// of the chain's mean wait for a unit (its mean queue over the arrival
+// rate, Little) to the wait the pool's station gives for the chain's own
+// holding time (exponential bursts stretched by a factor of the chain's
+// first two moments), and 1 for every other pool. The pool's station takes
+// successive holding times as independent; the chain knows that a burst
+// stretched while another pool's holders are present is followed by
+// others stretched alike, so that two one-unit pools 85 % busy on one core
+// wait in the chain up to half as long again (TestCoupledSlotsAgainstExactChain).
+// Scaling the station's wait for the holding times as they are (their
+// distribution, batches of lists) by that ratio keeps what the station
+// knows and adds what only the chain does.
+func (st *state) runsFactor(p int, o layerOptions) float64 {
+	k := st.b.burstAt[p]
+	if k < 0 || st.occ[k] == nil || st.inStretch[k] == nil || st.inSquare[k] == nil {
+		return 1
+	}
+	oc := st.occ[k]
+	g := slices.Index(oc.pools, p)
+	if g < 0 || oc.lambda[g] <= 0 {
+		return 1
+	}
+	lambda, mu, units := oc.lambda[g], oc.mu[g], oc.units[g]
+	chain := oc.queued(g) / lambda
+	hold := st.inStretch[k][p] / mu
+	pn := newNetwork([]station{{name: "", servers: units, copies: 1, fcfs: true}}, []class{{open: true, rate: lambda}})
+	pn.demand[0][0], pn.visits[0][0] = hold, 1
+	pn.second[0][0] = 2 * st.inSquare[k][p] / (mu * mu)
+	ps, err := pn.solve(o.net)
+	if err != nil {
+		return 1
+	}
+	station := ps.R[0][0] - hold
+	if !(station > 0) || !(chain > 0) {
+		return 1
+	}
+	return chain / station
 }

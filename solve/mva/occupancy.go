@@ -21,10 +21,12 @@ import (
 // iterated until as many requests leave the tail as enter it. Against the
 // full chain of two to four one-unit pools on one server (eleven cases,
 // TestOccupancyAgainstExactChain) two queue levels (q = 2) are within
-// 1.4 %, and the four to eight queueLevels keeps for them within 0.3 %.
+// 1.4 %, and the 4 to 32 queueLevels keeps for them within 0.3 %.
 type occupancy struct {
 	servers    float64
 	lambda, mu []float64
+	// pools[g] is the index among the model's pools of the chain's pool g.
+	pools []int
 	// units[g] is pool g's units, levels[g] its queue levels, top[g] its
 	// top level.
 	units, levels, top []int
@@ -60,25 +62,25 @@ type flow struct {
 // states; stations whose chain would not fit keep the mean-value stretch.
 const (
 	minQueueLevels  = 1
-	maxQueueLevels  = 8
+	maxQueueLevels  = 32
 	occupancyStates = 1 << 11
 	// maxOccupancyStates caps any chain (tests solve deeper ones).
 	maxOccupancyStates = 1 << 14
 )
 
 // queueLevels returns the queue levels the chain keeps per pool, for pools
-// with arrival rates lambda, mean bursts 1/mu and units: each starts at
-// the levels where ρ^q falls below 1e-4, at most maxQueueLevels, and while
-// the chain has more than occupancyStates states
-// a level is taken from the pool where the last one weighs least (the
-// smallest ρ^q, ρ its load per unit), down to minQueueLevels; nil where
-// even that does not fit.
-func queueLevels(lambda, mu []float64, units []int) []int {
-	G := len(lambda)
+// busy per unit as busy says (its bursts' stretch included: a pool is
+// busier than its demand alone makes it) with the given units: each starts
+// at the levels where busy^q falls below 1e-4, at most maxQueueLevels, and
+// while the chain has more than occupancyStates states a level is taken
+// from the pool where the last one weighs least (the smallest busy^q),
+// down to minQueueLevels; nil where even that does not fit.
+func queueLevels(busy []float64, units []int) []int {
+	G := len(busy)
 	q := make([]int, G)
 	rho := make([]float64, G)
 	for g := range G {
-		rho[g] = math.Min(lambda[g]/(mu[g]*float64(units[g])), 0.99)
+		rho[g] = math.Min(busy[g], 0.99)
 		// Levels whose weight ρ^q is below 1e-4 do not count.
 		q[g] = maxQueueLevels
 		if rho[g] > 0 {
@@ -267,6 +269,27 @@ func (o *occupancy) updateTails() float64 {
 		o.r[g] = next
 	}
 	return most
+}
+
+// queued returns the mean number of pool g's requests that wait for one
+// of its units, the tail beyond its top level included (a geometric number
+// with continuation r_g, of mean r_g/(1 − r_g)).
+func (o *occupancy) queued(g int) float64 {
+	G := len(o.lambda)
+	var n float64
+	for s, p := range o.pi {
+		if l := o.level[s*G+g]; l > o.units[g] {
+			n += p * float64(l-o.units[g])
+		}
+	}
+	var top float64
+	for _, s := range o.atTop[g] {
+		top += o.pi[s]
+	}
+	if r := o.r[g]; r < 1 {
+		n += top * r / (1 - r)
+	}
+	return n
 }
 
 // stretches returns, per pool, the mean time its bursts spend at the
