@@ -31,9 +31,10 @@
 // than c requests to the CPU work inside it, so at a processor-sharing
 // station that only open workloads visit, a visit made inside a pool meets
 // the other pools' and the outside work's requests but at most c − 1 of its
-// own: where pools make all of a station's load, a Markov chain of their
-// occupancy there, truncated with geometric tails, gives each pool's
-// stretch and its second moment; with work outside pools, mean-value
+// own: a Markov chain of the pools' occupancy there (the work outside
+// pools a group whose bursts never wait), truncated with geometric tails,
+// gives each pool's stretch and its second moment, and to a pool held for
+// its bursts alone its wait; where the chain would not fit, mean-value
 // equations per pool, solved in closed form. With one
 // closed workload that takes pools, the fixed point is solved for its
 // throughput (each layer's think time from the inverse of its throughput

@@ -320,9 +320,9 @@ func (st *state) setVisitTimes() {
 // The network counts every request's demand as competing with every
 // other's, but no more requests can be inside a pool of c units than c: a
 // one-unit pool around CPU work (a lock, a process limited to one thread)
-// never makes its holders queue behind each other at the CPU. Where all
-// of the station's load is made inside pools, the ratios come from the
-// Markov chain of the pools' presences there (occupancy). Otherwise, by
+// never makes its holders queue behind each other at the CPU. The ratios
+// come from the Markov chain of the pools' presences there, the work
+// outside pools included (occupancy). Where that chain would not fit, by
 // the arrival theorem a visit finds N_h requests of each group h at the
 // station (N_h over c_h of its own group being itself, Schweitzer's
 // estimate), so at one server its stretch is s_g = 1 + Σ_h N_h − N_g/c_g,
@@ -334,7 +334,9 @@ func (st *state) setVisitTimes() {
 // stretch without pools. That closed form takes a burst's company as
 // present for the whole burst and the pools' presences as independent;
 // against the exact chain of two one-unit pools on one core it is high by
-// 2 % at the median and up to 12 % (66 cases, utilizations 0.05–0.75).
+// 2 % at the median and up to 12 % (66 cases, utilizations 0.05–0.75), and
+// with work outside the pools as well it put two slots' response times up
+// to 2.6 times the simulator's (TestPoolsAndJoinsVsSim).
 func (st *state) boundedStretch(k int, closedX []float64) (mean, square []float64) {
 	b, s := st.b, st.b.stations[k]
 	if s.fcfs || s.servers == 0 {
@@ -358,10 +360,8 @@ func (st *state) boundedStretch(k int, closedX []float64) (mean, square []float6
 		return nil, nil
 	}
 	out := meanValueStretch(u, units, s.servers)
-	if u[free] == 0 {
-		if mean, square := st.occupancyStretch(k, u, lambda, units, out); mean != nil {
-			return mean, square
-		}
+	if mean, square := st.occupancyStretch(k, u, lambda, units, out); mean != nil {
+		return mean, square
 	}
 	return out, nil
 }
@@ -389,18 +389,23 @@ func meanValueStretch(u, units []float64, servers int) []float64 {
 }
 
 // occupancyStretch solves the occupancy chain of station k, whose load u
-// per server (at visit rates lambda per copy) is all made inside limited
-// pools of the given units, starting from its previous solution where the
-// pools are the same: the stretch per group and its second moment (see
-// occupancy.squares); nil if the chain is too large or does not converge.
-// A pool without load there gets the stretch of a burst made inside no
-// pool. The closed form's stretch guess sizes the chain's levels.
+// per server (at visit rates lambda per copy) is made inside limited
+// pools of the given units and, last, inside none, starting from its
+// previous solution where the groups are the same: the stretch per group
+// and its second moment (see occupancy.squares); nil if the chain is too
+// large or does not converge. The load inside no pool is a group of the
+// chain whose bursts never wait: as many units as levels, enough for its
+// presence beyond them to weigh under 1e-4 (at most maxFreeLevels). A
+// pool without load there gets the stretch of a burst made inside no pool
+// that would arrive now. The closed form's stretch guess sizes the
+// chain's levels.
 func (st *state) occupancyStretch(k int, u, lambda, units, guess []float64) (mean, square []float64) {
 	servers := st.b.stations[k].servers
+	free := len(u) - 1
 	var idx []int
 	var lam, mu, busy []float64
 	var c []int
-	for g, x := range u[:len(u)-1] {
+	for g, x := range u[:free] {
 		if x <= 0 || lambda[g] <= 0 {
 			continue
 		}
@@ -413,9 +418,25 @@ func (st *state) occupancyStretch(k int, u, lambda, units, guess []float64) (mea
 	if len(idx) == 0 {
 		return nil, nil
 	}
-	q := queueLevels(busy, c)
+	freeLevels := 0
+	if x := u[free]; x > 0 && lambda[free] > 0 {
+		// The free bursts present are about geometric, of mean E.
+		e := x * float64(servers) * guess[free]
+		freeLevels = maxFreeLevels
+		if ratio := e / (1 + e); ratio > 0 {
+			freeLevels = min(freeLevels, max(minFreeLevels, int(math.Ceil(math.Log(1e-4)/math.Log(ratio)))))
+		}
+	}
+	q := queueLevels(busy, c, freeLevels+1)
 	if q == nil {
 		return nil, nil
+	}
+	if freeLevels > 0 {
+		idx = append(idx, free)
+		lam = append(lam, lambda[free])
+		mu = append(mu, lambda[free]/(u[free]*float64(servers)))
+		c = append(c, freeLevels)
+		q = append(q, 0)
 	}
 	o := st.occ[k]
 	if o == nil || !slices.Equal(o.units, c) || !slices.Equal(o.levels, q) {
@@ -433,6 +454,9 @@ func (st *state) occupancyStretch(k int, u, lambda, units, guess []float64) (mea
 		st.occ[k] = nil
 		return nil, nil
 	}
+	// The last entries are those of a burst made inside no pool that
+	// would arrive now; the free group's own, where it is in the chain,
+	// replace them below.
 	mean, square = make([]float64, len(u)), make([]float64, len(u))
 	for g := range mean {
 		mean[g], square[g] = in[len(idx)], sq[len(idx)]

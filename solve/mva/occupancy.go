@@ -6,13 +6,15 @@ import (
 )
 
 // occupancy is a Markov chain of the bursts at one processor-sharing
-// station all of whose load is made inside limited pools: per pool g, the
+// station whose load is made inside limited pools: per pool g, the
 // number n_g of its requests that want the station, of whom min(n_g, c_g)
 // hold one of its c_g units and run there (the others wait for the pool),
 // so that the pools' presences at the station are correlated as they are
 // where every pool's holding time is its bursts (a process's CPU slot).
-// Bursts are exponential, arrivals Poisson; the station's servers share
-// themselves equally among the bursts present.
+// Work made inside no pool is one more group, with as many units as
+// levels, so that its bursts never wait. Bursts are exponential, arrivals
+// Poisson; the station's servers share themselves equally among the
+// bursts present.
 //
 // The chain keeps the levels 0 … c_g + q per pool; the top one
 // stands for itself and every level above it, which the chain leaves as a
@@ -66,16 +68,21 @@ const (
 	occupancyStates = 1 << 11
 	// maxOccupancyStates caps any chain (tests solve deeper ones).
 	maxOccupancyStates = 1 << 14
+	// minFreeLevels and maxFreeLevels bound the levels of the load made
+	// inside no pool (see state.occupancyStretch).
+	minFreeLevels = 4
+	maxFreeLevels = 32
 )
 
 // queueLevels returns the queue levels the chain keeps per pool, for pools
 // busy per unit as busy says (its bursts' stretch included: a pool is
-// busier than its demand alone makes it) with the given units: each starts
-// at the levels where busy^q falls below 1e-4, at most maxQueueLevels, and
-// while the chain has more than occupancyStates states a level is taken
-// from the pool where the last one weighs least (the smallest busy^q),
-// down to minQueueLevels; nil where even that does not fit.
-func queueLevels(busy []float64, units []int) []int {
+// busier than its demand alone makes it) with the given units, in a chain
+// whose other groups multiply its states by times: each starts at the
+// levels where busy^q falls below 1e-4, at most maxQueueLevels, and while
+// the chain has more than occupancyStates states a level is taken from the
+// pool where the last one weighs least (the smallest busy^q), down to
+// minQueueLevels; nil where even that does not fit.
+func queueLevels(busy []float64, units []int, times int) []int {
 	G := len(busy)
 	q := make([]int, G)
 	rho := make([]float64, G)
@@ -88,7 +95,7 @@ func queueLevels(busy []float64, units []int) []int {
 		}
 	}
 	for {
-		n := 1
+		n := times
 		for g, c := range units {
 			n *= c + q[g] + 1
 			if n > occupancyStates {

@@ -34,7 +34,7 @@ func momentsOf(t *testing.T, u, d []float64, units []int, servers, levels int) (
 	for g := range u {
 		busy[g] = u[g] * float64(servers) * guess[g] / cap[g]
 	}
-	q := queueLevels(busy, units)
+	q := queueLevels(busy, units, 1)
 	if levels > 0 {
 		q = make([]int, len(u))
 		for g := range q {

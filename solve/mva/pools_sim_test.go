@@ -94,6 +94,18 @@ workload:
 	// second's b 29 %).
 	out["coupled slots, bursts of cv 2"] = coupledSlots(t, "hyperexp(2ms, cv=2)", "hyperexp(1ms, cv=2)", 300, 300)
 	out["coupled slots, bursts of cv 0.5"] = coupledSlots(t, "gamma(2ms, cv=0.5)", "gamma(1ms, cv=0.5)", 200, 500)
+	// The same two services beside work in no pool (a third process
+	// without a slot): the occupancy chain with that work as a group
+	// whose bursts never wait. (The closed form, which such stations had
+	// before, put a and b at +120 and +25 % in the first, a at +162 %
+	// in the second.)
+	free := func(a, b, f string, rates ...float64) string {
+		src := coupledSlots(t, a, b, rates[0], rates[1])
+		return strings.Replace(src, "passive:", "  f: {host: h, operations: {op: {steps: [{cpu: \""+f+"\"}]}}}\npassive:", 1) +
+			fmt.Sprintf("  wf: {open: {rate: %g}, steps: [{call: f/op}]}\n", rates[2])
+	}
+	out["coupled slots and free work"] = free("exp(2ms)", "exp(1ms)", "exp(1ms)", 200, 200, 200)
+	out["coupled slots and free work, uneven"] = free("exp(5ms)", "exp(0.5ms)", "exp(1ms)", 100, 300, 150)
 	// Two Go services with GOMAXPROCS 1 on one core (a CPU slot each),
 	// driven by closed users: at most two bursts share the core, whatever
 	// the number of users waiting for the slots.

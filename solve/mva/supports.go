@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/solve"
@@ -41,8 +42,9 @@ const (
 )
 
 // burstSCV returns the squared coefficient of variation of the CPU bursts
-// made at station k inside group g (see classInfo.inside), over every
-// class at its current throughput; 1 where there are none.
+// made at station k inside group g (see classInfo.inside; len(pools) for
+// inside none), over every class at its current throughput; 1 where there
+// are none.
 func (st *state) burstSCV(k, g int) float64 {
 	var n, sum, second float64
 	for c, ci := range st.b.classes {
@@ -228,9 +230,10 @@ func supports(b *built, st *state) (bool, []string) {
 	// Pools whose holders' CPU bursts share a processor-sharing station
 	// with the bursts of other pools' holders (services limited to one
 	// thread each on one core). A pool alone with free work there is
-	// not this case: docs/accuracy.md measures its threads on fewer cores
-	// against the simulator (within 3 % but for four threads at 90 %
-	// load). The occupancy chain gives the bursts' stretch and, for a pool
+	// not this case unless it is held for its bursts alone and they
+	// differ in shape from the free work's: docs/accuracy.md measures
+	// threads on fewer cores against the simulator (within 3 % but for
+	// four threads at 90 % load). The occupancy chain gives the bursts' stretch and, for a pool
 	// held for its bursts alone, the runs of stretched holding times its
 	// wait must know (runsFactor); it takes every pool's bursts as
 	// exponential. Where the pools' bursts are alike in shape that costs
@@ -239,8 +242,9 @@ func supports(b *built, st *state) (bool, []string) {
 	// (TestCoupledSlotsAgainstExactChain), and with bursts of cv 0.2, 0.5
 	// or 2 on both within 5 % of the simulator. Where the shapes differ
 	// (squared cv 0.04 against 1 or 4) the waits are 6–30 % off the
-	// simulator's: such pools are reported, and so are pools held for
-	// more than their bursts, whose wait has no chain to follow.
+	// simulator's (and a slot's beside free work of cv 3, 25 % short):
+	// such pools are reported, and so are pools held for more than their
+	// bursts beside other pools', whose wait has no chain to follow.
 	if st != nil && st.hw != nil && st.saturated == "" {
 		for p, pl := range b.pools {
 			if !pl.limited() {
@@ -251,10 +255,12 @@ func supports(b *built, st *state) (bool, []string) {
 				continue
 			}
 			// The largest stretch at a station that other pools' holders
-			// load as well, and there the largest difference between the
-			// squared coefficients of variation of the pool's bursts and
-			// another pool's.
+			// or work in no pool load as well; there, whether other pools'
+			// do, whether the chain holds the pool, and the largest
+			// difference between the squared coefficients of variation of
+			// the pool's bursts and another group's.
 			stretch, at, gap := 0.0, "", 0.0
+			pools, chained := false, false
 			for k, in := range st.inStretch {
 				if in == nil || in[p] <= stretch {
 					continue
@@ -264,33 +270,41 @@ func supports(b *built, st *state) (bool, []string) {
 					// None of the pool's holders' bursts are here.
 					continue
 				}
-				others, most := false, 0.0
-				for g := range b.pools {
+				others, withPools, most := false, false, 0.0
+				for g := range u {
 					if g != p && u[g] > 0 {
 						others = true
+						withPools = withPools || g < len(b.pools)
 						most = math.Max(most, math.Abs(st.burstSCV(k, g)-st.burstSCV(k, p)))
 					}
 				}
 				if others {
-					stretch, at, gap = in[p], b.stations[k].name, most
+					stretch, at, gap, pools = in[p], b.stations[k].name, most, withPools
+					chained = st.occ[k] != nil && slices.Contains(st.occ[k].pools, p)
 				}
 			}
-			// A pool held for more than its bursts there has no chain of
-			// its own queue: its wait takes its holding times as
-			// independent.
-			burstsOnly := b.burstAt[p] >= 0
-			if stretch < boundedStretchMin || (burstsOnly && gap <= burstShapeGap) {
+			if stretch < boundedStretchMin {
+				continue
+			}
+			// A pool held for its bursts alone in the chain is reported
+			// where the shapes differ. Any other (held for more than its
+			// bursts there, or at a station whose chain did not fit) has
+			// no chain of its own queue, and its wait takes its holding
+			// times as independent: reported where other pools' bursts
+			// share the station.
+			burstsOnly := b.burstAt[p] >= 0 && chained
+			if burstsOnly && gap <= burstShapeGap || !burstsOnly && !pools {
 				continue
 			}
 			why := "the analytical wait takes successive holding times as independent, but such bursts are stretched in runs while another pool is busy (two one-unit pools on one core, 72–85 % busy, the wait taken so: response times 11–32 % short of an exact Markov chain)"
 			if burstsOnly {
-				why = fmt.Sprintf("they and other pools' bursts there differ in shape (squared coefficients of variation %.2g apart), and the Markov chain by which the analytical wait follows how such bursts are stretched in runs takes them all as exponential (two one-unit pools on one core, 72–85 %% busy, squared cv 0.04 against 1 or 4: waits 6–30 %% off the simulator's)", gap)
+				why = fmt.Sprintf("they and other bursts there differ in shape (squared coefficients of variation %.2g apart), and the Markov chain by which the analytical wait follows how such bursts are stretched in runs takes them all as exponential (two one-unit pools on one core, 72–85 %% busy, squared cv 0.04 against 1 or 4: waits 6–30 %% off the simulator's)", gap)
 			}
 			for c, ci := range b.classes {
 				if ci.acq[p] <= 0 || st.R[c] <= 0 || st.wait[c][p] < togetherShare*st.R[c] {
 					continue
 				}
-				reasons = append(reasons, fmt.Sprintf("workload %s: waits for %s (%.3g ms per acquisition, %.0f %% of its response time; the pool %.0f %% busy), whose holders' CPU bursts are stretched ×%.2f at %s by other pools' holders; %s", ci.w.Name, pl.name, 1e3*st.wait[c][p], 100*st.wait[c][p]/st.R[c], 100*busy, stretch, at, why))
+				reasons = append(reasons, fmt.Sprintf("workload %s: waits for %s (%.3g ms per acquisition, %.0f %% of its response time; the pool %.0f %% busy), whose holders' CPU bursts are stretched ×%.2f at %s by other pools' holders or work in no pool; %s", ci.w.Name, pl.name, 1e3*st.wait[c][p], 100*st.wait[c][p]/st.R[c], 100*busy, stretch, at, why))
 			}
 		}
 	}
