@@ -27,7 +27,8 @@ import (
 type occupancy struct {
 	servers    float64
 	lambda, mu []float64
-	// pools[g] is the index among the model's pools of the chain's pool g.
+	// pools[g] is the index among the model's pools of the chain's pool g
+	// (the number of the model's pools for the work made inside none).
 	pools []int
 	// units[g] is pool g's units, levels[g] its queue levels, top[g] its
 	// top level.

@@ -233,10 +233,10 @@ func supports(b *built, st *state) (bool, []string) {
 	// not this case unless it is held for its bursts alone and they
 	// differ in shape from the free work's: docs/accuracy.md measures
 	// threads on fewer cores against the simulator (within 3 % but for
-	// four threads at 90 % load). The occupancy chain gives the bursts' stretch and, for a pool
-	// held for its bursts alone, the runs of stretched holding times its
-	// wait must know (runsFactor); it takes every pool's bursts as
-	// exponential. Where the pools' bursts are alike in shape that costs
+	// four threads at 90 % load). The occupancy chain gives the bursts'
+	// stretch and, for a pool held for its bursts alone, the runs of
+	// stretched holding times its wait must know (runsFactor); it takes
+	// every pool's bursts as exponential. Where the pools' bursts are alike in shape that costs
 	// little: two one-unit pools on one core, 72–85 % busy, exponential
 	// bursts, are within 0.1 % of the exact chain
 	// (TestCoupledSlotsAgainstExactChain), and with bursts of cv 0.2, 0.5
