@@ -106,6 +106,9 @@ workload:
 	}
 	out["coupled slots and free work"] = free("exp(2ms)", "exp(1ms)", "exp(1ms)", 200, 200, 200)
 	out["coupled slots and free work, uneven"] = free("exp(5ms)", "exp(0.5ms)", "exp(1ms)", 100, 300, 150)
+	// On two cores (the closed form: a at 4.6 times the simulator's).
+	out["coupled slots and free work, two cores"] = strings.Replace(free("exp(2ms)", "exp(1ms)", "exp(1ms)", 300, 300, 600),
+		"hosts: {h: {}}", "hosts: {h: {cpu: {cores: 2}}}", 1)
 	// Two Go services with GOMAXPROCS 1 on one core (a CPU slot each),
 	// driven by closed users: at most two bursts share the core, whatever
 	// the number of users waiting for the slots.
