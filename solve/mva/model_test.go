@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -591,45 +590,32 @@ workload:
 // threads on one core, which no other pool's bursts share. Beside work in
 // no pool whose bursts have another shape, the busy pool is reported.
 func TestSupportsBoundedBursts(t *testing.T) {
-	tmpl, err := os.ReadFile("../testdata/coupled-slots.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	two := func(rateA, rateB float64, edits ...string) *model.Model {
-		src := fmt.Sprintf(string(tmpl), rateA, rateB)
-		for i := 0; i+1 < len(edits); i += 2 {
-			edited := strings.Replace(src, edits[i], edits[i+1], 1)
-			if edited == src {
-				t.Fatalf("the fixture has no %q", edits[i])
-			}
-			src = edited
-		}
-		return parse(t, src)
-	}
-	if ok, reasons := Supports(two(300, 300)); !ok {
+	if ok, reasons := Supports(parse(t, coupledSlots(t, "exp(2ms)", "exp(1ms)", 300, 300))); !ok {
 		t.Errorf("exponential bursts, 60 and 30 %% of the core: reasons %q", reasons)
 	}
-	ok, reasons := Supports(two(200, 500, "cpu: exp(1ms)", `cpu: "lognormal(1ms, cv=0.2)"`))
+	ok, reasons := Supports(parse(t, coupledSlots(t, "exp(2ms)", "lognormal(1ms, cv=0.2)", 200, 500)))
 	if ok || !slices.ContainsFunc(reasons, func(r string) bool {
 		return strings.Contains(r, "waits for b-slot") && strings.Contains(r, "differ in shape") && strings.Contains(r, "0.96 apart")
 	}) {
 		t.Errorf("bursts of cv 1 and 0.2, 40 and 50 %% of the core: ok %v, reasons %q", ok, reasons)
 	}
-	ok, reasons = Supports(two(250, 250, "steps: [{cpu: exp(2ms)}]", "steps: [{cpu: exp(2ms)}, {delay: 0.5ms}]"))
+	src := coupledSlots(t, "exp(2ms)", "exp(1ms)", 250, 250)
+	delayed := strings.Replace(src, `steps: [{cpu: "exp(2ms)"}]`, `steps: [{cpu: "exp(2ms)"}, {delay: 0.5ms}]`, 1)
+	if delayed == src {
+		t.Fatal("the first slot's hold is not where the test looks for it")
+	}
+	ok, reasons = Supports(parse(t, delayed))
 	if ok || !slices.ContainsFunc(reasons, func(r string) bool {
 		return strings.Contains(r, "waits for a-slot") && strings.Contains(r, "as independent")
 	}) {
 		t.Errorf("a slot held across a delay: ok %v, reasons %q", ok, reasons)
 	}
-	if ok, reasons := Supports(two(150, 300)); !ok {
+	if ok, reasons := Supports(parse(t, coupledSlots(t, "exp(2ms)", "exp(1ms)", 150, 300))); !ok {
 		t.Errorf("30 and 30 %% of the core: reasons %q", reasons)
 	}
 	// Beside work in no pool of another shape (cv 3; the first service
 	// 25 % short of the simulator): reported.
-	withFree := fmt.Sprintf(string(tmpl), 200.0, 200.0)
-	withFree = strings.Replace(withFree, "passive:", "  f: {host: h, operations: {op: {steps: [{cpu: \"hyperexp(1ms, cv=3)\"}]}}}\npassive:", 1) +
-		"  wf: {open: {rate: 200}, steps: [{call: f/op}]}\n"
-	ok, reasons = Supports(parse(t, withFree))
+	ok, reasons = Supports(parse(t, withFreeWork(t, coupledSlots(t, "exp(2ms)", "exp(1ms)", 200, 200), "hyperexp(1ms, cv=3)", 200)))
 	if ok || !slices.ContainsFunc(reasons, func(r string) bool {
 		return strings.Contains(r, "waits for a-slot") && strings.Contains(r, "differ in shape")
 	}) {
@@ -653,11 +639,7 @@ workload:
 // busy); with a curve that makes the core 1.5 times as fast at that load
 // the pools are under 65 % busy, and nothing is reported.
 func TestSupportsJudgesResolvedSpeeds(t *testing.T) {
-	tmpl, err := os.ReadFile("../testdata/coupled-slots.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := strings.Replace(fmt.Sprintf(string(tmpl), 200.0, 500.0), "cpu: exp(1ms)", `cpu: "lognormal(1ms, cv=0.2)"`, 1)
+	src := coupledSlots(t, "exp(2ms)", "lognormal(1ms, cv=0.2)", 200, 500)
 	if ok, _ := Supports(parse(t, src)); ok {
 		t.Fatal("40 and 50 % of the core at the model's speed: not reported")
 	}

@@ -3,7 +3,6 @@ package mva
 import (
 	"fmt"
 	"math"
-	"os"
 	"testing"
 )
 
@@ -171,15 +170,11 @@ func TestOccupancyClosedForms(t *testing.T) {
 // the pools' busy time rather than their demand alone, 200 and 500/s was
 // 9.6 % short on b.)
 func TestCoupledSlotsAgainstExactChain(t *testing.T) {
-	tmpl, err := os.ReadFile("../testdata/coupled-slots.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	cases := []struct{ rateA, rateB float64 }{
 		{150, 250}, {150, 300}, {300, 300}, {200, 500}, {100, 600},
 	}
 	for _, c := range cases {
-		r := solveStable(t, fmt.Sprintf(string(tmpl), c.rateA, c.rateB))
+		r := solveStable(t, coupledSlots(t, "exp(2ms)", "exp(1ms)", c.rateA, c.rateB))
 		la, lb := c.rateA/1000, c.rateB/1000 // per ms
 		o := newOccupancy(1, []float64{la, lb}, []float64{1. / 2, 1}, []int{1, 1}, []int{60, 60})
 		if !o.solve() {

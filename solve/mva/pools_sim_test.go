@@ -100,9 +100,7 @@ workload:
 	// before, put a and b at +120 and +25 % in the first, a at +162 %
 	// in the second.)
 	free := func(a, b, f string, rates ...float64) string {
-		src := coupledSlots(t, a, b, rates[0], rates[1])
-		return strings.Replace(src, "passive:", "  f: {host: h, operations: {op: {steps: [{cpu: \""+f+"\"}]}}}\npassive:", 1) +
-			fmt.Sprintf("  wf: {open: {rate: %g}, steps: [{call: f/op}]}\n", rates[2])
+		return withFreeWork(t, coupledSlots(t, a, b, rates[0], rates[1]), f, rates[2])
 	}
 	out["coupled slots and free work"] = free("exp(2ms)", "exp(1ms)", "exp(1ms)", 200, 200, 200)
 	out["coupled slots and free work, uneven"] = free("exp(5ms)", "exp(0.5ms)", "exp(1ms)", 100, 300, 150)
@@ -143,6 +141,17 @@ func coupledSlots(t *testing.T, a, b string, rateA, rateB float64) string {
 		src = edited
 	}
 	return src
+}
+
+// withFreeWork adds to a coupledSlots model a third service, f, without a
+// slot, whose bursts of the given distribution workload wf sends at rate.
+func withFreeWork(t *testing.T, src, burst string, rate float64) string {
+	t.Helper()
+	edited := strings.Replace(src, "passive:", fmt.Sprintf("  f: {host: h, operations: {op: {steps: [{cpu: %q}]}}}\npassive:", burst), 1)
+	if edited == src {
+		t.Fatal("the model has no passive section")
+	}
+	return edited + fmt.Sprintf("  wf: {open: {rate: %g}, steps: [{call: f/op}]}\n", rate)
 }
 
 // catalogFanOut is the testbed catalog's shape: a listing (browse) and six
