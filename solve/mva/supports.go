@@ -271,11 +271,12 @@ func supports(b *built, st *state) (bool, []string) {
 					continue
 				}
 				others, withPools, most := false, false, 0.0
+				own := st.burstSCV(k, p)
 				for g := range u {
 					if g != p && u[g] > 0 {
 						others = true
 						withPools = withPools || g < len(b.pools)
-						most = math.Max(most, math.Abs(st.burstSCV(k, g)-st.burstSCV(k, p)))
+						most = math.Max(most, math.Abs(st.burstSCV(k, g)-own))
 					}
 				}
 				if others {
