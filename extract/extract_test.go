@@ -144,7 +144,7 @@ func fold(t *testing.T, spans []*ingest.Span) *State {
 
 // foldWith folds the spans' traces into a new state with the
 // configuration cfg.
-func foldWith(t *testing.T, spans []*ingest.Span, cfg *Config) *State {
+func foldWith(t testing.TB, spans []*ingest.Span, cfg *Config) *State {
 	t.Helper()
 	st := NewState()
 	a := trace.New(trace.Options{}, func(tr *trace.Tree) error {

@@ -1,11 +1,14 @@
 package extract
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/perfcast/perfcast/trace"
 )
 
 // FuzzExtract runs extraction on arbitrary trace files: it must not crash,
@@ -32,6 +35,50 @@ func FuzzExtract(f *testing.F) {
 		}
 		if err := res.Model.Validate(); err != nil {
 			t.Fatalf("invalid model: %v\n%s", err, res.Model.Marshal())
+		}
+	})
+}
+
+// FuzzLoadState loads arbitrary saved states: it must not crash, its
+// errors are one line, and a state it accepts folds more traces, makes a
+// valid model and saves again.
+func FuzzLoadState(f *testing.F) {
+	for _, st := range []*State{
+		foldWith(f, generate(31, 40, true), nil),
+		foldWith(f, paramTraces(40, 32), &Config{Params: []string{"http.request.body.size"}}),
+		foldWith(f, sessionTraces(3, 60, 33), &Config{Session: "session.id"}),
+	} {
+		f.Add(saved(f, st))
+	}
+	more := generate(34, 20, true)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		st, err := LoadState(bytes.NewReader(data))
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error spans lines: %q", err)
+			}
+			return
+		}
+		a := trace.New(trace.Options{}, func(tr *trace.Tree) error {
+			st.Fold(tr, nil)
+			return nil
+		})
+		for _, s := range more {
+			c := *s
+			if err := a.Add(&c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := st.Save(&b); err != nil {
+			t.Fatal(err)
+		}
+		m, _ := st.Model("fuzz", nil)
+		if err := m.Validate(); err != nil {
+			t.Fatalf("invalid model: %v\n%s", err, m.Marshal())
 		}
 	})
 }

@@ -1,0 +1,871 @@
+package extract
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"container/heap"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// StateFormat is the version of the layout Save writes; LoadState reads
+// only this one.
+const StateFormat = 1
+
+// maxSketchIndex bounds the bin indices a saved sketch may hold: at 1 %
+// accuracy index i stands for about e^(i/50) seconds, so ±2^16 covers
+// every representable duration many times over.
+const maxSketchIndex = 1 << 16
+
+// Save writes the state as gzipped JSON: everything folding has gathered,
+// the intervals still pending in the concurrency sweeps included, so that
+// a state loaded back and folded on gives what folding on without the
+// round trip would have given. The bytes depend only on the state, not on
+// map order.
+func (s *State) Save(w io.Writer) error {
+	zw := gzip.NewWriter(w)
+	enc := json.NewEncoder(zw)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s.snapshot()); err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	return nil
+}
+
+// LoadState reads a state written by Save (gzipped or not). A state that
+// does not hold together (a variant whose calls do not match its shape, a
+// window of another operation count, a sweep pointing nowhere) is refused
+// with an error that says where, rather than loaded to fail later.
+func LoadState(r io.Reader) (*State, error) {
+	br := bufio.NewReader(r)
+	var in io.Reader = br
+	if head, err := br.Peek(2); err == nil && head[0] == 0x1f && head[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("state: %w", err)
+		}
+		defer zr.Close()
+		in = zr
+	}
+	dec := json.NewDecoder(in)
+	var v savedState
+	if err := dec.Decode(&v); err != nil {
+		var syn *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &syn):
+			return nil, fmt.Errorf("state: byte %d: %v", syn.Offset, err)
+		case errors.As(err, &typ):
+			return nil, fmt.Errorf("state: %s: byte %d: %v", typ.Field, typ.Offset, err)
+		}
+		return nil, fmt.Errorf("state: %w", err)
+	}
+	if v.Format != StateFormat {
+		return nil, fmt.Errorf("state: format %d, this perfcast reads %d", v.Format, StateFormat)
+	}
+	s, err := v.restore()
+	if err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
+	return s, nil
+}
+
+// Clone returns an independent copy of the state, through Save and
+// LoadState: generating a model finishes sweeps a live state still needs.
+func (s *State) Clone() (*State, error) {
+	var b bytes.Buffer
+	if err := s.Save(&b); err != nil {
+		return nil, err
+	}
+	return LoadState(&b)
+}
+
+// savedState is State as it is written. Maps become slices sorted by key
+// where their order would otherwise reach the bytes.
+type savedState struct {
+	Format      int                          `json:"perfcast_state"`
+	Traces      int64                        `json:"traces"`
+	Spans       int64                        `json:"spans"`
+	Modeled     int64                        `json:"modeled"`
+	Partial     int64                        `json:"partial"`
+	WithCPU     int64                        `json:"with_cpu"`
+	First       int64                        `json:"first"`
+	Last        int64                        `json:"last"`
+	Ops         map[string]*savedOp          `json:"operations,omitempty"`
+	Entries     map[string]*savedEntry       `json:"entries,omitempty"`
+	Placement   map[string]*savedPlacement   `json:"placement,omitempty"`
+	Concurrency map[string]*savedConcurrency `json:"concurrency,omitempty"`
+	Categories  map[string][]string          `json:"categories,omitempty"`
+	Sessions    *savedSessions               `json:"sessions,omitempty"`
+	SiteTimes   map[string]*savedSample      `json:"site_times,omitempty"`
+	Windows     map[string]*savedHostWindows `json:"windows,omitempty"`
+	Solo        map[string]*savedSolo        `json:"solo,omitempty"`
+}
+
+type savedSample struct {
+	N   int64   `json:"n"`
+	Sum float64 `json:"sum"`
+	Sq  float64 `json:"sq"`
+	Min float64 `json:"min"`
+	Max float64 `json:"max"`
+	// Zero counts the sketch's values at zero; Index and Count are its
+	// bins (index deltas, then counts).
+	Zero  float64   `json:"zero,omitempty"`
+	Index []int64   `json:"index,omitempty"`
+	Count []float64 `json:"count,omitempty"`
+}
+
+type savedOp struct {
+	Component string                                 `json:"component"`
+	Name      string                                 `json:"name"`
+	Count     int64                                  `json:"count"`
+	Resp      *savedSample                           `json:"resp"`
+	Self      *savedSample                           `json:"self"`
+	Solo      *savedSample                           `json:"solo"`
+	CPU       *savedSample                           `json:"cpu"`
+	OffCPU    *savedSample                           `json:"off_cpu"`
+	PreSpan   *savedSample                           `json:"pre_span"`
+	Variants  map[string][]*savedVariant             `json:"variants,omitempty"`
+	Params    map[string]map[string]*savedParamStats `json:"params,omitempty"`
+}
+
+type savedVariant struct {
+	Count int64        `json:"count"`
+	Elems []*savedElem `json:"elems"`
+}
+
+type savedElem struct {
+	Kind    elemKind         `json:"kind"`
+	Target  string           `json:"target,omitempty"`
+	Lists   [][]*savedElem   `json:"lists,omitempty"`
+	Times   map[string]int64 `json:"times"`
+	Latency *savedSample     `json:"latency"`
+}
+
+type savedParamStats struct {
+	Count    int64           `json:"count"`
+	Demand   *savedSample    `json:"demand"`
+	Variants []*savedVariant `json:"variants,omitempty"`
+}
+
+type savedEntry struct {
+	Op        string                      `json:"op"`
+	Count     int64                       `json:"count"`
+	Resp      *savedSample                `json:"resp"`
+	PerSecond map[string]int64            `json:"per_second"`
+	Arrivals  []*savedArrivalBlock        `json:"arrivals,omitempty"`
+	Params    map[string]map[string]int64 `json:"params,omitempty"`
+}
+
+type savedArrivalBlock struct {
+	Block int64   `json:"block"`
+	Times []int64 `json:"times"`
+	Last  int64   `json:"last,omitempty"`
+	Cut   bool    `json:"cut,omitempty"`
+}
+
+type savedPlacement struct {
+	Hosts     map[string]int64 `json:"hosts"`
+	Instances map[string]int64 `json:"instances"`
+}
+
+type savedConcurrency struct {
+	// Pending holds start, end pairs; Active the end times, in heap order.
+	Pending     []int64          `json:"pending,omitempty"`
+	Active      []int64          `json:"active,omitempty"`
+	Cursor      int64            `json:"cursor"`
+	Latest      int64            `json:"latest"`
+	LevelTime   map[string]int64 `json:"level_time"`
+	Max         int              `json:"max"`
+	BusyPeriods int64            `json:"busy_periods"`
+	First       int64            `json:"first"`
+	Last        int64            `json:"last"`
+	NextSweep   int              `json:"next_sweep"`
+}
+
+type savedSessions struct {
+	Requests   int64            `json:"requests"`
+	Resp       *savedSample     `json:"resp"`
+	Think      *savedSample     `json:"think"`
+	ByEntry    map[string]int64 `json:"by_entry"`
+	Last       map[string]int64 `json:"last"`
+	Latest     int64            `json:"latest"`
+	Sessions   int64            `json:"sessions"`
+	OutOfOrder int64            `json:"out_of_order"`
+}
+
+type savedHostWindows struct {
+	Width int64    `json:"width"`
+	Ops   []string `json:"ops"`
+	// Windows lists the window indices in order; Cells, for each, one
+	// row of four numbers per operation (completions, own time, completions
+	// with CPU time, CPU time).
+	Windows []int64        `json:"windows"`
+	Cells   [][][4]float64 `json:"cells"`
+}
+
+type savedSolo struct {
+	// Execs are the executions the sweep still waits on: the operation
+	// whose sample gets their own time, the time, the intervals left and
+	// whether another execution overlapped them.
+	Execs     []savedSoloExec  `json:"execs,omitempty"`
+	Pending   []savedSoloIntvl `json:"pending,omitempty"`
+	Active    []savedSoloIntvl `json:"active,omitempty"`
+	Lone      int              `json:"lone"`
+	Latest    int64            `json:"latest"`
+	Seq       int64            `json:"seq"`
+	NextSweep int              `json:"next_sweep"`
+}
+
+type savedSoloExec struct {
+	Op     string  `json:"op"`
+	Own    float64 `json:"own"`
+	Left   int     `json:"left"`
+	Shared bool    `json:"shared,omitempty"`
+}
+
+type savedSoloIntvl struct {
+	Start int64 `json:"start"`
+	End   int64 `json:"end"`
+	Seq   int64 `json:"seq"`
+	Exec  int   `json:"exec"`
+}
+
+// snapshot copies the state into its saved form.
+func (s *State) snapshot() *savedState {
+	v := &savedState{
+		Format: StateFormat, Traces: s.Traces, Spans: s.Spans, Modeled: s.Modeled,
+		Partial: s.Partial, WithCPU: s.WithCPU, First: s.First, Last: s.Last,
+	}
+	if s.Traces == 0 {
+		v.First, v.Last = 0, 0
+	}
+	if len(s.ops) > 0 {
+		v.Ops = map[string]*savedOp{}
+		for id, op := range s.ops {
+			v.Ops[id] = saveOp(op)
+		}
+	}
+	if len(s.entries) > 0 {
+		v.Entries = map[string]*savedEntry{}
+		for id, e := range s.entries {
+			v.Entries[id] = saveEntry(e)
+		}
+	}
+	if len(s.placement) > 0 {
+		v.Placement = map[string]*savedPlacement{}
+		for c, p := range s.placement {
+			v.Placement[c] = &savedPlacement{Hosts: p.hosts, Instances: p.instances}
+		}
+	}
+	if len(s.conc) > 0 {
+		v.Concurrency = map[string]*savedConcurrency{}
+		for k, c := range s.conc {
+			v.Concurrency[k] = saveConcurrency(c)
+		}
+	}
+	if len(s.categories) > 0 {
+		v.Categories = map[string][]string{}
+		for p, vals := range s.categories {
+			v.Categories[p] = slices.Sorted(maps.Keys(vals))
+		}
+	}
+	if ss := s.sessions; ss != nil {
+		v.Sessions = &savedSessions{
+			Requests: ss.requests, Resp: saveSample(ss.resp), Think: saveSample(ss.think),
+			ByEntry: ss.byEntry, Last: ss.last, Latest: ss.latest, Sessions: ss.sessions, OutOfOrder: ss.outOfOrder,
+		}
+	}
+	if len(s.siteTimes) > 0 {
+		v.SiteTimes = map[string]*savedSample{}
+		for k, sm := range s.siteTimes {
+			v.SiteTimes[k] = saveSample(sm)
+		}
+	}
+	if s.Windows != nil && len(s.Windows.hosts) > 0 {
+		v.Windows = map[string]*savedHostWindows{}
+		for h, hw := range s.Windows.hosts {
+			v.Windows[h] = saveHostWindows(hw)
+		}
+	}
+	if len(s.solo) > 0 {
+		owner := map[*sample]string{}
+		for id, op := range s.ops {
+			owner[op.solo] = id
+		}
+		v.Solo = map[string]*savedSolo{}
+		for h, w := range s.solo {
+			v.Solo[h] = saveSolo(w, owner)
+		}
+	}
+	return v
+}
+
+func saveSample(sm *sample) *savedSample {
+	v := &savedSample{N: sm.n, Sum: sm.sum, Sq: sm.sq}
+	if sm.n > 0 {
+		v.Min, v.Max = sm.min, sm.max
+	}
+	v.Zero = sm.sketch.GetZeroCount()
+	sm.sketch.GetPositiveValueStore().ForEach(func(index int, count float64) bool {
+		if count != 0 {
+			v.Index = append(v.Index, int64(index))
+			v.Count = append(v.Count, count)
+		}
+		return false
+	})
+	return v
+}
+
+func saveOp(op *opStats) *savedOp {
+	v := &savedOp{
+		Component: op.component, Name: op.name, Count: op.count,
+		Resp: saveSample(op.resp), Self: saveSample(op.self), Solo: saveSample(op.solo),
+		CPU: saveSample(op.cpu), OffCPU: saveSample(op.offCPU), PreSpan: saveSample(op.preSpan),
+	}
+	if len(op.variants) > 0 {
+		v.Variants = map[string][]*savedVariant{}
+		for class, vs := range op.variants {
+			v.Variants[class] = saveVariants(vs)
+		}
+	}
+	if len(op.params) > 0 {
+		v.Params = map[string]map[string]*savedParamStats{}
+		for p, byBucket := range op.params {
+			m := map[string]*savedParamStats{}
+			for b, ps := range byBucket {
+				m[b] = &savedParamStats{Count: ps.count, Demand: saveSample(ps.demand), Variants: saveVariants(ps.variants)}
+			}
+			v.Params[p] = m
+		}
+	}
+	return v
+}
+
+// saveVariants lists variants in the order of their signatures; the
+// signatures themselves are not written, since they follow from the
+// elements.
+func saveVariants(vs map[string]*variant) []*savedVariant {
+	out := make([]*savedVariant, 0, len(vs))
+	for _, sig := range slices.Sorted(maps.Keys(vs)) {
+		out = append(out, &savedVariant{Count: vs[sig].count, Elems: saveElems(vs[sig].elems)})
+	}
+	return out
+}
+
+func saveElems(es []*elem) []*savedElem {
+	out := make([]*savedElem, len(es))
+	for i, e := range es {
+		se := &savedElem{Kind: e.kind, Target: e.target, Times: map[string]int64{}, Latency: saveSample(e.latency)}
+		for k, n := range e.times {
+			se.Times[strconv.Itoa(k)] = n
+		}
+		for _, l := range e.lists {
+			se.Lists = append(se.Lists, saveElems(l))
+		}
+		out[i] = se
+	}
+	return out
+}
+
+func saveEntry(e *entryStats) *savedEntry {
+	v := &savedEntry{Op: e.op, Count: e.count, Resp: saveSample(e.resp), PerSecond: map[string]int64{}, Params: e.params}
+	for sec, n := range e.perSecond {
+		v.PerSecond[strconv.FormatInt(sec, 10)] = n
+	}
+	for _, b := range slices.Sorted(maps.Keys(e.arrivals.blocks)) {
+		blk := e.arrivals.blocks[b]
+		v.Arrivals = append(v.Arrivals, &savedArrivalBlock{Block: b, Times: blk.times, Last: blk.last, Cut: blk.cut})
+	}
+	return v
+}
+
+func saveConcurrency(c *concurrency) *savedConcurrency {
+	v := &savedConcurrency{
+		Active: c.active, Cursor: c.cursor, Latest: c.latest, LevelTime: map[string]int64{},
+		Max: c.max, BusyPeriods: c.busyPeriods, First: c.first, Last: c.last, NextSweep: c.nextSweep,
+	}
+	if c.first > c.last {
+		v.First, v.Last = 0, 0 // nothing added: the sentinels do not fit JSON's numbers
+	}
+	for _, iv := range c.pending {
+		v.Pending = append(v.Pending, iv.start, iv.end)
+	}
+	for l, t := range c.levelTime {
+		v.LevelTime[strconv.Itoa(l)] = t
+	}
+	return v
+}
+
+func saveHostWindows(h *hostWindows) *savedHostWindows {
+	v := &savedHostWindows{Width: h.width, Ops: h.ops}
+	for _, idx := range slices.Sorted(maps.Keys(h.cells)) {
+		row := make([][4]float64, len(h.cells[idx]))
+		for i, c := range h.cells[idx] {
+			row[i] = [4]float64{c.n, c.own, c.cpuN, c.cpu}
+		}
+		v.Windows = append(v.Windows, idx)
+		v.Cells = append(v.Cells, row)
+	}
+	return v
+}
+
+// saveSolo numbers the executions the sweep's intervals point to, in the
+// order the intervals are listed.
+func saveSolo(w *soloSweep, owner map[*sample]string) *savedSolo {
+	v := &savedSolo{Lone: -1, Latest: w.latest, Seq: w.seq, NextSweep: w.nextSweep}
+	index := map[*soloExec]int{}
+	exec := func(x *soloExec) int {
+		if i, ok := index[x]; ok {
+			return i
+		}
+		index[x] = len(v.Execs)
+		v.Execs = append(v.Execs, savedSoloExec{Op: owner[x.to], Own: x.own, Left: x.left, Shared: x.shared})
+		return index[x]
+	}
+	for _, iv := range w.pending {
+		v.Pending = append(v.Pending, savedSoloIntvl{Start: iv.start, End: iv.end, Seq: iv.seq, Exec: exec(iv.x)})
+	}
+	for _, iv := range w.active {
+		v.Active = append(v.Active, savedSoloIntvl{Start: iv.start, End: iv.end, Seq: iv.seq, Exec: exec(iv.x)})
+	}
+	if w.lone != nil {
+		v.Lone = exec(w.lone)
+	}
+	return v
+}
+
+// restore rebuilds the state, checking that its parts fit together.
+func (v *savedState) restore() (*State, error) {
+	s := NewState()
+	s.Traces, s.Spans, s.Modeled, s.Partial, s.WithCPU = v.Traces, v.Spans, v.Modeled, v.Partial, v.WithCPU
+	if s.Traces > 0 {
+		s.First, s.Last = v.First, v.Last
+	}
+	for _, id := range slices.Sorted(maps.Keys(v.Ops)) {
+		op, err := v.Ops[id].restore(id)
+		if err != nil {
+			return nil, fmt.Errorf("operation %q: %w", id, err)
+		}
+		s.ops[id] = op
+	}
+	for _, id := range slices.Sorted(maps.Keys(v.Entries)) {
+		e, err := v.Entries[id].restore(id)
+		if err != nil {
+			return nil, fmt.Errorf("entry %q: %w", id, err)
+		}
+		s.entries[id] = e
+	}
+	for c, p := range v.Placement {
+		if p == nil {
+			return nil, fmt.Errorf("placement %q: missing", c)
+		}
+		s.placement[c] = &placement{hosts: orEmpty(p.Hosts), instances: orEmpty(p.Instances)}
+	}
+	for _, k := range slices.Sorted(maps.Keys(v.Concurrency)) {
+		c, err := v.Concurrency[k].restore()
+		if err != nil {
+			return nil, fmt.Errorf("concurrency %q: %w", strings.ReplaceAll(k, "\x00", " "), err)
+		}
+		s.conc[k] = c
+	}
+	for p, vals := range v.Categories {
+		m := map[string]bool{}
+		for _, val := range vals {
+			m[val] = true
+		}
+		s.categories[p] = m
+	}
+	if ss := v.Sessions; ss != nil {
+		resp, err1 := ss.Resp.restore()
+		think, err2 := ss.Think.restore()
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, fmt.Errorf("sessions: %w", err)
+		}
+		s.sessions = &sessionStats{
+			requests: ss.Requests, resp: resp, think: think, byEntry: orEmpty(ss.ByEntry), last: orEmpty(ss.Last),
+			latest: ss.Latest, sessions: ss.Sessions, outOfOrder: ss.OutOfOrder,
+		}
+	}
+	for k, sv := range v.SiteTimes {
+		sm, err := sv.restore()
+		if err != nil {
+			return nil, fmt.Errorf("call site %q: %w", strings.ReplaceAll(k, "\x00", " "), err)
+		}
+		s.siteTimes[k] = sm
+	}
+	for _, h := range slices.Sorted(maps.Keys(v.Windows)) {
+		hw, err := v.Windows[h].restore()
+		if err != nil {
+			return nil, fmt.Errorf("windows of host %q: %w", h, err)
+		}
+		s.Windows.hosts[h] = hw
+	}
+	for _, h := range slices.Sorted(maps.Keys(v.Solo)) {
+		w, err := v.Solo[h].restore(s.ops)
+		if err != nil {
+			return nil, fmt.Errorf("executions alone on host %q: %w", h, err)
+		}
+		s.solo[h] = w
+	}
+	return s, nil
+}
+
+func orEmpty[K comparable, V any](m map[K]V) map[K]V {
+	if m == nil {
+		return map[K]V{}
+	}
+	return m
+}
+
+var errMissingSample = errors.New("a summary is missing")
+
+func (v *savedSample) restore() (*sample, error) {
+	if v == nil {
+		return nil, errMissingSample
+	}
+	if v.N < 0 || len(v.Index) != len(v.Count) || !finite(v.Sum, v.Sq, v.Min, v.Max, v.Zero) || v.Zero < 0 {
+		return nil, errors.New("a summary does not hold together")
+	}
+	sm := newSample()
+	sm.n, sm.sum, sm.sq = v.N, v.Sum, v.Sq
+	if v.N > 0 {
+		sm.min, sm.max = v.Min, v.Max
+	}
+	if v.Zero > 0 {
+		_ = sm.sketch.AddWithCount(0, v.Zero)
+	}
+	st := sm.sketch.GetPositiveValueStore()
+	for i, idx := range v.Index {
+		c := v.Count[i]
+		if idx < -maxSketchIndex || idx > maxSketchIndex || !(c > 0) || math.IsInf(c, 0) {
+			return nil, fmt.Errorf("a summary's bin %d: index %d, count %g", i, idx, c)
+		}
+		st.AddWithCount(int(idx), c)
+	}
+	return sm, nil
+}
+
+func finite(xs ...float64) bool {
+	for _, x := range xs {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
+}
+
+func (v *savedOp) restore(id string) (*opStats, error) {
+	if v == nil {
+		return nil, errors.New("missing")
+	}
+	if v.Component+"/"+v.Name != id {
+		return nil, fmt.Errorf("component %q and name %q do not make its id", v.Component, v.Name)
+	}
+	op := &opStats{component: v.Component, name: v.Name, count: v.Count,
+		variants: map[string]map[string]*variant{}, params: map[string]map[string]*paramStats{}}
+	var errs [6]error
+	op.resp, errs[0] = v.Resp.restore()
+	op.self, errs[1] = v.Self.restore()
+	op.solo, errs[2] = v.Solo.restore()
+	op.cpu, errs[3] = v.CPU.restore()
+	op.offCPU, errs[4] = v.OffCPU.restore()
+	op.preSpan, errs[5] = v.PreSpan.restore()
+	if err := errors.Join(errs[:]...); err != nil {
+		return nil, err
+	}
+	for _, class := range slices.Sorted(maps.Keys(v.Variants)) {
+		vs, err := restoreVariants(v.Variants[class])
+		if err != nil {
+			return nil, fmt.Errorf("class %q: %w", class, err)
+		}
+		op.variants[class] = vs
+	}
+	for _, p := range slices.Sorted(maps.Keys(v.Params)) {
+		byBucket := map[string]*paramStats{}
+		for _, b := range slices.Sorted(maps.Keys(v.Params[p])) {
+			sp := v.Params[p][b]
+			if sp == nil {
+				return nil, fmt.Errorf("parameter %q, bucket %q: missing", p, b)
+			}
+			demand, err := sp.Demand.restore()
+			if err != nil {
+				return nil, fmt.Errorf("parameter %q, bucket %q: %w", p, b, err)
+			}
+			vs, err := restoreVariants(sp.Variants)
+			if err != nil {
+				return nil, fmt.Errorf("parameter %q, bucket %q: %w", p, b, err)
+			}
+			byBucket[b] = &paramStats{count: sp.Count, demand: demand, variants: vs}
+		}
+		op.params[p] = byBucket
+	}
+	return op, nil
+}
+
+// restoreVariants keys the variants by the signature of their elements.
+func restoreVariants(list []*savedVariant) (map[string]*variant, error) {
+	out := map[string]*variant{}
+	for i, sv := range list {
+		if sv == nil {
+			return nil, fmt.Errorf("variant %d: missing", i)
+		}
+		elems, err := restoreElems(sv.Elems, 0)
+		if err != nil {
+			return nil, fmt.Errorf("variant %d: %w", i, err)
+		}
+		var b strings.Builder
+		writeElemSig(&b, elems)
+		sig := b.String()
+		if out[sig] != nil {
+			return nil, fmt.Errorf("variant %d: the same calls as another", i)
+		}
+		out[sig] = &variant{count: sv.Count, elems: elems}
+	}
+	return out, nil
+}
+
+// maxElemDepth bounds the nesting of parallel elements in a saved state.
+const maxElemDepth = 64
+
+func restoreElems(list []*savedElem, depth int) ([]*elem, error) {
+	if depth > maxElemDepth {
+		return nil, errors.New("parallel elements nested too deep")
+	}
+	out := make([]*elem, len(list))
+	for i, se := range list {
+		if se == nil {
+			return nil, fmt.Errorf("element %d: missing", i)
+		}
+		switch se.Kind {
+		case elemCall, elemSend, elemExternal:
+			if len(se.Lists) > 0 {
+				return nil, fmt.Errorf("element %d: a call with parallel lists", i)
+			}
+		case elemParallel:
+			if len(se.Lists) == 0 {
+				return nil, fmt.Errorf("element %d: a parallel element without lists", i)
+			}
+		default:
+			return nil, fmt.Errorf("element %d: unknown kind %d", i, se.Kind)
+		}
+		lat, err := se.Latency.restore()
+		if err != nil {
+			return nil, fmt.Errorf("element %d: %w", i, err)
+		}
+		e := &elem{kind: se.Kind, target: se.Target, times: map[int]int64{}, latency: lat}
+		for k, n := range se.Times {
+			t, err := strconv.Atoi(k)
+			if err != nil || t < 0 || n < 0 {
+				return nil, fmt.Errorf("element %d: repetitions %q: %d", i, k, n)
+			}
+			e.times[t] = n
+		}
+		for _, l := range se.Lists {
+			if len(l) == 0 {
+				return nil, fmt.Errorf("element %d: an empty parallel list", i)
+			}
+			sub, err := restoreElems(l, depth+1)
+			if err != nil {
+				return nil, fmt.Errorf("element %d: %w", i, err)
+			}
+			e.lists = append(e.lists, sub)
+		}
+		out[i] = e
+	}
+	return out, nil
+}
+
+// writeElemSig writes the signature of aggregate elements, as writeSig
+// does for the occurrences they were shaped from.
+func writeElemSig(b *strings.Builder, es []*elem) {
+	for i, e := range es {
+		if i > 0 {
+			b.WriteByte(';')
+		}
+		if e.kind == elemParallel {
+			b.WriteString("P[")
+			for j, l := range e.lists {
+				if j > 0 {
+					b.WriteByte('|')
+				}
+				writeElemSig(b, l)
+			}
+			b.WriteByte(']')
+			continue
+		}
+		b.WriteString(strconv.Itoa(int(e.kind)))
+		b.WriteByte(':')
+		b.WriteString(e.target)
+	}
+}
+
+func (v *savedEntry) restore(id string) (*entryStats, error) {
+	if v == nil {
+		return nil, errors.New("missing")
+	}
+	if v.Op != id {
+		return nil, fmt.Errorf("names operation %q", v.Op)
+	}
+	resp, err := v.Resp.restore()
+	if err != nil {
+		return nil, err
+	}
+	e := &entryStats{op: v.Op, count: v.Count, resp: resp, perSecond: map[int64]int64{}, arrivals: newArrivalSample(), params: v.Params}
+	for k, n := range v.PerSecond {
+		sec, err := strconv.ParseInt(k, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("arrivals per second: %q is not a second", k)
+		}
+		e.perSecond[sec] = n
+	}
+	if len(v.Arrivals) > arrivalBlocks {
+		return nil, fmt.Errorf("%d blocks of arrivals, at most %d are kept", len(v.Arrivals), arrivalBlocks)
+	}
+	a := e.arrivals
+	for i, sb := range v.Arrivals {
+		if sb == nil || len(sb.Times) >= 2*arrivalBlockCap || a.blocks[sb.Block] != nil {
+			return nil, fmt.Errorf("arrivals: block %d does not hold together", i)
+		}
+		blk := &arrivalTimes{hash: blockHash(sb.Block), times: sb.Times, last: sb.Last, cut: sb.Cut}
+		a.blocks[sb.Block] = blk
+		if i == 0 || hashBefore(a.worst, a.worstHash, sb.Block, blk.hash) {
+			a.worst, a.worstHash = sb.Block, blk.hash
+		}
+	}
+	return e, nil
+}
+
+func (v *savedConcurrency) restore() (*concurrency, error) {
+	if v == nil {
+		return nil, errors.New("missing")
+	}
+	if len(v.Pending)%2 != 0 || v.Max < 0 {
+		return nil, errors.New("does not hold together")
+	}
+	c := newConcurrency()
+	for i := 0; i < len(v.Pending); i += 2 {
+		if v.Pending[i] > v.Pending[i+1] {
+			return nil, fmt.Errorf("pending interval %d ends before it starts", i/2)
+		}
+		c.pending = append(c.pending, interval{v.Pending[i], v.Pending[i+1]})
+	}
+	c.active = endHeap(slices.Clone(v.Active))
+	heap.Init(&c.active)
+	c.cursor, c.latest, c.max, c.busyPeriods = v.Cursor, v.Latest, v.Max, v.BusyPeriods
+	if v.First != 0 || v.Last != 0 {
+		c.first, c.last = v.First, v.Last
+	}
+	c.nextSweep = max(v.NextSweep, sweepBatch)
+	for k, t := range v.LevelTime {
+		l, err := strconv.Atoi(k)
+		if err != nil || l < 0 {
+			return nil, fmt.Errorf("level %q", k)
+		}
+		c.levelTime[l] = t
+	}
+	return c, nil
+}
+
+func (v *savedHostWindows) restore() (*hostWindows, error) {
+	if v == nil {
+		return nil, errors.New("missing")
+	}
+	w := v.Width
+	if w < windowWidth || w%windowWidth != 0 || (w/windowWidth)&(w/windowWidth-1) != 0 {
+		return nil, fmt.Errorf("width %d ns is not a power of two seconds", w)
+	}
+	if len(v.Cells) != len(v.Windows) {
+		return nil, fmt.Errorf("%d windows with %d rows of cells", len(v.Windows), len(v.Cells))
+	}
+	h := &hostWindows{width: w, ops: v.Ops, index: map[string]int{}, cells: map[int64][]cell{}}
+	for i, op := range v.Ops {
+		if _, dup := h.index[op]; dup {
+			return nil, fmt.Errorf("operation %q listed twice", op)
+		}
+		h.index[op] = i
+	}
+	// Window indices stay where widening cannot overflow them.
+	limit := math.MaxInt64 / (2 * w)
+	for i, idx := range v.Windows {
+		if idx < -limit || idx > limit || h.cells[idx] != nil {
+			return nil, fmt.Errorf("window %d: index %d", i, idx)
+		}
+		row := v.Cells[i]
+		if len(row) > len(v.Ops) {
+			return nil, fmt.Errorf("window %d: %d cells for %d operations", i, len(row), len(v.Ops))
+		}
+		cs := make([]cell, len(row))
+		for j, r := range row {
+			if !finite(r[:]...) {
+				return nil, fmt.Errorf("window %d: operation %d: not a number", i, j)
+			}
+			cs[j] = cell{n: r[0], own: r[1], cpuN: r[2], cpu: r[3]}
+		}
+		h.cells[idx] = cs
+	}
+	h.bound()
+	return h, nil
+}
+
+func (v *savedSolo) restore(ops map[string]*opStats) (*soloSweep, error) {
+	if v == nil {
+		return nil, errors.New("missing")
+	}
+	w := newSoloSweep()
+	w.latest, w.seq = v.Latest, v.Seq
+	w.nextSweep = max(v.NextSweep, sweepBatch)
+	execs := make([]*soloExec, len(v.Execs))
+	left := make([]int, len(v.Execs))
+	for i, x := range v.Execs {
+		op := ops[x.Op]
+		if op == nil {
+			return nil, fmt.Errorf("execution %d: unknown operation %q", i, x.Op)
+		}
+		execs[i] = &soloExec{to: op.solo, own: x.Own, left: x.Left, shared: x.Shared}
+	}
+	intervals := func(list []savedSoloIntvl) ([]soloInterval, error) {
+		out := make([]soloInterval, 0, len(list))
+		for i, iv := range list {
+			if iv.Exec < 0 || iv.Exec >= len(execs) || iv.Start > iv.End {
+				return nil, fmt.Errorf("interval %d does not hold together", i)
+			}
+			left[iv.Exec]++
+			out = append(out, soloInterval{start: iv.Start, end: iv.End, seq: iv.Seq, x: execs[iv.Exec]})
+		}
+		return out, nil
+	}
+	var err error
+	if w.pending, err = intervals(v.Pending); err != nil {
+		return nil, fmt.Errorf("pending: %w", err)
+	}
+	active, err := intervals(v.Active)
+	if err != nil {
+		return nil, fmt.Errorf("active: %w", err)
+	}
+	w.active = soloHeap(active)
+	heap.Init(&w.active)
+	for i, x := range execs {
+		if x.left != left[i] {
+			return nil, fmt.Errorf("execution %d: %d intervals left, %d listed", i, x.left, left[i])
+		}
+	}
+	switch {
+	case v.Lone >= len(execs) || v.Lone < -1:
+		return nil, fmt.Errorf("the execution alone, %d, is not listed", v.Lone)
+	case v.Lone >= 0:
+		w.lone = execs[v.Lone]
+	}
+	return w, nil
+}

@@ -1,0 +1,162 @@
+package extract
+
+import (
+	"bytes"
+	"compress/gzip"
+	"strings"
+	"testing"
+
+	"github.com/perfcast/perfcast/ingest"
+	"github.com/perfcast/perfcast/trace"
+)
+
+// foldThroughSave folds the spans' traces as they complete (200 spans
+// after their last), saving the state and going on with the loaded copy
+// after every cut spans (never when cut is 0): mid-stream, with intervals
+// pending in the sweeps and traces still open.
+func foldThroughSave(t *testing.T, spans []*ingest.Span, cfg *Config, cut int) *State {
+	t.Helper()
+	st := NewState()
+	a := trace.New(trace.Options{IdleSpans: 200}, func(tr *trace.Tree) error {
+		st.Fold(tr, cfg)
+		return nil
+	})
+	for i, s := range spans {
+		if err := a.Add(s); err != nil {
+			t.Fatal(err)
+		}
+		if cut > 0 && (i+1)%cut == 0 {
+			st = roundTrip(t, st)
+		}
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func roundTrip(t *testing.T, st *State) *State {
+	t.Helper()
+	var b bytes.Buffer
+	if err := st.Save(&b); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadState(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// saved is the state's saved bytes, uncompressed.
+func saved(t testing.TB, st *State) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := st.Save(&b); err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plain bytes.Buffer
+	if _, err := plain.ReadFrom(zr); err != nil {
+		t.Fatal(err)
+	}
+	return plain.Bytes()
+}
+
+func TestStateSaveLoadFoldOn(t *testing.T) {
+	cases := []struct {
+		name  string
+		spans []*ingest.Span
+		cfg   *Config
+	}{
+		{"shop", generate(21, 4000, true), nil},
+		{"shop without CPU", generate(22, 3000, false), nil},
+		{"parameters", paramTraces(3000, 23), &Config{Params: []string{"http.request.body.size"}, ParamBins: 2}},
+		{"sessions", sessionTraces(40, 600, 24), &Config{Session: "session.id"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ws := foldThroughSave(t, c.spans, c.cfg, 0)
+			wantState := saved(t, ws)
+			whole, _ := ws.Model("x", c.cfg)
+			for _, cut := range []int{len(c.spans) / 2, len(c.spans)/5 + 1} {
+				gs := foldThroughSave(t, c.spans, c.cfg, cut)
+				// Every part of the state, not only what this model shows.
+				if !bytes.Equal(saved(t, gs), wantState) {
+					t.Errorf("saved and loaded every %d spans: another state", cut)
+				}
+				got, _ := gs.Model("x", c.cfg)
+				if y1, y2 := whole.Marshal(), got.Marshal(); !bytes.Equal(y1, y2) {
+					t.Fatalf("saved and loaded every %d spans: another model:\n%s\n---\n%s", cut, y1, y2)
+				}
+			}
+		})
+	}
+}
+
+func TestStateSaveDeterministic(t *testing.T) {
+	spans := generate(25, 3000, true)
+	save := func() []byte { return saved(t, foldWith(t, spans[:len(spans)*2/3], nil)) }
+	if !bytes.Equal(save(), save()) {
+		t.Error("the same state saved twice: other bytes")
+	}
+}
+
+func TestStateCloneIsIndependent(t *testing.T) {
+	spans := generate(26, 2000, true)
+	st := foldWith(t, spans, nil)
+	want, _ := st.Model("x", nil)
+	c, err := st.Clone()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Folding more into the clone leaves the original as it was.
+	more := foldWith(t, generate(27, 500, true), nil)
+	c.Merge(more)
+	got, _ := st.Model("x", nil)
+	if !bytes.Equal(want.Marshal(), got.Marshal()) {
+		t.Error("the original changed with its clone")
+	}
+	if c.Traces != st.Traces+500 {
+		t.Errorf("clone: %d traces, want %d", c.Traces, st.Traces+500)
+	}
+}
+
+func TestLoadStateRefuses(t *testing.T) {
+	text := string(saved(t, foldWith(t, generate(28, 300, true), nil)))
+	if _, err := LoadState(strings.NewReader(text)); err != nil {
+		t.Fatalf("uncompressed state: %v", err)
+	}
+	for _, c := range []struct {
+		name string
+		// edits are pairs of a text and what its first occurrence becomes.
+		edits []string
+		want  string
+	}{
+		{"format", []string{`"perfcast_state":1`, `"perfcast_state":2`}, "format 2"},
+		{"not JSON", []string{`{"perfcast_state"`, `{perfcast_state"`}, "byte"},
+		{"kind", []string{`"kind":1`, `"kind":9`}, "unknown kind 9"},
+		{"sketch index", []string{`"index":[`, `"index":[999999999,`, `"count":[`, `"count":[1,`}, "index 999999999"},
+		{"sketch count", []string{`"index":[`, `"index":[0,`, `"count":[`, `"count":[-1,`}, "count -1"},
+		{"sketch length", []string{`"index":[`, `"index":[0,`}, "does not hold together"},
+		{"width", []string{`"width":1000000000`, `"width":1500000000`}, "power of two"},
+		{"entry", []string{`"op":"front/GET /page"`, `"op":"front/GET /other"`}, `names operation "front/GET /other"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bad := text
+			for i := 0; i < len(c.edits); i += 2 {
+				if !strings.Contains(bad, c.edits[i]) {
+					t.Fatalf("the saved state has no %s", c.edits[i])
+				}
+				bad = strings.Replace(bad, c.edits[i], c.edits[i+1], 1)
+			}
+			_, err := LoadState(strings.NewReader(bad))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v, want one that says %q", err, c.want)
+			}
+		})
+	}
+}
