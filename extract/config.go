@@ -193,9 +193,10 @@ func (c *Config) opID(sp *ingest.Span) string {
 	return c.component(sp) + "/" + c.operation(sp)
 }
 
-// paramAttributes lists the attributes readers must keep: the parameters
+// Attributes lists the span attributes readers must keep for folding
+// (ingest.Options.Attributes): the parameters
 // and the session id.
-func (c *Config) paramAttributes() []string {
+func (c *Config) Attributes() []string {
 	if c == nil {
 		return nil
 	}

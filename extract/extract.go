@@ -32,22 +32,61 @@ type Result struct {
 // Run reads the trace files, folds their call trees into a state and
 // generates the model named name.
 func Run(ctx context.Context, paths []string, name string, cfg *Config) (*Result, error) {
-	r, err := ingest.Open(paths, ingest.Options{Attributes: cfg.paramAttributes()})
+	return RunWith(ctx, paths, nil, name, cfg)
+}
+
+// RunWith is Run with states folded elsewhere (perfcast receive, another
+// extraction) merged in before the model is generated; paths may then be
+// empty. The states are taken over: they must not be used afterwards.
+func RunWith(ctx context.Context, paths []string, states []*State, name string, cfg *Config) (*Result, error) {
+	st := NewState()
+	var read ingest.Stats
+	var astats trace.Stats
+	if len(paths) > 0 {
+		var err error
+		if read, astats, err = Fold(ctx, st, paths, cfg); err != nil {
+			return nil, err
+		}
+	}
+	for _, o := range states {
+		st.Merge(o)
+	}
+	if st.Traces == 0 {
+		if len(states) > 0 {
+			return nil, fmt.Errorf("no complete trace in %v nor in the %d states given", paths, len(states))
+		}
+		return nil, fmt.Errorf("no complete trace in %v", paths)
+	}
+	m, rep, err := Generate(st, name, cfg)
 	if err != nil {
 		return nil, err
 	}
+	if n := read.Damage.Total(); n > 0 {
+		rep.warnf("%d damaged records skipped while reading (see perfcast stats)", n)
+	}
+	return &Result{Model: m, Report: rep, Read: read, Assembly: astats, State: st}, nil
+}
+
+// Fold reads the trace files and folds their call trees into st.
+func Fold(ctx context.Context, st *State, paths []string, cfg *Config) (ingest.Stats, trace.Stats, error) {
+	r, err := ingest.Open(paths, ingest.Options{Attributes: cfg.Attributes()})
+	if err != nil {
+		return ingest.Stats{}, trace.Stats{}, err
+	}
 	defer r.Close()
-	st := NewState()
 	astats, err := trace.Run(ctx, r, trace.Options{}, func(t *trace.Tree) error {
 		st.Fold(t, cfg)
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	if st.Traces == 0 {
-		return nil, fmt.Errorf("no complete trace in %v", paths)
-	}
+	return r.Stats(), astats, err
+}
+
+// Generate makes the model named name from a state: CPU demands from the
+// configuration's utilization metrics where spans carry no CPU time, speed
+// curves where the load varied, and the rest from the state alone.
+// Generating finishes the state's sweeps: fold no more into it afterwards
+// (Clone it first to go on folding).
+func Generate(st *State, name string, cfg *Config) (*model.Model, *Report, error) {
 	if cfg == nil {
 		cfg = &Config{}
 	}
@@ -60,9 +99,10 @@ func Run(ctx context.Context, paths []string, name string, cfg *Config) (*Result
 	est := &Estimates{}
 	var set *metrics.Set
 	if len(cfg.Metrics) > 0 {
+		var err error
 		set, err = metrics.Read(cfg.Metrics)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		opts := DemandOptions{Cores: cores}
 		perOp, drep := EstimateDemands(st.Windows, set, cfg.serviceComponent, opts)
@@ -72,12 +112,8 @@ func Run(ctx context.Context, paths []string, name string, cfg *Config) (*Result
 		est.SpeedCurves = EstimateSpeedCurves(st.Windows, set, cfg.serviceComponent, cores, est.PerOp)
 	}
 	m, rep := st.ModelWith(name, cfg, est)
-	read := r.Stats()
-	if n := read.Damage.Total(); n > 0 {
-		rep.warnf("%d damaged records skipped while reading (see perfcast stats)", n)
-	}
 	if err := m.Validate(); err != nil {
-		return nil, fmt.Errorf("extracted model is invalid (a bug in perfcast): %w", err)
+		return nil, nil, fmt.Errorf("extracted model is invalid (a bug in perfcast): %w", err)
 	}
-	return &Result{Model: m, Report: rep, Read: read, Assembly: astats, State: st}, nil
+	return m, rep, nil
 }

@@ -171,6 +171,25 @@ func (a *Assembler) Close() error {
 	return nil
 }
 
+// Received is the number of spans added so far. A receiver that notes it
+// now and again can complete traces by the time they have been quiet (see
+// CompleteIdle), where files complete them by the spans that follow.
+func (a *Assembler) Received() int64 { return a.seq }
+
+// CompleteIdle delivers the open traces that have received no span since
+// the first received spans: those idle since Received returned received.
+func (a *Assembler) CompleteIdle(received int64) error {
+	if a.closed {
+		return fmt.Errorf("trace: CompleteIdle after Close")
+	}
+	for a.head != nil && a.head.last <= received {
+		if err := a.complete(a.head, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // OpenTraces is the number of traces waiting to complete.
 func (a *Assembler) OpenTraces() int { return len(a.open) }
 

@@ -340,6 +340,43 @@ func TestIdleCompletionAndEviction(t *testing.T) {
 	}
 }
 
+func TestCompleteIdle(t *testing.T) {
+	// A receiver notes Received after the third span; traces quiet since
+	// then complete, the others stay open.
+	var order []byte
+	a := New(Options{}, func(tr *Tree) error {
+		order = append(order, '0'+tr.TraceID[15])
+		return nil
+	})
+	add := func(s *ingest.Span) {
+		if err := a.Add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(sp(1, 1, 0, "h", 0, 0, 10))
+	add(sp(2, 1, 0, "h", 0, 0, 10))
+	add(sp(1, 2, 1, "h", 0, 1, 2))
+	noted := a.Received()
+	add(sp(2, 2, 1, "h", 0, 1, 2))
+	add(sp(3, 1, 0, "h", 0, 0, 10))
+	if err := a.CompleteIdle(noted); err != nil {
+		t.Fatal(err)
+	}
+	if string(order) != "1" || a.OpenTraces() != 2 || noted != 3 {
+		t.Errorf("completed %s with %d open (noted %d), want 1 with 2 open (3)", order, a.OpenTraces(), noted)
+	}
+	if err := a.CompleteIdle(a.Received()); err != nil {
+		t.Fatal(err)
+	}
+	if string(order) != "123" || a.OpenTraces() != 0 {
+		t.Errorf("completed %s with %d open, want 123 with none", order, a.OpenTraces())
+	}
+	a.Close()
+	if a.CompleteIdle(0) == nil {
+		t.Error("CompleteIdle after Close: no error")
+	}
+}
+
 func TestEmitErrorAndCancel(t *testing.T) {
 	boom := errors.New("boom")
 	a := New(Options{IdleSpans: 1}, func(*Tree) error { return boom })

@@ -1,0 +1,236 @@
+package receive
+
+import (
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/perfcast/perfcast/ingest"
+	"github.com/perfcast/perfcast/model"
+)
+
+// gRPC status codes the OTLP/HTTP error bodies carry.
+const (
+	codeInvalidArgument = 3
+	codeUnavailable     = 14
+)
+
+// Handler serves OTLP/HTTP and the receiver's own pages:
+//
+//	POST /v1/traces  an ExportTraceServiceRequest, protobuf
+//	                 (application/x-protobuf) or JSON (application/json),
+//	                 gzip-encoded or not
+//	GET  /model      the model of the traces folded so far (YAML;
+//	                 ?format=json for JSON)
+//	GET  /stats      what the receiver has taken in (JSON)
+//	GET  /healthz    200 while the receiver runs
+func (r *Receiver) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/traces", r.serveTraces)
+	mux.HandleFunc("GET /model", r.serveModel)
+	mux.HandleFunc("GET /stats", r.serveStats)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		select {
+		case <-r.stopped:
+			http.Error(w, ErrStopped.Error(), http.StatusServiceUnavailable)
+		default:
+			fmt.Fprintln(w, "ok")
+		}
+	})
+	return mux
+}
+
+// serveTraces takes one export request, as the OTLP/HTTP specification
+// has it: 200 with a response that counts the spans rejected, 400 for a
+// body that does not decode, 415 for another content type, 413 for a body
+// over the limit, 503 (retryable) once the receiver stops.
+func (r *Receiver) serveTraces(w http.ResponseWriter, req *http.Request) {
+	r.requests.Add(1)
+	format, ok := requestFormat(req.Header.Get("Content-Type"))
+	if !ok {
+		r.badRequests.Add(1)
+		writeStatus(w, ingest.FormatOTLPJSON, http.StatusUnsupportedMediaType, codeInvalidArgument,
+			fmt.Sprintf("content type %q: send application/x-protobuf or application/json", req.Header.Get("Content-Type")))
+		return
+	}
+	body, err := readBody(w, req, r.opts.MaxBodyBytes)
+	if err != nil {
+		r.badRequests.Add(1)
+		code := http.StatusBadRequest
+		if errors.Is(err, errTooLarge) {
+			code = http.StatusRequestEntityTooLarge
+		}
+		writeStatus(w, format, code, codeInvalidArgument, err.Error())
+		return
+	}
+	spans, st, err := ingest.DecodeRequest(body, format, "request from "+req.RemoteAddr, ingest.Options{Attributes: r.opts.Config.Attributes()})
+	if err != nil {
+		r.badRequests.Add(1)
+		writeStatus(w, format, http.StatusBadRequest, codeInvalidArgument, err.Error())
+		return
+	}
+	if len(spans) > 0 {
+		if err := r.deliver(req.Context(), spans); err != nil {
+			w.Header().Set("Retry-After", "5")
+			writeStatus(w, format, http.StatusServiceUnavailable, codeUnavailable, err.Error())
+			return
+		}
+	}
+	r.spans.Add(st.Spans)
+	n, msg := st.Rejected(), ""
+	if n > 0 {
+		r.rejected.Add(n)
+		msg = firstDamage(st.Damage)
+	}
+	w.Header().Set("Content-Type", contentType(format))
+	_, _ = w.Write(exportResponse(format, n, msg))
+}
+
+// exportResponse encodes an ExportTraceServiceResponse, with its partial
+// success when spans were rejected.
+func exportResponse(f ingest.Format, rejected int64, msg string) []byte {
+	if f != ingest.FormatOTLPProto {
+		if rejected == 0 {
+			return []byte("{}")
+		}
+		// Protobuf's JSON mapping writes 64-bit integers as strings.
+		out, _ := json.Marshal(map[string]any{"partialSuccess": map[string]string{
+			"rejectedSpans": strconv.FormatInt(rejected, 10), "errorMessage": msg}})
+		return out
+	}
+	if rejected == 0 {
+		return []byte{}
+	}
+	var ps []byte
+	ps = protowire.AppendTag(ps, 1, protowire.VarintType)
+	ps = protowire.AppendVarint(ps, uint64(rejected))
+	ps = protowire.AppendTag(ps, 2, protowire.BytesType)
+	ps = protowire.AppendString(ps, msg)
+	out := protowire.AppendTag(nil, 1, protowire.BytesType)
+	return protowire.AppendBytes(out, ps)
+}
+
+// requestFormat maps an OTLP/HTTP content type to the encoding.
+func requestFormat(ct string) (ingest.Format, bool) {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return "", false
+	}
+	switch mt {
+	case "application/x-protobuf", "application/protobuf":
+		return ingest.FormatOTLPProto, true
+	case "application/json":
+		return ingest.FormatOTLPJSON, true
+	}
+	return "", false
+}
+
+func contentType(f ingest.Format) string {
+	if f == ingest.FormatOTLPProto {
+		return "application/x-protobuf"
+	}
+	return "application/json"
+}
+
+var errTooLarge = errors.New("request body too large")
+
+// readBody reads the body, gunzipping it when it says so, up to limit
+// bytes before and after decompression.
+func readBody(w http.ResponseWriter, req *http.Request, limit int64) ([]byte, error) {
+	var in io.Reader = http.MaxBytesReader(w, req.Body, limit)
+	switch enc := strings.ToLower(strings.TrimSpace(req.Header.Get("Content-Encoding"))); enc {
+	case "", "identity":
+	case "gzip":
+		zr, err := gzip.NewReader(in)
+		if err != nil {
+			return nil, bodyError(err)
+		}
+		defer zr.Close()
+		in = zr
+	default:
+		return nil, fmt.Errorf("content encoding %q: send gzip or none", enc)
+	}
+	b, err := io.ReadAll(io.LimitReader(in, limit+1))
+	if err != nil {
+		return nil, bodyError(err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%w: over %d bytes decompressed", errTooLarge, limit)
+	}
+	return b, nil
+}
+
+func bodyError(err error) error {
+	var mb *http.MaxBytesError
+	if errors.As(err, &mb) {
+		return fmt.Errorf("%w: over %d bytes", errTooLarge, mb.Limit)
+	}
+	return fmt.Errorf("reading the body: %w", err)
+}
+
+// writeStatus writes an error as OTLP/HTTP wants it: a google.rpc.Status
+// message in the request's encoding.
+func writeStatus(w http.ResponseWriter, f ingest.Format, httpCode, code int, msg string) {
+	var out []byte
+	if f == ingest.FormatOTLPProto {
+		out = protowire.AppendTag(out, 1, protowire.VarintType)
+		out = protowire.AppendVarint(out, uint64(code))
+		out = protowire.AppendTag(out, 2, protowire.BytesType)
+		out = protowire.AppendString(out, msg)
+	} else {
+		out, _ = json.Marshal(struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		}{code, msg})
+	}
+	w.Header().Set("Content-Type", contentType(f))
+	w.WriteHeader(httpCode)
+	_, _ = w.Write(out)
+}
+
+// firstDamage is one message saying why spans were rejected.
+func firstDamage(d ingest.Damage) string {
+	for _, k := range d.Kinds() {
+		if s := d.Samples[k]; len(s) > 0 {
+			return s[0]
+		}
+	}
+	return "spans rejected"
+}
+
+// serveModel makes the model of the traces folded so far.
+func (r *Receiver) serveModel(w http.ResponseWriter, req *http.Request) {
+	m, _, err := r.Model(req.Context())
+	switch {
+	case errors.Is(err, ErrNoTraces):
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	case errors.Is(err, ErrStopped):
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	case err != nil:
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	format, ct := model.YAML, "application/yaml"
+	if req.URL.Query().Get("format") == "json" {
+		format, ct = model.JSON, "application/json"
+	}
+	w.Header().Set("Content-Type", ct)
+	_ = m.Encode(w, format)
+}
+
+func (r *Receiver) serveStats(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(r.Stats())
+}
