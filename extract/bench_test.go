@@ -123,3 +123,43 @@ func BenchmarkExtractRun(b *testing.B) {
 	}
 	report(b, spans, cpuTime()-cpu)
 }
+
+// BenchmarkStateSave and BenchmarkStateLoad measure the checkpoint of
+// perfcast receive: the state of the benchmark's traces written and read
+// back (gzipped JSON).
+func BenchmarkStateSave(b *testing.B) {
+	st := benchState(b)
+	var buf bytes.Buffer
+	b.ResetTimer()
+	for b.Loop() {
+		buf.Reset()
+		if err := st.Save(&buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(buf.Len()), "bytes")
+}
+
+func BenchmarkStateLoad(b *testing.B) {
+	var buf bytes.Buffer
+	if err := benchState(b).Save(&buf); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := extract.LoadState(bytes.NewReader(buf.Bytes())); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchState folds the benchmark's trees, as a receiver has them before
+// it makes a model.
+func benchState(b *testing.B) *extract.State {
+	trees, _, _ := benchTrees(b)
+	st := extract.NewState()
+	for _, t := range trees {
+		st.Fold(t, extractConfig)
+	}
+	return st
+}

@@ -31,7 +31,7 @@ const maxSketchIndex = 1 << 16
 // round trip would have given. The bytes depend only on the state, not on
 // map order.
 func (s *State) Save(w io.Writer) error {
-	zw := gzip.NewWriter(w)
+	zw, _ := gzip.NewWriterLevel(w, gzip.BestSpeed) // a valid level: no error
 	enc := json.NewEncoder(zw)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(s.snapshot()); err != nil {

@@ -116,6 +116,7 @@ type Receiver struct {
 	asm      *trace.Assembler
 	marks    []mark
 	foldedAt int64 // st.Traces at the last model written
+	savedAt  int64 // spans received at the last checkpoint
 	lastSave time.Time
 	checkpts int64
 
@@ -147,7 +148,7 @@ func New(opts Options) (*Receiver, error) {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if opts.tick <= 0 {
-		opts.tick = min(defaultTick, opts.Idle/4)
+		opts.tick = max(min(defaultTick, opts.Idle/4), time.Millisecond)
 	}
 	log := opts.Logger
 	if log == nil {
@@ -232,7 +233,7 @@ func (r *Receiver) Run(ctx context.Context) error {
 			f()
 		case now := <-tick.C:
 			r.completeIdle(now)
-			if now.Sub(r.lastSave) >= r.opts.Checkpoint {
+			if now.Sub(r.lastSave) >= r.opts.Checkpoint && r.asm.Received() != r.savedAt {
 				// A checkpoint that cannot be written (a full disk) is
 				// tried again at the next; the last one's error is Run's.
 				if err := r.checkpoint(now, r.st.Traces != r.foldedAt); err != nil {
@@ -309,7 +310,7 @@ func (r *Receiver) checkpoint(now time.Time, withModel bool) error {
 	if err := writeAtomic(filepath.Join(r.opts.Dir, StateFile), r.st.Save); err != nil {
 		return err
 	}
-	r.lastSave = now
+	r.lastSave, r.savedAt = now, r.asm.Received()
 	r.checkpts++
 	r.log.Debug("state saved", "traces", r.st.Traces, "open", r.asm.OpenTraces())
 	if !withModel || r.st.Traces == 0 {
@@ -358,6 +359,9 @@ func writeAtomic(path string, write func(io.Writer) error) error {
 	err = write(bw)
 	if err == nil {
 		err = bw.Flush()
+	}
+	if err == nil {
+		err = tmp.Chmod(0o644)
 	}
 	if err == nil {
 		err = tmp.Sync()

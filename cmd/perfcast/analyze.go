@@ -24,11 +24,11 @@ func newAnalyzeCmd(g *globalFlags) *cobra.Command {
 	var (
 		f                     solveFlags
 		out, configPath, name string
-		metrics               []string
+		metrics, states       []string
 		points                int
 	)
 	cmd := &cobra.Command{
-		Use:   "analyze TRACES... -o DIR",
+		Use:   "analyze [TRACES...] [--state DIR]... -o DIR",
 		Short: "Extract a model, answer the capacity questions, write a report",
 		Long: `Do the main job in one step: extract a model from the traces, solve it at the
 observed workload and compare with what the traces measured, solve it at
@@ -44,8 +44,10 @@ sweep are solved by mean-value analysis when the model is within its reach at
 every level, and by simulation otherwise (one method for every level, so that
 the curves do not jump between methods). All workloads' loads grow together
 (workload.*.load): open rates, and closed populations.`,
-		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
+			if len(a) == 0 && len(states) == 0 {
+				return usagef("analyze needs TRACES or --state DIR")
+			}
 			if out == "" {
 				return usagef("analyze needs -o DIR, the directory to write model.yaml, results.json and report.html to")
 			}
@@ -70,7 +72,11 @@ the curves do not jump between methods). All workloads' loads grow together
 			defer prog.close()
 
 			prog.set("reading traces", -1)
-			ex, err := extract.Run(ctx, a, name, cfg)
+			sts, err := loadStates(states)
+			if err != nil {
+				return err
+			}
+			ex, err := extract.RunWith(ctx, a, sts, name, cfg)
 			if err != nil {
 				return err
 			}
@@ -114,6 +120,7 @@ the curves do not jump between methods). All workloads' loads grow together
 	cmd.Flags().StringVar(&configPath, "config", "", "extraction configuration `file` (hosts' cores, component names)")
 	cmd.Flags().StringArrayVar(&metrics, "metrics", nil, "utilization metrics `file` (CSV, Prometheus or OTLP JSON); repeatable")
 	cmd.Flags().StringVar(&name, "name", "", "the model's name (default: the output directory's name)")
+	cmd.Flags().StringArrayVar(&states, "state", nil, "also the traces folded into this perfcast receive state `directory` (or state file); repeatable")
 	cmd.Flags().IntVar(&points, "points", report.DefaultPoints, "load levels of the sweep, from the observed load to near saturation")
 	return cmd
 }

@@ -124,7 +124,7 @@ func TestAnalyzeUsage(t *testing.T) {
 		err  string
 	}{
 		{[]string{"analyze", f}, 2, "-o DIR"},
-		{[]string{"analyze", "-o", t.TempDir()}, 2, "requires at least 1 arg"},
+		{[]string{"analyze", "-o", t.TempDir()}, 2, "TRACES or --state"},
 		{[]string{"analyze", f, "-o", t.TempDir(), "--set", "hosts.x.cpu.cores=2"}, 2, "what-if"},
 		{[]string{"analyze", f, "-o", t.TempDir(), "--points", "1"}, 2, "--points"},
 		{[]string{"analyze", "no-such-file.json", "-o", t.TempDir()}, 1, "no-such-file.json"},

@@ -15,5 +15,6 @@ func commands(g *globalFlags) []*cobra.Command {
 		newValidateCmd(),
 		newAnalyzeCmd(g),
 		newReportCmd(g),
+		newReceiveCmd(g),
 	}
 }

@@ -17,11 +17,11 @@ import (
 func newExtractCmd(g *globalFlags) *cobra.Command {
 	var (
 		out, configPath, name string
-		metrics               []string
+		metrics, states       []string
 		jsonReport            bool
 	)
 	cmd := &cobra.Command{
-		Use:   "extract TRACES... -o MODEL",
+		Use:   "extract [TRACES...] [--state DIR]... -o MODEL",
 		Short: "Build a model from traces",
 		Long: `Build a performance model from traces: components and hosts from where spans
 ran, operations and their calls (branches, loops, parallel blocks, asynchronous
@@ -33,10 +33,14 @@ operations (a closed one from sessions, with --config).
 
 TRACES are files or directories in any format perfcast reads (OTLP JSON or
 protobuf, Zipkin v2, Jaeger JSON; gzip included), or - for standard input.
+--state adds the traces a perfcast receive folded into its state directory;
+several states (and trace files) merge into one model.
 The extraction report (evidence and warnings) goes to standard error, or to
 standard output as JSON with --json.`,
-		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
+			if len(a) == 0 && len(states) == 0 {
+				return usagef("extract needs TRACES or --state DIR")
+			}
 			if out == "" {
 				return usagef("extract needs -o MODEL (or -o - for standard output)")
 			}
@@ -50,7 +54,11 @@ standard output as JSON with --json.`,
 					name = "extracted"
 				}
 			}
-			res, err := extract.Run(cmd.Context(), a, name, cfg)
+			sts, err := loadStates(states)
+			if err != nil {
+				return err
+			}
+			res, err := extract.RunWith(cmd.Context(), a, sts, name, cfg)
 			if err != nil {
 				return err
 			}
@@ -73,6 +81,7 @@ standard output as JSON with --json.`,
 	cmd.Flags().StringVar(&configPath, "config", "", "extraction configuration `file` (hosts' cores, component names)")
 	cmd.Flags().StringArrayVar(&metrics, "metrics", nil, "utilization metrics `file` (CSV, Prometheus or OTLP JSON); repeatable")
 	cmd.Flags().StringVar(&name, "name", "", "the model's name (default: from the output file name)")
+	cmd.Flags().StringArrayVar(&states, "state", nil, "also the traces folded into this perfcast receive state `directory` (or state file); repeatable")
 	cmd.Flags().BoolVar(&jsonReport, "json", false, "print the extraction report as JSON on standard output")
 	return cmd
 }
