@@ -21,6 +21,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -116,7 +117,9 @@ type Receiver struct {
 	asm      *trace.Assembler
 	marks    []mark
 	foldedAt int64 // st.Traces at the last model written
-	savedAt  int64 // spans received at the last checkpoint
+	// savedAt and savedTraces are the spans received and the traces
+	// folded at the last checkpoint.
+	savedAt, savedTraces int64
 	lastSave time.Time
 	checkpts int64
 
@@ -175,7 +178,9 @@ func New(opts Options) (*Receiver, error) {
 		st:       st,
 		foldedAt: st.Traces,
 	}
-	r.asm = trace.New(trace.Options{MaxOpenTraces: opts.MaxOpenTraces}, func(t *trace.Tree) error {
+	// Traces complete by time alone (and by MaxOpenTraces), not after a
+	// count of later spans, which a high rate would reach before Idle.
+	r.asm = trace.New(trace.Options{IdleSpans: math.MaxInt, MaxOpenTraces: opts.MaxOpenTraces}, func(t *trace.Tree) error {
 		r.st.Fold(t, opts.Config)
 		return nil
 	})
@@ -230,10 +235,13 @@ func (r *Receiver) Run(ctx context.Context) error {
 		case spans := <-r.in:
 			r.add(spans)
 		case f := <-r.calls:
+			// What was acknowledged before the call is in its answer.
+			r.drain()
 			f()
 		case now := <-tick.C:
 			r.completeIdle(now)
-			if now.Sub(r.lastSave) >= r.opts.Checkpoint && r.asm.Received() != r.savedAt {
+			changed := r.asm.Received() != r.savedAt || r.st.Traces != r.savedTraces
+			if now.Sub(r.lastSave) >= r.opts.Checkpoint && changed {
 				// A checkpoint that cannot be written (a full disk) is
 				// tried again at the next; the last one's error is Run's.
 				if err := r.checkpoint(now, r.st.Traces != r.foldedAt); err != nil {
@@ -253,6 +261,18 @@ func (r *Receiver) add(spans []*ingest.Span) {
 	for _, s := range spans {
 		// The emit function cannot fail, so neither can Add.
 		_ = r.asm.Add(s)
+	}
+}
+
+// drain adds the batches waiting to be taken.
+func (r *Receiver) drain() {
+	for {
+		select {
+		case spans := <-r.in:
+			r.add(spans)
+		default:
+			return
+		}
 	}
 }
 
@@ -286,14 +306,7 @@ func (r *Receiver) finish() error {
 		case <-wait.C:
 		}
 	}
-	for drained := false; !drained; {
-		select {
-		case spans := <-r.in:
-			r.add(spans)
-		default:
-			drained = true
-		}
-	}
+	r.drain()
 	open := r.asm.OpenTraces()
 	_ = r.asm.Close()
 	if open > 0 {
@@ -310,7 +323,7 @@ func (r *Receiver) checkpoint(now time.Time, withModel bool) error {
 	if err := writeAtomic(filepath.Join(r.opts.Dir, StateFile), r.st.Save); err != nil {
 		return err
 	}
-	r.lastSave, r.savedAt = now, r.asm.Received()
+	r.lastSave, r.savedAt, r.savedTraces = now, r.asm.Received(), r.st.Traces
 	r.checkpts++
 	r.log.Debug("state saved", "traces", r.st.Traces, "open", r.asm.OpenTraces())
 	if !withModel || r.st.Traces == 0 {
@@ -400,8 +413,9 @@ func (r *Receiver) Stats() Stats {
 	return s
 }
 
-// Model makes the model of the traces folded so far. It waits for Run's
-// loop, so it fails once Run has returned.
+// Model makes the model of the traces folded so far, every request
+// acknowledged before the call taken in. It waits for Run's loop, so it
+// fails once Run has returned.
 func (r *Receiver) Model(ctx context.Context) (*model.Model, *extract.Report, error) {
 	type result struct {
 		st  *extract.State

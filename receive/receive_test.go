@@ -377,3 +377,28 @@ func TestNewRefusesDamagedState(t *testing.T) {
 		t.Errorf("error %v, want one line naming the state file", err)
 	}
 }
+
+func TestReceiveCompletesByTimeNotByCount(t *testing.T) {
+	// More spans than a file's assembly waits for (trace.DefaultIdleSpans)
+	// complete no trace before the idle time.
+	spans := ingesttest.NewGenerator(5).Traces(20000)
+	if len(spans) <= 100_000 {
+		t.Fatalf("only %d spans", len(spans))
+	}
+	rr := start(t, Options{Dir: t.TempDir(), Idle: time.Hour, tick: time.Millisecond})
+	for _, b := range batches(spans, 10000) {
+		if code, out := rr.post(t, ingesttest.ProtoRequest(b), "application/x-protobuf", false); code != http.StatusOK {
+			t.Fatalf("status %d: %s", code, out)
+		}
+	}
+	// Run takes in every acknowledged batch before it answers Model.
+	if _, _, err := rr.Model(context.Background()); err != ErrNoTraces {
+		t.Fatalf("model before the idle time: %v, want %v", err, ErrNoTraces)
+	}
+	if err := rr.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if st := rr.Stats(); st.Traces != 20000 || st.Assembly.PartialTraces != 0 {
+		t.Errorf("at exit: %d traces, %d partial; want 20000 whole", st.Traces, st.Assembly.PartialTraces)
+	}
+}
