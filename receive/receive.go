@@ -64,14 +64,17 @@ type Options struct {
 	Config *extract.Config
 	// Name is the model's name (default "received").
 	Name string
-	// Idle is how long a trace receives no span before it is complete.
+	// Idle is how long a trace receives no span before it is complete
+	// (default DefaultIdle).
 	Idle time.Duration
-	// Checkpoint is how often the state and the model are written.
+	// Checkpoint is how often the state and the model are written, when
+	// anything came (default DefaultCheckpoint).
 	Checkpoint time.Duration
 	// MaxOpenTraces bounds the traces waiting to complete (see
 	// trace.Options); zero means trace.DefaultMaxOpenTraces.
 	MaxOpenTraces int
-	// MaxBodyBytes bounds a request's body, decompressed.
+	// MaxBodyBytes bounds a request's body, before and after
+	// decompression (default DefaultMaxBodyBytes).
 	MaxBodyBytes int64
 	// Logger receives what the receiver does; nil means slog.Default().
 	Logger *slog.Logger
@@ -79,17 +82,26 @@ type Options struct {
 	tick time.Duration
 }
 
-// Stats counts what a Receiver has taken in.
+// Stats counts what a Receiver has taken in since it started.
 type Stats struct {
-	Requests      int64        `json:"requests"`
-	BadRequests   int64        `json:"bad_requests"`
-	Spans         int64        `json:"spans"`
-	RejectedSpans int64        `json:"rejected_spans"`
-	Traces        int64        `json:"traces"`
-	OpenTraces    int          `json:"open_traces"`
-	Checkpoints   int64        `json:"checkpoints"`
-	LastSave      time.Time    `json:"last_save,omitzero"`
-	Assembly      *trace.Stats `json:"assembly,omitempty"`
+	// Requests counts export requests, BadRequests those refused whole
+	// (not decodable, another content type, too large).
+	Requests    int64 `json:"requests"`
+	BadRequests int64 `json:"bad_requests"`
+	// Spans counts the spans accepted, RejectedSpans those refused one by
+	// one (no ids, no times).
+	Spans         int64 `json:"spans"`
+	RejectedSpans int64 `json:"rejected_spans"`
+	// Traces counts the traces in the state, those of a state loaded at
+	// start included; OpenTraces those waiting to complete.
+	Traces     int64 `json:"traces"`
+	OpenTraces int   `json:"open_traces"`
+	// Checkpoints counts the states saved, the last at LastSave.
+	Checkpoints int64     `json:"checkpoints"`
+	LastSave    time.Time `json:"last_save,omitzero"`
+	// Assembly is what assembling the spans found: traces, partial and
+	// evicted ones, damage (split traces, orphans, duplicates).
+	Assembly *trace.Stats `json:"assembly,omitempty"`
 }
 
 // Receiver folds received spans into an extraction state. Its HTTP
@@ -120,8 +132,8 @@ type Receiver struct {
 	// savedAt and savedTraces are the spans received and the traces
 	// folded at the last checkpoint.
 	savedAt, savedTraces int64
-	lastSave time.Time
-	checkpts int64
+	lastSave             time.Time
+	checkpts             int64
 
 	statsMu sync.Mutex
 	stats   Stats // a copy Run refreshes for Stats
