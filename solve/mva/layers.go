@@ -446,10 +446,6 @@ func (st *state) occupancyStretch(k int, u, lambda, units, guess []float64) (mea
 	}
 	o.lambda, o.mu, o.pools = lam, mu, idx
 	st.occ[k] = o
-	o.runs = slices.Grow(o.runs[:0], len(idx))[:len(idx)]
-	for g := range o.runs {
-		o.runs[g] = math.NaN()
-	}
 	var in, sq []float64
 	if o.solve() {
 		in, sq = o.stretches(), o.squares()
@@ -631,8 +627,7 @@ func (st *state) poolWaits(classes []class, o layerOptions, out [][]float64, thi
 // wait in the chain up to half as long again (TestCoupledSlotsAgainstExactChain).
 // Scaling the station's wait for the holding times as they are (their
 // distribution, batches of lists) by that ratio keeps what the station
-// knows and adds what only the chain does. The ratio is kept with the
-// chain until it is solved again.
+// knows and adds what only the chain does.
 func (st *state) runsFactor(p int, o layerOptions) float64 {
 	k := st.b.burstAt[p]
 	if k < 0 || st.occ[k] == nil || st.inStretch[k] == nil || st.inSquare[k] == nil {
@@ -643,10 +638,6 @@ func (st *state) runsFactor(p int, o layerOptions) float64 {
 	if g < 0 || oc.lambda[g] <= 0 {
 		return 1
 	}
-	if !math.IsNaN(oc.runs[g]) {
-		return oc.runs[g]
-	}
-	oc.runs[g] = 1
 	lambda, mu, units := oc.lambda[g], oc.mu[g], oc.units[g]
 	chain := oc.queued(g) / lambda
 	hold := st.inStretch[k][p] / mu
@@ -657,8 +648,9 @@ func (st *state) runsFactor(p int, o layerOptions) float64 {
 	if err != nil {
 		return 1
 	}
-	if station := ps.R[0][0] - hold; station > 0 && chain > 0 {
-		oc.runs[g] = chain / station
+	station := ps.R[0][0] - hold
+	if !(station > 0) || !(chain > 0) {
+		return 1
 	}
-	return oc.runs[g]
+	return chain / station
 }

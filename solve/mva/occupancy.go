@@ -30,9 +30,6 @@ type occupancy struct {
 	// pools[g] is the index among the model's pools of the chain's pool g
 	// (the number of the model's pools for the work made inside none).
 	pools []int
-	// runs[g] caches state.runsFactor for pool g until the chain is
-	// solved again (NaN: not computed).
-	runs []float64
 	// units[g] is pool g's units, levels[g] its queue levels, top[g] its
 	// top level.
 	units, levels, top []int
