@@ -625,9 +625,7 @@ func restoreVariants(list []*savedVariant) (map[string]*variant, error) {
 		if err != nil {
 			return nil, fmt.Errorf("variant %d: %w", i, err)
 		}
-		var b strings.Builder
-		writeElemSig(&b, elems)
-		sig := b.String()
+		sig := signature(occurrences(elems))
 		if out[sig] != nil {
 			return nil, fmt.Errorf("variant %d: the same calls as another", i)
 		}
@@ -685,30 +683,6 @@ func restoreElems(list []*savedElem, depth int) ([]*elem, error) {
 		out[i] = e
 	}
 	return out, nil
-}
-
-// writeElemSig writes the signature of aggregate elements, as writeSig
-// does for the occurrences they were shaped from.
-func writeElemSig(b *strings.Builder, es []*elem) {
-	for i, e := range es {
-		if i > 0 {
-			b.WriteByte(';')
-		}
-		if e.kind == elemParallel {
-			b.WriteString("P[")
-			for j, l := range e.lists {
-				if j > 0 {
-					b.WriteByte('|')
-				}
-				writeElemSig(b, l)
-			}
-			b.WriteByte(']')
-			continue
-		}
-		b.WriteString(strconv.Itoa(int(e.kind)))
-		b.WriteByte(':')
-		b.WriteString(e.target)
-	}
 }
 
 func (v *savedEntry) restore(id string) (*entryStats, error) {
