@@ -32,17 +32,8 @@ func (s RequestStats) Rejected() int64 {
 // spans and gives an error that says where it broke, in one line.
 // DecodeRequest is safe for concurrent use.
 func DecodeRequest(body []byte, format Format, source string, opts Options) ([]*Span, RequestStats, error) {
-	var stats FileStats
-	var slab []Span
-	k := &sink{file: source, attrs: newAttrSet(opts.Attributes), stats: &stats, alloc: func() *Span {
-		if len(slab) == 0 {
-			slab = make([]Span, slabSize)
-		}
-		s := &slab[0]
-		slab = slab[1:]
-		s.CPUTime = math.NaN()
-		return s
-	}}
+	k := requestSink(source, opts)
+	stats := k.stats
 	var err error
 	switch format {
 	case FormatOTLPProto:
@@ -66,4 +57,26 @@ func DecodeRequest(body []byte, format Format, source string, opts Options) ([]*
 		return nil, RequestStats{Damage: stats.Damage}, err
 	}
 	return k.out, RequestStats{Spans: stats.Spans, Damage: stats.Damage}, nil
+}
+
+// ConvertTraces takes the spans of a request already decoded by pdata (as
+// an OTLP/gRPC server gets it), checked as DecodeRequest checks them.
+func ConvertTraces(td ptrace.Traces, source string, opts Options) ([]*Span, RequestStats) {
+	k := requestSink(source, opts)
+	convertTraces(k, td)
+	return k.out, RequestStats{Spans: k.stats.Spans, Damage: k.stats.Damage}
+}
+
+// requestSink is a sink for the spans of one request.
+func requestSink(source string, opts Options) *sink {
+	var slab []Span
+	return &sink{file: source, attrs: newAttrSet(opts.Attributes), stats: &FileStats{}, alloc: func() *Span {
+		if len(slab) == 0 {
+			slab = make([]Span, slabSize)
+		}
+		s := &slab[0]
+		slab = slab[1:]
+		s.CPUTime = math.NaN()
+		return s
+	}}
 }

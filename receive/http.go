@@ -8,19 +8,16 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 
-	"google.golang.org/protobuf/encoding/protowire"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	spb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/perfcast/perfcast/ingest"
 	"github.com/perfcast/perfcast/model"
-)
-
-// gRPC status codes the OTLP/HTTP error bodies carry.
-const (
-	codeInvalidArgument = 3
-	codeUnavailable     = 14
 )
 
 // Handler serves OTLP/HTTP and the receiver's own pages:
@@ -57,7 +54,7 @@ func (r *Receiver) serveTraces(w http.ResponseWriter, req *http.Request) {
 	format, ok := requestFormat(req.Header.Get("Content-Type"))
 	if !ok {
 		r.badRequests.Add(1)
-		writeStatus(w, ingest.FormatOTLPJSON, http.StatusUnsupportedMediaType, codeInvalidArgument,
+		writeStatus(w, ingest.FormatOTLPJSON, http.StatusUnsupportedMediaType, codes.InvalidArgument,
 			fmt.Sprintf("content type %q: send application/x-protobuf or application/json", req.Header.Get("Content-Type")))
 		return
 	}
@@ -68,19 +65,19 @@ func (r *Receiver) serveTraces(w http.ResponseWriter, req *http.Request) {
 		if errors.Is(err, errTooLarge) {
 			code = http.StatusRequestEntityTooLarge
 		}
-		writeStatus(w, format, code, codeInvalidArgument, err.Error())
+		writeStatus(w, format, code, codes.InvalidArgument, err.Error())
 		return
 	}
 	spans, st, err := ingest.DecodeRequest(body, format, "request from "+req.RemoteAddr, ingest.Options{Attributes: r.opts.Config.Attributes()})
 	if err != nil {
 		r.badRequests.Add(1)
-		writeStatus(w, format, http.StatusBadRequest, codeInvalidArgument, err.Error())
+		writeStatus(w, format, http.StatusBadRequest, codes.InvalidArgument, err.Error())
 		return
 	}
 	if len(spans) > 0 {
 		if err := r.deliver(req.Context(), spans); err != nil {
 			w.Header().Set("Retry-After", "5")
-			writeStatus(w, format, http.StatusServiceUnavailable, codeUnavailable, err.Error())
+			writeStatus(w, format, http.StatusServiceUnavailable, codes.Unavailable, err.Error())
 			return
 		}
 	}
@@ -90,32 +87,27 @@ func (r *Receiver) serveTraces(w http.ResponseWriter, req *http.Request) {
 		r.rejected.Add(n)
 		msg = firstDamage(st.Damage)
 	}
+	out, err := exportResponse(format, n, msg)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Content-Type", contentType(format))
-	_, _ = w.Write(exportResponse(format, n, msg))
+	_, _ = w.Write(out)
 }
 
 // exportResponse encodes an ExportTraceServiceResponse, with its partial
 // success when spans were rejected.
-func exportResponse(f ingest.Format, rejected int64, msg string) []byte {
-	if f != ingest.FormatOTLPProto {
-		if rejected == 0 {
-			return []byte("{}")
-		}
-		// Protobuf's JSON mapping writes 64-bit integers as strings.
-		out, _ := json.Marshal(map[string]any{"partialSuccess": map[string]string{
-			"rejectedSpans": strconv.FormatInt(rejected, 10), "errorMessage": msg}})
-		return out
+func exportResponse(f ingest.Format, rejected int64, msg string) ([]byte, error) {
+	resp := ptraceotlp.NewExportResponse()
+	if rejected > 0 {
+		resp.PartialSuccess().SetRejectedSpans(rejected)
+		resp.PartialSuccess().SetErrorMessage(msg)
 	}
-	if rejected == 0 {
-		return []byte{}
+	if f == ingest.FormatOTLPProto {
+		return resp.MarshalProto()
 	}
-	var ps []byte
-	ps = protowire.AppendTag(ps, 1, protowire.VarintType)
-	ps = protowire.AppendVarint(ps, uint64(rejected))
-	ps = protowire.AppendTag(ps, 2, protowire.BytesType)
-	ps = protowire.AppendString(ps, msg)
-	out := protowire.AppendTag(nil, 1, protowire.BytesType)
-	return protowire.AppendBytes(out, ps)
+	return resp.MarshalJSON()
 }
 
 // requestFormat maps an OTLP/HTTP content type to the encoding.
@@ -178,18 +170,13 @@ func bodyError(err error) error {
 
 // writeStatus writes an error as OTLP/HTTP wants it: a google.rpc.Status
 // message in the request's encoding.
-func writeStatus(w http.ResponseWriter, f ingest.Format, httpCode, code int, msg string) {
+func writeStatus(w http.ResponseWriter, f ingest.Format, httpCode int, code codes.Code, msg string) {
+	st := &spb.Status{Code: int32(code), Message: msg}
 	var out []byte
 	if f == ingest.FormatOTLPProto {
-		out = protowire.AppendTag(out, 1, protowire.VarintType)
-		out = protowire.AppendVarint(out, uint64(code))
-		out = protowire.AppendTag(out, 2, protowire.BytesType)
-		out = protowire.AppendString(out, msg)
+		out, _ = proto.Marshal(st)
 	} else {
-		out, _ = json.Marshal(struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		}{code, msg})
+		out, _ = protojson.Marshal(st)
 	}
 	w.Header().Set("Content-Type", contentType(f))
 	w.WriteHeader(httpCode)

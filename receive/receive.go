@@ -1,5 +1,6 @@
 // Package receive is perfcast's live OTLP receiver: it takes the spans an
-// OpenTelemetry SDK or Collector exports over OTLP/HTTP, assembles them
+// OpenTelemetry SDK or Collector exports over OTLP/HTTP (Handler) or
+// OTLP/gRPC (GRPCServer), assembles them
 // into call trees as they complete, folds the trees into an extraction
 // state, and keeps that state on disk, so that a model can be made from
 // it at any time, after a restart, or merged with the states of other

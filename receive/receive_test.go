@@ -15,7 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protowire"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	spb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/perfcast/perfcast/extract"
 	"github.com/perfcast/perfcast/ingest"
@@ -249,36 +253,21 @@ func TestReceiveCompletesIdleTracesAndCheckpoints(t *testing.T) {
 	}
 }
 
-// partialSuccess decodes an ExportTraceServiceResponse in protobuf: the
-// rejected spans and the message of its partial success.
-func partialSuccess(t *testing.T, b []byte) (int64, string) {
+// rejected decodes an ExportTraceServiceResponse: the rejected spans and
+// the message of its partial success.
+func rejected(t *testing.T, b []byte, json bool) (int64, string) {
 	t.Helper()
-	var n int64
-	var msg string
-	for len(b) > 0 {
-		num, typ, l := protowire.ConsumeTag(b)
-		b = b[l:]
-		if num != 1 || typ != protowire.BytesType {
-			t.Fatalf("unexpected field %d", num)
-		}
-		ps, l := protowire.ConsumeBytes(b)
-		b = b[l:]
-		for len(ps) > 0 {
-			num, _, l := protowire.ConsumeTag(ps)
-			ps = ps[l:]
-			switch num {
-			case 1:
-				v, l := protowire.ConsumeVarint(ps)
-				n, ps = int64(v), ps[l:]
-			case 2:
-				s, l := protowire.ConsumeString(ps)
-				msg, ps = s, ps[l:]
-			default:
-				t.Fatalf("unexpected partial success field %d", num)
-			}
-		}
+	resp := ptraceotlp.NewExportResponse()
+	var err error
+	if json {
+		err = resp.UnmarshalJSON(b)
+	} else {
+		err = resp.UnmarshalProto(b)
 	}
-	return n, msg
+	if err != nil {
+		t.Fatalf("response %q: %v", b, err)
+	}
+	return resp.PartialSuccess().RejectedSpans(), resp.PartialSuccess().ErrorMessage()
 }
 
 func TestReceiveHTTP(t *testing.T) {
@@ -287,29 +276,24 @@ func TestReceiveHTTP(t *testing.T) {
 	spans := ingesttest.NewGenerator(4).Traces(5)
 
 	code, out := rr.post(t, ingesttest.ProtoRequest(spans), "application/x-protobuf", false)
-	if code != http.StatusOK || len(out) != 0 {
-		t.Errorf("protobuf: status %d, body %q; want 200 and an empty response", code, out)
+	if n, msg := rejected(t, out, false); code != http.StatusOK || n != 0 || msg != "" {
+		t.Errorf("protobuf: status %d, %d rejected, %q; want 200 and full success", code, n, msg)
 	}
 	code, out = rr.post(t, jsonRequest(t, spans), "application/json", true)
-	if code != http.StatusOK || string(out) != "{}" {
-		t.Errorf("gzipped JSON: status %d, body %q", code, out)
+	if n, msg := rejected(t, out, true); code != http.StatusOK || n != 0 || msg != "" {
+		t.Errorf("gzipped JSON: status %d, %d rejected, %q", code, n, msg)
 	}
 
 	// A span without ids is rejected, the others kept.
 	bad := *spans[0]
 	bad.TraceID = ingest.TraceID{}
 	code, out = rr.post(t, ingesttest.ProtoRequest([]*ingest.Span{spans[1], &bad}), "application/x-protobuf", false)
-	if n, msg := partialSuccess(t, out); code != http.StatusOK || n != 1 || !strings.Contains(msg, "missing trace or span id") {
+	if n, msg := rejected(t, out, false); code != http.StatusOK || n != 1 || !strings.Contains(msg, "missing trace or span id") {
 		t.Errorf("partial success: status %d, %d rejected, %q", code, n, msg)
 	}
 	code, out = rr.post(t, jsonRequest(t, []*ingest.Span{&bad}), "application/json", false)
-	var ps struct {
-		PartialSuccess struct {
-			RejectedSpans string `json:"rejectedSpans"`
-		} `json:"partialSuccess"`
-	}
-	if err := json.Unmarshal(out, &ps); code != http.StatusOK || err != nil || ps.PartialSuccess.RejectedSpans != "1" {
-		t.Errorf("JSON partial success: status %d, %v, %s", code, err, out)
+	if n, _ := rejected(t, out, true); code != http.StatusOK || n != 1 {
+		t.Errorf("JSON partial success: status %d, %d rejected: %s", code, n, out)
 	}
 
 	for _, c := range []struct {
@@ -343,6 +327,17 @@ func TestReceiveHTTP(t *testing.T) {
 			}
 			if code != c.want || len(out) == 0 || bytes.Contains(bytes.TrimSpace(out), []byte("\n")) {
 				t.Errorf("status %d, body %q; want %d and a one-line status", code, out, c.want)
+			}
+			// The body is a google.rpc.Status in the request's encoding.
+			st := &spb.Status{}
+			var err error
+			if c.ct == "application/x-protobuf" {
+				err = proto.Unmarshal(out, st)
+			} else {
+				err = protojson.Unmarshal(out, st)
+			}
+			if err != nil || codes.Code(st.Code) != codes.InvalidArgument || st.Message == "" {
+				t.Errorf("status body %q: %v, code %d", out, err, st.Code)
 			}
 		})
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
 
 	"github.com/perfcast/perfcast/extract"
 	"github.com/perfcast/perfcast/receive"
@@ -18,18 +19,18 @@ import (
 
 func newReceiveCmd(g *globalFlags) *cobra.Command {
 	var (
-		listen, dir, configPath, name string
-		metrics                       []string
-		idle, checkpoint              time.Duration
-		maxBody                       int64
+		listen, grpcListen, dir, configPath, name string
+		metrics                                   []string
+		idle, checkpoint                          time.Duration
+		maxBody                                   int64
 	)
 	cmd := &cobra.Command{
 		Use:   "receive --listen ADDR --state DIR",
-		Short: "Receive traces over OTLP/HTTP and keep the extraction state on disk",
+		Short: "Receive traces over OTLP and keep the extraction state on disk",
 		Long: `Receive spans as an OpenTelemetry Collector's otlphttp exporter, or an SDK's
 OTLP/HTTP exporter, sends them (POST /v1/traces, protobuf or JSON, gzip or
-not), assemble them into call trees, fold the trees into an extraction state
-and keep it in DIR:
+not), and over OTLP/gRPC with --grpc-listen; assemble them into call trees,
+fold the trees into an extraction state and keep it in DIR:
 
   DIR/state.json.gz  the extraction state, saved every --checkpoint and at exit
   DIR/model.yaml     the model made from it at those times
@@ -57,13 +58,14 @@ Make a model from saved states at any time, merging several receivers'
 			if name == "" {
 				name = filepath.Base(filepath.Clean(dir))
 			}
-			return runReceiver(cmd.Context(), listen, receive.Options{
+			return runReceiver(cmd.Context(), listen, grpcListen, receive.Options{
 				Dir: dir, Config: cfg, Name: name, Idle: idle, Checkpoint: checkpoint,
 				MaxBodyBytes: maxBody, Logger: slog.Default(),
 			}, g, cmd)
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:4318", "serve OTLP/HTTP on this `address`")
+	cmd.Flags().StringVar(&grpcListen, "grpc-listen", "", "also serve OTLP/gRPC on this `address` (such as 127.0.0.1:4317)")
 	cmd.Flags().StringVar(&dir, "state", "", "keep the extraction state (and the model) in this `directory`")
 	cmd.Flags().StringVar(&configPath, "config", "", "extraction configuration `file` (component names, parameters, sessions, hosts' cores)")
 	cmd.Flags().StringArrayVar(&metrics, "metrics", nil, "utilization metrics `file` read when a model is made; repeatable")
@@ -75,9 +77,9 @@ Make a model from saved states at any time, merging several receivers'
 }
 
 // runReceiver serves the receiver until ctx is done, then stops the
-// server (answering the requests in flight) and lets the receiver fold
+// servers (answering the requests in flight) and lets the receiver fold
 // and save what it has.
-func runReceiver(ctx context.Context, listen string, opts receive.Options, g *globalFlags, cmd *cobra.Command) error {
+func runReceiver(ctx context.Context, listen, grpcListen string, opts receive.Options, g *globalFlags, cmd *cobra.Command) error {
 	r, err := receive.New(opts)
 	if err != nil {
 		return err
@@ -86,15 +88,30 @@ func runReceiver(ctx context.Context, listen string, opts receive.Options, g *gl
 	if err != nil {
 		return fmt.Errorf("receive: %w", err)
 	}
+	var gln net.Listener
+	if grpcListen != "" {
+		if gln, err = net.Listen("tcp", grpcListen); err != nil {
+			ln.Close()
+			return fmt.Errorf("receive: %w", err)
+		}
+	}
 	srv := &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	runCtx, stopRun := context.WithCancel(context.Background())
 	defer stopRun()
 	done := make(chan error, 1)
 	go func() { done <- r.Run(runCtx) }()
-	served := make(chan error, 1)
+	served := make(chan error, 2)
 	go func() { served <- srv.Serve(ln) }()
+	gsrv := r.GRPCServer()
+	if gln != nil {
+		go func() { served <- gsrv.Serve(gln) }()
+	}
 	if !g.quiet {
-		fmt.Fprintf(cmd.ErrOrStderr(), "perfcast: receiving OTLP/HTTP on http://%s/v1/traces, state in %s\n", ln.Addr(), opts.Dir)
+		fmt.Fprintf(cmd.ErrOrStderr(), "perfcast: receiving OTLP/HTTP on http://%s/v1/traces", ln.Addr())
+		if gln != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), " and OTLP/gRPC on %s", gln.Addr())
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), ", state in %s\n", opts.Dir)
 	}
 	var serveErr error
 	select {
@@ -106,6 +123,7 @@ func runReceiver(ctx context.Context, listen string, opts receive.Options, g *gl
 	if err := srv.Shutdown(shutdown); err != nil {
 		slog.Warn("requests still in flight at exit", "error", err)
 	}
+	stopGRPC(shutdown, gsrv)
 	stopRun()
 	err = <-done
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
@@ -120,6 +138,22 @@ func runReceiver(ctx context.Context, listen string, opts receive.Options, g *gl
 			st.Spans, st.RejectedSpans, st.Requests, st.Traces, opts.Dir)
 	}
 	return nil
+}
+
+// stopGRPC stops the gRPC server gracefully, or at once when ctx ends
+// first.
+func stopGRPC(ctx context.Context, s *grpc.Server) {
+	done := make(chan struct{})
+	go func() {
+		s.GracefulStop()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.Stop()
+		slog.Warn("gRPC requests still in flight at exit")
+	}
 }
 
 // loadStates reads the states saved by perfcast receive in each directory

@@ -12,7 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/perfcast/perfcast/ingest"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
 	"github.com/perfcast/perfcast/ingest/ingesttest"
 )
 
@@ -34,22 +37,27 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// receiver runs perfcast receive until stop is called, which returns its
-// exit status and standard error.
-func receiver(t *testing.T, dir string) (url string, stop func() (int, string)) {
+// freeAddr is a loopback address with a port free a moment ago.
+func freeAddr(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// receiver runs perfcast receive until stop is called, which returns its
+// exit status and standard error.
+func receiver(t *testing.T, dir string, extra ...string) (url string, stop func() (int, string)) {
+	t.Helper()
+	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errb syncBuffer
 	code := make(chan int, 1)
-	go func() {
-		code <- run(ctx, []string{"receive", "--listen", addr, "--state", dir, "--idle", "1h"}, &out, &errb)
-	}()
+	args := append([]string{"receive", "--listen", addr, "--state", dir, "--idle", "1h"}, extra...)
+	go func() { code <- run(ctx, args, &out, &errb) }()
 	url = "http://" + addr
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -84,8 +92,9 @@ func receiver(t *testing.T, dir string) (url string, stop func() (int, string)) 
 }
 
 func TestReceiveThenExtract(t *testing.T) {
-	// Two receivers take the first and the second half of the traces; the
-	// model made from their states is the model of the traces as a file.
+	// Two receivers take the first and the second half of the traces, one
+	// over HTTP, one over gRPC; the model made from their states is the
+	// model of the traces as a file.
 	spans := ingesttest.NewGenerator(6).Traces(300)
 	cut := len(spans) / 2
 	for cut < len(spans) && spans[cut].TraceID == spans[cut-1].TraceID {
@@ -100,16 +109,34 @@ func TestReceiveThenExtract(t *testing.T) {
 	if err := os.WriteFile(traces, file.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for i, part := range [][]*ingest.Span{spans[:cut], spans[cut:]} {
-		url, stop := receiver(t, filepath.Join(dir, []string{"a", "b"}[i]))
-		resp, err := http.Post(url+"/v1/traces", "application/x-protobuf", bytes.NewReader(ingesttest.ProtoRequest(part)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("POST: status %d", resp.StatusCode)
-		}
+	// The first over OTLP/HTTP.
+	url, stop := receiver(t, filepath.Join(dir, "a"))
+	resp, err := http.Post(url+"/v1/traces", "application/x-protobuf", bytes.NewReader(ingesttest.ProtoRequest(spans[:cut])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST: status %d", resp.StatusCode)
+	}
+	stops := []func() (int, string){stop}
+	// The second over OTLP/gRPC.
+	grpcAddr := freeAddr(t)
+	_, stop = receiver(t, filepath.Join(dir, "b"), "--grpc-listen", grpcAddr)
+	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req := ptraceotlp.NewExportRequest()
+	if err := req.UnmarshalProto(ingesttest.ProtoRequest(spans[cut:])); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ptraceotlp.NewGRPCClient(conn).Export(context.Background(), req); err != nil {
+		t.Fatalf("gRPC export: %v", err)
+	}
+	stops = append(stops, stop)
+	for _, stop := range stops {
 		code, errs := stop()
 		if code != 0 || !strings.Contains(errs, "traces folded") {
 			t.Fatalf("receive: exit %d: %s", code, errs)
