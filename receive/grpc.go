@@ -38,17 +38,9 @@ func (t *traceService) Export(ctx context.Context, req ptraceotlp.ExportRequest)
 		source += " from " + p.Addr.String()
 	}
 	spans, st := ingest.ConvertTraces(req.Traces(), source, ingest.Options{Attributes: r.opts.Config.Attributes()})
-	if len(spans) > 0 {
-		if err := r.deliver(ctx, spans); err != nil {
-			return ptraceotlp.NewExportResponse(), status.Error(codes.Unavailable, err.Error())
-		}
-	}
-	r.spans.Add(st.Spans)
-	resp := ptraceotlp.NewExportResponse()
-	if n := st.Rejected(); n > 0 {
-		r.rejected.Add(n)
-		resp.PartialSuccess().SetRejectedSpans(n)
-		resp.PartialSuccess().SetErrorMessage(firstDamage(st.Damage))
+	resp, err := r.take(ctx, spans, st)
+	if err != nil {
+		return resp, status.Error(codes.Unavailable, err.Error())
 	}
 	return resp, nil
 }

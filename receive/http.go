@@ -2,6 +2,7 @@ package receive
 
 import (
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -74,20 +75,18 @@ func (r *Receiver) serveTraces(w http.ResponseWriter, req *http.Request) {
 		writeStatus(w, format, http.StatusBadRequest, codes.InvalidArgument, err.Error())
 		return
 	}
-	if len(spans) > 0 {
-		if err := r.deliver(req.Context(), spans); err != nil {
-			w.Header().Set("Retry-After", "5")
-			writeStatus(w, format, http.StatusServiceUnavailable, codes.Unavailable, err.Error())
-			return
-		}
+	resp, err := r.take(req.Context(), spans, st)
+	if err != nil {
+		w.Header().Set("Retry-After", "5")
+		writeStatus(w, format, http.StatusServiceUnavailable, codes.Unavailable, err.Error())
+		return
 	}
-	r.spans.Add(st.Spans)
-	n, msg := st.Rejected(), ""
-	if n > 0 {
-		r.rejected.Add(n)
-		msg = firstDamage(st.Damage)
+	var out []byte
+	if format == ingest.FormatOTLPProto {
+		out, err = resp.MarshalProto()
+	} else {
+		out, err = resp.MarshalJSON()
 	}
-	out, err := exportResponse(format, n, msg)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
@@ -96,18 +95,22 @@ func (r *Receiver) serveTraces(w http.ResponseWriter, req *http.Request) {
 	_, _ = w.Write(out)
 }
 
-// exportResponse encodes an ExportTraceServiceResponse, with its partial
-// success when spans were rejected.
-func exportResponse(f ingest.Format, rejected int64, msg string) ([]byte, error) {
+// take hands a request's spans to Run and counts them. The response it
+// returns holds a partial success when spans were rejected one by one.
+func (r *Receiver) take(ctx context.Context, spans []*ingest.Span, st ingest.RequestStats) (ptraceotlp.ExportResponse, error) {
 	resp := ptraceotlp.NewExportResponse()
-	if rejected > 0 {
-		resp.PartialSuccess().SetRejectedSpans(rejected)
-		resp.PartialSuccess().SetErrorMessage(msg)
+	if len(spans) > 0 {
+		if err := r.deliver(ctx, spans); err != nil {
+			return resp, err
+		}
 	}
-	if f == ingest.FormatOTLPProto {
-		return resp.MarshalProto()
+	r.spans.Add(st.Spans)
+	if n := st.Rejected(); n > 0 {
+		r.rejected.Add(n)
+		resp.PartialSuccess().SetRejectedSpans(n)
+		resp.PartialSuccess().SetErrorMessage(firstDamage(st.Damage))
 	}
-	return resp.MarshalJSON()
+	return resp, nil
 }
 
 // requestFormat maps an OTLP/HTTP content type to the encoding.
