@@ -6,6 +6,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	_ "google.golang.org/grpc/encoding/gzip" // the compressor Collectors' otlp exporter uses by default
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 

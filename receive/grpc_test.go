@@ -36,15 +36,20 @@ func TestReceiveGRPC(t *testing.T) {
 	}
 	defer conn.Close()
 	client := ptraceotlp.NewGRPCClient(conn)
-	export := func(batch []*ingest.Span) (ptraceotlp.ExportResponse, error) {
+	export := func(batch []*ingest.Span, opts ...grpc.CallOption) (ptraceotlp.ExportResponse, error) {
 		req := ptraceotlp.NewExportRequest()
 		if err := req.UnmarshalProto(ingesttest.ProtoRequest(batch)); err != nil {
 			t.Fatal(err)
 		}
-		return client.Export(context.Background(), req)
+		return client.Export(context.Background(), req, opts...)
 	}
-	for _, b := range batches(spans, 100) {
-		resp, err := export(b)
+	for i, b := range batches(spans, 100) {
+		var opts []grpc.CallOption
+		if i%2 == 1 {
+			// gzip, as a Collector's otlp exporter sends by default.
+			opts = append(opts, grpc.UseCompressor("gzip")) // registered by the receiver's own import
+		}
+		resp, err := export(b, opts...)
 		if err != nil || resp.PartialSuccess().RejectedSpans() != 0 {
 			t.Fatalf("export: %v, %d rejected", err, resp.PartialSuccess().RejectedSpans())
 		}
