@@ -15,6 +15,7 @@ package receive
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -257,7 +258,7 @@ func (r *Receiver) Run(ctx context.Context) error {
 			if now.Sub(r.lastSave) >= r.opts.Checkpoint && changed {
 				// A checkpoint that cannot be written (a full disk) is
 				// tried again at the next; the last one's error is Run's.
-				if err := r.checkpoint(now, r.st.Traces != r.foldedAt); err != nil {
+				if err := r.checkpoint(now, r.st.Traces != r.foldedAt, false); err != nil {
 					r.log.Error("checkpoint failed", "error", err)
 					r.lastSave = now
 				}
@@ -325,15 +326,25 @@ func (r *Receiver) finish() error {
 	if open > 0 {
 		r.log.Info("traces still open folded as they are", "traces", open)
 	}
-	err := r.checkpoint(time.Now(), true)
+	err := r.checkpoint(time.Now(), true, true)
 	r.refreshStats()
 	return err
 }
 
 // checkpoint saves the state and, when traces were folded since the last
-// model (or always, with withModel), makes and writes the model.
-func (r *Receiver) checkpoint(now time.Time, withModel bool) error {
-	if err := writeAtomic(filepath.Join(r.opts.Dir, StateFile), r.st.Save); err != nil {
+// model (or always, with withModel), makes and writes the model. The last
+// checkpoint (final) makes it from the state itself, which folds nothing
+// more; the others from a copy loaded from the bytes just saved, since
+// making a model finishes sweeps that folding on needs.
+func (r *Receiver) checkpoint(now time.Time, withModel, final bool) error {
+	var saved bytes.Buffer
+	if err := r.st.Save(&saved); err != nil {
+		return fmt.Errorf("receive: %w", err)
+	}
+	if err := writeAtomic(filepath.Join(r.opts.Dir, StateFile), func(w io.Writer) error {
+		_, err := w.Write(saved.Bytes())
+		return err
+	}); err != nil {
 		return err
 	}
 	r.lastSave, r.savedAt, r.savedTraces = now, r.asm.Received(), r.st.Traces
@@ -343,7 +354,14 @@ func (r *Receiver) checkpoint(now time.Time, withModel bool) error {
 		return nil
 	}
 	r.foldedAt = r.st.Traces
-	m, rep, err := r.model()
+	st := r.st
+	if !final {
+		var err error
+		if st, err = extract.LoadState(&saved); err != nil {
+			return fmt.Errorf("receive: %w", err)
+		}
+	}
+	m, rep, err := extract.Generate(st, r.opts.Name, r.opts.Config)
 	if err != nil {
 		// A model that cannot be made (a metrics file unreadable, say) is
 		// no reason to stop receiving.
@@ -361,16 +379,6 @@ func (r *Receiver) checkpoint(now time.Time, withModel bool) error {
 		enc.SetEscapeHTML(false)
 		return enc.Encode(rep)
 	})
-}
-
-// model makes the model of what has been folded so far, from a copy of
-// the state (making a model finishes sweeps that folding on needs).
-func (r *Receiver) model() (*model.Model, *extract.Report, error) {
-	c, err := r.st.Clone()
-	if err != nil {
-		return nil, nil, err
-	}
-	return extract.Generate(c, r.opts.Name, r.opts.Config)
 }
 
 // writeAtomic writes a file through a temporary one renamed over it, so
