@@ -519,7 +519,34 @@ func (v *savedState) restore() (*State, error) {
 		}
 		s.solo[h] = w
 	}
+	if err := s.consistent(); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// consistent checks what folding keeps true across the parts of a state
+// and making a model relies on: every operation placed, every entry and
+// every operation in a window one of the operations.
+func (s *State) consistent() error {
+	for _, id := range slices.Sorted(maps.Keys(s.ops)) {
+		if s.placement[s.ops[id].component] == nil {
+			return fmt.Errorf("operation %q: its component is placed on no host", id)
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(s.entries)) {
+		if s.ops[id] == nil {
+			return fmt.Errorf("entry %q: not an operation", id)
+		}
+	}
+	for _, h := range slices.Sorted(maps.Keys(s.Windows.hosts)) {
+		for _, id := range s.Windows.hosts[h].ops {
+			if s.ops[id] == nil {
+				return fmt.Errorf("windows of host %q: %q is not an operation", h, id)
+			}
+		}
+	}
+	return nil
 }
 
 func orEmpty[K comparable, V any](m map[K]V) map[K]V {

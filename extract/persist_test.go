@@ -144,6 +144,8 @@ func TestLoadStateRefuses(t *testing.T) {
 		{"sketch length", []string{`"index":[`, `"index":[0,`}, "does not hold together"},
 		{"width", []string{`"width":1000000000`, `"width":1500000000`}, "power of two"},
 		{"entry", []string{`"op":"front/GET /page"`, `"op":"front/GET /other"`}, `names operation "front/GET /other"`},
+		{"placement", []string{`"placement":{"catalog"`, `"placement":{"catalogue"`}, "placed on no host"},
+		{"window operation", []string{`"ops":["`, `"ops":["nowhere/x","`}, `"nowhere/x" is not an operation`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			bad := text
