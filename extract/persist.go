@@ -120,7 +120,7 @@ type savedSample struct {
 	Min float64 `json:"min"`
 	Max float64 `json:"max"`
 	// Zero counts the sketch's values at zero; Index and Count are its
-	// bins (index deltas, then counts).
+	// non-empty bins, in index order: each bin's index and its count.
 	Zero  float64   `json:"zero,omitempty"`
 	Index []int64   `json:"index,omitempty"`
 	Count []float64 `json:"count,omitempty"`
