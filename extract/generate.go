@@ -156,8 +156,10 @@ type generator struct {
 	siteLimits map[string]map[string]limit
 	// slotWaits memoizes slotWait by component.
 	slotWaits map[string]float64
-	// slotWins memoizes slotWindows by component.
-	slotWins map[string][]slotWin
+	// slotWins memoizes slotWindows by component, slotWidths their
+	// width.
+	slotWins   map[string][]slotWin
+	slotWidths map[string]int64
 	// cpuWaits memoizes cpuWaitFactor by host and, for components with
 	// CPU slots, component.
 	cpuWaits map[cpuWaitKey]float64
@@ -569,6 +571,10 @@ func (g *generator) operations() {
 			o.Steps = append(o.Steps, model.Step{Kind: model.StepCPU, Demand: withMean(shape, r.CPU)})
 			o.Steps = append(o.Steps, g.behavior(id, op)...)
 			wait := g.cpuWait(op.component, r.CPU) + g.inSpanSlotWait(op) + g.siteWait(id, op)
+			if fit, ok := g.loadFreeDelay(id, op, r.CPU, false); ok {
+				wait = r.OffCPU - fit.delay
+				g.delayEvidence(id, fit)
+			}
 			if rest := r.OffCPU - wait; rest >= minLatency {
 				o.Steps = append(o.Steps, model.Step{Kind: model.StepDelay, Demand: withMean(shape, rest)})
 			}
@@ -599,6 +605,10 @@ func (g *generator) operations() {
 			// Part of the time off the CPU was spent waiting for it,
 			// which the model's CPU produces again: keep the rest.
 			wait := g.cpuWait(op.component, cpu.mean()) + g.inSpanSlotWait(op) + g.siteWait(id, op)
+			if fit, ok := g.loadFreeDelay(id, op, cpu.mean(), true); ok {
+				wait = off.mean() - fit.delay
+				g.delayEvidence(id, fit)
+			}
 			if rest := off.mean() - wait; rest >= minLatency {
 				d := withMean(g.fit(id+" off-cpu", off), rest)
 				o.Steps = append(o.Steps, model.Step{Kind: model.StepDelay, Demand: d})
@@ -1203,9 +1213,32 @@ func (g *generator) slotWait(comp string) float64 {
 func (g *generator) computeSlotWait(comp string) float64 {
 	k := g.cfg.cpuSlots(comp)
 	h := g.hostOf[comp]
+	mean, cs2, a, ok := g.slotBursts(comp)
+	if !ok || a >= float64(k) {
+		return 0
+	}
+	var wait, execs float64
+	for _, w := range g.slotWindows(comp) {
+		wait += w.execs * slotWaitAt(k, h.CPU.Cores, mean, cs2, h.CPU.Speed, w)
+		execs += w.execs
+	}
+	if execs == 0 {
+		// No windows: the mean load, the host's beside it unknown.
+		return slotWaitAt(k, h.CPU.Cores, mean, cs2, h.CPU.Speed, slotWin{slots: a})
+	}
+	return wait / execs
+}
+
+// slotBursts returns the mean (seconds, at speed 1) and squared
+// coefficient of variation of the bursts that hold component comp's CPU
+// slots (see slotWait), and the slots' mean load (busy slots per replica);
+// ok is false without slots or measured bursts.
+func (g *generator) slotBursts(comp string) (mean, cs2, a float64, ok bool) {
+	k := g.cfg.cpuSlots(comp)
+	h := g.hostOf[comp]
 	span := g.s.span()
 	if k == 0 || h == nil || span <= 0 {
-		return 0
+		return 0, 0, 0, false
 	}
 	measured := func(id string) bool {
 		op := g.s.ops[id]
@@ -1234,25 +1267,12 @@ func (g *generator) computeSlotWait(comp string) float64 {
 		}
 	}
 	if n == 0 || sum <= 0 {
-		return 0
+		return 0, 0, 0, false
 	}
-	mean := sum / n
-	cs2 := math.Max(sq/n/(mean*mean)-1, 0)
+	mean = sum / n
+	cs2 = math.Max(sq/n/(mean*mean)-1, 0)
 	perServer := float64(h.Replicas) * h.CPU.Speed
-	a := sum / span / perServer
-	if a >= float64(k) {
-		return 0
-	}
-	var wait, execs float64
-	for _, w := range g.slotWindows(comp) {
-		wait += w.execs * slotWaitAt(k, h.CPU.Cores, mean, cs2, h.CPU.Speed, w)
-		execs += w.execs
-	}
-	if execs == 0 {
-		// No windows: the mean load, the host's beside it unknown.
-		return slotWaitAt(k, h.CPU.Cores, mean, cs2, h.CPU.Speed, slotWin{slots: a})
-	}
-	return wait / execs
+	return mean, cs2, sum / span / perServer, true
 }
 
 // erlangC is the probability that a request waits in an M/M/c queue with

@@ -7,9 +7,13 @@ import (
 )
 
 // slotWin is one window of the traces of a component with CPU slots: the
-// load of its slots and of the host's CPU beside it (busy servers), and
-// the component's executions.
-type slotWin struct{ slots, host, execs float64 }
+// load of its slots and of the host's CPU beside it (busy servers), the
+// component's executions, and its start (Unix nanoseconds; the window is
+// the component's slot grid's width long, see slotGrid).
+type slotWin struct {
+	slots, host, execs float64
+	start              int64
+}
 
 // slotWaitAt is the mean wait for one of k CPU slots in window w of a
 // burst of a component whose bursts have the given mean (at speed 1) and
@@ -42,17 +46,29 @@ func (g *generator) slotWindows(comp string) []slotWin {
 	if g.slotWins == nil {
 		g.slotWins = map[string][]slotWin{}
 	}
-	w := g.computeSlotWindows(comp)
+	w, width := g.computeSlotWindows(comp)
 	g.slotWins[comp] = w
+	if g.slotWidths == nil {
+		g.slotWidths = map[string]int64{}
+	}
+	g.slotWidths[comp] = width
 	return w
 }
 
-// computeSlotWindows is slotWindows, computed.
-func (g *generator) computeSlotWindows(comp string) []slotWin {
+// slotGrid returns comp's slot windows (slotWindows) and their width,
+// nanoseconds.
+func (g *generator) slotGrid(comp string) ([]slotWin, int64) {
+	w := g.slotWindows(comp)
+	return w, g.slotWidths[comp]
+}
+
+// computeSlotWindows is slotWindows, computed, with the windows' width
+// (nanoseconds).
+func (g *generator) computeSlotWindows(comp string) ([]slotWin, int64) {
 	h := g.hostOf[comp]
 	k := g.cfg.cpuSlots(comp)
 	if h == nil || k == 0 {
-		return nil
+		return nil, 0
 	}
 	cells := g.cellsOf(func(id string) bool {
 		op := g.s.ops[id]
@@ -67,7 +83,7 @@ func (g *generator) computeSlotWindows(comp string) []slotWin {
 	}
 	first, last, wd, ok := windowGrid(own, int64(g.s.activity().idle*1e9))
 	if !ok {
-		return nil
+		return nil, 0
 	}
 	ownShare := 1 - 1/float64(k)
 	wins := map[int64]*slotWin{}
@@ -84,6 +100,7 @@ func (g *generator) computeSlotWindows(comp string) []slotWin {
 			wins[key] = w
 		}
 		cover.add(key, oc)
+		w.start = first + key*wd
 		d := oc.c.n * g.meanDemand(oc.id)
 		if g.s.ops[oc.id].component != comp {
 			w.host += d
@@ -119,5 +136,5 @@ func (g *generator) computeSlotWindows(comp string) []slotWin {
 		w.host *= hostScale / seconds
 		out = append(out, *w)
 	}
-	return out
+	return out, wd
 }

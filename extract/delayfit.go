@@ -1,0 +1,178 @@
+package extract
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/stat"
+)
+
+// Traces that saw several loads tell a fixed delay from a wait: a delay
+// (a call to something not traced, a sleep, a disk) takes as long at any
+// load; a wait for the CPU or a CPU slot grows with the load. The waits
+// the model makes again are taken out of an operation's time off the CPU
+// by how long the queueing formulas say they are (cpuWait, slotWait) and
+// by where they fall (inSpanSlotWait: a server that needs a CPU slot
+// before its span starts shows part of the wait in its callers' time
+// instead). Where a component's threads interleave on its slots, the
+// wait also falls inside the span, after the execution has started, in a
+// share no formula gives: a Go service with GOMAXPROCS 1 resumes a request
+// that blocked (for a database connection, a write) only when the P is
+// free again, behind whatever ran meanwhile. What stays after the formulas
+// then grows with the load, and kept as a fixed delay it holds the busiest
+// stretch's waits at every load.
+//
+// So for components with CPU slots, where the windows of the traces spread
+// over loads, the fixed delay is the time off the CPU at no load: a line
+// through the windows' time off the CPU per execution against the wait
+// the model makes at each window's load (for a slot, and for the CPU
+// beside it), fitted robustly (Theil–Sen: the median of the slopes
+// between windows, then the median intercept), since a spell of overload
+// puts a few windows far above any line. Its intercept, at least 0, is
+// the delay; the rest of the time off the CPU is taken as the waits the
+// model makes again, whatever part of them the traces show inside the
+// span.
+const (
+	// delayFitWindows is the least number of windows with the
+	// operation's executions the line is fitted through.
+	delayFitWindows = 6
+	// delayFitSpread is the least spread of the slots' load over the
+	// windows (10th to 90th percentile, weighted by executions), a
+	// fraction of the slots: a steady load's windows differ by noise,
+	// which does not tell a delay from a wait.
+	delayFitSpread = 0.15
+)
+
+// delayFit is a fixed delay fitted at no load (see loadFreeDelay).
+type delayFit struct {
+	delay   float64 // seconds per execution at no load, at least 0
+	mean    float64 // mean time off the CPU per execution over the windows, seconds
+	slope   float64 // time off the CPU per unit of the model's wait
+	windows int
+	lo, hi  float64 // the slots' load in the lightest and the busiest window (10th and 90th percentile)
+}
+
+// delayPoint is one window of one operation: the model's wait per
+// execution there (x), the time off the CPU per execution (y), and its
+// executions (w).
+type delayPoint struct{ x, y, w float64 }
+
+// loadFreeDelay fits op's fixed delay at no load (see the comment above
+// delayFitWindows) where its component has CPU slots and the traces'
+// windows spread over loads; ok is false otherwise. cpu is op's CPU
+// demand per execution; with measured, a window's time off the CPU is its
+// own time less its spans' CPU times (where every span there carries
+// one), else its own time less cpu per execution.
+func (g *generator) loadFreeDelay(id string, op *opStats, cpu float64, measured bool) (delayFit, bool) {
+	comp := op.component
+	k := g.cfg.cpuSlots(comp)
+	h := g.hostOf[comp]
+	if k == 0 || h == nil {
+		return delayFit{}, false
+	}
+	mean, cs2, a, ok := g.slotBursts(comp)
+	if !ok || a >= float64(k) {
+		return delayFit{}, false
+	}
+	wins, width := g.slotGrid(comp)
+	if len(wins) < delayFitWindows || width <= 0 {
+		return delayFit{}, false
+	}
+	type acc struct{ n, off float64 }
+	byStart := map[int64]*acc{}
+	first := wins[0].start
+	for _, oc := range g.cellsOf(func(x string) bool { return x == id }) {
+		if measured && oc.c.cpuN != oc.c.n {
+			continue
+		}
+		start := first + floorDiv(oc.start-first, width)*width
+		c := byStart[start]
+		if c == nil {
+			c = &acc{}
+			byStart[start] = c
+		}
+		c.n += oc.c.n
+		if measured {
+			c.off += oc.c.own - oc.c.cpu
+		} else {
+			c.off += oc.c.own - oc.c.n*cpu
+		}
+	}
+	var pts []delayPoint
+	var loads, loadW []float64
+	for _, w := range wins {
+		c := byStart[w.start]
+		if c == nil || c.n == 0 {
+			continue
+		}
+		x := slotWaitAt(k, h.CPU.Cores, mean, cs2, h.CPU.Speed, w) + cpu/h.CPU.Speed*waitFactor(h.CPU.Cores, w.host)
+		pts = append(pts, delayPoint{x: x, y: c.off / c.n, w: c.n})
+		loads, loadW = append(loads, w.slots/float64(k)), append(loadW, c.n)
+	}
+	if len(pts) < delayFitWindows {
+		return delayFit{}, false
+	}
+	lo, hi := weightedQuantile(loads, loadW, 0.1), weightedQuantile(loads, loadW, 0.9)
+	if hi-lo < delayFitSpread {
+		return delayFit{}, false
+	}
+	slope, intercept := theilSen(pts)
+	if slope <= 0 {
+		return delayFit{}, false // nothing off the CPU grows with the load
+	}
+	var sum, n float64
+	for _, p := range pts {
+		sum, n = sum+p.y*p.w, n+p.w
+	}
+	return delayFit{delay: math.Max(intercept, 0), mean: sum / n, slope: slope, windows: len(pts), lo: lo, hi: hi}, true
+}
+
+// theilSen fits a line through pts robustly: its slope is the median of
+// the slopes between pairs of points, each pair weighted by the precision
+// of its difference (w₁w₂/(w₁+w₂)), its intercept the median of y − slope·x
+// weighted by w. Pairs at the same x are left out.
+func theilSen(pts []delayPoint) (slope, intercept float64) {
+	var slopes, sw []float64
+	for i := range pts {
+		for j := i + 1; j < len(pts); j++ {
+			p, q := pts[i], pts[j]
+			dx := q.x - p.x
+			if math.Abs(dx) <= 1e-12 {
+				continue
+			}
+			slopes = append(slopes, (q.y-p.y)/dx)
+			sw = append(sw, p.w*q.w/(p.w+q.w))
+		}
+	}
+	if len(slopes) == 0 {
+		return 0, 0
+	}
+	slope = weightedQuantile(slopes, sw, 0.5)
+	res, rw := make([]float64, len(pts)), make([]float64, len(pts))
+	for i, p := range pts {
+		res[i], rw[i] = p.y-slope*p.x, p.w
+	}
+	return slope, weightedQuantile(res, rw, 0.5)
+}
+
+// weightedQuantile is the empirical q-quantile of xs weighted by ws
+// (stat.Quantile on a sorted copy). xs and ws are not changed.
+func weightedQuantile(xs, ws []float64, q float64) float64 {
+	idx := make([]int, len(xs))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(xs[a], xs[b]) })
+	x, w := make([]float64, len(xs)), make([]float64, len(xs))
+	for k, i := range idx {
+		x[k], w[k] = xs[i], ws[i]
+	}
+	return stat.Quantile(q, stat.Empirical, x, w)
+}
+
+// delayEvidence reports how op id's fixed delay was fitted at no load.
+func (g *generator) delayEvidence(id string, f delayFit) {
+	g.rep.evidencef("%s: its time off the CPU grows with the load of its CPU slots (%d windows, %.2f to %.2f of the slots busy; %.3gms per execution on average, %.3g ms more per ms of the waits the model makes there): at no load %.3gms (a line through the windows, Theil–Sen), its fixed delay; the rest is taken as waits for the CPU and its slots, which the model makes again",
+		id, f.windows, f.lo, f.hi, f.mean*1e3, f.slope, f.delay*1e3)
+}
