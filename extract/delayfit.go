@@ -2,10 +2,13 @@ package extract
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
 
 	"gonum.org/v1/gonum/stat"
+
+	"github.com/perfcast/perfcast/model"
 )
 
 // Traces that saw several loads tell a fixed delay from a wait: a delay
@@ -171,8 +174,62 @@ func weightedQuantile(xs, ws []float64, q float64) float64 {
 	return stat.Quantile(q, stat.Empirical, x, w)
 }
 
-// delayEvidence reports how op id's fixed delay was fitted at no load.
-func (g *generator) delayEvidence(id string, f delayFit) {
-	g.rep.evidencef("%s: its time off the CPU grows with the load of its CPU slots (%d windows, %.2f to %.2f of the slots busy; %.3gms per execution on average, %.3g ms more per ms of the waits the model makes there): at no load %.3gms (a line through the windows, Theil–Sen), its fixed delay; the rest is taken as waits for the CPU and its slots, which the model makes again",
-		id, f.windows, f.lo, f.hi, f.mean*1e3, f.slope, f.delay*1e3)
+// maxResumes caps the times an execution is taken to resume after
+// blocking (see resumeBursts).
+const maxResumes = 8
+
+// resumeBursts reshapes steps, op id's, by fit: where its time off the
+// CPU inside the span grows with the model's wait for a burst (slope r
+// per unit), the execution waits for its CPU slot about r more times
+// after it started, as a thread does that blocks (for a lock, a
+// connection, a write, a call) and needs a slot again to go on. Its CPU
+// step becomes a loop of 1 + r bursts on average (r below maxResumes),
+// each with its share of the CPU demand and of the fixed delay (the
+// step's last top-level delay, which it takes in), and each holding a
+// slot of its own: so the model makes the waits inside the span again,
+// and a short request waits behind part of a long one, not the whole.
+// Steps without a top-level CPU step are returned as they are.
+func (g *generator) resumeBursts(id string, steps []model.Step, fit delayFit) []model.Step {
+	i := slices.IndexFunc(steps, func(s model.Step) bool { return s.Kind == model.StepCPU })
+	r := min(fit.slope, maxResumes)
+	if i < 0 || r < minResumes {
+		g.delayEvidence(id, fit, 1)
+		return steps
+	}
+	n := 1 + r
+	k := int(math.Floor(n))
+	frac := n - float64(k)
+	times := model.ConstCount(k)
+	if frac > 1e-9 {
+		var err error
+		if times, err = model.NewPMF([]int{k, k + 1}, []float64{1 - frac, frac}); err != nil {
+			return steps // cannot happen: two values, probabilities in (0, 1)
+		}
+	}
+	cpu := steps[i]
+	body := []model.Step{{Kind: model.StepCPU, Demand: withMean(cpu.Demand, cpu.Demand.Mean()/n)}}
+	out := slices.Clone(steps)
+	if j := len(out) - 1; j > i && out[j].Kind == model.StepDelay {
+		d := out[j]
+		body = append(body, model.Step{Kind: model.StepDelay, Demand: withMean(d.Demand, d.Demand.Mean()/n)})
+		out = out[:j]
+	}
+	out[i] = model.Step{Kind: model.StepLoop, Times: times, Steps: body}
+	g.delayEvidence(id, fit, n)
+	return out
+}
+
+// minResumes is the least slope (resumes per execution) for which
+// resumeBursts splits the CPU.
+const minResumes = 0.05
+
+// delayEvidence reports how op id's fixed delay was fitted at no load, and
+// the bursts its CPU was split into.
+func (g *generator) delayEvidence(id string, f delayFit, bursts float64) {
+	split := ""
+	if bursts > 1 {
+		split = fmt.Sprintf("; it resumes inside its span about %.2g times, waiting for a slot each time: its CPU and that delay are split into %.3g bursts on average, each holding a slot", bursts-1, bursts)
+	}
+	g.rep.evidencef("%s: its time off the CPU grows with the load of its CPU slots (%d windows, %.2f to %.2f of the slots busy; %.3gms per execution on average, %.3g ms more per ms of the wait the model makes for a burst there): at no load %.3gms (a line through the windows, Theil–Sen), its fixed delay%s",
+		id, f.windows, f.lo, f.hi, f.mean*1e3, f.slope, f.delay*1e3, split)
 }

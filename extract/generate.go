@@ -552,6 +552,8 @@ func (g *generator) operations() {
 		g.caller = id
 		// CPU first, then the calls, then the time spent off the CPU.
 		var cpu, off *sample
+		var fit delayFit
+		fitted := false
 		r, estimated := g.est.PerOp[id]
 		estimated = estimated && r.CPU > 0 && op.cpu.n < op.count
 		switch {
@@ -571,9 +573,8 @@ func (g *generator) operations() {
 			o.Steps = append(o.Steps, model.Step{Kind: model.StepCPU, Demand: withMean(shape, r.CPU)})
 			o.Steps = append(o.Steps, g.behavior(id, op)...)
 			wait := g.cpuWait(op.component, r.CPU) + g.inSpanSlotWait(op) + g.siteWait(id, op)
-			if fit, ok := g.loadFreeDelay(id, op, r.CPU, false); ok {
+			if fit, fitted = g.loadFreeDelay(id, op, r.CPU, false); fitted {
 				wait = r.OffCPU - fit.delay
-				g.delayEvidence(id, fit)
 			}
 			if rest := r.OffCPU - wait; rest >= minLatency {
 				o.Steps = append(o.Steps, model.Step{Kind: model.StepDelay, Demand: withMean(shape, rest)})
@@ -605,15 +606,17 @@ func (g *generator) operations() {
 			// Part of the time off the CPU was spent waiting for it,
 			// which the model's CPU produces again: keep the rest.
 			wait := g.cpuWait(op.component, cpu.mean()) + g.inSpanSlotWait(op) + g.siteWait(id, op)
-			if fit, ok := g.loadFreeDelay(id, op, cpu.mean(), true); ok {
+			if fit, fitted = g.loadFreeDelay(id, op, cpu.mean(), true); fitted {
 				wait = off.mean() - fit.delay
-				g.delayEvidence(id, fit)
 			}
 			if rest := off.mean() - wait; rest >= minLatency {
 				d := withMean(g.fit(id+" off-cpu", off), rest)
 				o.Steps = append(o.Steps, model.Step{Kind: model.StepDelay, Demand: d})
 				g.rep.evidencef("%s: %.3gms of its own time is off the CPU (own time minus perfcast.cpu.time, less %.3gms of waits the model makes again, for the CPU, CPU slots and locks, at the observed loads): modeled as a delay", id, rest*1e3, wait*1e3)
 			}
+		}
+		if fitted {
+			o.Steps = g.resumeBursts(id, o.Steps, fit)
 		}
 		if d := g.unattributedOf(id); d > 0 {
 			if g.cfg.background() {

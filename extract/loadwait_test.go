@@ -183,15 +183,38 @@ func TestDeclaredLockWait(t *testing.T) {
 	}
 }
 
-// fixedDelay is the sum of the mean delays in op's steps.
-func fixedDelay(op *model.Operation) float64 {
-	delay := 0.0
-	model.Walk(op.Steps, func(s *model.Step) {
-		if s.Kind == model.StepDelay {
-			delay += s.Demand.Mean()
+// fixedDelay is the mean time op spends in delays per execution.
+func fixedDelay(op *model.Operation) float64 { return meanDelay(op.Steps) }
+
+// meanDelay is the mean time steps spend in delays per execution: loops
+// count their mean times, branches their probabilities, holds their body
+// (parallel lists and switches are summed as if each ran once).
+func meanDelay(steps []model.Step) float64 {
+	sum := 0.0
+	for _, s := range steps {
+		switch s.Kind {
+		case model.StepDelay:
+			sum += s.Demand.Mean()
+		case model.StepLoop:
+			sum += s.Times.Mean() * meanDelay(s.Steps)
+		case model.StepBranch:
+			for _, b := range s.Branches {
+				sum += b.P * meanDelay(b.Steps)
+			}
+		case model.StepHold:
+			sum += meanDelay(s.Steps)
+		case model.StepParallel:
+			for _, l := range s.Parallel {
+				sum += meanDelay(l)
+			}
+		case model.StepSwitch:
+			for _, c := range s.Cases {
+				sum += meanDelay(c.Steps)
+			}
+			sum += meanDelay(s.Default)
 		}
-	})
-	return delay
+	}
+	return sum
 }
 
 // meanAt is the mean response time the simulator predicts for m's first
