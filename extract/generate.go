@@ -105,7 +105,7 @@ func (s *State) ModelWith(name string, cfg *Config, est *Estimates) (*model.Mode
 		est = &Estimates{}
 	}
 	s.finishSolo()
-	g := &generator{s: s, cfg: cfg, est: est, m: &model.Model{Version: model.Version, Name: name},
+	g := &generator{s: s, cfg: cfg, est: est, fittedDelays: map[string]bool{}, m: &model.Model{Version: model.Version, Name: name},
 		rep: &Report{Traces: s.Traces, Spans: s.Spans, Modeled: s.Modeled, Partial: s.Partial,
 			Evidence: []string{}, Warnings: []string{}, Fits: map[string]map[string]float64{}}}
 	g.rep.Duration = s.span()
@@ -156,6 +156,9 @@ type generator struct {
 	siteLimits map[string]map[string]limit
 	// slotWaits memoizes slotWait by component.
 	slotWaits map[string]float64
+	// fittedDelays holds the operations whose fixed delay was fitted at
+	// no load (see loadFreeDelay).
+	fittedDelays map[string]bool
 	// slotWins memoizes slotWindows by component, slotWidths their
 	// width.
 	slotWins   map[string][]slotWin
@@ -617,6 +620,7 @@ func (g *generator) operations() {
 		}
 		if fitted {
 			o.Steps = g.resumeBursts(id, o.Steps, fit)
+			g.fittedDelays[id] = true
 		}
 		if d := g.unattributedOf(id); d > 0 {
 			if g.cfg.background() {

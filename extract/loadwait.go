@@ -329,8 +329,12 @@ func (g *generator) warnSpells() {
 			}
 		}
 		if spell >= spellShare*total {
-			g.rep.warnf("%s: %.0f %% of its time off the CPU falls in %d window(s) of %.0f s holding %.1f %% of its executions, more than %d times the median window's %.3gms per execution: a spell of overload or a stall, which the model's fixed delay now holds at every load; extract from a steady period",
-				id, 100*spell/total, count, width, 100*spellN/n, spellFactor, median*1e3)
+			held := "which the model's fixed delay now holds at every load; extract from a steady period"
+			if g.fittedDelays[id] {
+				held = "which its fixed delay, fitted at no load, leaves out (the model has no such spell)"
+			}
+			g.rep.warnf("%s: %.0f %% of its time off the CPU falls in %d window(s) of %.0f s holding %.1f %% of its executions, more than %d times the median window's %.3gms per execution: a spell of overload or a stall, %s",
+				id, 100*spell/total, count, width, 100*spellN/n, spellFactor, median*1e3, held)
 		}
 	}
 }
