@@ -410,16 +410,17 @@ func (r *report) write(w io.Writer, args []string) {
 		"  when the running one blocks, so a long request's span holds other requests' CPU time, more the\n"+
 		"  higher the load (the catalog listing's time off the CPU inside its span was 0.95 ms at 20 %%,\n"+
 		"  1.8 ms at 50 %% and 2.7 ms at 80 %% of saturation on 2026-11-24), while the lookups that arrive\n"+
-		"  meanwhile wait before their spans as if the listing ran whole. The model's slot serves whole\n"+
-		"  bursts in arrival order, and extraction keeps what the slot's wait at the reference's loads\n"+
-		"  does not explain as a fixed delay: the listing (browse) comes out slow at light load and fast\n"+
-		"  at heavy load.\n"+
+		"  meanwhile wait before their spans as if the listing ran whole. Where the traces saw several\n"+
+		"  loads, extraction fits each operation's fixed delay at no load and splits its CPU into the\n"+
+		"  bursts the growth of its time off the CPU implies, each served by the slot in arrival order:\n"+
+		"  a mean number of bursts, not the runtime's schedule.\n"+
 		"- Processor sharing: the model's host shares the core equally among the bursts on it, where\n"+
 		"  Linux runs a process that wakes from sleep ahead of one that has been running: the gateway's\n"+
 		"  short bursts barely wait behind the catalog's long ones, and the model's gateway waits longer.\n"+
 		"- Waiting taken for work: each operation's own time off the CPU, less the waits for the CPU,\n"+
-		"  the CPU slot and the declared locks the model reproduces, is a fixed delay. Waits the spans do not show as such (I/O, a\n"+
-		"  lock inside a span) stay fixed, so they do not grow with the load.\n"+
+		"  the CPU slot and the declared locks the model reproduces, is a fixed delay (where the traces\n"+
+		"  saw several loads, what is left of it at no load). A wait the model lacks (a lock inside a\n"+
+		"  span) stays fixed at one load, and with several is taken for waits for the CPU slot.\n"+
 		"- Declared resources: the runner declares GOMAXPROCS, the fan-out pool, the stock mutex (the last\n"+
 		"  two to extraction, which takes their waits out of the callers' delays) and the\n"+
 		"  catalog's connections; traces do not show GOMAXPROCS, and at the reference load the others are\n"+
