@@ -47,6 +47,12 @@ const (
 	delayFitSpread = 0.15
 )
 
+// delayFitPoints is the most points the line is fitted through: beyond
+// it (traces of hours hold thousands of windows) the windows are pooled
+// into that many groups of neighbours in the model's wait (see binByX),
+// which keeps the fit's cost, quadratic in its points, bounded.
+const delayFitPoints = 256
+
 // delayFit is a fixed delay fitted at no load (see loadFreeDelay).
 type delayFit struct {
 	delay   float64 // seconds per execution at no load, at least 0
@@ -120,7 +126,7 @@ func (g *generator) loadFreeDelay(id string, op *opStats, cpu float64, measured 
 	if hi-lo < delayFitSpread {
 		return delayFit{}, false
 	}
-	slope, intercept := theilSen(pts)
+	slope, intercept := theilSen(binByX(pts, delayFitPoints))
 	if slope <= 0 {
 		return delayFit{}, false // nothing off the CPU grows with the load
 	}
@@ -129,6 +135,35 @@ func (g *generator) loadFreeDelay(id string, op *opStats, cpu float64, measured 
 		sum, n = sum+p.y*p.w, n+p.w
 	}
 	return delayFit{delay: math.Max(intercept, 0), mean: sum / n, slope: slope, windows: len(pts), lo: lo, hi: hi}, true
+}
+
+// binByX returns pts when they are at most max, else max groups of
+// points of neighbouring x, in order of x, each as one point: the
+// weighted mean of its x, the weighted median of its y (so that spells
+// in a few windows do not lift the group, as a mean would), and the sum of
+// its weights.
+func binByX(pts []delayPoint, max int) []delayPoint {
+	if len(pts) <= max {
+		return pts
+	}
+	sorted := slices.Clone(pts)
+	slices.SortStableFunc(sorted, func(a, b delayPoint) int { return cmp.Compare(a.x, b.x) })
+	out := make([]delayPoint, 0, max)
+	for i := range max {
+		group := sorted[i*len(sorted)/max : (i+1)*len(sorted)/max]
+		var b delayPoint
+		ys, ws := make([]float64, len(group)), make([]float64, len(group))
+		for k, p := range group {
+			b.x, b.w = b.x+p.x*p.w, b.w+p.w
+			ys[k], ws[k] = p.y, p.w
+		}
+		if b.w > 0 {
+			b.x /= b.w
+			b.y = weightedQuantile(ys, ws, 0.5)
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // theilSen fits a line through pts robustly: its slope is the median of
@@ -162,14 +197,16 @@ func theilSen(pts []delayPoint) (slope, intercept float64) {
 // weightedQuantile is the empirical q-quantile of xs weighted by ws
 // (stat.Quantile on a sorted copy). xs and ws are not changed.
 func weightedQuantile(xs, ws []float64, q float64) float64 {
-	idx := make([]int, len(xs))
-	for i := range idx {
-		idx[i] = i
+	type xw struct{ x, w float64 }
+	pairs := make([]xw, len(xs))
+	for i := range xs {
+		pairs[i] = xw{xs[i], ws[i]}
 	}
-	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(xs[a], xs[b]) })
+	// Equal values may change places; the quantile, a value, does not.
+	slices.SortFunc(pairs, func(a, b xw) int { return cmp.Compare(a.x, b.x) })
 	x, w := make([]float64, len(xs)), make([]float64, len(xs))
-	for k, i := range idx {
-		x[k], w[k] = xs[i], ws[i]
+	for k, p := range pairs {
+		x[k], w[k] = p.x, p.w
 	}
 	return stat.Quantile(q, stat.Empirical, x, w)
 }
