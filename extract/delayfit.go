@@ -219,14 +219,16 @@ const maxResumes = 8
 // CPU inside the span grows with the model's wait for a burst (slope r
 // per unit), the execution waits for its CPU slot about r more times
 // after it started, as a thread does that blocks (for a lock, a
-// connection, a write, a call) and needs a slot again to go on. Its CPU
-// step becomes a loop of 1 + r bursts on average (r below maxResumes),
-// each with its share of the CPU demand and of the fixed delay (the
-// step's last top-level delay, which it takes in), and each holding a
-// slot of its own: so the model makes the waits inside the span again,
-// and a short request waits behind part of a long one, not the whole.
-// Steps without a top-level CPU step are returned as they are.
-func (g *generator) resumeBursts(id string, steps []model.Step, fit delayFit) []model.Step {
+// connection, a write, a call) and needs a slot again to go on. Its first
+// top-level CPU step is split into 1 + r bursts on average (r below
+// maxResumes): the first burst where the step was (so that CPU just
+// before it stays in the same hold), then a loop of r on average of a
+// share of the fixed delay (the step at delayAt, −1 for none) and a
+// burst, each holding a slot of its own; the delay's last share stays
+// where the delay was. So the model makes the waits inside the span
+// again, and a short request waits behind part of a long one, not the
+// whole. Steps without a top-level CPU step are returned as they are.
+func (g *generator) resumeBursts(id string, steps []model.Step, delayAt int, fit delayFit) []model.Step {
 	i := slices.IndexFunc(steps, func(s model.Step) bool { return s.Kind == model.StepCPU })
 	r := min(fit.slope, maxResumes)
 	if i < 0 || r < minResumes {
@@ -234,24 +236,27 @@ func (g *generator) resumeBursts(id string, steps []model.Step, fit delayFit) []
 		return steps
 	}
 	n := 1 + r
-	k := int(math.Floor(n))
-	frac := n - float64(k)
+	k := int(math.Floor(r))
+	frac := r - float64(k)
 	times := model.ConstCount(k)
 	if frac > 1e-9 {
 		var err error
 		if times, err = model.NewPMF([]int{k, k + 1}, []float64{1 - frac, frac}); err != nil {
-			return steps // cannot happen: two values, probabilities in (0, 1)
+			return steps // cannot happen: two values ≥ 0, probabilities in (0, 1)
 		}
 	}
-	cpu := steps[i]
-	body := []model.Step{{Kind: model.StepCPU, Demand: withMean(cpu.Demand, cpu.Demand.Mean()/n)}}
 	out := slices.Clone(steps)
-	if j := len(out) - 1; j > i && out[j].Kind == model.StepDelay {
-		d := out[j]
-		body = append(body, model.Step{Kind: model.StepDelay, Demand: withMean(d.Demand, d.Demand.Mean()/n)})
-		out = out[:j]
+	cpu := model.Step{Kind: model.StepCPU, Demand: withMean(steps[i].Demand, steps[i].Demand.Mean()/n)}
+	var body []model.Step
+	if delayAt > i && delayAt < len(out) && out[delayAt].Kind == model.StepDelay {
+		d := out[delayAt]
+		d.Demand = withMean(d.Demand, d.Demand.Mean()/n)
+		out[delayAt] = d
+		body = append(body, d)
 	}
-	out[i] = model.Step{Kind: model.StepLoop, Times: times, Steps: body}
+	body = append(body, cpu)
+	out[i] = cpu
+	out = slices.Insert(out, i+1, model.Step{Kind: model.StepLoop, Times: times, Steps: body})
 	g.delayEvidence(id, fit, n)
 	return out
 }

@@ -556,7 +556,7 @@ func (g *generator) operations() {
 		// CPU first, then the calls, then the time spent off the CPU.
 		var cpu, off *sample
 		var fit delayFit
-		fitted := false
+		fitted, delayAt := false, -1 // delayAt: the index of the fixed delay's step
 		r, estimated := g.est.PerOp[id]
 		estimated = estimated && r.CPU > 0 && op.cpu.n < op.count
 		switch {
@@ -580,6 +580,7 @@ func (g *generator) operations() {
 				wait = r.OffCPU - fit.delay
 			}
 			if rest := r.OffCPU - wait; rest >= minLatency {
+				delayAt = len(o.Steps)
 				o.Steps = append(o.Steps, model.Step{Kind: model.StepDelay, Demand: withMean(shape, rest)})
 			}
 			how := "identified"
@@ -614,12 +615,13 @@ func (g *generator) operations() {
 			}
 			if rest := off.mean() - wait; rest >= minLatency {
 				d := withMean(g.fit(id+" off-cpu", off), rest)
+				delayAt = len(o.Steps)
 				o.Steps = append(o.Steps, model.Step{Kind: model.StepDelay, Demand: d})
 				g.rep.evidencef("%s: %.3gms of its own time is off the CPU (own time minus perfcast.cpu.time, less %.3gms of waits the model makes again, for the CPU, CPU slots and locks, at the observed loads): modeled as a delay", id, rest*1e3, wait*1e3)
 			}
 		}
 		if fitted {
-			o.Steps = g.resumeBursts(id, o.Steps, fit)
+			o.Steps = g.resumeBursts(id, o.Steps, delayAt, fit)
 			g.fittedDelays[id] = true
 		}
 		if d := g.unattributedOf(id); d > 0 {
