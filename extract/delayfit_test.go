@@ -64,6 +64,15 @@ workload:
     steps: [{call: front/page}]
 `
 
+// resumedRates are the steps of the load test the resumedModel tests
+// extract from, 30 s each with pauses of 30 s.
+var resumedRates = []float64{60, 150, 150, 60, 60, 150, 150, 60, 60, 150, 150, 60}
+
+// resumedConfig declares resumedModel's host and the store's one CPU slot.
+func resumedConfig() *extract.Config {
+	return &extract.Config{Hosts: map[string]extract.HostConfig{"box": {Cores: 1}}, CPUSlots: map[string]int{"store": 1}, NoSpeedCurves: true}
+}
+
 // TestFixedDelayAtNoLoad extracts the store of resumedModel from a load
 // test alternating 60 and 150 pages/s, 30 s each (the slot about 20 and
 // 50 % busy), with its one CPU slot declared. The waits inside the spans
@@ -81,9 +90,7 @@ workload:
 // loads. Without the split the predictions were −2.8 and −8.5 %; with the
 // formulas alone, +15.7 and +2.7 %.
 func TestFixedDelayAtNoLoad(t *testing.T) {
-	rates := []float64{60, 150, 150, 60, 60, 150, 150, 60, 60, 150, 150, 60}
-	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"box": {Cores: 1}}, CPUSlots: map[string]int{"store": 1}, NoSpeedCurves: true}
-	m, x := extractSteps(t, resumedModel, rates, 30, 30, cfg)
+	m, x := extractSteps(t, resumedModel, resumedRates, 30, 30, resumedConfig())
 	for _, e := range x.Report.Evidence {
 		if strings.HasPrefix(e, "store/") {
 			t.Log(e)
@@ -146,8 +153,7 @@ func TestFixedDelayAtNoLoadSpell(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rates := []float64{60, 150, 150, 60, 60, 150, 150, 60, 60, 150, 150, 60}
-	paths := steps(t, m, rates, 30, 30)
+	paths := steps(t, m, resumedRates, 30, 30)
 	stalled, err := m.Clone()
 	if err != nil {
 		t.Fatal(err)
@@ -155,9 +161,8 @@ func TestFixedDelayAtNoLoadSpell(t *testing.T) {
 	stalled.Workloads[0].Open.Rate = 150
 	stalled.Component("store").Operation("lookup").Steps[1].Demand = model.Exp(0.05)
 	spell := filepath.Join(t.TempDir(), "spell.otlp.jsonl")
-	record(t, spell, stalled, 99, float64(len(rates))*60, 150*6)
-	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"box": {Cores: 1}}, CPUSlots: map[string]int{"store": 1}, NoSpeedCurves: true}
-	x, err := extract.Run(context.Background(), append(paths, spell), "extracted", cfg)
+	record(t, spell, stalled, 99, float64(len(resumedRates))*60, 150*6)
+	x, err := extract.Run(context.Background(), append(paths, spell), "extracted", resumedConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
