@@ -154,8 +154,9 @@ type generator struct {
 	// siteLimits holds the inferred locks of call sites, by caller and
 	// target.
 	siteLimits map[string]map[string]limit
-	// slotWaits memoizes slotWait by component.
+	// slotWaits memoizes slotWait by component, bursts slotBursts.
 	slotWaits map[string]float64
+	bursts    map[string]slotBurst
 	// fittedDelays holds the operations whose fixed delay was fitted at
 	// no load (see loadFreeDelay).
 	fittedDelays map[string]bool
@@ -1243,6 +1244,26 @@ func (g *generator) computeSlotWait(comp string) float64 {
 // slots (see slotWait), and the slots' mean load (busy slots per replica);
 // ok is false without slots or measured bursts.
 func (g *generator) slotBursts(comp string) (mean, cs2, a float64, ok bool) {
+	if b, seen := g.bursts[comp]; seen {
+		return b.mean, b.cs2, b.a, b.ok
+	}
+	mean, cs2, a, ok = g.computeSlotBursts(comp)
+	if g.bursts == nil {
+		g.bursts = map[string]slotBurst{}
+	}
+	g.bursts[comp] = slotBurst{mean, cs2, a, ok}
+	return mean, cs2, a, ok
+}
+
+// slotBurst memoizes slotBursts' results.
+type slotBurst struct {
+	mean, cs2, a float64
+	ok           bool
+}
+
+// computeSlotBursts is slotBursts, computed over the component's
+// operations.
+func (g *generator) computeSlotBursts(comp string) (mean, cs2, a float64, ok bool) {
 	k := g.cfg.cpuSlots(comp)
 	h := g.hostOf[comp]
 	span := g.s.span()
