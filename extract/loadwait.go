@@ -1,12 +1,9 @@
 package extract
 
 import (
-	"cmp"
 	"maps"
 	"math"
 	"slices"
-
-	"gonum.org/v1/gonum/stat"
 
 	"github.com/perfcast/perfcast/model"
 )
@@ -313,13 +310,11 @@ func (g *generator) warnSpells() {
 		if total <= 0 || n <= 0 {
 			continue
 		}
-		sorted := slices.Clone(wins)
-		slices.SortStableFunc(sorted, func(a, b loadWin) int { return cmp.Compare(a.off/a.n, b.off/b.n) })
-		x, wt := make([]float64, len(sorted)), make([]float64, len(sorted))
-		for k, w := range sorted {
+		x, wt := make([]float64, len(wins)), make([]float64, len(wins))
+		for k, w := range wins {
 			x[k], wt[k] = w.off/w.n, w.n
 		}
-		median := stat.Quantile(0.5, stat.Empirical, x, wt)
+		median := weightedQuantile(x, wt, 0.5)
 		limit := spellFactor * max(median, minLatency)
 		var spell, spellN float64
 		count := 0
