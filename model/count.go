@@ -151,6 +151,33 @@ func (c Count) Mean() float64 {
 	return float64(c.n)
 }
 
+// Prob returns the probability that the count is k.
+func (c Count) Prob(k int) float64 {
+	switch c.Kind {
+	case CountGeometric:
+		if k < c.n {
+			return 0
+		}
+		// q·(1−q)^(k−min), q = 1 − e^lnFail.
+		return -math.Expm1(c.lnFail) * math.Exp(c.lnFail*float64(k-c.n))
+	case CountUniform:
+		if k < c.n || k > c.hi {
+			return 0
+		}
+		return 1 / (float64(c.hi) - float64(c.n) + 1)
+	case CountPMF:
+		i := sort.SearchInts(c.pmf.vals, k)
+		if i == len(c.pmf.vals) || c.pmf.vals[i] != k {
+			return 0
+		}
+		return c.pmf.probs[i] / c.pmf.cum[len(c.pmf.cum)-1]
+	}
+	if k == c.n {
+		return 1
+	}
+	return 0
+}
+
 // Var returns the variance of the count.
 func (c Count) Var() float64 {
 	switch c.Kind {

@@ -224,36 +224,6 @@ func vtCountCases(t testing.TB) map[string]Count {
 	}
 }
 
-// vtCountProb returns P(C = v) from the definition of each kind.
-func vtCountProb(c Count, v int) float64 {
-	switch c.Kind {
-	case CountGeometric:
-		min := c.n
-		q := 1 / (c.Mean() - float64(min) + 1)
-		if v < min {
-			return 0
-		}
-		return math.Pow(1-q, float64(v-min)) * q
-	case CountUniform:
-		if v < c.n || v > c.hi {
-			return 0
-		}
-		return 1 / float64(c.hi-c.n+1)
-	case CountPMF:
-		values, probs := c.PMF()
-		for i, x := range values {
-			if x == v {
-				return probs[i]
-			}
-		}
-		return 0
-	}
-	if v == c.n {
-		return 1
-	}
-	return 0
-}
-
 func TestCountSampling(t *testing.T) {
 	const n = 200000
 	const top = 2000 // the geometric tail beyond is below 1e-200 for these means
@@ -286,7 +256,7 @@ func TestCountSampling(t *testing.T) {
 			mu4 := 0.0
 			for v := 0; v < top; v++ {
 				d := float64(v) - wantMean
-				mu4 += vtCountProb(c, v) * d * d * d * d
+				mu4 += c.Prob(v) * d * d * d * d
 			}
 			if tol := 5 * math.Sqrt((mu4-wantVar*wantVar)/n); math.Abs(variance-wantVar) > tol {
 				t.Errorf("sample variance %v, want %v ± %v", variance, wantVar, tol)
@@ -307,7 +277,7 @@ func TestCountSampling(t *testing.T) {
 			var cellProb []float64
 			open := false
 			for v := 0; v < top; v++ {
-				p := vtCountProb(c, v)
+				p := c.Prob(v)
 				if p == 0 {
 					cellObs, cellProb, open = append(cellObs, observed[v]), append(cellProb, 0), false
 					continue

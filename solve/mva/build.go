@@ -79,6 +79,9 @@ type built struct {
 	// workload reaches holds one unit for one CPU burst and nothing else
 	// (a process's CPU slot), -1 for any other pool.
 	burstAt []int
+	// reentries are the hold steps that take a pool their request has
+	// just let go (see reentry).
+	reentries map[*model.Step]reentry
 }
 
 // build turns a valid model into stations, pools and per-class demands.
@@ -154,6 +157,7 @@ func build(m *model.Model) *built {
 			b.burstAt[p] = -1
 		}
 	}
+	b.reentries = b.findReentries()
 	return b
 }
 

@@ -50,6 +50,9 @@
 // it is, with open workloads, one flow-equivalent server: mean-value
 // analysis of the holders inside gives its throughput per number held, and
 // a birth–death chain the wait for it.
+// A hold that takes a pool its request has just let go, with only delays
+// in between, finds the holder it let in just begun rather than part way
+// through, and waits the difference more (see reentry.go).
 // Supports says which models fall outside what these methods treat
 // faithfully; docs/accuracy.md gives measured errors.
 package mva

@@ -41,6 +41,12 @@ type state struct {
 	// request over the parallel steps whose lists acquire p together (see
 	// timeWalk.batched).
 	wait, hold, holdSq, batched [][]float64
+	// again[p] is what an acquisition of pool p that follows its
+	// request's own release at once waits beyond wait[c][p], meanHold[p]
+	// the pool's mean holding time, and returned[c][p] the sum of those
+	// differences per request of class c (see reentry).
+	again, meanHold []float64
+	returned        [][]float64
 	// Per station and class: the mean time of a visit as a function of the
 	// visit's demand: d·stretch + extra.
 	stretch, extra [][]float64
@@ -90,6 +96,7 @@ var errUnstable = errors.New("open workloads exceed a resource's capacity")
 func solveLayers(ctx context.Context, b *built, o layerOptions) (*state, error) {
 	C, K, P := len(b.classes), len(b.stations), len(b.pools)
 	st := &state{b: b, X: make([]float64, C), R: make([]float64, C), wait: matrix(C, P), hold: matrix(C, P), holdSq: matrix(C, P), batched: matrix(C, P),
+		again: make([]float64, P), meanHold: make([]float64, P), returned: matrix(C, P),
 		stretch: matrix(C, K), extra: matrix(C, K), inStretch: make([][]float64, K), inSquare: make([][]float64, K), occ: make([]*occupancy, K)}
 	classes := make([]class, C)
 	for c, ci := range b.classes {
@@ -228,6 +235,8 @@ func (st *state) compose(classes []class) {
 	for c, cl := range classes {
 		tw := st.walks[c]
 		copy(tw.wait, st.wait[c])
+		copy(tw.again, st.again)
+		copy(tw.meanHold, st.meanHold)
 		tw.visitTime = func(k int, d float64, g int) (float64, float64) {
 			if in := st.inStretch[k]; in != nil {
 				if sq := st.inSquare[k]; sq != nil {
@@ -248,6 +257,7 @@ func (st *state) compose(classes []class) {
 				st.hold[c][p] = tw.held[p] / a
 				st.holdSq[c][p] = tw.holdSecond(p, a, st.hold[c][p])
 				st.batched[c][p] = tw.batched[p]
+				st.returned[c][p] = tw.returned[p]
 			}
 		}
 	}
@@ -605,14 +615,45 @@ func (st *state) poolWaits(classes []class, o layerOptions, out [][]float64, thi
 		if open {
 			runs = st.runsFactor(p, o)
 		}
+		more := st.returnedWaits(p, servers, users, pn, runs)
 		for i, c := range users {
 			a := pn.visits[i][0]
 			if a > 0 {
-				out[c][p] = runs * math.Max(ps.R[i][0]-pn.demand[i][0], 0) / a
+				out[c][p] = runs*math.Max(ps.R[i][0]-pn.demand[i][0], 0)/a + more
 			}
 		}
 	}
 	return st.nestedWaits(nested, out)
+}
+
+// returnedWaits sets again[p] and meanHold[p] for pool p, of the given
+// servers per copy, from its station pn (the users' classes in order, runs
+// the factor on its waits) and returns the wait the requests that take p
+// again after letting it go add to every acquisition's (see reentry).
+func (st *state) returnedWaits(p, servers int, users []int, pn *network, runs float64) float64 {
+	st.again[p], st.meanHold[p] = 0, 0
+	var busy, busyHold, spread, queue float64
+	for i, c := range users {
+		u := st.X[c] * pn.demand[i][0]
+		h := st.hold[c][p]
+		busy += u
+		busyHold += u * h
+		if h > 0 {
+			spread += u * (h - st.holdSq[c][p]/(2*h))
+		}
+		// The returning requests' longer waits put more of them in the
+		// queue, each to be held for its own holding time.
+		queue += st.X[c] * st.returned[c][p] / float64(st.b.pools[p].copies) * h
+	}
+	c := float64(servers)
+	if !(busy > 0) || busy >= c {
+		return 0
+	}
+	// The holder a returning request finds is one in progress, so its
+	// holding time is the busy-weighted mean.
+	st.meanHold[p] = busyHold / busy
+	st.again[p] = runs * erlangC(servers, busy) / c * spread / busy
+	return queue / c / (1 - busy/c)
 }
 
 // runsFactor returns, for a pool p whose holds are each one CPU burst at a

@@ -30,8 +30,11 @@ type timeWalk struct {
 	// which the visit stretches its demand where that is known (0
 	// elsewhere).
 	visitTime func(k int, d float64, g int) (mean, square float64)
-	// wait[p] is the mean wait per acquisition of pool p.
-	wait []float64
+	// wait[p] is the mean wait per acquisition of pool p; again[p] is
+	// what an acquisition that follows the request's own release at once
+	// waits beyond it, and meanHold[p] the pool's mean holding time, over
+	// which that difference fades with the time in between (see reentry).
+	wait, again, meanHold []float64
 	// in is the tightest limited pool held at the point walked.
 	in int
 	// Outputs, per request.
@@ -46,6 +49,9 @@ type timeWalk struct {
 	waitSum                      float64
 	// whole[p]: Σ acquisitions × time held, waits inside included.
 	whole []float64
+	// returned[p]: Σ acquisitions × the wait beyond wait[p] of those that
+	// take p again after letting it go (see reentry).
+	returned []float64
 	// sent counts the sends the point walked is in; from is the tightest
 	// limited pool the innermost of them was sent from (len(pools) for
 	// none).
@@ -98,14 +104,14 @@ func (m moments) less(waited, weight float64) moments {
 
 func newTimeWalk(b *built, w *model.Workload) *timeWalk {
 	P := len(b.pools)
-	return &timeWalk{b: b, w: w, wait: make([]float64, P), held: make([]float64, P), heldSq: make([]float64, P),
+	return &timeWalk{b: b, w: w, wait: make([]float64, P), again: make([]float64, P), meanHold: make([]float64, P), returned: make([]float64, P), held: make([]float64, P), heldSq: make([]float64, P),
 		loose: make([]bool, P), waited: make([]float64, P), taken: make([]float64, P), kept: make([]float64, P), keptVar: make([]float64, P), whole: make([]float64, P), together: make([]bool, P), batched: make([]float64, P), opRuns: map[string]float64{}, opTotal: map[string]float64{}, opSpan: map[string]float64{}, fixed: map[string]string{}}
 }
 
 // reset clears the outputs.
 func (t *timeWalk) reset() {
 	t.sentLog = t.sentLog[:0]
-	for _, v := range [][]float64{t.held, t.heldSq, t.waited, t.taken, t.kept, t.keptVar, t.whole, t.batched} {
+	for _, v := range [][]float64{t.held, t.heldSq, t.waited, t.taken, t.kept, t.keptVar, t.whole, t.batched, t.returned} {
 		clear(v)
 	}
 	clear(t.loose)
@@ -251,14 +257,15 @@ func (t *timeWalk) step(s *model.Step, c *model.Component, weight float64, depth
 		}
 		t.held[p] += weight * body.mean
 		t.heldSq[p] += weight * body.second()
-		t.acquired(p, weight, body.less(t.waitSum-before, weight), body.mean)
-		return waitMoments(t.wait[p]).plus(body), delta
+		w := t.waitAt(s, p, weight)
+		t.acquired(p, w, weight, body.less(t.waitSum-before, weight), body.mean)
+		return waitMoments(w).plus(body), delta
 	case model.StepAcquire:
 		p, ok := t.b.poolIdx[s.Resource]
 		if !ok {
 			return moments{}, nil
 		}
-		t.acquired(p, weight, moments{}, 0)
+		t.acquired(p, t.wait[p], weight, moments{}, 0)
 		return waitMoments(t.wait[p]), map[int]float64{p: 1}
 	case model.StepRelease:
 		p, ok := t.b.poolIdx[s.Resource]
@@ -296,7 +303,7 @@ func (t *timeWalk) call(target string, weight float64, depth int, async bool) mo
 	}
 	t.held[p] += weight * exec.mean
 	t.heldSq[p] += weight * exec.second()
-	t.acquired(p, weight, exec.less(t.waitSum-before, weight), exec.mean)
+	t.acquired(p, t.wait[p], weight, exec.less(t.waitSum-before, weight), exec.mean)
 	r := waitMoments(t.wait[p]).plus(exec)
 	id := op.ID()
 	t.opRuns[id] += weight
@@ -326,18 +333,36 @@ func spanWait(b *built, op *model.Operation, threads int) (q int, ok bool) {
 	return q, q >= 0 || b.pools[threads].limited()
 }
 
+// waitAt returns the mean wait of hold step s for pool p, executed weight
+// times per request: the pool's wait, and for the share of executions that
+// follow the request's own release of p, the difference that makes (see
+// reentry), recorded in returned.
+func (t *timeWalk) waitAt(s *model.Step, p int, weight float64) float64 {
+	r, ok := t.b.reentries[s]
+	if !ok || t.again[p] == 0 {
+		return t.wait[p]
+	}
+	fade := 0.0
+	if h := t.meanHold[p]; h > 0 {
+		fade = math.Exp(-r.gap / h)
+	}
+	w := math.Max(t.wait[p]+r.frac*fade*t.again[p], 0)
+	t.returned[p] += weight * (w - t.wait[p])
+	return w
+}
+
 // acquired records, outside sends, weight acquisitions of pool p, each
-// after the pool's mean wait and held for a time with moments h (zero where
+// after a mean wait w and held for a time with moments h (zero where
 // unknown: an acquire).
-func (t *timeWalk) acquired(p int, weight float64, h moments, whole float64) {
+func (t *timeWalk) acquired(p int, w, weight float64, h moments, whole float64) {
 	if t.sent > 0 {
 		if P := len(t.b.pools); t.from < P {
 			t.sentLog = append(t.sentLog, sentHold{t.from*P + p, weight * h.mean})
 		}
 		return
 	}
-	t.waited[p] += weight * t.wait[p]
-	t.waitSum += weight * t.wait[p]
+	t.waited[p] += weight * w
+	t.waitSum += weight * w
 	t.taken[p] += weight
 	t.kept[p] += weight * h.mean
 	t.keptVar[p] += weight * h.vari
