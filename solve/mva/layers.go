@@ -47,6 +47,16 @@ type state struct {
 	// differences per request of class c (see reentry).
 	again, meanHold []float64
 	returned        [][]float64
+	// innerOf[q] is the pool p whose holders queue for the one-unit pool
+	// q inside it as one flow-equivalent server (see nestedWaits), -1
+	// for none; innerWait[q] is then the wait for q of the holds made
+	// while holding p, and wait[c][q] that of the others.
+	innerOf   []int
+	innerWait []float64
+	// innerHold[c][q] and innerHoldSq[c][q] are the mean and second
+	// moment of class c's holds of q made while holding innerOf[q]
+	// (0 while unknown).
+	innerHold, innerHoldSq [][]float64
 	// Per station and class: the mean time of a visit as a function of the
 	// visit's demand: d·stretch + extra.
 	stretch, extra [][]float64
@@ -97,7 +107,11 @@ func solveLayers(ctx context.Context, b *built, o layerOptions) (*state, error) 
 	C, K, P := len(b.classes), len(b.stations), len(b.pools)
 	st := &state{b: b, X: make([]float64, C), R: make([]float64, C), wait: matrix(C, P), hold: matrix(C, P), holdSq: matrix(C, P), batched: matrix(C, P),
 		again: make([]float64, P), meanHold: make([]float64, P), returned: matrix(C, P),
+		innerOf: make([]int, P), innerWait: make([]float64, P), innerHold: matrix(C, P), innerHoldSq: matrix(C, P),
 		stretch: matrix(C, K), extra: matrix(C, K), inStretch: make([][]float64, K), inSquare: make([][]float64, K), occ: make([]*occupancy, K)}
+	for q := range st.innerOf {
+		st.innerOf[q] = -1
+	}
 	classes := make([]class, C)
 	for c, ci := range b.classes {
 		w := ci.w
@@ -237,6 +251,7 @@ func (st *state) compose(classes []class) {
 		copy(tw.wait, st.wait[c])
 		copy(tw.again, st.again)
 		copy(tw.meanHold, st.meanHold)
+		tw.innerOf, tw.innerWait = st.innerOf, st.innerWait
 		tw.visitTime = func(k int, d float64, g int) (float64, float64) {
 			if in := st.inStretch[k]; in != nil {
 				if sq := st.inSquare[k]; sq != nil {
@@ -258,9 +273,30 @@ func (st *state) compose(classes []class) {
 				st.holdSq[c][p] = tw.holdSecond(p, a, st.hold[c][p])
 				st.batched[c][p] = tw.batched[p]
 				st.returned[c][p] = tw.returned[p]
+				st.innerHold[c][p], st.innerHoldSq[c][p] = 0, 0
+				if n := tw.innerTaken[p]; n > 0 {
+					st.innerHold[c][p], st.innerHoldSq[c][p] = tw.innerHeld[p]/n, tw.innerHeldSq[p]/n
+				}
 			}
 		}
 	}
+}
+
+// waitOf is class c's mean wait per acquisition of pool q: inside the pool
+// q is nested in (innerWait) and elsewhere (wait), and the waits of the
+// acquisitions that take q again after letting it go beyond them.
+func (st *state) waitOf(c, q int) float64 {
+	ci := st.b.classes[c]
+	a := ci.acq[q]
+	if a <= 0 {
+		return 0
+	}
+	w := st.wait[c][q] + st.returned[c][q]/a
+	if p := st.innerOf[q]; p >= 0 {
+		n := min(ci.under[q][p], a)
+		w += n / a * (st.innerWait[q] - st.wait[c][q])
+	}
+	return w
 }
 
 // relChange is |a−b| relative to the larger magnitude (absolute below 1e-12).

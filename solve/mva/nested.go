@@ -10,8 +10,9 @@ import (
 // nestedWaits replaces, in out, the waits poolWaits gave for a pool p of
 // several units whose holders queue inside it for a one-unit pool q (a
 // process's CPU slot inside a database's connections, a lock inside a
-// thread pool), for the classes that hold p, and their waits for q made
-// while holding it.
+// thread pool), for the classes that hold p, and sets innerOf[q] and
+// innerWait[q], the wait for q of the holds made while holding p (the
+// others keep poolWaits's wait for q).
 //
 // poolWaits solves every pool on its own: q as an open queue that all its
 // acquisitions reach, p as c servers whose holding time contains q's wait.
@@ -45,6 +46,13 @@ import (
 // to this function.
 func (st *state) nestedWaits(nested map[int]int, out [][]float64) error {
 	b := st.b
+	// innerOf stays from the last solution while the pair does (the
+	// walk has told q's holds inside p apart by it).
+	for q, p := range st.innerOf {
+		if inner, ok := nested[p]; !ok || inner != q {
+			st.innerOf[q] = -1
+		}
+	}
 	for p := range b.pools {
 		q, ok := nested[p]
 		if !ok {
@@ -52,6 +60,7 @@ func (st *state) nestedWaits(nested map[int]int, out [][]float64) error {
 		}
 		f, ok := st.flowEquivalent(p, q)
 		if !ok {
+			st.innerOf[q] = -1
 			continue
 		}
 		inside, wait, ok := f.solve()
@@ -59,14 +68,11 @@ func (st *state) nestedWaits(nested map[int]int, out [][]float64) error {
 			st.saturated = b.pools[p].name
 			return fmt.Errorf("%s: %w", b.pools[p].name, errUnstable)
 		}
-		wq := math.Max((inside-f.z-f.visits*f.service)/f.visits, 0)
+		st.innerOf[q] = p
+		st.innerWait[q] = math.Max((inside-f.z-f.visits*f.service)/f.visits, 0)
 		for c, ci := range b.classes {
 			if ci.acq[p] > 0 {
 				out[c][p] = wait
-			}
-			if n := ci.under[q][p]; n > 0 {
-				a := ci.acq[q]
-				out[c][q] = (n*wq + (a-n)*out[c][q]) / a
 			}
 		}
 	}
@@ -160,20 +166,26 @@ func (st *state) flowEquivalent(p, q int) (*flowEquivalent, bool) {
 		if x <= 0 {
 			continue
 		}
-		if a := ci.acq[q] - ci.under[q][p]; a > 0 {
-			f.background += x * a * st.hold[c][q]
+		// The holds of q inside p, where the walk has told them apart
+		// from q's others (sent work's, say), and as q's holds on
+		// average until it has.
+		n := ci.under[q][p]
+		h, sq := st.hold[c][q], st.holdSq[c][q]
+		if st.innerOf[q] == p && st.innerHold[c][q] > 0 {
+			h, sq = st.innerHold[c][q], st.innerHoldSq[c][q]
 		}
+		f.background += x * math.Max(ci.acq[q]*st.hold[c][q]-n*h, 0)
 		a := ci.acq[p]
 		if a <= 0 {
 			continue
 		}
 		f.rate += x * a
 		holdSum += x * a * st.hold[c][p]
-		if n := ci.under[q][p]; n > 0 {
+		if n > 0 {
 			qVisits += x * n
-			qHold += x * n * st.hold[c][q]
-			qSq += x * n * st.holdSq[c][q]
-			qWait += x * n * st.wait[c][q]
+			qHold += x * n * h
+			qSq += x * n * sq
+			qWait += x * n * st.innerWait[q]
 		}
 	}
 	if f.rate <= 0 || qVisits <= 0 || qHold <= 0 {

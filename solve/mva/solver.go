@@ -174,7 +174,7 @@ func fill(res *solve.Result, st *state) {
 			}
 			busy += x * ci.units[p] * st.hold[c][p]
 			acq += x * ci.acq[p]
-			waiting += x * ci.acq[p] * st.wait[c][p]
+			waiting += x * ci.acq[p] * st.waitOf(c, p)
 		}
 		if !pl.limited() {
 			if pl.component != "" {

@@ -220,7 +220,7 @@ func supports(b *built, st *state) (bool, []string) {
 				}
 				// Per acquisition of p, as the lists of a parallel step
 				// wait at once.
-				w := st.wait[c][p] + ci.under[q][p]/ci.acq[p]*st.wait[c][q]
+				w := st.wait[c][p] + ci.under[q][p]/ci.acq[p]*st.innerWait[q]
 				if w >= togetherShare*st.R[c] {
 					reasons = append(reasons, fmt.Sprintf("workload %s: waits for %s and for %s inside it (%.3g ms per acquisition, %.0f %% of its response time); the flow-equivalent server of a pool around a one-unit pool is an approximation within about 20 %%", ci.w.Name, b.pools[p].name, b.pools[q].name, 1e3*w, 100*w/st.R[c]))
 				}
