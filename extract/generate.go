@@ -160,6 +160,8 @@ type generator struct {
 	// fittedDelays holds the operations whose fixed delay was fitted at
 	// no load (see loadFreeDelay).
 	fittedDelays map[string]bool
+	// spells memoizes spellOf per operation (nil for none).
+	spells map[string]*spell
 	// slotWins memoizes slotWindows by component, slotWidths their
 	// width.
 	slotWins   map[string][]slotWin
@@ -577,10 +579,13 @@ func (g *generator) operations() {
 			o.Steps = append(o.Steps, model.Step{Kind: model.StepCPU, Demand: withMean(shape, r.CPU)})
 			o.Steps = append(o.Steps, g.behavior(id, op)...)
 			wait := g.cpuWait(op.component, r.CPU) + g.inSpanSlotWait(op) + g.siteWait(id, op)
+			offCPU := r.OffCPU
 			if fit, fitted = g.loadFreeDelay(id, op, r.CPU, false); fitted {
 				wait = r.OffCPU - fit.delay
+			} else if s, ok := g.spellOf(id); ok {
+				offCPU *= s.keep()
 			}
-			if rest := r.OffCPU - wait; rest >= minLatency {
+			if rest := offCPU - wait; rest >= minLatency {
 				delayAt = len(o.Steps)
 				o.Steps = append(o.Steps, model.Step{Kind: model.StepDelay, Demand: withMean(shape, rest)})
 			}
@@ -589,7 +594,7 @@ func (g *generator) operations() {
 				how = "not identified by the data; an assumption"
 			}
 			g.rep.evidencef("%s: CPU demand %.3gms estimated from utilization by %s (%s); %.3gms of its %.3gms own time off the CPU",
-				id, r.CPU*1e3, r.Method, how, math.Max(r.OffCPU-wait, 0)*1e3, r.OwnTime*1e3)
+				id, r.CPU*1e3, r.Method, how, math.Max(offCPU-wait, 0)*1e3, r.OwnTime*1e3)
 		} else if sw := g.paramSwitch(id, op, g.bins); sw != nil {
 			o.Steps = append(o.Steps, sw...)
 		} else {
@@ -611,14 +616,19 @@ func (g *generator) operations() {
 			// Part of the time off the CPU was spent waiting for it,
 			// which the model's CPU produces again: keep the rest.
 			wait := g.cpuWait(op.component, cpu.mean()) + g.inSpanSlotWait(op) + g.siteWait(id, op)
+			offCPU, spelled := off.mean(), ""
 			if fit, fitted = g.loadFreeDelay(id, op, cpu.mean(), true); fitted {
 				wait = off.mean() - fit.delay
+			} else if s, ok := g.spellOf(id); ok {
+				// A spell is left out: the mean of the other windows.
+				offCPU *= s.keep()
+				spelled = fmt.Sprintf(" (%.3gms without its spell)", offCPU*1e3)
 			}
-			if rest := off.mean() - wait; rest >= minLatency {
+			if rest := offCPU - wait; rest >= minLatency {
 				d := withMean(g.fit(id+" off-cpu", off), rest)
 				delayAt = len(o.Steps)
 				o.Steps = append(o.Steps, model.Step{Kind: model.StepDelay, Demand: d})
-				g.rep.evidencef("%s: %.3gms of its own time is off the CPU (own time minus perfcast.cpu.time, less %.3gms of waits the model makes again, for the CPU, CPU slots and locks, at the observed loads): modeled as a delay", id, rest*1e3, wait*1e3)
+				g.rep.evidencef("%s: %.3gms of its own time is off the CPU (own time minus perfcast.cpu.time%s, less %.3gms of waits the model makes again, for the CPU, CPU slots and locks, at the observed loads): modeled as a delay", id, rest*1e3, spelled, wait*1e3)
 			}
 		}
 		if fitted {

@@ -287,49 +287,95 @@ const (
 	spellShare  = 0.25
 )
 
+// spell is what spellOf finds for one operation: the windows whose
+// executions spent spellFactor times the median window's time off the CPU
+// or more, when they hold spellShare or more of it.
+type spell struct {
+	// off and n are the spell windows' time off the CPU and executions,
+	// total and all those of every window; windows is the number of spell
+	// windows, width their length in seconds, median the median window's
+	// time off the CPU per execution.
+	off, n, total, all float64
+	windows            int
+	width, median      float64
+}
+
+// keep is the factor that takes the spell out of the mean time off the
+// CPU per execution: the other windows' mean over the mean of all.
+func (s spell) keep() float64 {
+	if s.all <= s.n || s.total <= 0 {
+		return 1
+	}
+	return (s.total - s.off) / (s.all - s.n) / (s.total / s.all)
+}
+
+// spellOf returns operation id's spell, false when it has none (or too
+// few windows to tell). It is memoized.
+func (g *generator) spellOf(id string) (spell, bool) {
+	if g.spells == nil {
+		g.spells = map[string]*spell{}
+		byOp := map[string][]opCell{}
+		idle := int64(g.s.activity().idle * 1e9)
+		for _, oc := range g.cellsOf(func(string) bool { return true }) {
+			byOp[oc.id] = append(byOp[oc.id], oc)
+		}
+		for op, cells := range byOp {
+			g.spells[op] = findSpell(cells, idle)
+		}
+	}
+	s := g.spells[id]
+	if s == nil {
+		return spell{}, false
+	}
+	return *s, true
+}
+
+// findSpell finds the spell of one operation's cells, nil without one.
+func findSpell(cells []opCell, idle int64) *spell {
+	wins, width := groupWindows(cells, func(string) float64 { return 0 }, idle)
+	if len(wins) < 4 {
+		return nil
+	}
+	s := &spell{width: width}
+	for _, w := range wins {
+		s.total, s.all = s.total+w.off, s.all+w.n
+	}
+	if s.total <= 0 || s.all <= 0 {
+		return nil
+	}
+	x, wt := make([]float64, len(wins)), make([]float64, len(wins))
+	for k, w := range wins {
+		x[k], wt[k] = w.off/w.n, w.n
+	}
+	s.median = weightedQuantile(x, wt, 0.5)
+	limit := spellFactor * max(s.median, minLatency)
+	for _, w := range wins {
+		if w.off/w.n > limit {
+			s.off, s.n, s.windows = s.off+w.off, s.n+w.n, s.windows+1
+		}
+	}
+	if s.off < spellShare*s.total {
+		return nil
+	}
+	return s
+}
+
 // warnSpells warns about operations whose time off the CPU comes for a
 // large part from a short spell: queueing for something the model does
 // not have (a pool, a lock inside the span) during an overload, or a
-// stalled machine. Extraction keeps the mean, so the model's fixed delay
-// holds that spell at every load.
+// stalled machine. The fixed delay leaves the spell out, fitted at no
+// load or as the mean of the other windows (see spellOf).
 func (g *generator) warnSpells() {
-	byOp := map[string][]opCell{}
-	idle := int64(g.s.activity().idle * 1e9)
-	for _, oc := range g.cellsOf(func(string) bool { return true }) {
-		byOp[oc.id] = append(byOp[oc.id], oc)
-	}
-	for _, id := range slices.Sorted(maps.Keys(byOp)) {
-		wins, width := groupWindows(byOp[id], func(string) float64 { return 0 }, idle)
-		if len(wins) < 4 {
+	for _, id := range slices.Sorted(maps.Keys(g.s.ops)) {
+		s, ok := g.spellOf(id)
+		if !ok {
 			continue
 		}
-		total, n := 0.0, 0.0
-		for _, w := range wins {
-			total, n = total+w.off, n+w.n
+		held := "which its fixed delay, the mean of the other windows, leaves out (the model has no such spell); extract from a steady period"
+		if g.fittedDelays[id] {
+			held = "which its fixed delay, fitted at no load, leaves out (the model has no such spell)"
 		}
-		if total <= 0 || n <= 0 {
-			continue
-		}
-		x, wt := make([]float64, len(wins)), make([]float64, len(wins))
-		for k, w := range wins {
-			x[k], wt[k] = w.off/w.n, w.n
-		}
-		median := weightedQuantile(x, wt, 0.5)
-		limit := spellFactor * max(median, minLatency)
-		var spell, spellN float64
-		count := 0
-		for _, w := range wins {
-			if w.off/w.n > limit {
-				spell, spellN, count = spell+w.off, spellN+w.n, count+1
-			}
-		}
-		if spell >= spellShare*total {
-			held := "which the model's fixed delay now holds at every load; extract from a steady period"
-			if g.fittedDelays[id] {
-				held = "which its fixed delay, fitted at no load, leaves out (the model has no such spell)"
-			}
-			g.rep.warnf("%s: %.0f %% of its time off the CPU falls in %d window(s) of %.0f s holding %.1f %% of its executions, more than %d times the median window's %.3gms per execution: a spell of overload or a stall, %s",
-				id, 100*spell/total, count, width, 100*spellN/n, spellFactor, median*1e3, held)
-		}
+		g.rep.warnf("%s: %.0f %% of its time off the CPU falls in %d window(s) of %.0f s holding %.1f %% of its executions, more than %d times the median window's %.3gms per execution: a spell of overload or a stall, %s",
+			id, 100*s.off/s.total, s.windows, s.width, 100*s.n/s.all, spellFactor, s.median*1e3, held)
 	}
 }
