@@ -40,12 +40,19 @@ type reentry struct {
 	frac, gap float64
 }
 
-// openRelease is a request's last release of one pool: with probability
-// prob it was followed by delays only, of mean gap.
-type openRelease struct{ prob, gap float64 }
+// plus returns r with a fraction f after a mean gap g merged in: the
+// fractions add, the gaps average.
+func (r reentry) plus(f, g float64) reentry {
+	if f <= 0 {
+		return r
+	}
+	sum := r.frac + f
+	return reentry{sum, (r.frac*r.gap + f*g) / sum}
+}
 
-// releases maps pools to the request's open releases at a point of a walk.
-type releases map[int]openRelease
+// releases maps pools to a request's last release of each at a point of a
+// walk: with probability frac it was followed by delays only, of mean gap.
+type releases map[int]reentry
 
 // reentryWalk finds, in the steps of every operation and workload, the
 // holds that re-acquire a pool the request has just released (see
@@ -89,7 +96,7 @@ func (w *reentryWalk) step(s *model.Step, in releases, rec map[*model.Step]reent
 	case model.StepDelay:
 		out := releases{}
 		for p, r := range in {
-			out[p] = openRelease{r.prob, r.gap + s.Demand.Mean()}
+			out[p] = reentry{r.frac, r.gap + s.Demand.Mean()}
 		}
 		return out
 	case model.StepSend:
@@ -99,12 +106,12 @@ func (w *reentryWalk) step(s *model.Step, in releases, rec map[*model.Step]reent
 		if !ok || !w.b.pools[p].limited() {
 			return w.steps(s.Steps, in, rec, depth+1)
 		}
-		if r, ok := in[p]; ok && r.prob > 0 {
-			rec[s] = reentry{r.prob, r.gap}
+		if r, ok := in[p]; ok && r.frac > 0 {
+			rec[s] = r
 		}
 		// The wait for the pool ends every other release's account.
 		out := maps.Clone(w.steps(s.Steps, releases{}, rec, depth+1))
-		out[p] = openRelease{prob: 1}
+		out[p] = reentry{frac: 1}
 		return out
 	case model.StepLoop:
 		return w.loop(s, in, rec, depth)
@@ -144,10 +151,10 @@ func (w *reentryWalk) loop(s *model.Step, in releases, rec map[*model.Step]reent
 	again := w.steps(s.Steps, end, later, depth+1)
 	wFirst, wLater := (1-p0)/n, math.Max(n-1+p0, 0)/n
 	for st, r := range first {
-		add(rec, st, r, wFirst)
+		rec[st] = rec[st].plus(wFirst*r.frac, r.gap)
 	}
 	for st, r := range later {
-		add(rec, st, r, wLater)
+		rec[st] = rec[st].plus(wLater*r.frac, r.gap)
 	}
 	out := releases{}
 	mix(out, in, p0)
@@ -155,26 +162,11 @@ func (w *reentryWalk) loop(s *model.Step, in releases, rec map[*model.Step]reent
 	return out
 }
 
-// add merges weight·r into rec[s]: fractions add, gaps average.
-func add(rec map[*model.Step]reentry, s *model.Step, r reentry, weight float64) {
-	f := weight * r.frac
-	if f <= 0 {
-		return
-	}
-	old := rec[s]
-	sum := old.frac + f
-	rec[s] = reentry{sum, (old.frac*old.gap + f*r.gap) / sum}
-}
-
 // mix adds the releases from with probability p into out.
 func mix(out, from releases, p float64) {
 	for q, r := range from {
-		f := p * r.prob
-		if f <= 0 {
-			continue
+		if f := p * r.frac; f > 0 {
+			out[q] = out[q].plus(f, r.gap)
 		}
-		old := out[q]
-		sum := old.prob + f
-		out[q] = openRelease{sum, (old.prob*old.gap + f*r.gap) / sum}
 	}
 }
