@@ -35,27 +35,10 @@ func poolsAndJoins(t *testing.T) map[string]string {
 			}
 		}
 	}
-	out["one slot, short and long"] = `perfcast: 1
-hosts: {h: {}}
-components:
-  app:
-    host: h
-    operations:
-      list: {steps: [{cpu: "lognormal(0.5ms, cv=0.2)"}, {hold: {resource: slot, steps: [{cpu: "lognormal(5ms, cv=0.2)"}]}}]}
-      get: {steps: [{hold: {resource: slot, steps: [{cpu: exp(0.2ms)}]}}, {delay: 1ms}]}
-passive:
-  slot: {capacity: 1}
-workload:
-  browse: {open: {rate: 60}, steps: [{call: app/list}]}
-  lookup: {open: {rate: 300}, steps: [{call: app/get}]}
-`
-	// A request that takes the slot again after letting it go (a Go
-	// handler resuming after it blocked) finds the holder it let in just
-	// begun, not half done (see reentry): bursts less variable than
-	// exponential wait longer than an outside arrival, more variable ones
-	// less. (Without that, the bursts of cv 0.2 were 11.5 % short of the
-	// simulator, those of cv 2 16 % long, the geometric loop 10 % short.)
-	reentrant := func(burst, loop string) string {
+	// oneSlot is a one-unit slot held briefly by lookups and, after some
+	// CPU outside it, by a listing whose steps there are list, with its
+	// bursts' distribution for BURST.
+	oneSlot := func(burst, list string) string {
 		return fmt.Sprintf(`perfcast: 1
 hosts: {h: {}}
 components:
@@ -69,12 +52,19 @@ passive:
 workload:
   browse: {open: {rate: 60}, steps: [{call: app/list}]}
   lookup: {open: {rate: 300}, steps: [{call: app/get}]}
-`, strings.ReplaceAll(loop, "BURST", burst))
+`, strings.ReplaceAll(list, "BURST", burst))
 	}
+	out["one slot, short and long"] = oneSlot("lognormal(5ms, cv=0.2)", `{hold: {resource: slot, steps: [{cpu: "BURST"}]}}`)
+	// A request that takes the slot again after letting it go (a Go
+	// handler resuming after it blocked) finds the holder it let in just
+	// begun, not half done (see reentry): bursts less variable than
+	// exponential wait longer than an outside arrival, more variable ones
+	// less. (Without that, the bursts of cv 0.2 were 11.5 % short of the
+	// simulator, those of cv 2 16 % long, the geometric loop 10 % short.)
 	const resumes = `{hold: {resource: slot, steps: [{cpu: "BURST"}]}}, {loop: {times: {pmf: {"0": 0.2, "1": 0.5, "2": 0.3}}, steps: [{delay: "exp(0.2ms)"}, {hold: {resource: slot, steps: [{cpu: "BURST"}]}}]}}, {delay: 0.2ms}`
-	out["one slot, taken again"] = reentrant("lognormal(3ms, cv=0.2)", resumes)
-	out["one slot, taken again, bursts of cv 2"] = reentrant("hyperexp(3ms, cv=2)", resumes)
-	out["one slot, taken a geometric number of times"] = reentrant("gamma(1.5ms, cv=0.3)",
+	out["one slot, taken again"] = oneSlot("lognormal(3ms, cv=0.2)", resumes)
+	out["one slot, taken again, bursts of cv 2"] = oneSlot("hyperexp(3ms, cv=2)", resumes)
+	out["one slot, taken a geometric number of times"] = oneSlot("gamma(1.5ms, cv=0.3)",
 		`{loop: {times: "geometric(mean=3)", steps: [{hold: {resource: slot, steps: [{cpu: "BURST"}]}}, {delay: "exp(0.3ms)"}]}}`)
 	out["fan-out through one slot"] = `perfcast: 1
 hosts: {h: {}}
