@@ -32,6 +32,7 @@ import (
 //	cpu_slots:              # threads of a component on the CPU at once
 //	  catalog: 1            # (GOMAXPROCS of a Go service); "*": every component
 //	no_speed_curves: false  # do not model a CPU cost that changes with the load
+//	no_speed_variation: false  # do not model a CPU cost that wanders over time
 type Config struct {
 	Hosts map[string]HostConfig `yaml:"hosts"`
 	// Rename maps service names to component names.
@@ -69,6 +70,9 @@ type Config struct {
 	// where the traces show the CPU time of the same work changing with it
 	// (see SpeedCurve).
 	NoSpeedCurves bool `yaml:"no_speed_curves"`
+	// NoSpeedVariation keeps hosts at one speed over time, even where the
+	// traces show their CPU time wandering (see SpeedVariation).
+	NoSpeedVariation bool `yaml:"no_speed_variation"`
 	// OutsideSpans says where the CPU time that utilization metrics
 	// measure beyond the spans' goes in the model: "background" (the
 	// default) as asynchronous work each execution sends to its component

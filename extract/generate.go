@@ -1071,7 +1071,15 @@ func (g *generator) cores() {
 func (g *generator) speedCurves() {
 	for _, c := range g.est.SpeedCurves {
 		h := g.m.Host(c.Host)
-		if h == nil || len(c.Points) == 0 {
+		if h == nil {
+			continue
+		}
+		if v := c.Variation; v != nil && v.CV > 0 && !g.cfg.NoSpeedVariation {
+			h.CPU.SpeedVariation = v.CV
+			g.rep.evidencef("host %s: the CPU time of the same work wanders between stretches of up to %d s beyond what the load explains (%s, %d blocks, %d windows; F = %.2f, p = %.2g): coefficient of variation %.3g; speed_variation set",
+				h.Name, variationBlock*curveWindow, c.Source, v.Blocks, v.Windows, v.F, v.P, v.CV)
+		}
+		if len(c.Points) == 0 {
 			continue
 		}
 		h.CPU.SpeedCurve = slices.Clone(c.Points)

@@ -97,6 +97,9 @@ type SpeedCurve struct {
 	Points []model.SpeedPoint `json:"points,omitempty"`
 	// Skipped says why no curve was looked for or put in.
 	Skipped string `json:"skipped,omitempty"`
+	// Variation is how the cost ratio wanders beyond the curve, when
+	// there were windows to tell (see SpeedVariation).
+	Variation *SpeedVariation `json:"variation,omitempty"`
 }
 
 // curveWin is one window's measured and expected CPU time.
@@ -165,6 +168,7 @@ func EstimateSpeedCurves(w *Windows, set *metrics.Set, component func(service st
 			continue
 		}
 		c.fit(wins, n)
+		c.Variation = c.estimateVariation(wins, n)
 	}
 	return out
 }

@@ -155,6 +155,9 @@ func hostNode(h *Host) *yaml.Node {
 		}
 		put(cpu, "speed_curve", curve)
 	}
+	if h.CPU.SpeedVariation != 0 {
+		put(cpu, "speed_variation", num(h.CPU.SpeedVariation))
+	}
 	if h.CPU.Scheduling != "" && h.CPU.Scheduling != PS {
 		put(cpu, "scheduling", str(string(h.CPU.Scheduling)))
 	}

@@ -91,11 +91,24 @@ type CPU struct {
 	// beyond. Solvers apply the factor at the utilization of their solution
 	// (a fixed point), see SpeedAt.
 	SpeedCurve []SpeedPoint
+	// SpeedVariation is the coefficient of variation of the CPU time the
+	// same work takes from one period to another (tens of seconds to
+	// minutes), beyond what the load explains: a virtual machine's speed
+	// wanders with its neighbours' work. 0 (the default) is a steady
+	// speed. Solvers average their results over the speeds it spans,
+	// each held long enough for the system to settle (see
+	// solve.SolveVaried).
+	SpeedVariation float64
 	// Scheduling is PS, FCFS or RR.
 	Scheduling Scheduling
 	// Quantum is the RR time slice in seconds.
 	Quantum float64
 }
+
+// MaxSpeedVariation is the largest CPU.SpeedVariation a model may set: a
+// coefficient of variation of 1 already means periods at a third of the
+// mean speed and at twice it.
+const MaxSpeedVariation = 1.0
 
 // SpeedPoint is one point of a host's speed curve.
 type SpeedPoint struct {

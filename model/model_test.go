@@ -281,6 +281,8 @@ func TestInvalid(t *testing.T) {
 		{"speed curve factor", "cpu: {cores: 2}", "cpu: {cores: 2, speed_curve: [{utilization: 0.5, factor: 0}]}", 3, "hosts.app", "factor must be positive"},
 		{"speed curve utilization", "cpu: {cores: 2}", "cpu: {cores: 2, speed_curve: [{utilization: 1.5, factor: 1}]}", 3, "hosts.app", "[0, 1]"},
 		{"speed curve key", "cpu: {cores: 2}", "cpu: {cores: 2, speed_curve: [{util: 0.5, factor: 1}]}", 4, "hosts.app.cpu.speed_curve[0].util", "unknown key"},
+		{"speed variation negative", "cpu: {cores: 2}", "cpu: {cores: 2, speed_variation: -0.1}", 3, "hosts.app", "speed_variation must lie in [0, 1]"},
+		{"speed variation too large", "cpu: {cores: 2}", "cpu: {cores: 2, speed_variation: 1.5}", 3, "hosts.app", "speed_variation must lie in [0, 1]"},
 		{"rr without quantum", "cpu: {cores: 2}", "cpu: {cores: 2, scheduling: rr}", 3, "hosts.app", "quantum"},
 		{"hyperexp cv", "exp(1ms)", "hyperexp(1ms, cv=0.5)", 12, "components.front.operations.get.steps[0].cpu", ""},
 		{"not a map", "hosts:\n  app:", "hosts: [app]\n  app_:", 0, "", ""},
@@ -467,6 +469,32 @@ func TestRewriteLists(t *testing.T) {
 	}
 	if !reflect.DeepEqual(steps, build()) {
 		t.Fatal("the input changed")
+	}
+}
+
+// TestSpeedVariation: speed_variation is read, kept through both formats,
+// and left out of the encoding when zero.
+func TestSpeedVariation(t *testing.T) {
+	src := strings.Replace(base, "cpu: {cores: 2}", "cpu: {cores: 2, speed_variation: 0.12}", 1)
+	m, err := Parse([]byte(src), "varied.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Host("app").CPU.SpeedVariation; got != 0.12 {
+		t.Fatalf("speed variation %g, want 0.12", got)
+	}
+	for _, f := range []Format{YAML, JSON} {
+		m2, err := Parse(encode(t, m, f), "again."+string(f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m2.Host("app").CPU.SpeedVariation; got != 0.12 {
+			t.Errorf("%s round trip: speed variation %g, want 0.12", f, got)
+		}
+	}
+	m.Host("app").CPU.SpeedVariation = 0
+	if out := string(encode(t, m, YAML)); strings.Contains(out, "speed_variation") {
+		t.Errorf("zero speed variation encoded:\n%s", out)
 	}
 }
 

@@ -149,6 +149,9 @@ func (v *validator) host(h *Host) {
 	if !(h.CPU.Speed > 0) {
 		v.add(h.Pos, "cpu.speed must be positive, found %g", h.CPU.Speed)
 	}
+	if !(h.CPU.SpeedVariation >= 0 && h.CPU.SpeedVariation <= MaxSpeedVariation) {
+		v.add(h.Pos, "cpu.speed_variation must lie in [0, %g], found %g", MaxSpeedVariation, h.CPU.SpeedVariation)
+	}
 	for i, pt := range h.CPU.SpeedCurve {
 		if !(pt.Utilization >= 0 && pt.Utilization <= 1) {
 			v.add(h.Pos, "cpu.speed_curve[%d].utilization must lie in [0, 1], found %g", i, pt.Utilization)

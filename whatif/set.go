@@ -72,6 +72,14 @@ var sections = []section{
 				m.Host(n).CPU.Speed, err = floatValue(v)
 				return
 			}},
+			{"cpu.speed_variation", func(m *model.Model, n, v string) error {
+				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				if err != nil || !(f >= 0) {
+					return fmt.Errorf("want a number of at least 0, not %q", v)
+				}
+				m.Host(n).CPU.SpeedVariation = f
+				return nil
+			}},
 			{"cpu.scheduling", func(m *model.Model, n, v string) error {
 				m.Host(n).CPU.Scheduling = model.Scheduling(v)
 				return nil

@@ -44,6 +44,7 @@ func TestSet(t *testing.T) {
 	m := parse(t)
 	for _, s := range []string{
 		"hosts.app.cpu.cores=8", "hosts.app.replicas=3", "hosts.app.cpu.speed=1.5",
+		"hosts.app.cpu.speed_variation=0.2",
 		"components.svc.threads=32", "passive.lock.capacity=20",
 		"workload.w.open.rate=120/s", "workload.u.closed.users=400", "workload.*.load=2",
 	} {
@@ -55,7 +56,7 @@ func TestSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := m.Host("app")
-	if h.CPU.Cores != 8 || h.Replicas != 3 || h.CPU.Speed != 1.5 || m.Component("svc").Threads != 32 ||
+	if h.CPU.Cores != 8 || h.Replicas != 3 || h.CPU.Speed != 1.5 || h.CPU.SpeedVariation != 0.2 || m.Component("svc").Threads != 32 ||
 		m.PassiveResource("lock").Capacity != 20 || m.Workload("w").Open.Rate != 240 || m.Workload("u").Closed.Users != 800 {
 		t.Errorf("not all set:\n%s", m.Marshal())
 	}
@@ -64,15 +65,16 @@ func TestSet(t *testing.T) {
 func TestSetErrors(t *testing.T) {
 	m := parse(t)
 	for s, want := range map[string]string{
-		"hosts.db.cpu.cores=2":      `no host named "db" (hosts: app)`,
-		"hosts.app.cpu.corez=2":     "unknown key (settable: hosts.NAME.replicas",
-		"host.app.cpu.cores=2":      "keys start with hosts, components, passive, workload",
-		"hosts.app.cpu.cores=two":   "whole number",
-		"hosts.app.cpu.cores":       "KEY=VALUE",
-		"workload.u.open.rate=3":    "closed",
-		"components.svc.threads=0":  "at least 1",
-		"workload.w.open.rate=fast": "rate",
-		"passive.nope.capacity=2":   `no passive resource named "nope" (passive: lock)`,
+		"hosts.db.cpu.cores=2":             `no host named "db" (hosts: app)`,
+		"hosts.app.cpu.corez=2":            "unknown key (settable: hosts.NAME.replicas",
+		"host.app.cpu.cores=2":             "keys start with hosts, components, passive, workload",
+		"hosts.app.cpu.cores=two":          "whole number",
+		"hosts.app.cpu.cores":              "KEY=VALUE",
+		"workload.u.open.rate=3":           "closed",
+		"components.svc.threads=0":         "at least 1",
+		"workload.w.open.rate=fast":        "rate",
+		"passive.nope.capacity=2":          `no passive resource named "nope" (passive: lock)`,
+		"hosts.app.cpu.speed_variation=-1": "at least 0",
 	} {
 		err := Set(m, s)
 		if err == nil || !strings.Contains(err.Error(), want) {

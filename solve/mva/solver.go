@@ -26,12 +26,15 @@ func (Solver) Name() string { return "mva" }
 // outside what the solver treats faithfully (see Supports), it still answers
 // and says why in the warnings. Options are ignored: the result is
 // deterministic. Hosts with a speed curve run at the factor of their
-// utilization (solve.ResolveSpeeds).
+// utilization (solve.ResolveSpeeds), and hosts with a speed variation at
+// each of its speeds in turn (solve.SolveVaried).
 func (s Solver) Solve(ctx context.Context, m *model.Model, _ solve.Options) (*solve.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return solve.SolveWithSpeeds(ctx, m, s.solve, s.solve)
+	return solve.SolveVaried(ctx, m, func(ctx context.Context, m *model.Model, _, _ int) (*solve.Result, error) {
+		return solve.SolveWithSpeeds(ctx, m, s.solve, s.solve)
+	})
 }
 
 func (s Solver) solve(ctx context.Context, m *model.Model) (*solve.Result, error) {

@@ -303,13 +303,21 @@ type config struct {
 
 // Solve implements solve.Solver. Hosts with a speed curve run at the
 // factor of their utilization, found by solve.ResolveSpeeds; where closed
-// workloads load them, candidates are simulated at precision 0.05.
+// workloads load them, candidates are simulated at precision 0.05. Hosts
+// with a speed variation are simulated at each of its speeds in turn, with
+// the same seed (solve.SolveVaried).
 func (s simulator) Solve(ctx context.Context, m *model.Model, opts solve.Options) (*solve.Result, error) {
-	quick := opts
-	quick.Precision, quick.Progress = max(opts.Precision, 0.05), nil
-	return solve.SolveWithSpeeds(ctx, m,
-		func(ctx context.Context, c *model.Model) (*solve.Result, error) { return s.solve(ctx, c, quick) },
-		func(ctx context.Context, c *model.Model) (*solve.Result, error) { return s.solve(ctx, c, opts) })
+	return solve.SolveVaried(ctx, m, func(ctx context.Context, m *model.Model, j, of int) (*solve.Result, error) {
+		o := opts
+		if opts.Progress != nil && of > 1 {
+			o.Progress = func(done float64) { opts.Progress((float64(j) + done) / float64(of)) }
+		}
+		quick := o
+		quick.Precision, quick.Progress = max(o.Precision, 0.05), nil
+		return solve.SolveWithSpeeds(ctx, m,
+			func(ctx context.Context, c *model.Model) (*solve.Result, error) { return s.solve(ctx, c, quick) },
+			func(ctx context.Context, c *model.Model) (*solve.Result, error) { return s.solve(ctx, c, o) })
+	})
 }
 
 func (simulator) solve(ctx context.Context, m *model.Model, opts solve.Options) (*solve.Result, error) {

@@ -1,0 +1,444 @@
+package solve
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/perfcast/perfcast/model"
+)
+
+// SpeedScenarios is the number of speeds over which a host's speed
+// variation (model.CPU.SpeedVariation) is averaged: equally likely strata
+// of its distribution.
+const SpeedScenarios = 5
+
+// SpeedMultipliers returns the factors by which a host's CPU demands are
+// multiplied in each of the SpeedScenarios strata of a speed variation v
+// (a coefficient of variation), in increasing order: the CPU time the same
+// work takes is taken to be lognormal with mean 1 and that coefficient of
+// variation, cut into equally likely strata, and each factor is its
+// stratum's mean, so that the factors average exactly 1. v = 0 gives 1
+// for every stratum.
+func SpeedMultipliers(v float64) []float64 {
+	k := SpeedScenarios
+	out := make([]float64, k)
+	if !(v > 0) {
+		for i := range out {
+			out[i] = 1
+		}
+		return out
+	}
+	sigma := math.Sqrt(math.Log1p(v * v))
+	n := distuv.UnitNormal
+	// E[X; a < Z < b] for X = exp(σZ − σ²/2) is Φ(b − σ) − Φ(a − σ).
+	cdf := func(z float64) float64 {
+		switch {
+		case math.IsInf(z, -1):
+			return 0
+		case math.IsInf(z, 1):
+			return 1
+		}
+		return n.CDF(z - sigma)
+	}
+	lo := math.Inf(-1)
+	for i := range k {
+		hi := math.Inf(1)
+		if i < k-1 {
+			hi = n.Quantile(float64(i+1) / float64(k))
+		}
+		out[i] = float64(k) * (cdf(hi) - cdf(lo))
+		lo = hi
+	}
+	return out
+}
+
+// varied is a host with a speed variation and its place among them.
+type varied struct {
+	host  string
+	speed float64
+	mult  []float64
+}
+
+// strata are the orders in which the varied hosts (the first, the
+// second, …) run at their strata over the SpeedScenarios scenarios: each
+// a permutation, so that every host runs at each of its strata once, and
+// chosen so that the hosts' strata are nearly uncorrelated over the
+// scenarios, as independent variations would be: the first two not at
+// all, any two of the first three within 0.1, of the first four within
+// 0.3 (a greedy search over the permutations). A fifth host and beyond
+// reuse the orders; their speeds then move with an earlier host's.
+var strata = [][SpeedScenarios]int{
+	{0, 1, 2, 3, 4},
+	{0, 4, 3, 2, 1},
+	{2, 0, 4, 3, 1},
+	{2, 1, 4, 0, 3},
+}
+
+// stratum is the stratum of the i-th varied host in scenario j.
+func stratum(i, j int) int { return strata[i%len(strata)][j] }
+
+// SolveVaried solves m with one; when hosts of m have a speed variation,
+// it solves once per speed scenario instead and mixes the results (see
+// Mix). In scenario j, each such host runs at its speed divided by one of
+// the SpeedMultipliers of its variation (stratum) and with no variation
+// left; the scenarios are equally likely. Each is a steady state: the
+// speed is taken to hold for long enough (tens of seconds and more) that
+// the system settles at it, so the mixture is that of the steady states.
+// one is also told the scenario's index and the number of scenarios, for
+// progress reports.
+func SolveVaried(ctx context.Context, m *model.Model, one func(ctx context.Context, m *model.Model, scenario, of int) (*Result, error)) (*Result, error) {
+	var hosts []varied
+	for _, h := range m.Hosts {
+		if h.CPU.SpeedVariation > 0 {
+			hosts = append(hosts, varied{host: h.Name, speed: h.CPU.Speed, mult: SpeedMultipliers(h.CPU.SpeedVariation)})
+		}
+	}
+	if len(hosts) == 0 {
+		return one(ctx, m, 0, 1)
+	}
+	results := make([]*Result, SpeedScenarios)
+	for j := range SpeedScenarios {
+		c, err := m.Clone()
+		if err != nil {
+			return nil, fmt.Errorf("speed variation: %w", err)
+		}
+		for _, h := range c.Hosts {
+			h.CPU.SpeedVariation = 0
+		}
+		for i, v := range hosts {
+			c.Host(v.host).CPU.Speed = v.speed / v.mult[stratum(i, j)]
+		}
+		res, err := one(ctx, c, j, SpeedScenarios)
+		if err != nil {
+			return nil, err
+		}
+		results[j] = res
+	}
+	out := Mix(results)
+	var parts []string
+	for _, v := range hosts {
+		h := m.Host(v.host)
+		parts = append(parts, fmt.Sprintf("%s (speed_variation %.3g: ×%.3g to ×%.3g of its speed)",
+			v.host, h.CPU.SpeedVariation, 1/v.mult[len(v.mult)-1], 1/v.mult[0]))
+	}
+	speeds := fmt.Sprintf("%d equally likely CPU speeds of %s, each taken to last long enough for the system to settle", SpeedScenarios, strings.Join(parts, ", "))
+	if out.Stable {
+		out.Warnings = append(out.Warnings, "averaged over "+speeds)
+	} else {
+		out.Warnings = append(out.Warnings, "unstable at the slowest of "+speeds)
+	}
+	return out, nil
+}
+
+// Mix combines the results of equally likely steady states of one model
+// (the scenarios of SolveVaried) into one: throughputs, utilizations,
+// busy servers and queue lengths are the scenarios' means; response and
+// waiting times are mixtures, each scenario's weighted by its throughput
+// (for waits, equally), with confidence half-widths combined as those of
+// independent estimates. Percentiles are those of the mixture of the
+// scenarios' distributions, each distribution read from its percentiles
+// (50, 90, 95 and 99) with the logarithm of its survival function linear
+// between them and beyond the last, from zero at zero: exact for
+// exponential distributions, an interpolation otherwise. If a scenario
+// is unstable, the mixture is too, and Mix returns (a copy of) the first
+// unstable one. The warnings are the union of the scenarios'.
+func Mix(results []*Result) *Result {
+	if len(results) == 1 {
+		return results[0]
+	}
+	var warnings []string
+	for _, r := range results {
+		for _, w := range r.Warnings {
+			if !slices.Contains(warnings, w) {
+				warnings = append(warnings, w)
+			}
+		}
+	}
+	for _, r := range results {
+		if !r.Stable {
+			out := *r
+			out.Warnings = warnings
+			return &out
+		}
+	}
+	mid := results[len(results)/2]
+	out := &Result{
+		Perfcast: mid.Perfcast, Model: mid.Model, Solver: mid.Solver, Stable: true,
+		Bottleneck: mid.Bottleneck, Warnings: warnings, Extra: mid.Extra,
+		Workloads:  map[string]*WorkloadResult{},
+		Operations: map[string]*OperationResult{},
+		Resources:  map[string]*ResourceResult{},
+	}
+	n := float64(len(results))
+	for name := range mid.Workloads {
+		ws := make([]*WorkloadResult, len(results))
+		for j, r := range results {
+			ws[j] = r.Workloads[name]
+		}
+		if slices.Contains(ws, nil) {
+			continue
+		}
+		x := make([]float64, len(ws))
+		rt := make([]Times, len(ws))
+		var ct []Times
+		w := &WorkloadResult{}
+		for j, s := range ws {
+			x[j], rt[j] = s.Throughput, s.ResponseTime
+			w.Throughput += s.Throughput / n
+			w.Dropped += s.Dropped / n
+			if s.CompletionTime != nil {
+				ct = append(ct, *s.CompletionTime)
+			}
+		}
+		w.ThroughputCI95 = meanCI(ws, func(s *WorkloadResult) *[2]float64 { return s.ThroughputCI95 })
+		w.ResponseTime = mixTimes(rt, x)
+		if len(ct) == len(ws) {
+			c := mixTimes(ct, x)
+			w.CompletionTime = &c
+		}
+		out.Workloads[name] = w
+	}
+	for name := range mid.Operations {
+		os := make([]*OperationResult, len(results))
+		for j, r := range results {
+			os[j] = r.Operations[name]
+		}
+		if slices.Contains(os, nil) {
+			continue
+		}
+		x := make([]float64, len(os))
+		rt := make([]Times, len(os))
+		var sp []Times
+		o := &OperationResult{}
+		for j, s := range os {
+			x[j], rt[j] = s.Throughput, s.ResponseTime
+			o.Throughput += s.Throughput / n
+			if s.Span != nil {
+				sp = append(sp, *s.Span)
+			}
+		}
+		o.ResponseTime = mixTimes(rt, x)
+		if len(sp) == len(os) {
+			s := mixTimes(sp, x)
+			o.Span = &s
+		}
+		out.Operations[name] = o
+	}
+	for name := range mid.Resources {
+		rs := make([]*ResourceResult, len(results))
+		for j, r := range results {
+			rs[j] = r.Resources[name]
+		}
+		if slices.Contains(rs, nil) {
+			continue
+		}
+		o := &ResourceResult{}
+		var waits []Times
+		var queue float64
+		queued := 0
+		for _, s := range rs {
+			o.Utilization += s.Utilization / n
+			o.Busy += s.Busy / n
+			if s.Wait != nil {
+				waits = append(waits, *s.Wait)
+			}
+			if s.QueueLength != nil {
+				queue += *s.QueueLength / n
+				queued++
+			}
+		}
+		o.UtilizationCI95 = meanCI(rs, func(s *ResourceResult) *[2]float64 { return s.UtilizationCI95 })
+		if len(rs[0].PerReplica) > 0 {
+			o.PerReplica = make([]float64, len(rs[0].PerReplica))
+			for _, s := range rs {
+				for i := range min(len(s.PerReplica), len(o.PerReplica)) {
+					o.PerReplica[i] += s.PerReplica[i] / n
+				}
+			}
+		}
+		if len(waits) == len(rs) {
+			w := mixTimes(waits, nil)
+			o.Wait = &w
+		}
+		if queued == len(rs) {
+			o.QueueLength = Float(queue)
+		}
+		out.Resources[name] = o
+	}
+	if mid.SpeedFactors != nil {
+		out.SpeedFactors = map[string]float64{}
+		for _, r := range results {
+			for h, f := range r.SpeedFactors {
+				out.SpeedFactors[h] += f / n
+			}
+		}
+	}
+	if mid.Sim != nil {
+		s := *mid.Sim
+		s.Replications, s.Requests, s.Events, s.SimTime, s.WallSeconds = 0, 0, 0, 0, 0
+		for _, r := range results {
+			if r.Sim == nil {
+				continue
+			}
+			s.Replications += r.Sim.Replications
+			s.Requests += r.Sim.Requests
+			s.Events += r.Sim.Events
+			s.SimTime += r.Sim.SimTime
+			s.WallSeconds += r.Sim.WallSeconds
+			s.WarmupCut = max(s.WarmupCut, r.Sim.WarmupCut)
+		}
+		out.Sim = &s
+	}
+	if mid.MVA != nil {
+		a := *mid.MVA
+		a.Iterations, a.Converged, a.Residual = 0, true, 0
+		for _, r := range results {
+			if r.MVA == nil {
+				continue
+			}
+			a.Iterations += r.MVA.Iterations
+			a.Converged = a.Converged && r.MVA.Converged
+			a.Residual = max(a.Residual, r.MVA.Residual)
+		}
+		out.MVA = &a
+	}
+	return out
+}
+
+// meanCI averages the scenarios' confidence bounds, when all have them.
+func meanCI[T any](items []T, ci func(T) *[2]float64) *[2]float64 {
+	var sum [2]float64
+	for _, it := range items {
+		c := ci(it)
+		if c == nil {
+			return nil
+		}
+		sum[0] += c[0] / float64(len(items))
+		sum[1] += c[1] / float64(len(items))
+	}
+	return &sum
+}
+
+// mixTimes mixes the scenarios' times with weights w (nil: equal).
+func mixTimes(ts []Times, w []float64) Times {
+	if w == nil {
+		w = make([]float64, len(ts))
+		for i := range w {
+			w[i] = 1
+		}
+	}
+	total := 0.0
+	for _, x := range w {
+		total += x
+	}
+	if !(total > 0) {
+		w = make([]float64, len(ts))
+		for i := range w {
+			w[i] = 1
+		}
+		total = float64(len(ts))
+	}
+	var out Times
+	var half2 float64
+	withCI := true
+	for i, t := range ts {
+		p := w[i] / total
+		out.Mean += p * t.Mean
+		if t.CI95 == nil {
+			withCI = false
+			continue
+		}
+		h := (t.CI95[1] - t.CI95[0]) / 2
+		half2 += p * p * h * h
+	}
+	if withCI {
+		h := math.Sqrt(half2)
+		out.CI95 = &[2]float64{out.Mean - h, out.Mean + h}
+	}
+	curves := make([]survival, len(ts))
+	for i, t := range ts {
+		if t.P50 == nil || t.P90 == nil || t.P95 == nil || t.P99 == nil {
+			return out
+		}
+		curves[i] = newSurvival(*t.P50, *t.P90, *t.P95, *t.P99)
+	}
+	q := func(p float64) *float64 {
+		return Float(mixQuantile(curves, w, total, p))
+	}
+	out.P50, out.P90, out.P95, out.P99 = q(0.5), q(0.9), q(0.95), q(0.99)
+	return out
+}
+
+// survival is a distribution read from four percentiles: the logarithm
+// of its survival function, linear in time between the knots (zero at
+// zero) and beyond the last with the last piece's slope.
+type survival struct{ t, l [5]float64 }
+
+func newSurvival(p50, p90, p95, p99 float64) survival {
+	var s survival
+	s.t = [5]float64{0, p50, p90, p95, p99}
+	s.l = [5]float64{0, math.Log(0.5), math.Log(0.1), math.Log(0.05), math.Log(0.01)}
+	for i := 1; i < 5; i++ {
+		// Keep the knots in order when percentiles tie or cross.
+		s.t[i] = max(s.t[i], s.t[i-1])
+	}
+	return s
+}
+
+// logS is the logarithm of the survival function at t.
+func (s survival) logS(t float64) float64 {
+	i := 1
+	for i < 4 && t > s.t[i] {
+		i++
+	}
+	dt := s.t[i] - s.t[i-1]
+	if !(dt > 0) {
+		if t < s.t[i] {
+			return s.l[i-1]
+		}
+		if i == 4 {
+			return math.Inf(-1)
+		}
+		return s.l[i]
+	}
+	return s.l[i-1] + (s.l[i]-s.l[i-1])*(t-s.t[i-1])/dt
+}
+
+// mixQuantile is the p-quantile of the mixture of curves with weights w
+// summing to total, by bisection.
+func mixQuantile(curves []survival, w []float64, total, p float64) float64 {
+	surv := func(t float64) float64 {
+		s := 0.0
+		for i, c := range curves {
+			s += w[i] / total * math.Exp(c.logS(t))
+		}
+		return s
+	}
+	lo, hi := 0.0, 0.0
+	for _, c := range curves {
+		hi = max(hi, c.t[4])
+	}
+	for surv(hi) > 1-p {
+		hi *= 2
+		if hi > 1e12 || hi == 0 {
+			return hi
+		}
+	}
+	for range 200 {
+		mid := (lo + hi) / 2
+		if mid == lo || mid == hi {
+			break
+		}
+		if surv(mid) > 1-p {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return (lo + hi) / 2
+}

@@ -1,0 +1,148 @@
+package solve_test
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/solve"
+	"github.com/perfcast/perfcast/solve/mva"
+	"github.com/perfcast/perfcast/solve/sim"
+)
+
+// variedModel is an M/M/1 queue (first come first served, so that the
+// response time is exponential) of 10 ms at 60/s whose CPU time wanders
+// with a coefficient of variation of 0.25.
+const variedModel = `perfcast: 1
+hosts:
+  app: {cpu: {speed_variation: 0.25, scheduling: fcfs}}
+components:
+  svc:
+    host: app
+    operations:
+      op: {steps: [{cpu: exp(10ms)}]}
+workload:
+  w:
+    open: {rate: 60/s}
+    steps: [{call: svc/op}]
+`
+
+// variedTheory is, for variedModel at rate lambda, the utilization and
+// the mean and p95 of the response time averaged over the speed strata:
+// in stratum j the queue is M/M/1 with service time 10 ms × m_j, whose
+// response time is exponential with rate 1/s − λ; the open rate is the
+// same in each, so each weighs alike.
+func variedTheory(lambda float64) (u, mean, p95 float64) {
+	m := solve.SpeedMultipliers(0.25)
+	rates := make([]float64, len(m))
+	for j, f := range m {
+		s := 0.010 * f
+		u += lambda * s / float64(len(m))
+		rates[j] = 1/s - lambda
+		mean += 1 / rates[j] / float64(len(m))
+	}
+	surv := func(t float64) float64 {
+		v := 0.0
+		for _, r := range rates {
+			v += math.Exp(-r*t) / float64(len(rates))
+		}
+		return v
+	}
+	lo, hi := 0.0, 10.0
+	for range 200 {
+		mid := (lo + hi) / 2
+		if surv(mid) > 0.05 {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return u, mean, lo
+}
+
+// TestSpeedVariationMM1: both solvers average the M/M/1 queue over the
+// speed strata. The analytical solver is exact; the simulated mean must
+// hold the theory in its confidence interval and the p95 lie within the
+// tolerance of percentileTolerance in the sim package (five half-widths
+// of the mean plus the sketch's 0.5 %), which holds for a mixture of
+// exponentials as for one. The variation makes the queue slower than at
+// the mean speed: 33.1 ms against 25 ms.
+func TestSpeedVariationMM1(t *testing.T) {
+	m, err := model.Parse([]byte(variedModel), "varied.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, mean, p95 := variedTheory(60)
+	if steady := 0.010 / (1 - 0.6); !(mean > 1.2*steady) {
+		t.Fatalf("theory %g not above the steady speed's %g: the case does not test the mixture", mean, steady)
+	}
+	ctx := context.Background()
+	res, err := mva.New().Solve(ctx, m, solve.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Workloads["w"].ResponseTime.Mean; math.Abs(got-mean) > 1e-9*mean {
+		t.Errorf("mva response time %g, theory %g", got, mean)
+	}
+	if got := res.Resources["app.cpu"].Utilization; math.Abs(got-u) > 1e-9 {
+		t.Errorf("mva utilization %g, theory %g", got, u)
+	}
+	if !hasWarning(res, "averaged over 5 equally likely CPU speeds of app") {
+		t.Errorf("mva warnings %q say nothing of the speeds", res.Warnings)
+	}
+	res, err = sim.New().Solve(ctx, m, solve.Options{Seed: 5, Precision: 0.01})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := res.Workloads["w"].ResponseTime
+	if rt.CI95 == nil || mean < rt.CI95[0] || mean > rt.CI95[1] {
+		t.Errorf("simulated response time %g (95 %% CI %v), theory %g", rt.Mean, rt.CI95, mean)
+	}
+	relHW := (rt.CI95[1] - rt.CI95[0]) / 2 / rt.Mean
+	if tol := 0.005 + 5*relHW; rt.P95 == nil || math.Abs(*rt.P95-p95) > tol*p95 {
+		t.Errorf("simulated p95 %v, theory %g (tolerance %.2g)", fmtp(rt.P95), p95, tol)
+	}
+	if got := res.Resources["app.cpu"].Utilization; math.Abs(got-u) > 0.01 {
+		t.Errorf("simulated utilization %g, theory %g", got, u)
+	}
+}
+
+// TestSpeedVariationUnstable: at 85 % of the mean speed's capacity the
+// slowest stratum (×1.38 the CPU time at a variation of 0.25) is
+// overloaded, and both solvers say the mixture is unstable.
+func TestSpeedVariationUnstable(t *testing.T) {
+	m, err := model.Parse([]byte(strings.Replace(variedModel, "60/s", "85/s", 1)), "varied.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := solve.SpeedMultipliers(0.25); !(0.85*f[len(f)-1] > 1) {
+		t.Fatalf("slowest factor %g does not overload the case", f[len(f)-1])
+	}
+	for _, s := range []solve.Solver{mva.New(), sim.New()} {
+		res, err := s.Solve(context.Background(), m, solve.Options{Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Stable || res.Bottleneck != "app.cpu" || !hasWarning(res, "unstable at the slowest of 5") {
+			t.Errorf("%s: stable %v, bottleneck %q, warnings %q", s.Name(), res.Stable, res.Bottleneck, res.Warnings)
+		}
+	}
+}
+
+func hasWarning(r *solve.Result, part string) bool {
+	for _, w := range r.Warnings {
+		if strings.Contains(w, part) {
+			return true
+		}
+	}
+	return false
+}
+
+func fmtp(p *float64) any {
+	if p == nil {
+		return "none"
+	}
+	return *p
+}
