@@ -94,6 +94,9 @@ and seed give the same file, byte for byte.`,
 				return err
 			}
 			if !g.quiet {
+				for _, w := range res.Warnings {
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
+				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "generated %s: %d requests, %d traces, %d spans over %s of simulated time\n",
 					out, requests, len(traces), spans, formatSeconds(last))
 			}

@@ -113,6 +113,9 @@ type RecordOptions struct {
 // the same for the same model and seed. An error from emit stops the run
 // and is returned.
 //
+// A host's speed variation (model.CPU.SpeedVariation) is not simulated:
+// the traces run at its mean speed, and the result's warnings say so.
+//
 // When the open workloads need more than a resource can give, or the run
 // finds no steady state, the result says stable: false and emit may not have
 // been called at all.
@@ -135,6 +138,11 @@ func Record(ctx context.Context, m *model.Model, opts RecordOptions, emit func(*
 	}
 	res := solve.NewResult(m, "sim")
 	res.SpeedFactors = factors
+	for _, h := range m.Hosts {
+		if h.CPU.SpeedVariation > 0 {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("host %s: its speed variation (%.3g) is not in the traces, which run at its mean speed throughout", h.Name, h.CPU.SpeedVariation))
+		}
+	}
 	if overloaded(m, res, seed, start) {
 		return res, nil
 	}
