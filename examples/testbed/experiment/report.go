@@ -451,6 +451,13 @@ func (r *report) writeCurves(w io.Writer) {
 		} else {
 			fmt.Fprintf(w, " Host %s: no speed curve (%s).", c.Host, c.Skipped)
 		}
+		switch v := c.Variation; {
+		case v == nil:
+		case v.CV > 0:
+			fmt.Fprintf(w, " Beyond the load, its CPU time per unit of work varied between %d blocks of up to 30 s with a coefficient of variation of %.3f (F = %.2f, p = %.2g), the model's `speed_variation`.", v.Blocks, v.CV, v.F, v.P)
+		default:
+			fmt.Fprintf(w, " No speed variation (%s).", v.Skipped)
+		}
 	}
 }
 
