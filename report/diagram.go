@@ -62,6 +62,9 @@ func buildDiagram(m *model.Model, r *Results) *diagram {
 		if h.CPU.Speed > 0 && h.CPU.Speed != 1 {
 			cores += ", speed " + trimSig3(h.CPU.Speed)
 		}
+		if v := h.CPU.SpeedVariation; v > 0 {
+			cores += ", speed varies (cv " + trimSig3(v) + ")"
+		}
 		if pred != nil {
 			if f, ok := pred.SpeedFactors[h.Name]; ok {
 				cores += ", curve ×" + trimSig3(f)

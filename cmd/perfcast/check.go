@@ -68,7 +68,11 @@ func writeSummary(w io.Writer, m *model.Model) error {
 		if h.CPU.Scheduling == model.RR {
 			sched += " " + model.FormatDuration(h.CPU.Quantum)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%g\t%s\t%s\n", h.Name, h.Replicas, h.CPU.Cores, h.CPU.Speed, sched, dash(strings.Join(disks, " ")))
+		speed := fmt.Sprintf("%g", h.CPU.Speed)
+		if v := h.CPU.SpeedVariation; v > 0 {
+			speed += fmt.Sprintf(" (cv %g)", v)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", h.Name, h.Replicas, h.CPU.Cores, speed, sched, dash(strings.Join(disks, " ")))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)

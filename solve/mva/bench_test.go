@@ -76,11 +76,25 @@ func BenchmarkApproxMultiClass(b *testing.B) {
 // fork/join, a send).
 func BenchmarkSolveShop(b *testing.B) { benchSolve(b, "../../examples/models/shop.yaml") }
 
-// benchSolve times whole Solves of the model in the file at path.
-func benchSolve(b *testing.B, path string) {
+// BenchmarkSolveTestbedVaried is BenchmarkSolveTestbed with the host's
+// speed varying (speed_variation 0.1): five solves and their mixture.
+func BenchmarkSolveTestbedVaried(b *testing.B) {
+	benchSolve(b, "../testdata/testbed-reference.yaml", func(m *model.Model) {
+		for _, h := range m.Hosts {
+			h.CPU.SpeedVariation = 0.1
+		}
+	})
+}
+
+// benchSolve times whole Solves of the model in the file at path, changed
+// by edit first when given.
+func benchSolve(b *testing.B, path string, edit ...func(*model.Model)) {
 	m, err := model.Load(path)
 	if err != nil {
 		b.Fatal(err)
+	}
+	for _, e := range edit {
+		e(m)
 	}
 	for b.Loop() {
 		if _, err := New().Solve(context.Background(), m, solve.Options{}); err != nil {

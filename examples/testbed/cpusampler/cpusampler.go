@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -92,17 +93,43 @@ const clockTick = 10 * time.Millisecond
 // Less the CPU time of the processes one knows of, it tells what else ran
 // on those CPUs.
 func CPUsBusy(cpus ...int) (time.Duration, error) {
+	return statTime(cpus, busyColumns)
+}
+
+// CPUsStolen returns the time the hypervisor has taken from the machine's
+// CPUs cpus (all of them when empty) since boot, by /proc/stat's steal
+// column: time a virtual CPU wanted to run and its host ran something
+// else. The guest's processes are not charged for it, so their CPU time
+// does not show it, but their requests wait through it.
+func CPUsStolen(cpus ...int) (time.Duration, error) {
+	return statTime(cpus, stealColumns)
+}
+
+// Columns of a /proc/stat CPU line (after its name): user nice system idle
+// iowait irq softirq steal ….
+var (
+	busyColumns  = []int{1, 2, 3, 6, 7}
+	stealColumns = []int{8}
+)
+
+func statTime(cpus, columns []int) (time.Duration, error) {
 	f, err := os.Open("/proc/stat")
 	if err != nil {
 		return 0, fmt.Errorf("cpusampler: %w", err)
 	}
 	defer f.Close()
-	return busy(f, cpus)
+	return sumColumns(f, cpus, columns)
 }
 
 // busy sums the busy time of the CPUs cpus (the "cpu" line when empty) in
 // a /proc/stat text.
 func busy(r io.Reader, cpus []int) (time.Duration, error) {
+	return sumColumns(r, cpus, busyColumns)
+}
+
+// sumColumns sums the columns of the lines of the CPUs cpus (the "cpu"
+// line when empty) in a /proc/stat text.
+func sumColumns(r io.Reader, cpus, columns []int) (time.Duration, error) {
 	want := map[string]bool{}
 	for _, c := range cpus {
 		want["cpu"+strconv.Itoa(c)] = true
@@ -118,11 +145,10 @@ func busy(r io.Reader, cpus []int) (time.Duration, error) {
 		if len(f) == 0 || !want[f[0]] {
 			continue
 		}
-		// user nice system idle iowait irq softirq [steal ...]
-		if len(f) < 8 {
+		if len(f) <= slices.Max(columns) {
 			return 0, fmt.Errorf("cpusampler: /proc/stat: short line %q", sc.Text())
 		}
-		for _, i := range []int{1, 2, 3, 6, 7} {
+		for _, i := range columns {
 			v, err := strconv.ParseInt(f[i], 10, 64)
 			if err != nil {
 				return 0, fmt.Errorf("cpusampler: /proc/stat: %q: %w", sc.Text(), err)

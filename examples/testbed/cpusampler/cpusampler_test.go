@@ -110,6 +110,12 @@ intr 12345
 	if _, err := busy(strings.NewReader("cpu 1 2 3\n"), nil); err == nil {
 		t.Error("a short line: no error")
 	}
+	if got, err := sumColumns(strings.NewReader(stat), []int{1}, stealColumns); err != nil || got != 20*clockTick {
+		t.Errorf("steal of CPU 1: %v, %v, want %v", got, err, 20*clockTick)
+	}
+	if _, err := sumColumns(strings.NewReader("cpu 1 2 3 4 5 6 7\n"), nil, stealColumns); err == nil {
+		t.Error("a line without steal: no error")
+	}
 }
 
 func TestCPUsBusy(t *testing.T) {

@@ -344,6 +344,17 @@ func TestMeasureSegments(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// Segment 2 has steal samples: 0.03 s per second.
+		if i == 1 {
+			var b strings.Builder
+			b.WriteString("timestamp,host,cpu_seconds\n")
+			for s := -2; s <= 12; s++ {
+				fmt.Fprintf(&b, "%s,testbed,%.3f\n", from.Add(time.Duration(s)*time.Second).Format(time.RFC3339), 7+float64(s+2)*0.03)
+			}
+			if err := os.WriteFile(filepath.Join(dir, stealFile), []byte(b.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	m, err := e.measure(setup{Name: "load-40", ModelCores: 1}, dirs)
 	if err != nil {
@@ -362,6 +373,10 @@ func TestMeasureSegments(t *testing.T) {
 	// Other work only where the machine was sampled: 0.1 of a CPU.
 	if math.Abs(m.Other-0.1) > 1e-9 || m.OtherSteady != 10 || len(m.PartOther) != 1 {
 		t.Errorf("other work %g over %g s, segments %v; want 0.1 over 10 s in one", m.Other, m.OtherSteady, m.PartOther)
+	}
+	// Steal only where it was sampled.
+	if len(m.PartSteal) != 2 || !math.IsNaN(m.PartSteal[0]) || math.Abs(m.PartSteal[1]-0.03) > 1e-9 {
+		t.Errorf("steal per segment %v, want NaN and 0.03", m.PartSteal)
 	}
 }
 

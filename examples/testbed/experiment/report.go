@@ -374,6 +374,7 @@ func (r *report) write(w io.Writer, args []string) {
 			absPct(median(hoCI)), absPct(slices.Max(hoCI)))
 	}
 	r.writeNoise(w)
+	r.writeSteal(w)
 	r.writeAnalytical(w)
 	r.writeAdjusted(w)
 	fmt.Fprintf(w, "### Known sources of error\n\n"+
@@ -518,6 +519,40 @@ func (r *report) writeNoise(w io.Writer) {
 		"throughput, would tell CPU that does not grow with the load (the intercept) from CPU that does. Without a speed "+
 		"curve the model carries the reference's CPU per request to every prediction.\n\n",
 		segNote, strings.Join(per, ", "), 1000*mp, 100*sdp/mp, a, seA, 1000*b)
+}
+
+// writeSteal reports the time the hypervisor took from the services' CPUs
+// in the runs of writeNoise's set, and how a segment's steal went with its
+// CPU time per request and its mean response time, each relative to its
+// configuration's: steal is time the processes are not charged for but
+// their requests wait through.
+func (r *report) writeSteal(w io.Writer) {
+	var st, cpu, rt []float64
+	most := 0.0
+	for _, row := range r.rows {
+		s, m := row.setup, row.measured
+		if strings.Contains(s.Name, " from ") || s.GOMAXPROCS != 1 || !s.SpanCPU || s.ModelCores != 1 || m.Load.All.Mean <= 0 {
+			continue
+		}
+		meanPer := m.CPUSeconds / m.Load.All.Throughput
+		for i, part := range m.Parts {
+			if i >= len(m.PartSteal) || math.IsNaN(m.PartSteal[i]) || part.All.Mean <= 0 || math.IsNaN(m.PartPerRequest[i]) {
+				continue
+			}
+			st = append(st, m.PartSteal[i])
+			cpu = append(cpu, m.PartPerRequest[i]/meanPer)
+			rt = append(rt, part.All.Mean/m.Load.All.Mean)
+			most = max(most, m.PartSteal[i])
+		}
+	}
+	if len(st) < 3 {
+		return
+	}
+	fmt.Fprintf(w, "Time stolen by the hypervisor from the services' CPU (/proc/stat's steal, sampled once a second) over the %d segments of those runs: "+
+		"%.2f %% of the steady phases on average, %.2f %% in the worst segment. A segment's steal correlates with its CPU time per request "+
+		"(r = %.2f) and with its mean response time (r = %.2f), each relative to its configuration's: the processes are not charged for "+
+		"stolen time, but their requests wait through it.\n\n",
+		len(st), 100*stat.Mean(st, nil), 100*most, stat.Correlation(st, cpu, nil), stat.Correlation(st, rt, nil))
 }
 
 // writeAdjusted reports the response times predicted at each run's own

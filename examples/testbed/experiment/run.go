@@ -76,6 +76,10 @@ type measured struct {
 	// PartOther each such segment's.
 	Other, OtherSeconds, OtherSteady float64
 	PartOther                        []float64
+	// PartSteal is, per segment with steal samples, the time the
+	// hypervisor took from the services' CPUs per second of its steady
+	// phase (NaN for a segment without them).
+	PartSteal []float64
 }
 
 // env is what every run shares.
@@ -210,7 +214,7 @@ func (e *env) runSegment(ctx context.Context, s setup, dir string, seg, n int) e
 	// The busy time of the services' CPUs, sampled like theirs: less
 	// their CPU time (and the load generator's, where it shares them), it
 	// is what else ran there.
-	stopMachine, err := sampleMachine(filepath.Join(dir, machineFile), s.Cores)
+	stopMachine, err := sampleMachine(filepath.Join(dir, machineFile), filepath.Join(dir, stealFile), s.Cores)
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.Name, err)
 	}
@@ -302,13 +306,17 @@ func (e *env) runSegment(ctx context.Context, s setup, dir string, seg, n int) e
 }
 
 // machineFile holds a segment's samples of the busy time of the CPUs the
-// services ran on.
-const machineFile = "machine-cpu.csv"
+// services ran on, stealFile of the time the hypervisor took from them.
+const (
+	machineFile = "machine-cpu.csv"
+	stealFile   = "machine-steal.csv"
+)
 
-// sampleMachine samples, once a second into path, the busy time of the
-// CPUs in the taskset list cpus (all of them when empty) until the
-// returned function is called.
-func sampleMachine(path, cpus string) (stop func() error, err error) {
+// sampleMachine samples, once a second into the files busy and steal,
+// the busy time of the CPUs in the taskset list cpus (all of them when
+// empty) and the time stolen from them, until the returned function is
+// called.
+func sampleMachine(busy, steal, cpus string) (stop func() error, err error) {
 	var list []int
 	for _, f := range strings.FieldsFunc(cpus, func(r rune) bool { return r == ',' }) {
 		c, err := strconv.Atoi(f)
@@ -317,22 +325,38 @@ func sampleMachine(path, cpus string) (stop func() error, err error) {
 		}
 		list = append(list, c)
 	}
-	if _, err := cpusampler.CPUsBusy(list...); err != nil {
-		return nil, err
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
+	probes := []struct {
+		path  string
+		clock func(...int) (time.Duration, error)
+	}{{busy, cpusampler.CPUsBusy}, {steal, cpusampler.CPUsStolen}}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- cpusampler.RunClock(ctx, f, hostName, time.Second, func() (time.Duration, error) { return cpusampler.CPUsBusy(list...) })
-	}()
-	return func() error {
+	var files []*os.File
+	done := make(chan error, len(probes))
+	stop = func() error {
 		cancel()
-		return errors.Join(<-done, f.Close())
-	}, nil
+		var errs []error
+		for range files {
+			errs = append(errs, <-done)
+		}
+		for _, f := range files {
+			errs = append(errs, f.Close())
+		}
+		return errors.Join(errs...)
+	}
+	for _, p := range probes {
+		if _, err := p.clock(list...); err != nil {
+			return nil, errors.Join(err, stop())
+		}
+		f, err := os.Create(p.path)
+		if err != nil {
+			return nil, errors.Join(err, stop())
+		}
+		files = append(files, f)
+		go func() {
+			done <- cpusampler.RunClock(ctx, f, hostName, time.Second, func() (time.Duration, error) { return p.clock(list...) })
+		}()
+	}
+	return stop, nil
 }
 
 // run runs all of s's segments one after the other and measures them.
@@ -395,6 +419,7 @@ func (e *env) measure(s setup, dirs []string) (*measured, error) {
 			m.OtherSteady += res.SteadySeconds
 			m.PartOther = append(m.PartOther, other/res.SteadySeconds)
 		}
+		m.PartSteal = append(m.PartSteal, stolen(dir, res))
 		m.Parts, m.PartPerRequest = append(m.Parts, res), append(m.PartPerRequest, per)
 		cpuSec, steady = cpuSec+used, steady+res.SteadySeconds
 	}
@@ -434,6 +459,21 @@ func otherWork(dir string, res *loadgen.Result, used float64, shared bool, run f
 		other -= res.CPUSeconds * res.SteadySeconds / run
 	}
 	return math.Max(other, 0), true
+}
+
+// stolen is the time the hypervisor took from the services' CPUs per
+// second of a segment's steady phase, NaN for a segment run without steal
+// samples.
+func stolen(dir string, res *loadgen.Result) float64 {
+	series, err := readCPU(filepath.Join(dir, stealFile))
+	if err != nil {
+		return math.NaN()
+	}
+	s, err := series.between(res.SteadyStart, res.SteadyEnd)
+	if err != nil || !(res.SteadySeconds > 0) {
+		return math.NaN()
+	}
+	return s / res.SteadySeconds
 }
 
 func waitHealthy(ctx context.Context, url string) error {
