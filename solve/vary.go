@@ -176,77 +176,48 @@ func Mix(results []*Result) *Result {
 	}
 	n := float64(len(results))
 	for name := range mid.Workloads {
-		ws := make([]*WorkloadResult, len(results))
-		for j, r := range results {
-			ws[j] = r.Workloads[name]
-		}
-		if slices.Contains(ws, nil) {
+		ws := gather(results, func(r *Result) *WorkloadResult { return r.Workloads[name] })
+		if ws == nil {
 			continue
 		}
 		x := make([]float64, len(ws))
-		rt := make([]Times, len(ws))
-		var ct []Times
 		w := &WorkloadResult{}
 		for j, s := range ws {
-			x[j], rt[j] = s.Throughput, s.ResponseTime
+			x[j] = s.Throughput
 			w.Throughput += s.Throughput / n
 			w.Dropped += s.Dropped / n
-			if s.CompletionTime != nil {
-				ct = append(ct, *s.CompletionTime)
-			}
 		}
 		w.ThroughputCI95 = meanCI(ws, func(s *WorkloadResult) *[2]float64 { return s.ThroughputCI95 })
-		w.ResponseTime = mixTimes(rt, x)
-		if len(ct) == len(ws) {
-			c := mixTimes(ct, x)
-			w.CompletionTime = &c
-		}
+		w.ResponseTime = *mixOf(ws, x, func(s *WorkloadResult) *Times { return &s.ResponseTime })
+		w.CompletionTime = mixOf(ws, x, func(s *WorkloadResult) *Times { return s.CompletionTime })
 		out.Workloads[name] = w
 	}
 	for name := range mid.Operations {
-		os := make([]*OperationResult, len(results))
-		for j, r := range results {
-			os[j] = r.Operations[name]
-		}
-		if slices.Contains(os, nil) {
+		os := gather(results, func(r *Result) *OperationResult { return r.Operations[name] })
+		if os == nil {
 			continue
 		}
 		x := make([]float64, len(os))
-		rt := make([]Times, len(os))
-		var sp []Times
 		o := &OperationResult{}
 		for j, s := range os {
-			x[j], rt[j] = s.Throughput, s.ResponseTime
+			x[j] = s.Throughput
 			o.Throughput += s.Throughput / n
-			if s.Span != nil {
-				sp = append(sp, *s.Span)
-			}
 		}
-		o.ResponseTime = mixTimes(rt, x)
-		if len(sp) == len(os) {
-			s := mixTimes(sp, x)
-			o.Span = &s
-		}
+		o.ResponseTime = *mixOf(os, x, func(s *OperationResult) *Times { return &s.ResponseTime })
+		o.Span = mixOf(os, x, func(s *OperationResult) *Times { return s.Span })
 		out.Operations[name] = o
 	}
 	for name := range mid.Resources {
-		rs := make([]*ResourceResult, len(results))
-		for j, r := range results {
-			rs[j] = r.Resources[name]
-		}
-		if slices.Contains(rs, nil) {
+		rs := gather(results, func(r *Result) *ResourceResult { return r.Resources[name] })
+		if rs == nil {
 			continue
 		}
 		o := &ResourceResult{}
-		var waits []Times
 		var queue float64
 		queued := 0
 		for _, s := range rs {
 			o.Utilization += s.Utilization / n
 			o.Busy += s.Busy / n
-			if s.Wait != nil {
-				waits = append(waits, *s.Wait)
-			}
 			if s.QueueLength != nil {
 				queue += *s.QueueLength / n
 				queued++
@@ -261,10 +232,7 @@ func Mix(results []*Result) *Result {
 				}
 			}
 		}
-		if len(waits) == len(rs) {
-			w := mixTimes(waits, nil)
-			o.Wait = &w
-		}
+		o.Wait = mixOf(rs, nil, func(s *ResourceResult) *Times { return s.Wait })
 		if queued == len(rs) {
 			o.QueueLength = Float(queue)
 		}
@@ -308,6 +276,33 @@ func Mix(results []*Result) *Result {
 		out.MVA = &a
 	}
 	return out
+}
+
+// gather returns the entry get reads from each result, or nil when a
+// result lacks it.
+func gather[T any](results []*Result, get func(*Result) *T) []*T {
+	out := make([]*T, len(results))
+	for j, r := range results {
+		if out[j] = get(r); out[j] == nil {
+			return nil
+		}
+	}
+	return out
+}
+
+// mixOf mixes the times get reads from the scenarios' items with weights
+// w (nil: equal), or returns nil when an item has none.
+func mixOf[T any](items []*T, w []float64, get func(*T) *Times) *Times {
+	ts := make([]Times, len(items))
+	for j, it := range items {
+		t := get(it)
+		if t == nil {
+			return nil
+		}
+		ts[j] = *t
+	}
+	m := mixTimes(ts, w)
+	return &m
 }
 
 // meanCI averages the scenarios' confidence bounds, when all have them.

@@ -159,3 +159,37 @@ func TestMixUnstable(t *testing.T) {
 		t.Errorf("the unstable scenario's result was changed: %q", bad.Warnings)
 	}
 }
+
+// TestMixStable: throughputs, utilizations and queue lengths are the
+// scenarios' means, response times weighted by throughput, waits
+// equally; a time one scenario lacks is left out; the simulations' counts
+// add up.
+func TestMixStable(t *testing.T) {
+	scenario := func(x, rt, u float64, span bool) *Result {
+		r := &Result{Stable: true, Workloads: map[string]*WorkloadResult{}, Operations: map[string]*OperationResult{}, Resources: map[string]*ResourceResult{}}
+		r.Workloads["w"] = &WorkloadResult{Throughput: x, ResponseTime: Times{Mean: rt}}
+		op := &OperationResult{Throughput: 2 * x, ResponseTime: Times{Mean: rt / 2}}
+		if span {
+			op.Span = &Times{Mean: rt / 4}
+		}
+		r.Operations["c/op"] = op
+		r.Resources["h.cpu"] = &ResourceResult{Utilization: u, Busy: u, Wait: &Times{Mean: rt / 10}, QueueLength: Float(u)}
+		r.Sim = &SimInfo{Seed: 3, Replications: 2, Requests: 100}
+		return r
+	}
+	got := Mix([]*Result{scenario(1, 10, 0.2, true), scenario(3, 20, 0.6, false)})
+	w := got.Workloads["w"]
+	if w.Throughput != 2 || w.ResponseTime.Mean != (1*10+3*20)/4.0 {
+		t.Errorf("workload %+v, want throughput 2 and mean 17.5", w)
+	}
+	if o := got.Operations["c/op"]; o.Throughput != 4 || o.ResponseTime.Mean != 8.75 || o.Span != nil {
+		t.Errorf("operation %+v, want throughput 4, mean 8.75, no span", o)
+	}
+	r := got.Resources["h.cpu"]
+	if math.Abs(r.Utilization-0.4) > 1e-12 || math.Abs(*r.QueueLength-0.4) > 1e-12 || r.Wait == nil || r.Wait.Mean != 1.5 {
+		t.Errorf("resource %+v, want utilization and queue 0.4, wait 1.5", r)
+	}
+	if got.Sim == nil || got.Sim.Replications != 4 || got.Sim.Requests != 200 || got.Sim.Seed != 3 || !got.Stable {
+		t.Errorf("sim %+v, stable %v", got.Sim, got.Stable)
+	}
+}
