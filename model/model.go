@@ -105,9 +105,9 @@ type CPU struct {
 	Quantum float64
 }
 
-// MaxSpeedVariation is the largest CPU.SpeedVariation a model may set: a
-// coefficient of variation of 1 already means periods at a third of the
-// mean speed and at twice it.
+// MaxSpeedVariation is the largest CPU.SpeedVariation a model may set: at
+// a coefficient of variation of 1 the slowest fifth of the time already
+// takes 2.5 times the mean CPU time, the fastest a quarter of it.
 const MaxSpeedVariation = 1.0
 
 // SpeedPoint is one point of a host's speed curve.
