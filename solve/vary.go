@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"slices"
+	"regexp"
 	"strings"
 
 	"gonum.org/v1/gonum/stat/distuv"
@@ -146,15 +146,19 @@ func SolveVaried(ctx context.Context, m *model.Model, one func(ctx context.Conte
 // between them and beyond the last, from zero at zero: exact for
 // exponential distributions, an interpolation otherwise. If a scenario
 // is unstable, the mixture is too, and Mix returns (a copy of) the first
-// unstable one. The warnings are the union of the scenarios'.
+// unstable one. The warnings are the union of the scenarios': the middle
+// scenario's first, then those of the others that say something else than
+// a warning already kept with other figures.
 func Mix(results []*Result) *Result {
 	if len(results) == 1 {
 		return results[0]
 	}
 	var warnings []string
-	for _, r := range results {
-		for _, w := range r.Warnings {
-			if !slices.Contains(warnings, w) {
+	seen := map[string]bool{}
+	for i := range results {
+		for _, w := range results[(len(results)/2+i)%len(results)].Warnings {
+			if key := figures.ReplaceAllString(w, "#"); !seen[key] {
+				seen[key] = true
 				warnings = append(warnings, w)
 			}
 		}
@@ -304,6 +308,10 @@ func mixOf[T any](items []*T, w []float64, get func(*T) *Times) *Times {
 	m := mixTimes(ts, w)
 	return &m
 }
+
+// figures matches the numbers in a warning, so that warnings differing
+// only in them count as one.
+var figures = regexp.MustCompile(`[0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)?`)
 
 // meanCI averages the scenarios' confidence bounds, when all have them.
 func meanCI[T any](items []T, ci func(T) *[2]float64) *[2]float64 {

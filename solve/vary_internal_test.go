@@ -147,15 +147,17 @@ func TestMixTimesWithoutPercentiles(t *testing.T) {
 }
 
 // TestMixUnstable: one unstable scenario makes the mixture unstable, with
-// its bottleneck and the scenarios' warnings.
+// its bottleneck and the scenarios' warnings, the middle scenario's first
+// and one of those that differ only in their figures.
 func TestMixUnstable(t *testing.T) {
-	ok := &Result{Stable: true, Warnings: []string{"a"}, Workloads: map[string]*WorkloadResult{}}
-	bad := &Result{Stable: false, Bottleneck: "app.cpu", Warnings: []string{"b"}}
+	ok := &Result{Stable: true, Warnings: []string{"a", "pool p waits 1.5 ms (3 % of it)"}, Workloads: map[string]*WorkloadResult{}}
+	bad := &Result{Stable: false, Bottleneck: "app.cpu", Warnings: []string{"b", "pool p waits 2.25e-3 ms (40 % of it)"}}
 	got := Mix([]*Result{ok, bad, ok})
-	if got.Stable || got.Bottleneck != "app.cpu" || !slices.Equal(got.Warnings, []string{"a", "b"}) {
+	want := []string{"b", "pool p waits 2.25e-3 ms (40 % of it)", "a"}
+	if got.Stable || got.Bottleneck != "app.cpu" || !slices.Equal(got.Warnings, want) {
 		t.Errorf("mixture stable %v, bottleneck %q, warnings %q", got.Stable, got.Bottleneck, got.Warnings)
 	}
-	if bad.Warnings[0] != "b" || len(bad.Warnings) != 1 {
+	if bad.Warnings[0] != "b" || len(bad.Warnings) != 2 {
 		t.Errorf("the unstable scenario's result was changed: %q", bad.Warnings)
 	}
 }

@@ -70,7 +70,7 @@ func writeSummary(w io.Writer, m *model.Model) error {
 		}
 		speed := fmt.Sprintf("%g", h.CPU.Speed)
 		if v := h.CPU.SpeedVariation; v > 0 {
-			speed += fmt.Sprintf(" (cv %g)", v)
+			speed += fmt.Sprintf(" (cv %.3g)", v)
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", h.Name, h.Replicas, h.CPU.Cores, speed, sched, dash(strings.Join(disks, " ")))
 	}
