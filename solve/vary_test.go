@@ -12,22 +12,13 @@ import (
 	"github.com/perfcast/perfcast/solve/sim"
 )
 
-// variedModel is an M/M/1 queue (first come first served, so that the
-// response time is exponential) of 10 ms at 60/s whose CPU time wanders
-// with a coefficient of variation of 0.25.
-const variedModel = `perfcast: 1
-hosts:
-  app: {cpu: {speed_variation: 0.25, scheduling: fcfs}}
-components:
-  svc:
-    host: app
-    operations:
-      op: {steps: [{cpu: exp(10ms)}]}
-workload:
-  w:
-    open: {rate: 60/s}
-    steps: [{call: svc/op}]
-`
+// variedModel is speedModel's M/M/1 queue of 10 ms at 60/s without the
+// curve, first come first served (so that the response time is
+// exponential), and with a CPU time that wanders with a coefficient of
+// variation of 0.25.
+var variedModel = strings.Replace(speedModel,
+	"app: {cpu: {speed_curve: [{utilization: 0, factor: 0.8}, {utilization: 1, factor: 1.2}]}}",
+	"app: {cpu: {speed_variation: 0.25, scheduling: fcfs}}", 1)
 
 // variedTheory is, for variedModel at rate lambda, the utilization and
 // the mean and p95 of the response time averaged over the speed strata:
@@ -70,6 +61,9 @@ func variedTheory(lambda float64) (u, mean, p95 float64) {
 // exponentials as for one. The variation makes the queue slower than at
 // the mean speed: 33.1 ms against 25 ms.
 func TestSpeedVariationMM1(t *testing.T) {
+	if !strings.Contains(variedModel, "speed_variation: 0.25") {
+		t.Fatal("speedModel's host line changed: variedModel is not varied")
+	}
 	m, err := model.Parse([]byte(variedModel), "varied.yaml")
 	if err != nil {
 		t.Fatal(err)
