@@ -11,8 +11,10 @@ package cpusampler
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strconv"
@@ -164,4 +166,49 @@ func sumColumns(r io.Reader, cpus, columns []int) (time.Duration, error) {
 		return 0, fmt.Errorf("cpusampler: /proc/stat: %d of the CPUs %v", found, cpus)
 	}
 	return time.Duration(ticks) * clockTick, nil
+}
+
+// RunDelay returns the time the threads of process pid have spent ready
+// to run but waiting for a CPU since they started, by the second field of
+// each /proc/PID/task/TID/schedstat (Linux's run-queue wait). Threads that
+// ended are not counted, so the sum can fall between two readings; a Go
+// process keeps the threads it made. Set against the process's CPU time it
+// tells how much longer the process's work took than its CPU time because
+// other threads (its own or other processes') held the CPUs.
+func RunDelay(pid int) (time.Duration, error) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, fmt.Errorf("cpusampler: %w", err)
+	}
+	var sum time.Duration
+	for _, t := range tasks {
+		data, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // the thread ended after the listing
+		}
+		if err != nil {
+			return 0, fmt.Errorf("cpusampler: %w", err)
+		}
+		d, err := schedWait(string(data))
+		if err != nil {
+			return 0, fmt.Errorf("cpusampler: %s/%s/schedstat: %w", dir, t.Name(), err)
+		}
+		sum += d
+	}
+	return sum, nil
+}
+
+// schedWait reads the run-queue wait, in nanoseconds, from a schedstat
+// line: "CPU-time run-queue-wait timeslices".
+func schedWait(line string) (time.Duration, error) {
+	f := strings.Fields(line)
+	if len(f) < 2 {
+		return 0, fmt.Errorf("%q: not CPU time, wait and slices", line)
+	}
+	ns, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil || ns < 0 {
+		return 0, fmt.Errorf("%q: the wait is not a count of nanoseconds", line)
+	}
+	return time.Duration(ns), nil
 }

@@ -138,3 +138,14 @@ func TestCPUsBusy(t *testing.T) {
 		t.Errorf("the machine's busy time grew by %v while the test spun for 50 ms", b-a)
 	}
 }
+
+func TestSchedWait(t *testing.T) {
+	if got, err := schedWait("7044374 1331386 10\n"); err != nil || got != 1331386 {
+		t.Errorf("a schedstat line: %v, %v, want 1331386ns", got, err)
+	}
+	for _, bad := range []string{"", "12", "12 x 3", "12 -5 3"} {
+		if _, err := schedWait(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}

@@ -344,6 +344,23 @@ func TestMeasureSegments(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// The catalog's threads waited 0.05 (segment 1) or 0.25 s per
+		// second for a CPU; the gateway's were sampled in segment 2 only,
+		// 0.1 s per second.
+		waits := map[string]float64{"catalog": 0.05 + 0.2*float64(i)}
+		if i == 1 {
+			waits["gateway"] = 0.1
+		}
+		for svc, per := range waits {
+			var b strings.Builder
+			b.WriteString("timestamp,host,cpu_seconds\n")
+			for s := -2; s <= 12; s++ {
+				fmt.Fprintf(&b, "%s,testbed,%.3f\n", from.Add(time.Duration(s)*time.Second).Format(time.RFC3339), 3+float64(s+2)*per)
+			}
+			if err := os.WriteFile(filepath.Join(dir, waitFile(svc)), []byte(b.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 		// Segment 2 has steal samples: 0.03 s per second.
 		if i == 1 {
 			var b strings.Builder
@@ -377,6 +394,17 @@ func TestMeasureSegments(t *testing.T) {
 	// Steal only where it was sampled.
 	if len(m.PartSteal) != 2 || !math.IsNaN(m.PartSteal[0]) || math.Abs(m.PartSteal[1]-0.03) > 1e-9 {
 		t.Errorf("steal per segment %v, want NaN and 0.03", m.PartSteal)
+	}
+	// Waits per service over the segments that sampled them, with the
+	// service's CPU over the same segments: the catalog 0.15 s per second
+	// with 0.15 of CPU, the gateway 0.1 with 0.2; none for the others.
+	for svc, want := range map[string][2]float64{"catalog": {0.15, 0.15}, "gateway": {0.2, 0.1}} {
+		if cpu, wait := m.ServiceCPU[svc], m.ServiceWait[svc]; math.Abs(cpu-want[0]) > 1e-9 || math.Abs(wait-want[1]) > 1e-9 {
+			t.Errorf("%s: CPU %g, wait %g s/s, want %g and %g", svc, cpu, wait, want[0], want[1])
+		}
+	}
+	if len(m.ServiceCPU) != 2 || len(m.ServiceWait) != 2 {
+		t.Errorf("services with waits: %v, %v; want the catalog and the gateway", m.ServiceCPU, m.ServiceWait)
 	}
 }
 

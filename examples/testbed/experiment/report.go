@@ -375,6 +375,7 @@ func (r *report) write(w io.Writer, args []string) {
 	}
 	r.writeNoise(w)
 	r.writeSteal(w)
+	r.writeWaits(w)
 	r.writeAnalytical(w)
 	r.writeAdjusted(w)
 	fmt.Fprintf(w, "### Known sources of error\n\n"+
@@ -553,6 +554,59 @@ func (r *report) writeSteal(w io.Writer) {
 		"(r = %.2f) and with its mean response time (r = %.2f), each relative to its configuration's: the processes are not charged for "+
 		"stolen time, but their requests wait through it.\n\n",
 		len(st), 100*stat.Mean(st, nil), 100*most, stat.Correlation(st, cpu, nil), stat.Correlation(st, rt, nil))
+}
+
+// writeWaits reports, per configuration and service, the CPU time, the
+// time the service's threads waited in Linux's run queue for a CPU (both
+// per second of the steady phases), and the model's CPU slots held (the
+// mean busy units of the service's CPU slots in the prediction). With
+// GOMAXPROCS 1 a Go process's processor is held while its thread runs and
+// while that thread waits for the CPU, so CPU plus wait bounds from above
+// the time the processor was held (the waits of threads that hold none
+// count too), which the model's slots should come near.
+func (r *report) writeWaits(w io.Writer) {
+	var rows []reportRow
+	for _, row := range r.rows {
+		if !strings.Contains(row.setup.Name, " from ") && row.measured.ServiceCPU != nil {
+			rows = append(rows, row)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "### Time the services waited for a CPU\n\n"+
+		"Per service: its CPU time, the time its threads waited in Linux's run queue for a CPU (each thread's\n"+
+		"`/proc/PID/task/TID/schedstat`, sampled once a second), both in seconds per second of the steady phases,\n"+
+		"and the model's CPU slots held (their mean busy units in the prediction). With GOMAXPROCS 1 a process's\n"+
+		"one processor is held while its thread runs and while that thread waits for the CPU, so CPU plus wait is\n"+
+		"an upper bound of the time the processor was held, which the model's slot stands for.\n\n")
+	fmt.Fprintf(w, "| configuration |")
+	for _, svc := range services {
+		fmt.Fprintf(w, " %s: CPU, wait, model's slot |", svc)
+	}
+	fmt.Fprintf(w, "\n|---|")
+	for range services {
+		fmt.Fprintf(w, "---:|")
+	}
+	fmt.Fprintln(w)
+	for _, row := range rows {
+		fmt.Fprintf(w, "| %s |", row.setup.Name)
+		for _, svc := range services {
+			cpu, ok := row.measured.ServiceCPU[svc]
+			if !ok {
+				fmt.Fprintf(w, " – |")
+				continue
+			}
+			slot := "–"
+			if p := row.predicted; p != nil && p.res != nil && p.res.Stable && p.res.Resources[svc+"-cpu-slots"] != nil {
+				res := p.res.Resources[svc+"-cpu-slots"]
+				slot = fmt.Sprintf("%.2f", res.Busy)
+			}
+			fmt.Fprintf(w, " %.2f, %.2f, %s |", cpu, row.measured.ServiceWait[svc], slot)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w)
 }
 
 // writeAdjusted reports the response times predicted at each run's own

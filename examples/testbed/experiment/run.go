@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -80,6 +82,10 @@ type measured struct {
 	// hypervisor took from the services' CPUs per second of its steady
 	// phase (NaN for a segment without them).
 	PartSteal []float64
+	// ServiceCPU and ServiceWait are, per service, its CPU time and the
+	// time its threads waited in the run queue for a CPU, per second of
+	// the steady phases of the segments with wait samples.
+	ServiceCPU, ServiceWait map[string]float64
 }
 
 // env is what every run shares.
@@ -287,6 +293,15 @@ func (e *env) runSegment(ctx context.Context, s setup, dir string, seg, n int) e
 			return fmt.Errorf("%s: %s: %w (see %s)", s.Name, svc, err, logf.Name())
 		}
 	}
+	pids := map[string]*os.Process{}
+	for i, svc := range services {
+		pids[svc] = procs[i].Process
+	}
+	stopWaits, err := sampleWaits(dir, pids)
+	if err != nil {
+		stopAll()
+		return fmt.Errorf("%s: %w", s.Name, err)
+	}
 	phases := e.phases
 	phases.Steady = s.Steady
 	if phases.Steady == 0 {
@@ -298,6 +313,9 @@ func (e *env) runSegment(ctx context.Context, s setup, dir string, seg, n int) e
 	seed := e.seed + 1000*uint64(seg)
 	slog.Info("load", "run", s.Name, "segment", fmt.Sprintf("%d/%d", seg+1, n), "rate", fmt.Sprintf("%.1f/s", s.Rate), "steady", phases.Steady)
 	out, loadErr := e.load(url("gateway"), s.Rate, phases, seed, filepath.Join(dir, "load.json"), n > 1).CombinedOutput()
+	if err := stopWaits(); err != nil {
+		slog.Warn("run-queue wait samples", "run", s.Name, "err", err)
+	}
 	stopErr := stopAll()
 	if loadErr != nil {
 		return fmt.Errorf("%s: load generator: %w: %s", s.Name, loadErr, strings.TrimSpace(string(out)))
@@ -325,10 +343,43 @@ func sampleMachine(busy, steal, cpus string) (stop func() error, err error) {
 		}
 		list = append(list, c)
 	}
-	probes := []struct {
-		path  string
-		clock func(...int) (time.Duration, error)
-	}{{busy, cpusampler.CPUsBusy}, {steal, cpusampler.CPUsStolen}}
+	return sampleClocks([]clockProbe{
+		{busy, func() (time.Duration, error) { return cpusampler.CPUsBusy(list...) }},
+		{steal, func() (time.Duration, error) { return cpusampler.CPUsStolen(list...) }},
+	})
+}
+
+// waitFile names the file that holds a service's samples of the time its
+// threads waited for a CPU (cpusampler.RunDelay).
+func waitFile(svc string) string { return svc + "-wait.csv" }
+
+// sampleWaits samples, once a second into each service's waitFile in dir,
+// the time the threads of the processes procs (by service) have waited
+// for a CPU, until the returned function is called. Where the kernel
+// keeps no such count it samples nothing and says so.
+func sampleWaits(dir string, procs map[string]*os.Process) (stop func() error, err error) {
+	var probes []clockProbe
+	for _, svc := range slices.Sorted(maps.Keys(procs)) {
+		pid := procs[svc].Pid
+		if _, err := cpusampler.RunDelay(pid); err != nil {
+			slog.Warn("no run-queue waits", "service", svc, "err", err)
+			continue
+		}
+		probes = append(probes, clockProbe{filepath.Join(dir, waitFile(svc)), func() (time.Duration, error) { return cpusampler.RunDelay(pid) }})
+	}
+	return sampleClocks(probes)
+}
+
+// clockProbe is a cumulative clock and the file its samples go to.
+type clockProbe struct {
+	path  string
+	clock func() (time.Duration, error)
+}
+
+// sampleClocks samples each probe's clock once a second into its file,
+// in cpusampler's CSV, until the returned function is called; it fails if
+// a clock cannot be read at the start.
+func sampleClocks(probes []clockProbe) (stop func() error, err error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var files []*os.File
 	done := make(chan error, len(probes))
@@ -344,7 +395,7 @@ func sampleMachine(busy, steal, cpus string) (stop func() error, err error) {
 		return errors.Join(errs...)
 	}
 	for _, p := range probes {
-		if _, err := p.clock(list...); err != nil {
+		if _, err := p.clock(); err != nil {
 			return nil, errors.Join(err, stop())
 		}
 		f, err := os.Create(p.path)
@@ -353,7 +404,7 @@ func sampleMachine(busy, steal, cpus string) (stop func() error, err error) {
 		}
 		files = append(files, f)
 		go func() {
-			done <- cpusampler.RunClock(ctx, f, hostName, time.Second, func() (time.Duration, error) { return p.clock(list...) })
+			done <- cpusampler.RunClock(ctx, f, hostName, time.Second, p.clock)
 		}()
 	}
 	return stop, nil
@@ -389,6 +440,7 @@ func readLoad(path string) (*loadgen.Result, error) {
 func (e *env) measure(s setup, dirs []string) (*measured, error) {
 	m := &measured{Dirs: dirs}
 	cpuSec, steady := 0.0, 0.0
+	svcCPU, svcWait, svcSteady := map[string]float64{}, map[string]float64{}, map[string]float64{}
 	for _, dir := range dirs {
 		res, err := readLoad(filepath.Join(dir, "load.json"))
 		if err != nil {
@@ -405,6 +457,11 @@ func (e *env) measure(s setup, dirs []string) (*measured, error) {
 				return nil, fmt.Errorf("%s: %s metrics: %w", s.Name, svc, err)
 			}
 			used += u
+			if wait, ok := waited(dir, svc, res); ok {
+				svcCPU[svc] += u
+				svcWait[svc] += wait
+				svcSteady[svc] += res.SteadySeconds
+			}
 		}
 		per := math.NaN()
 		if n := res.All.Count; n > 0 {
@@ -436,7 +493,29 @@ func (e *env) measure(s setup, dirs []string) (*measured, error) {
 		m.Other = m.OtherSeconds / m.OtherSteady
 	}
 	m.CPU = m.CPUSeconds / float64(s.ModelCores)
+	for svc, t := range svcSteady {
+		if t > 0 {
+			if m.ServiceCPU == nil {
+				m.ServiceCPU, m.ServiceWait = map[string]float64{}, map[string]float64{}
+			}
+			m.ServiceCPU[svc], m.ServiceWait[svc] = svcCPU[svc]/t, svcWait[svc]/t
+		}
+	}
 	return m, nil
+}
+
+// waited is the time service svc's threads waited for a CPU over a
+// segment's steady phase; false for a segment without wait samples.
+func waited(dir, svc string, res *loadgen.Result) (float64, bool) {
+	series, err := readCPU(filepath.Join(dir, waitFile(svc)))
+	if err != nil {
+		return 0, false
+	}
+	w, err := series.between(res.SteadyStart, res.SteadyEnd)
+	if err != nil {
+		return 0, false
+	}
+	return w, true
 }
 
 // otherWork is the CPU time that neither the services (used) nor, where
