@@ -92,6 +92,8 @@ func serve(ctx context.Context, name string, args []string) error {
 		addrFile  = fs.String("addr-file", "", "write the address listened on to this `file` once listening (with -listen on port 0)")
 		traces    = fs.String("traces", "", "write spans to this `file` as OTLP JSON lines")
 		metrics   = fs.String("metrics", "", "write the process's CPU time to this `file` once a second (CSV)")
+		procsBusy = fs.String("procs-busy", "", "write the time the Go runtime's processors were busy (held, whether running or waiting for a CPU) to this `file` once a second (CSV; the runtime updates it at each garbage collection)")
+		procsAll  = fs.String("procs-total", "", "write the time the Go runtime's processors were there (GOMAXPROCS times the time run) to this `file` once a second, as -procs-busy")
 		hostName  = fs.String("host", host, "the host.name resource attribute and the metrics' host column")
 		instance  = fs.String("instance", "", "the service.instance.id resource attribute (default: service name and process id)")
 		spanCPU   = fs.Bool("span-cpu", true, "record perfcast.cpu.time on server and consumer spans")
@@ -149,18 +151,24 @@ func serve(ctx context.Context, name string, args []string) error {
 		handler, closeService = g.Handler(), g.Close
 	}
 
-	samplerDone := make(chan error, 1)
+	samplers := []struct {
+		flag, path string
+		clock      func() (time.Duration, error)
+	}{{"metrics", *metrics, cpusampler.ProcessCPU}, {"procs-busy", *procsBusy, cpusampler.ProcessorsBusy}, {"procs-total", *procsAll, cpusampler.ProcessorsTotal}}
+	samplerDone := make(chan error, len(samplers))
 	samplerCtx, stopSampler := context.WithCancel(context.Background())
 	defer stopSampler()
-	if *metrics != "" {
-		f, err := os.Create(*metrics)
+	for _, s := range samplers {
+		if s.path == "" {
+			samplerDone <- nil
+			continue
+		}
+		f, err := os.Create(s.path)
 		if err != nil {
-			return fmt.Errorf("metrics: %w", err)
+			return fmt.Errorf("%s: %w", s.flag, err)
 		}
 		defer f.Close()
-		go func() { samplerDone <- cpusampler.Run(samplerCtx, f, *hostName, time.Second) }()
-	} else {
-		samplerDone <- nil
+		go func() { samplerDone <- cpusampler.RunClock(samplerCtx, f, *hostName, time.Second, s.clock) }()
 	}
 
 	ln, err := net.Listen("tcp", *listen)
@@ -193,7 +201,9 @@ func serve(ctx context.Context, name string, args []string) error {
 	}
 	errs = append(errs, tel.Shutdown(shutdown))
 	stopSampler()
-	errs = append(errs, <-samplerDone)
+	for range samplers {
+		errs = append(errs, <-samplerDone)
+	}
 	return errors.Join(errs...)
 }
 

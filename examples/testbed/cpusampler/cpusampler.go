@@ -16,6 +16,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
@@ -211,4 +212,42 @@ func schedWait(line string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q: the wait is not a count of nanoseconds", line)
 	}
 	return time.Duration(ns), nil
+}
+
+// The Go runtime's estimates of its processors' time.
+const (
+	procsTotalMetric = "/cpu/classes/total:cpu-seconds"
+	procsIdleMetric  = "/cpu/classes/idle:cpu-seconds"
+)
+
+// ProcessorsBusy returns the time the Go runtime's processors in this
+// process (GOMAXPROCS of them) have not been idle since it started: each
+// was held by a thread running goroutines, the garbage collector or the
+// runtime's own work, and stays held while that thread waits for a CPU or
+// sits in a short system call. With GOMAXPROCS 1 it is the time the
+// process's one processor was taken, which requests queue for. The
+// runtime updates the figure at each garbage collection only; set against
+// ProcessorsTotal at the same samples it gives the processors'
+// utilization between two collections. The error is always nil: the
+// signature is RunClock's clock's.
+func ProcessorsBusy() (time.Duration, error) {
+	total, idle := readProcessors()
+	return time.Duration((total - idle) * 1e9), nil
+}
+
+// ProcessorsTotal returns the time the Go runtime's processors in this
+// process have been there, GOMAXPROCS integrated over the time it has run,
+// as of the last garbage collection (see ProcessorsBusy). The error is
+// always nil.
+func ProcessorsTotal() (time.Duration, error) {
+	total, _ := readProcessors()
+	return time.Duration(total * 1e9), nil
+}
+
+// readProcessors reads the runtime's processor time, total and idle, in
+// seconds.
+func readProcessors() (total, idle float64) {
+	s := []metrics.Sample{{Name: procsTotalMetric}, {Name: procsIdleMetric}}
+	metrics.Read(s)
+	return s[0].Value.Float64(), s[1].Value.Float64()
 }

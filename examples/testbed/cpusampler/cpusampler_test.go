@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/csv"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -147,5 +148,36 @@ func TestSchedWait(t *testing.T) {
 		if _, err := schedWait(bad); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
+	}
+}
+
+// TestProcessors spins on a processor for 50 ms between two garbage
+// collections: the processors' busy time grows by at least that much,
+// and their total by at least the wall time times GOMAXPROCS.
+func TestProcessors(t *testing.T) {
+	runtime.GC()
+	busy0, err := ProcessorsBusy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total0, err := ProcessorsTotal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for time.Since(start) < 50*time.Millisecond {
+	}
+	runtime.GC()
+	wall := time.Since(start)
+	busy1, _ := ProcessorsBusy()
+	total1, _ := ProcessorsTotal()
+	if busy1-busy0 < 45*time.Millisecond {
+		t.Errorf("processors busy for %v while a goroutine spun for 50 ms", busy1-busy0)
+	}
+	if procs := time.Duration(runtime.GOMAXPROCS(0)); total1-total0 < procs*wall*9/10 {
+		t.Errorf("processors' total grew by %v over %v with GOMAXPROCS %d", total1-total0, wall, procs)
+	}
+	if busy1 > total1 || busy0 < 0 {
+		t.Errorf("busy %v of a total %v", busy1, total1)
 	}
 }

@@ -361,6 +361,27 @@ func TestMeasureSegments(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// The catalog's processor was held 0.6 of the time in segment 1
+		// and 0.8 in segment 2, whose processors' time grows half as fast:
+		// the mean over the two is weighted by the processors' time.
+		{
+			held, span := 0.6+0.2*float64(i), 1.0/float64(i+1)
+			var busy, total strings.Builder
+			busy.WriteString("timestamp,host,cpu_seconds\n")
+			total.WriteString("timestamp,host,cpu_seconds\n")
+			for s := -2; s <= 12; s++ {
+				at := from.Add(time.Duration(s) * time.Second).Format(time.RFC3339)
+				step := float64(s+2) * span
+				fmt.Fprintf(&busy, "%s,testbed,%.3f\n", at, 50+step*held)
+				fmt.Fprintf(&total, "%s,testbed,%.3f\n", at, 80+step)
+			}
+			if err := os.WriteFile(filepath.Join(dir, procsFile("catalog")), []byte(busy.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, procsTotalFile("catalog")), []byte(total.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 		// Segment 2 has steal samples: 0.03 s per second.
 		if i == 1 {
 			var b strings.Builder
@@ -373,7 +394,7 @@ func TestMeasureSegments(t *testing.T) {
 			}
 		}
 	}
-	m, err := e.measure(setup{Name: "load-40", ModelCores: 1}, dirs)
+	m, err := e.measure(setup{Name: "load-40", ModelCores: 1, GOMAXPROCS: 1}, dirs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,6 +426,10 @@ func TestMeasureSegments(t *testing.T) {
 	}
 	if len(m.ServiceCPU) != 2 || len(m.ServiceWait) != 2 {
 		t.Errorf("services with waits: %v, %v; want the catalog and the gateway", m.ServiceCPU, m.ServiceWait)
+	}
+	// Processors: 0.6 over 10 s of their time and 0.8 over 5 s.
+	if p, ok := m.ServiceProcs["catalog"]; !ok || math.Abs(p-(0.6*10+0.8*5)/15) > 1e-9 || len(m.ServiceProcs) != 1 {
+		t.Errorf("processors held %v, want the catalog's %g", m.ServiceProcs, (0.6*10+0.8*5)/15)
 	}
 }
 

@@ -558,12 +558,10 @@ func (r *report) writeSteal(w io.Writer) {
 
 // writeWaits reports, per configuration and service, the CPU time, the
 // time the service's threads waited in Linux's run queue for a CPU (both
-// per second of the steady phases), and the model's CPU slots held (the
-// mean busy units of the service's CPU slots in the prediction). With
-// GOMAXPROCS 1 a Go process's processor is held while its thread runs and
-// while that thread waits for the CPU, so CPU plus wait bounds from above
-// the time the processor was held (the waits of threads that hold none
-// count too), which the model's slots should come near.
+// per second of the steady phases), the Go runtime's processors held (the
+// mean number busy, from the runtime's own figures), and the model's CPU
+// slots held (the mean busy units of the service's CPU slots in the
+// prediction), which stand for those processors.
 func (r *report) writeWaits(w io.Writer) {
 	var rows []reportRow
 	for _, row := range r.rows {
@@ -576,13 +574,14 @@ func (r *report) writeWaits(w io.Writer) {
 	}
 	fmt.Fprintf(w, "### Time the services waited for a CPU\n\n"+
 		"Per service: its CPU time, the time its threads waited in Linux's run queue for a CPU (each thread's\n"+
-		"`/proc/PID/task/TID/schedstat`, sampled once a second), both in seconds per second of the steady phases,\n"+
-		"and the model's CPU slots held (their mean busy units in the prediction). With GOMAXPROCS 1 a process's\n"+
-		"one processor is held while its thread runs and while that thread waits for the CPU, so CPU plus wait is\n"+
-		"an upper bound of the time the processor was held, which the model's slot stands for.\n\n")
+		"`/proc/PID/task/TID/schedstat`, sampled once a second), both in seconds per second of the steady phases;\n"+
+		"the Go runtime's processors held (the mean number not idle, by the runtime's `/cpu/classes` figures,\n"+
+		"which it updates at each garbage collection); and the model's CPU slots held (their mean busy units in\n"+
+		"the prediction), which stand for those processors. A processor is held while its thread runs and while\n"+
+		"that thread waits for the CPU.\n\n")
 	fmt.Fprintf(w, "| configuration |")
 	for _, svc := range services {
-		fmt.Fprintf(w, " %s: CPU, wait, model's slot |", svc)
+		fmt.Fprintf(w, " %s: CPU, wait, processors, model's slots |", svc)
 	}
 	fmt.Fprintf(w, "\n|---|")
 	for range services {
@@ -602,7 +601,11 @@ func (r *report) writeWaits(w io.Writer) {
 				res := p.res.Resources[svc+"-cpu-slots"]
 				slot = fmt.Sprintf("%.2f", res.Busy)
 			}
-			fmt.Fprintf(w, " %.2f, %.2f, %s |", cpu, row.measured.ServiceWait[svc], slot)
+			procs := "–"
+			if p, ok := row.measured.ServiceProcs[svc]; ok {
+				procs = fmt.Sprintf("%.2f", p)
+			}
+			fmt.Fprintf(w, " %.2f, %.2f, %s, %s |", cpu, row.measured.ServiceWait[svc], procs, slot)
 		}
 		fmt.Fprintln(w)
 	}

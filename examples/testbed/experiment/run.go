@@ -86,6 +86,10 @@ type measured struct {
 	// time its threads waited in the run queue for a CPU, per second of
 	// the steady phases of the segments with wait samples.
 	ServiceCPU, ServiceWait map[string]float64
+	// ServiceProcs is, per service, the mean number of its Go runtime's
+	// processors held over the steady phases of the segments with
+	// processor samples.
+	ServiceProcs map[string]float64
 }
 
 // env is what every run shares.
@@ -255,7 +259,8 @@ func (e *env) runSegment(ctx context.Context, s setup, dir string, seg, n int) e
 		addrFile := filepath.Join(dir, svc+".addr")
 		args := []string{svc, "-listen", "127.0.0.1:0", "-addr-file", addrFile, "-host", hostName, "-instance", svc,
 			"-traces", filepath.Join(dir, svc+".otlp.jsonl"), "-metrics", filepath.Join(dir, svc+".csv"),
-			"-span-cpu=" + strconv.FormatBool(s.SpanCPU)}
+			"-span-cpu=" + strconv.FormatBool(s.SpanCPU),
+			"-procs-busy", filepath.Join(dir, procsFile(svc)), "-procs-total", filepath.Join(dir, procsTotalFile(svc))}
 		switch svc {
 		case "catalog":
 			args = append(args, "-db", filepath.Join(dir, "catalog.db"))
@@ -349,6 +354,12 @@ func sampleMachine(busy, steal, cpus string) (stop func() error, err error) {
 	})
 }
 
+// procsFile and procsTotalFile name the files that hold a service's
+// samples of the time its Go runtime's processors were busy and there
+// (cpusampler.ProcessorsBusy and ProcessorsTotal).
+func procsFile(svc string) string      { return svc + "-procs.csv" }
+func procsTotalFile(svc string) string { return svc + "-procs-total.csv" }
+
 // waitFile names the file that holds a service's samples of the time its
 // threads waited for a CPU (cpusampler.RunDelay).
 func waitFile(svc string) string { return svc + "-wait.csv" }
@@ -441,6 +452,7 @@ func (e *env) measure(s setup, dirs []string) (*measured, error) {
 	m := &measured{Dirs: dirs}
 	cpuSec, steady := 0.0, 0.0
 	svcCPU, svcWait, svcSteady := map[string]float64{}, map[string]float64{}, map[string]float64{}
+	procsBusy, procsTotal := map[string]float64{}, map[string]float64{}
 	for _, dir := range dirs {
 		res, err := readLoad(filepath.Join(dir, "load.json"))
 		if err != nil {
@@ -461,6 +473,10 @@ func (e *env) measure(s setup, dirs []string) (*measured, error) {
 				svcCPU[svc] += u
 				svcWait[svc] += wait
 				svcSteady[svc] += res.SteadySeconds
+			}
+			if busy, total, ok := held(dir, svc, res); ok {
+				procsBusy[svc] += busy
+				procsTotal[svc] += total
 			}
 		}
 		per := math.NaN()
@@ -501,7 +517,39 @@ func (e *env) measure(s setup, dirs []string) (*measured, error) {
 			m.ServiceCPU[svc], m.ServiceWait[svc] = svcCPU[svc]/t, svcWait[svc]/t
 		}
 	}
+	for svc, total := range procsTotal {
+		if total > 0 {
+			if m.ServiceProcs == nil {
+				m.ServiceProcs = map[string]float64{}
+			}
+			m.ServiceProcs[svc] = float64(s.GOMAXPROCS) * procsBusy[svc] / total
+		}
+	}
 	return m, nil
+}
+
+// held is the time service svc's Go processors were busy and there over a
+// segment's steady phase, as far as the runtime's figures, which move at
+// garbage collections, tell; false for a segment without processor samples
+// or without a collection inside its steady phase.
+func held(dir, svc string, res *loadgen.Result) (busy, total float64, ok bool) {
+	b, err := readCPU(filepath.Join(dir, procsFile(svc)))
+	if err != nil {
+		return 0, 0, false
+	}
+	a, err := readCPU(filepath.Join(dir, procsTotalFile(svc)))
+	if err != nil {
+		return 0, 0, false
+	}
+	busy, err = b.between(res.SteadyStart, res.SteadyEnd)
+	if err != nil {
+		return 0, 0, false
+	}
+	total, err = a.between(res.SteadyStart, res.SteadyEnd)
+	if err != nil || !(total > 0) {
+		return 0, 0, false
+	}
+	return busy, total, true
 }
 
 // waited is the time service svc's threads waited for a CPU over a
