@@ -563,12 +563,9 @@ func (r *report) writeSteal(w io.Writer) {
 // slots held (the mean busy units of the service's CPU slots in the
 // prediction), which stand for those processors.
 func (r *report) writeWaits(w io.Writer) {
-	var rows []reportRow
-	for _, row := range r.rows {
-		if !strings.Contains(row.setup.Name, " from ") && row.measured.ServiceCPU != nil {
-			rows = append(rows, row)
-		}
-	}
+	rows := r.rowsWhere(func(row reportRow) bool {
+		return !strings.Contains(row.setup.Name, " from ") && row.measured.ServiceCPU != nil
+	})
 	if len(rows) == 0 {
 		return
 	}
@@ -612,18 +609,24 @@ func (r *report) writeWaits(w io.Writer) {
 	fmt.Fprintln(w)
 }
 
+// rowsWhere returns the report's rows for which keep holds, in order.
+func (r *report) rowsWhere(keep func(reportRow) bool) []reportRow {
+	var rows []reportRow
+	for _, row := range r.rows {
+		if keep(row) {
+			rows = append(rows, row)
+		}
+	}
+	return rows
+}
+
 // writeAdjusted reports the response times predicted at each run's own
 // CPU speed, for the runs on the reference's code path: what is left of
 // the error once the machine's drift in CPU time per request is taken
 // out, that is the error of the model's structure (queues, slots, pool,
 // lock, delays).
 func (r *report) writeAdjusted(w io.Writer) {
-	var rows []reportRow
-	for _, row := range r.rows {
-		if row.adjusted != nil && row.adjusted.res.Stable {
-			rows = append(rows, row)
-		}
-	}
+	rows := r.rowsWhere(func(row reportRow) bool { return row.adjusted != nil && row.adjusted.res.Stable })
 	if len(rows) == 0 {
 		return
 	}
