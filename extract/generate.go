@@ -1180,11 +1180,15 @@ func (g *generator) inSpanSlotWait(op *opStats) float64 {
 	return called*math.Max(w-before, 0) + (1-called)*w
 }
 
+// CPUSlotsResource names the passive resource that holds component comp's
+// CPU slots (Config.CPUSlots) in an extracted model.
+func CPUSlotsResource(comp string) string { return hostSafe(comp) + "-cpu-slots" }
+
 // cpuSlotsResource names the passive resource of component comp's k CPU
 // slots (one set per replica of its host), adding it to the model the first
 // time.
 func (g *generator) cpuSlotsResource(comp string, k int) string {
-	name := hostSafe(comp) + "-cpu-slots"
+	name := CPUSlotsResource(comp)
 	if g.m.PassiveResource(name) == nil {
 		host := ""
 		if h := g.hostOf[comp]; h != nil && h.Replicas > 1 {

@@ -80,7 +80,7 @@ func setSlots(m *model.Model, k int) error {
 		if c.Name == generator {
 			continue // not a service: its GOMAXPROCS stays 1, its CPU bursts short
 		}
-		name := c.Name + "-cpu-slots"
+		name := extract.CPUSlotsResource(c.Name)
 		if m.PassiveResource(name) == nil {
 			return fmt.Errorf("the extracted model has no passive resource %s", name)
 		}

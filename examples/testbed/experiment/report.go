@@ -594,9 +594,10 @@ func (r *report) writeWaits(w io.Writer) {
 				continue
 			}
 			slot := "–"
-			if p := row.predicted; p != nil && p.res != nil && p.res.Stable && p.res.Resources[svc+"-cpu-slots"] != nil {
-				res := p.res.Resources[svc+"-cpu-slots"]
-				slot = fmt.Sprintf("%.2f", res.Busy)
+			if p := row.predicted; p != nil && p.res != nil && p.res.Stable {
+				if res := p.res.Resources[extract.CPUSlotsResource(svc)]; res != nil {
+					slot = fmt.Sprintf("%.2f", res.Busy)
+				}
 			}
 			procs := "–"
 			if p, ok := row.measured.ServiceProcs[svc]; ok {
