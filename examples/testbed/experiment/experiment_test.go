@@ -534,3 +534,44 @@ func TestSaturationRate(t *testing.T) {
 		t.Errorf("with a warm-up: %q", got)
 	}
 }
+
+func TestSchedulerSlice(t *testing.T) {
+	for list, want := range map[string]int{"0-1\n": 2, "0": 1, "0,2-3": 3, "0-3,8,10-11": 7} {
+		if n, err := countCPUs(list); err != nil || n != want {
+			t.Errorf("countCPUs(%q) = %d, %v; want %d", list, n, err, want)
+		}
+	}
+	for _, bad := range []string{"", "a", "3-1", "0-", "-1"} {
+		if n, err := countCPUs(bad); err == nil {
+			t.Errorf("countCPUs(%q) = %d, want an error", bad, n)
+		}
+	}
+	// 0.75 ms × (1 + ⌊log₂ n⌋), n at most 8.
+	for cpus, want := range map[int]time.Duration{1: 750 * time.Microsecond, 2: 1500 * time.Microsecond, 3: 1500 * time.Microsecond,
+		4: 2250 * time.Microsecond, 8: 3 * time.Millisecond, 64: 3 * time.Millisecond} {
+		if got := scaledSlice(cpus); got != want {
+			t.Errorf("scaledSlice(%d) = %s, want %s", cpus, got, want)
+		}
+	}
+	if d, from := schedulerSlice(); d <= 0 || from == "" {
+		t.Errorf("schedulerSlice() = %s, %q", d, from)
+	}
+}
+
+// setSlice turns the host's processor sharing into round-robin with the
+// slice as its quantum, and the model still validates.
+func TestSetSlice(t *testing.T) {
+	m, err := model.Parse([]byte(heldModel), "held.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := setSlice(m, 1500*time.Microsecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c := m.Host(hostName).CPU; c.Scheduling != model.RR || math.Abs(c.Quantum-1.5e-3) > 1e-12 {
+		t.Fatalf("host CPU %s, quantum %g s; want rr, 0.0015 s", c.Scheduling, c.Quantum)
+	}
+}

@@ -67,6 +67,10 @@ type options struct {
 	rounds    int
 	rampUp    time.Duration
 	steps     bool
+	// slice is the host CPU's round-robin quantum in the models (0:
+	// processor sharing), sliceFrom where its default came from.
+	slice     time.Duration
+	sliceFrom string
 }
 
 func run() error {
@@ -85,7 +89,13 @@ func run() error {
 	flag.IntVar(&o.rounds, "rounds", 6, "run every configuration in this many segments, one per round, the rounds one after the other, so that the machine's drift over the invocation falls alike on all configurations (-quick: 2)")
 	flag.BoolVar(&o.steps, "steps", true, "extract the model from the reference and load steps at 25 % and 75 % of the saturation rate (fresh processes, a segment of each per round), from which extraction can fit a CPU speed curve")
 	flag.DurationVar(&o.rampUp, "ramp-up", 5*time.Second, "each segment's ramp-up (fresh processes warm up in it)")
+	slice, sliceFrom := schedulerSlice()
+	flag.DurationVar(&o.slice, "cpu-slice", slice, "model the host's CPU as round-robin with this quantum, Linux's scheduler slice (default: this kernel's); 0: processor sharing")
 	flag.Parse()
+	o.sliceFrom = sliceFrom
+	if flagSet("cpu-slice") {
+		o.sliceFrom = "-cpu-slice"
+	}
 	o.small = o.quick
 	if o.quick && !flagSet("rounds") {
 		o.rounds = 2
@@ -326,7 +336,7 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	// The coarse lock saturates before the CPU when orders are frequent
 	// enough: keep the two-core run below 70 % of the lock, by a model of
 	// the first segment.
-	firstX, err := extractModel(ctx, refDirs[:1], ref, o.outside)
+	firstX, err := extractModel(ctx, refDirs[:1], ref, o.outside, o.slice)
 	if err != nil {
 		return err
 	}
@@ -475,7 +485,7 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 		stepM = append(stepM, m)
 		refDirs = append(slices.Clip(refDirs), m.Dirs...)
 	}
-	refX, err := extractModel(ctx, refDirs, ref, o.outside)
+	refX, err := extractModel(ctx, refDirs, ref, o.outside, o.slice)
 	if err != nil {
 		return err
 	}
@@ -535,7 +545,7 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	ncIdx := slices.IndexFunc(rows, func(r row) bool { return r.s.Name == "span-cpu-off" })
 	heavy := slices.IndexFunc(rows, func(r row) bool { return r.s.Name == "load-80" })
 	if ncIdx >= 0 && heavy >= 0 {
-		ncX, err := extractModel(ctx, rows[ncIdx].m.Dirs, rows[ncIdx].s, o.outside)
+		ncX, err := extractModel(ctx, rows[ncIdx].m.Dirs, rows[ncIdx].s, o.outside, o.slice)
 		if err != nil {
 			return err
 		}
@@ -561,7 +571,7 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 		loadBefore: loadBefore, loadAfter: loadAfter, busyBefore: busyBefore, pinned: e.pin,
 		phases: e.phases, mix: e.mix, saturation: saturation, firstSaturation: firstSaturation, warmSaturation: warmSaturation, perRequest: perRequest, spanShare: spanShare,
 		warnings: refX.Report.Warnings, order: order, steps: stepM, curves: refX.Report.SpeedCurves,
-		gaps: gaps, outside: o.outside, refMean: refM.Load.All.Mean, rounds: e.rounds,
+		gaps: gaps, outside: o.outside, slice: o.slice, sliceFrom: o.sliceFrom, refMean: refM.Load.All.Mean, rounds: e.rounds,
 	}
 	for _, r := range append(rows, extra...) {
 		rep.rows = append(rep.rows, reportRow{setup: r.s, measured: r.m, predicted: r.pred, adjusted: r.adjusted, speed: r.speed})

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/perfcast/perfcast/examples/testbed/loadgen"
 	"github.com/perfcast/perfcast/examples/testbed/shop"
@@ -41,8 +42,10 @@ const (
 // extractModel extracts a model from the traces of a setup's segments in
 // dirs and the services' processes' CPU time (once a second), with the
 // host's cores and every service's GOMAXPROCS as its CPU slots. The
-// segments' metrics go into one file in the first segment's parent.
-func extractModel(ctx context.Context, dirs []string, s setup, outside string) (*extract.Result, error) {
+// segments' metrics go into one file in the first segment's parent. With
+// slice > 0 the host's CPU is then round-robin with that quantum (see
+// setSlice).
+func extractModel(ctx context.Context, dirs []string, s setup, outside string, slice time.Duration) (*extract.Result, error) {
 	var files []string
 	for _, dir := range dirs {
 		f, err := filepath.Glob(filepath.Join(dir, "*.otlp.jsonl"))
@@ -65,13 +68,29 @@ func extractModel(ctx context.Context, dirs []string, s setup, outside string) (
 	if s.CoarseLock {
 		passive[lockResource] = extract.PassiveConfig{Capacity: 1, Calls: []string{lockTarget}}
 	}
-	return extract.Run(ctx, files, "testbed", &extract.Config{
+	x, err := extract.Run(ctx, files, "testbed", &extract.Config{
 		Hosts:        map[string]extract.HostConfig{hostName: {Cores: s.ModelCores}},
 		CPUSlots:     map[string]int{"*": s.GOMAXPROCS},
 		Metrics:      []string{cpu},
 		OutsideSpans: outside,
 		Passive:      passive,
 	})
+	if err != nil || slice <= 0 {
+		return x, err
+	}
+	return x, setSlice(x.Model, slice)
+}
+
+// setSlice makes the host's CPU in m round-robin with quantum slice, as
+// Linux runs threads: one that wakes while another runs on its CPU waits
+// up to the rest of that one's slice, where processor sharing, the
+// default, would serve both at once. Short bursts, such as the orders' and
+// the gateway's, wait behind the catalog's long ones.
+func setSlice(m *model.Model, slice time.Duration) error {
+	if err := whatif.SetKey(m, "hosts."+hostName+".cpu.scheduling", string(model.RR)); err != nil {
+		return err
+	}
+	return whatif.SetKey(m, "hosts."+hostName+".cpu.quantum", fmt.Sprintf("%gs", slice.Seconds()))
 }
 
 // setSlots gives every component of m the CPU slots of GOMAXPROCS k.

@@ -101,6 +101,10 @@ type report struct {
 	// outside is where extraction put the CPU outside spans
 	// (extract.Config.OutsideSpans).
 	outside string
+	// slice is the models' round-robin quantum on the host's CPU (0:
+	// processor sharing), sliceFrom where it came from.
+	slice     time.Duration
+	sliceFrom string
 	// refMean is the mean response time of the reference's measured
 	// phase, seconds.
 	refMean  float64
@@ -238,6 +242,11 @@ func (r *report) write(w io.Writer, args []string) {
 		fmt.Fprintf(w, "- Other work: processes other than the services (and the load generator, where it shares their CPUs) took %.1f %% of the services' CPUs over the steady phases, %.1f %% in the busiest segment (/proc/stat, sampled once a second).\n", 100*other, 100*most)
 	}
 	fmt.Fprintf(w, "- Placement: %s.\n", pin)
+	if r.slice > 0 {
+		fmt.Fprintf(w, "- The host's CPU in the models: round-robin with a quantum of %s, Linux's scheduler slice (%s): a thread that wakes while another runs on its CPU waits for the rest of that one's slice, where processor sharing would serve both at once.\n", r.slice, r.sliceFrom)
+	} else {
+		fmt.Fprintf(w, "- The host's CPU in the models: processor sharing (`-cpu-slice 0`).\n")
+	}
 	refSteady := time.Duration(0)
 	if len(r.rows) > 0 {
 		refSteady = time.Duration(r.rows[0].measured.Load.SteadySeconds * float64(time.Second)).Round(time.Second)
