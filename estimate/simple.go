@@ -38,9 +38,14 @@ func (SDL) Estimate(p *Problem, use []int) (*Fit, error) {
 // D_op = c · mean own time of op, one factor c for all operations. When the
 // windows are enough (at least 10) and the load varies enough to tell a
 // constant background from the work, c and a background B are fitted by
-// non-negative least squares of busy time on total own time; otherwise
-// B = 0 and c = total busy / total own time, which gives the background to
-// the operations.
+// non-negative least squares of busy time on the work each window
+// completed, its executions weighted by their operations' mean own time;
+// otherwise B = 0 and c = total busy / total own time, which gives the
+// background to the operations. The fit weighs a window's executions by
+// the mean, not by their own times there, because own time holds the
+// waits for the CPU, which grow faster than the busy time as the load
+// rises: regressed on them, busy time shows too flat a slope, and the
+// background takes the rest of the work.
 type Apportion struct{}
 
 // Name returns "apportion".
@@ -68,8 +73,10 @@ func (Apportion) Estimate(p *Problem, use []int) (*Fit, error) {
 		b := make([]float64, len(ws))
 		for i, w := range ws {
 			var o float64
-			for _, v := range w.Own {
-				o += v
+			for j, n := range w.Count {
+				if count[j] > 0 {
+					o += n * own[j] / count[j]
+				}
 			}
 			s := 1 / math.Sqrt(w.Length)
 			a.Set(i, 0, o*s)
