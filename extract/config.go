@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/perfcast/perfcast/ingest"
+	"github.com/perfcast/perfcast/model"
 )
 
 // Config is what a user tells extraction that traces do not say. Every field
@@ -19,6 +21,7 @@ import (
 //
 //	hosts:                  # cores (and speed) of the machines, by host name
 //	  web-1: {cores: 4}
+//	  web-2: {cores: 2, scheduling: rr, quantum: 1.5ms}  # the CPU as Linux runs it
 //	rename:                 # component names, by service.name
 //	  checkout-service: checkout
 //	no_id_folding: false    # keep /item/42 as it is
@@ -125,6 +128,42 @@ type PassiveConfig struct {
 type HostConfig struct {
 	Cores int     `yaml:"cores"`
 	Speed float64 `yaml:"speed"`
+	// Scheduling is how the machine's CPU serves its threads in the
+	// model: ps (processor sharing, the default), rr (round-robin with
+	// Quantum, as an operating system runs threads a slice at a time;
+	// Linux's slice is 0.75 ms × (1 + log₂ of its CPUs, at most 8)) or
+	// fcfs.
+	Scheduling string `yaml:"scheduling"`
+	// Quantum is rr's time slice, a duration such as "1.5ms".
+	Quantum string `yaml:"quantum"`
+}
+
+// cpu returns the host's scheduling and quantum (seconds) for the model.
+func (h HostConfig) cpu() (model.Scheduling, float64, error) {
+	var q float64
+	if h.Quantum != "" {
+		var err error
+		if q, err = model.ParseDuration(h.Quantum); err != nil || !(q > 0) {
+			return "", 0, fmt.Errorf("quantum: %q is not a positive duration", h.Quantum)
+		}
+	}
+	switch s := model.Scheduling(h.Scheduling); s {
+	case "", model.PS, model.FCFS:
+		if q > 0 {
+			return "", 0, fmt.Errorf("quantum %s: only scheduling %s has one", h.Quantum, model.RR)
+		}
+		if s == "" {
+			s = model.PS
+		}
+		return s, 0, nil
+	case model.RR:
+		if !(q > 0) {
+			return "", 0, fmt.Errorf("scheduling %s needs a quantum", model.RR)
+		}
+		return s, q, nil
+	default:
+		return "", 0, fmt.Errorf("scheduling: %q is none of %s, %s, %s", h.Scheduling, model.PS, model.RR, model.FCFS)
+	}
 }
 
 // LoadConfig reads a configuration file. Unknown keys are errors.
@@ -137,7 +176,7 @@ func LoadConfig(path string) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) { // an empty file is an empty configuration
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, oneLine(err))
 	}
 	if err := c.check(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -145,8 +184,27 @@ func LoadConfig(path string) (*Config, error) {
 	return &c, nil
 }
 
+// oneLine returns err on one line: the YAML decoder lists each field it
+// could not set on a line of its own, and quotes values as they are,
+// newlines and all (shown escaped here).
+func oneLine(err error) error {
+	msg := err.Error()
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		msg = strings.Join(te.Errors, "; ")
+	} else if !strings.Contains(msg, "\n") {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(msg, "\n", `\n`))
+}
+
 // check reports values the configuration does not allow.
 func (c *Config) check() error {
+	for _, name := range slices.Sorted(maps.Keys(c.Hosts)) {
+		if _, _, err := c.Hosts[name].cpu(); err != nil {
+			return fmt.Errorf("hosts: %s: %w", name, err)
+		}
+	}
 	switch c.OutsideSpans {
 	case "", OutsideInline, OutsideBackground:
 		return nil

@@ -1,10 +1,13 @@
 package extract
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/perfcast/perfcast/model"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -18,6 +21,12 @@ func TestLoadConfig(t *testing.T) {
 		{"background", "outside_spans: background\nno_speed_curves: true\n", "", OutsideBackground},
 		{"unknown value", "outside_spans: later\n", `bad.yaml: outside_spans: "later" is neither inline nor background`, ""},
 		{"unknown key", "outside: inline\n", "field outside not found", ""},
+		{"round-robin", "hosts: {web: {cores: 2, scheduling: rr, quantum: 1.5ms}}\n", "", ""},
+		{"fcfs", "hosts: {web: {scheduling: fcfs}}\n", "", ""},
+		{"rr without quantum", "hosts: {web: {scheduling: rr}}\n", "bad.yaml: hosts: web: scheduling rr needs a quantum", ""},
+		{"quantum without rr", "hosts: {web: {quantum: 2ms}}\n", "hosts: web: quantum 2ms: only scheduling rr has one", ""},
+		{"bad quantum", "hosts: {web: {scheduling: rr, quantum: soon}}\n", `hosts: web: quantum: "soon" is not a positive duration`, ""},
+		{"unknown scheduling", "hosts: {web: {scheduling: lottery}}\n", `hosts: web: scheduling: "lottery" is none of ps, rr, fcfs`, ""},
 	} {
 		path := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".yaml")
 		if c.err != "" {
@@ -38,5 +47,33 @@ func TestLoadConfig(t *testing.T) {
 	}
 	if !(*Config)(nil).background() || (&Config{OutsideSpans: OutsideInline}).background() {
 		t.Error("the CPU outside spans should be background by default and inline when asked")
+	}
+}
+
+// A host's scheduling and quantum in the configuration reach the model's
+// CPU; a host the configuration leaves alone keeps processor sharing, and
+// extraction refuses a configuration the loader would.
+func TestHostScheduling(t *testing.T) {
+	spans := generate(1, 200, true)
+	cfg := &Config{Hosts: map[string]HostConfig{"web": {Cores: 2, Scheduling: "rr", Quantum: "1.5ms"}}}
+	m, _ := foldWith(t, spans, cfg).Model("shop", cfg)
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range m.Hosts {
+		want, q := model.PS, 0.0
+		if h.Name == "web" {
+			want, q = model.RR, 1.5e-3
+		}
+		if h.CPU.Scheduling != want || math.Abs(h.CPU.Quantum-q) > 1e-12 {
+			t.Errorf("host %s: %s, quantum %g s; want %s, %g s", h.Name, h.CPU.Scheduling, h.CPU.Quantum, want, q)
+		}
+	}
+	if m.Host("web") == nil {
+		t.Fatalf("no host web:\n%s", m.Marshal())
+	}
+	bad := &Config{Hosts: map[string]HostConfig{"web": {Scheduling: "rr"}}}
+	if _, err := RunWith(t.Context(), nil, nil, "shop", bad); err == nil || !strings.Contains(err.Error(), "needs a quantum") {
+		t.Errorf("round-robin without a quantum: %v", err)
 	}
 }

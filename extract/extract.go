@@ -39,6 +39,11 @@ func Run(ctx context.Context, paths []string, name string, cfg *Config) (*Result
 // extraction) merged in before the model is generated; paths may then be
 // empty. The states are taken over: they must not be used afterwards.
 func RunWith(ctx context.Context, paths []string, states []*State, name string, cfg *Config) (*Result, error) {
+	if cfg != nil {
+		if err := cfg.check(); err != nil {
+			return nil, fmt.Errorf("configuration: %w", err)
+		}
+	}
 	st := NewState()
 	var read ingest.Stats
 	var astats trace.Stats

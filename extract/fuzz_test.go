@@ -82,3 +82,37 @@ func FuzzLoadState(f *testing.F) {
 		}
 	})
 }
+
+// FuzzLoadConfig loads arbitrary configuration files: it must not crash,
+// its errors are one line, and a configuration it accepts makes a valid
+// model.
+func FuzzLoadConfig(f *testing.F) {
+	for _, seed := range []string{
+		"",
+		"hosts: {web: {cores: 2, scheduling: rr, quantum: 1.5ms}}\n",
+		"hosts: {web: {scheduling: rr}}\n",
+		"outside: inline\n",
+		"cpu_slots: {\"*\": 1}\npassive:\n  pool: {capacity: 2, calls: [back/get]}\noutside_spans: inline\n",
+		"hosts: [1, 2]\nrename: 3\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	traces := generate(35, 30, true)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "config.yaml")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := LoadConfig(path)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error spans lines: %q", err)
+			}
+			return
+		}
+		m, _ := foldWith(t, traces, cfg).Model("fuzz", cfg)
+		if err := m.Validate(); err != nil {
+			t.Fatalf("invalid model from %q: %v", data, err)
+		}
+	})
+}

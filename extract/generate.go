@@ -514,6 +514,10 @@ func (g *generator) placeComponents() {
 				if hc.Speed > 0 {
 					h.CPU.Speed = hc.Speed
 				}
+				// Checked with the configuration (Config.check).
+				if sched, q, err := hc.cpu(); err == nil {
+					h.CPU.Scheduling, h.CPU.Quantum = sched, q
+				}
 			}
 			byKey[key] = h
 			g.m.Hosts = append(g.m.Hosts, h)

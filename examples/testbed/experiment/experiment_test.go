@@ -558,20 +558,15 @@ func TestSchedulerSlice(t *testing.T) {
 	}
 }
 
-// setSlice turns the host's processor sharing into round-robin with the
-// slice as its quantum, and the model still validates.
-func TestSetSlice(t *testing.T) {
-	m, err := model.Parse([]byte(heldModel), "held.yaml")
-	if err != nil {
-		t.Fatal(err)
+// hostConfig declares round-robin with the slice as its quantum, in a
+// form the model's durations read, and processor sharing without a slice.
+func TestHostConfig(t *testing.T) {
+	if h := hostConfig(setup{ModelCores: 2}, 0); h != (extract.HostConfig{Cores: 2}) {
+		t.Errorf("no slice: %+v, want 2 cores and nothing else", h)
 	}
-	if err := setSlice(m, 1500*time.Microsecond); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	if c := m.Host(hostName).CPU; c.Scheduling != model.RR || math.Abs(c.Quantum-1.5e-3) > 1e-12 {
-		t.Fatalf("host CPU %s, quantum %g s; want rr, 0.0015 s", c.Scheduling, c.Quantum)
+	h := hostConfig(setup{ModelCores: 1}, 1500*time.Microsecond)
+	q, err := model.ParseDuration(h.Quantum)
+	if h.Cores != 1 || h.Scheduling != string(model.RR) || err != nil || math.Abs(q-1.5e-3) > 1e-12 {
+		t.Errorf("slice 1.5ms: %+v (quantum %g s, %v), want 1 core, rr, 1.5 ms", h, q, err)
 	}
 }

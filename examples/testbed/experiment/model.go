@@ -43,8 +43,8 @@ const (
 // dirs and the services' processes' CPU time (once a second), with the
 // host's cores and every service's GOMAXPROCS as its CPU slots. The
 // segments' metrics go into one file in the first segment's parent. With
-// slice > 0 the host's CPU is then round-robin with that quantum (see
-// setSlice).
+// slice > 0 the host's CPU is round-robin with that quantum (see
+// hostConfig).
 func extractModel(ctx context.Context, dirs []string, s setup, outside string, slice time.Duration) (*extract.Result, error) {
 	var files []string
 	for _, dir := range dirs {
@@ -68,29 +68,27 @@ func extractModel(ctx context.Context, dirs []string, s setup, outside string, s
 	if s.CoarseLock {
 		passive[lockResource] = extract.PassiveConfig{Capacity: 1, Calls: []string{lockTarget}}
 	}
-	x, err := extract.Run(ctx, files, "testbed", &extract.Config{
-		Hosts:        map[string]extract.HostConfig{hostName: {Cores: s.ModelCores}},
+	return extract.Run(ctx, files, "testbed", &extract.Config{
+		Hosts:        map[string]extract.HostConfig{hostName: hostConfig(s, slice)},
 		CPUSlots:     map[string]int{"*": s.GOMAXPROCS},
 		Metrics:      []string{cpu},
 		OutsideSpans: outside,
 		Passive:      passive,
 	})
-	if err != nil || slice <= 0 {
-		return x, err
-	}
-	return x, setSlice(x.Model, slice)
 }
 
-// setSlice makes the host's CPU in m round-robin with quantum slice, as
-// Linux runs threads: one that wakes while another runs on its CPU waits
-// up to the rest of that one's slice, where processor sharing, the
-// default, would serve both at once. Short bursts, such as the orders' and
-// the gateway's, wait behind the catalog's long ones.
-func setSlice(m *model.Model, slice time.Duration) error {
-	if err := whatif.SetKey(m, "hosts."+hostName+".cpu.scheduling", string(model.RR)); err != nil {
-		return err
+// hostConfig declares the host of setup s to extraction: its cores, and
+// with slice > 0 its CPU round-robin with quantum slice, as Linux runs
+// threads: one that wakes while another runs on its CPU waits up to the
+// rest of that one's slice, where processor sharing, the default, would
+// serve both at once. Short bursts, such as the orders' and the
+// gateway's, wait behind the catalog's long ones.
+func hostConfig(s setup, slice time.Duration) extract.HostConfig {
+	h := extract.HostConfig{Cores: s.ModelCores}
+	if slice > 0 {
+		h.Scheduling, h.Quantum = string(model.RR), fmt.Sprintf("%gms", float64(slice)/float64(time.Millisecond))
 	}
-	return whatif.SetKey(m, "hosts."+hostName+".cpu.quantum", fmt.Sprintf("%gs", slice.Seconds()))
+	return h
 }
 
 // setSlots gives every component of m the CPU slots of GOMAXPROCS k.
