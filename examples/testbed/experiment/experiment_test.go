@@ -569,4 +569,8 @@ func TestHostConfig(t *testing.T) {
 	if h.Cores != 1 || h.Scheduling != string(model.RR) || err != nil || math.Abs(q-1.5e-3) > 1e-12 {
 		t.Errorf("slice 1.5ms: %+v (quantum %g s, %v), want 1 core, rr, 1.5 ms", h, q, err)
 	}
+	// A slice whose milliseconds %g would write with an exponent.
+	if q, err := model.ParseDuration(hostConfig(setup{}, time.Nanosecond).Quantum); err != nil || math.Abs(q-1e-9) > 1e-18 {
+		t.Errorf("slice 1ns: quantum %g s, %v", q, err)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -86,7 +87,8 @@ func extractModel(ctx context.Context, dirs []string, s setup, outside string, s
 func hostConfig(s setup, slice time.Duration) extract.HostConfig {
 	h := extract.HostConfig{Cores: s.ModelCores}
 	if slice > 0 {
-		h.Scheduling, h.Quantum = string(model.RR), fmt.Sprintf("%gms", float64(slice)/float64(time.Millisecond))
+		// Fixed-point, so that no exponent reaches the model's durations.
+		h.Scheduling, h.Quantum = string(model.RR), strconv.FormatFloat(float64(slice)/float64(time.Millisecond), 'f', -1, 64)+"ms"
 	}
 	return h
 }
