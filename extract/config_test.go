@@ -73,7 +73,7 @@ func TestHostScheduling(t *testing.T) {
 		t.Fatalf("no host web:\n%s", m.Marshal())
 	}
 	bad := &Config{Hosts: map[string]HostConfig{"web": {Scheduling: "rr"}}}
-	if _, err := RunWith(t.Context(), nil, nil, "shop", bad); err == nil || !strings.Contains(err.Error(), "needs a quantum") {
+	if _, _, err := Generate(foldWith(t, spans, bad), "shop", bad); err == nil || !strings.Contains(err.Error(), "needs a quantum") {
 		t.Errorf("round-robin without a quantum: %v", err)
 	}
 }

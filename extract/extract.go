@@ -39,11 +39,6 @@ func Run(ctx context.Context, paths []string, name string, cfg *Config) (*Result
 // extraction) merged in before the model is generated; paths may then be
 // empty. The states are taken over: they must not be used afterwards.
 func RunWith(ctx context.Context, paths []string, states []*State, name string, cfg *Config) (*Result, error) {
-	if cfg != nil {
-		if err := cfg.check(); err != nil {
-			return nil, fmt.Errorf("configuration: %w", err)
-		}
-	}
 	st := NewState()
 	var read ingest.Stats
 	var astats trace.Stats
@@ -94,6 +89,10 @@ func Fold(ctx context.Context, st *State, paths []string, cfg *Config) (ingest.S
 func Generate(st *State, name string, cfg *Config) (*model.Model, *Report, error) {
 	if cfg == nil {
 		cfg = &Config{}
+	}
+	// A configuration built in code, not by LoadConfig, is checked here.
+	if err := cfg.check(); err != nil {
+		return nil, nil, fmt.Errorf("configuration: %w", err)
 	}
 	cores := map[string]int{}
 	for h, hc := range cfg.Hosts {

@@ -514,7 +514,7 @@ func (g *generator) placeComponents() {
 				if hc.Speed > 0 {
 					h.CPU.Speed = hc.Speed
 				}
-				// Checked with the configuration (Config.check).
+				// Generate has checked the configuration (Config.check).
 				if sched, q, err := hc.cpu(); err == nil {
 					h.CPU.Scheduling, h.CPU.Quantum = sched, q
 				}
