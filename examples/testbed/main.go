@@ -7,6 +7,9 @@
 //	testbed gateway  -listen 127.0.0.1:8081 -catalog http://127.0.0.1:8082 -orders http://127.0.0.1:8083
 //	testbed load     -url http://127.0.0.1:8081 -rate 50 -steady 60s -o result.json
 //
+// With -runtime-trace F a service also writes a Go execution trace of a
+// window of its run (-runtime-trace-after, -runtime-trace-for), which shows
+// when its goroutines waited to run; see docs/testbed.md.
 // A service writes its spans as OTLP JSON lines (-traces) and its CPU time
 // once a second as CSV (-metrics); it stops cleanly, flushing both, on
 // SIGINT or SIGTERM. See docs/testbed.md.
@@ -108,9 +111,23 @@ func serve(ctx context.Context, name string, args []string) error {
 		delay     = fs.Duration("delay", 10*time.Millisecond, "how long a charge takes (payments)")
 		conns     = fs.Int("db-conns", 4, "database connections (catalog; orders uses 1 writer)")
 		small     = sizeFlag(fs)
+		rtPath    = fs.String("runtime-trace", "", "write a Go execution trace (runtime/trace) of the run to this `file`, for `go tool trace`")
+		rtAfter   = fs.Duration("runtime-trace-after", 0, "start the execution trace this long after the service starts")
+		rtFor     = fs.Duration("runtime-trace-for", 0, "stop the execution trace after this long (0: when the service stops)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *rtPath != "" {
+		rt, err := startRuntimeTrace(*rtPath, *rtAfter, *rtFor)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := rt.Stop(); err != nil {
+				slog.Error("stopping the execution trace", "err", err)
+			}
+		}()
 	}
 	if *instance == "" {
 		*instance = fmt.Sprintf("%s-%d", name, os.Getpid())

@@ -556,6 +556,13 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 			}
 			addClientDelays(ncX.Model, g)
 		}
+		// Kept beside the reference's, to compare the two extractions.
+		if err := saveModel(filepath.Join(e.work, "span-cpu-off-model.yaml"), ncX.Model, rows[ncIdx].s); err != nil {
+			return err
+		}
+		if err := saveJSON(filepath.Join(e.work, "span-cpu-off-extraction.json"), ncX.Report); err != nil {
+			return err
+		}
 		p, err := predictFrom(ctx, ncX.Model, rows[heavy].s, e.mix, o.precision, 1)
 		if err != nil {
 			return err
