@@ -7,12 +7,13 @@
 //	testbed gateway  -listen 127.0.0.1:8081 -catalog http://127.0.0.1:8082 -orders http://127.0.0.1:8083
 //	testbed load     -url http://127.0.0.1:8081 -rate 50 -steady 60s -o result.json
 //
-// With -runtime-trace F a service also writes a Go execution trace of a
-// window of its run (-runtime-trace-after, -runtime-trace-for), which shows
-// when its goroutines waited to run; see docs/testbed.md.
 // A service writes its spans as OTLP JSON lines (-traces) and its CPU time
 // once a second as CSV (-metrics); it stops cleanly, flushing both, on
 // SIGINT or SIGTERM. See docs/testbed.md.
+//
+// With -runtime-trace F a service also writes a Go execution trace of a
+// window of its run (-runtime-trace-after, -runtime-trace-for), which shows
+// when its goroutines waited to run.
 package main
 
 import (

@@ -87,7 +87,8 @@ func extractModel(ctx context.Context, dirs []string, s setup, outside string, s
 func hostConfig(s setup, slice time.Duration) extract.HostConfig {
 	h := extract.HostConfig{Cores: s.ModelCores}
 	if slice > 0 {
-		// Fixed-point, so that no exponent reaches the model's durations.
+		// In milliseconds, written in fixed point to read plainly in the
+		// model (model.ParseDuration would read an exponent as well).
 		h.Scheduling, h.Quantum = string(model.RR), strconv.FormatFloat(float64(slice)/float64(time.Millisecond), 'f', -1, 64)+"ms"
 	}
 	return h
