@@ -574,3 +574,46 @@ func TestHostConfig(t *testing.T) {
 		t.Errorf("slice 1ns: quantum %g s, %v", q, err)
 	}
 }
+
+func TestSettle(t *testing.T) {
+	// A prediction of 100 is within 15 % of true means from 100/1.15 =
+	// 86.96 to 100/0.85 = 117.65.
+	for _, c := range []struct {
+		name             string
+		pred, mean, half float64
+		want             settlement
+	}{
+		{"interval inside the band", 100, 100, 5, settledWithin},
+		{"interval across both edges", 100, 100, 20, unsettled},
+		{"interval above the band", 100, 140, 10, settledBeyond},
+		{"interval below the band", 100, 80, 5, settledBeyond},
+		{"point beyond, interval reaching in", 100, 125, 10, unsettled},
+		{"point within, interval reaching out", 100, 110, 10, unsettled},
+		{"no interval", 100, 100, 0, unsettled},
+		{"unknown prediction", math.NaN(), 100, 5, unsettled},
+		{"unknown interval", 100, 100, math.NaN(), unsettled},
+		// Two rows of the invocation of 2026-11-26 12:18: the two CPUs'
+		// browse (−64 %) and GOMAXPROCS 2's (−26 %, its interval reaching
+		// 28.3 ms, below 26.9/0.85 = 31.6).
+		{"two CPUs, browse", 19.9, 55.2, 16.7, settledBeyond},
+		{"GOMAXPROCS 2, browse", 26.9, 36.2, 7.9, unsettled},
+	} {
+		if got := settle(c.pred, c.mean, c.half, meanLimit); got != c.want {
+			t.Errorf("%s: settle(%g, %g ± %g) = %d, want %d", c.name, c.pred, c.mean, c.half, got, c.want)
+		}
+	}
+}
+
+func TestTallyText(t *testing.T) {
+	var ta tally
+	ta.add("a browse", 0.02, settle(102, 100, 5, meanLimit), meanLimit)
+	ta.add("b browse", -0.64, settle(19.9, 55.2, 16.7, meanLimit), meanLimit)
+	ta.add("c browse", -0.26, settle(26.9, 36.2, 7.9, meanLimit), meanLimit)
+	ta.add("d browse", 0.05, settle(105, 100, 30, meanLimit), meanLimit)
+	got := ta.text(4, meanLimit)
+	want := "1 of 4 within 15 % for every value in the interval; 1 beyond it for every one (b browse (-64 %)); " +
+		"2 not settled, of which beyond 15 % by the point estimate: c browse (-26 %)"
+	if got != want {
+		t.Errorf("text:\n got %s\nwant %s", got, want)
+	}
+}

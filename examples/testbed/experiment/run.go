@@ -70,6 +70,8 @@ type measured struct {
 	// phases; PartPerRequest each segment's CPU time per request.
 	CPUSeconds     float64
 	PartPerRequest []float64
+	// PartCPU is each segment's CPU utilization, a fraction of ModelCores.
+	PartCPU []float64
 	// Dirs hold the segments' files.
 	Dirs []string
 	// Other is the CPU time per second of the steady phases that other
@@ -494,6 +496,9 @@ func (e *env) measure(s setup, dirs []string) (*measured, error) {
 		}
 		m.PartSteal = append(m.PartSteal, stolen(dir, res))
 		m.Parts, m.PartPerRequest = append(m.Parts, res), append(m.PartPerRequest, per)
+		if res.SteadySeconds > 0 {
+			m.PartCPU = append(m.PartCPU, used/res.SteadySeconds/float64(s.ModelCores))
+		}
 		cpuSec, steady = cpuSec+used, steady+res.SteadySeconds
 	}
 	m.Load = m.Parts[0]

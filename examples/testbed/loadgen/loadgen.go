@@ -636,11 +636,19 @@ func (b *batchMeans) halfWidth() float64 {
 			means = append(means, b.sum[i]/float64(b.n[i]))
 		}
 	}
-	k := float64(len(means))
+	return HalfWidth95(means)
+}
+
+// HalfWidth95 is the half-width of the 95 % confidence interval of the
+// mean of values taken as independent and alike (batch means, or one
+// figure per segment of a run), by Student's t. With fewer than five
+// values it is 0: the interval would say little.
+func HalfWidth95(values []float64) float64 {
+	k := float64(len(values))
 	if k < 5 {
 		return 0
 	}
-	_, sd := stat.MeanStdDev(means, nil)
+	_, sd := stat.MeanStdDev(values, nil)
 	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: k - 1}.Quantile(0.975)
 	return t * sd / math.Sqrt(k)
 }
