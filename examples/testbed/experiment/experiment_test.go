@@ -229,7 +229,7 @@ func TestCPUSeries(t *testing.T) {
 }
 
 // The report goes between the markers of a document, leaving the rest
-// alone, or makes the whole file when it has none.
+// alone, at the end of one without them, or makes a missing file.
 func TestWriteReport(t *testing.T) {
 	dir := t.TempDir()
 	doc := filepath.Join(dir, "doc.md")
@@ -238,7 +238,7 @@ func TestWriteReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 { // twice: the markers survive a rewrite
-		if err := writeReport(doc, []byte("new report\n\n")); err != nil {
+		if err := writeReport(doc, []byte("new report\n\n"), beginReport, endReport); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -247,15 +247,26 @@ func TestWriteReport(t *testing.T) {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
 	whole := filepath.Join(dir, "new.md")
-	if err := writeReport(whole, []byte("report\n")); err != nil {
+	if err := writeReport(whole, []byte("report\n"), beginReport, endReport); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := os.ReadFile(whole); string(got) != beginReport+"\n\nreport\n"+endReport+"\n" {
 		t.Fatalf("whole file %q", got)
 	}
+	// A second section of its own markers goes at the end of a document
+	// without them, and then between them.
+	for range 2 {
+		if err := writeReport(doc, []byte("pooled\n"), beginPooled, endPooled); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, _ = os.ReadFile(doc)
+	if want := before + beginReport + "\n\nnew report\n\n" + endReport + after + "\n" + beginPooled + "\n\npooled\n" + endPooled + "\n"; string(got) != want {
+		t.Fatalf("second section: got\n%s\nwant\n%s", got, want)
+	}
 	broken := filepath.Join(dir, "broken.md")
 	os.WriteFile(broken, []byte(endReport+"\n"+beginReport), 0o644)
-	if err := writeReport(broken, []byte("x")); err == nil {
+	if err := writeReport(broken, []byte("x"), beginReport, endReport); err == nil {
 		t.Fatal("markers out of order accepted")
 	}
 }
@@ -615,5 +626,74 @@ func TestTallyText(t *testing.T) {
 		"2 not settled, of which beyond 15 % by the point estimate: c browse (-26 %)"
 	if got != want {
 		t.Errorf("text:\n got %s\nwant %s", got, want)
+	}
+}
+
+// pooledReport is a report of one invocation with one configuration: its
+// browse class measured at meas and predicted at pred (seconds), its CPU
+// measured at cpuMeas and predicted at cpuPred.
+func pooledReport(name string, meas, pred, cpuMeas, cpuPred float64) *report {
+	res := &solve.Result{
+		Stable:    true,
+		Workloads: map[string]*solve.WorkloadResult{"w-browse": {ResponseTime: solve.Times{Mean: pred}}},
+		Resources: map[string]*solve.ResourceResult{hostName + ".cpu": {Utilization: cpuPred}},
+	}
+	m := &measured{Load: &loadgen.Result{Classes: map[string]*loadgen.Summary{"browse": {Mean: meas}}}, CPU: cpuMeas}
+	return &report{rows: []reportRow{{
+		setup:     setup{Name: name, ModelCores: 1},
+		measured:  m,
+		predicted: &predicted{res: res, names: map[string]string{"browse": "w-browse"}},
+	}}}
+}
+
+// Pooled over invocations, a row's error is the geometric mean of its
+// ratios with Student's t interval, and the interval settles the row.
+func TestPooled(t *testing.T) {
+	// Four invocations, the model 20 % fast on browse in two and 30 % in
+	// two; the CPU within 2 % in all, either way.
+	reps := []*report{
+		pooledReport("load-80", 0.050, 0.040, 0.70, 0.70*1.02),
+		pooledReport("load-80", 0.100, 0.080, 0.70, 0.70*0.98),
+		pooledReport("load-80", 0.100, 0.070, 0.70, 0.70*1.02),
+		pooledReport("load-80", 0.040, 0.028, 0.70, 0.70*0.98),
+		// Saturated in this invocation: not held out, left out.
+		pooledReport("load-80", 0.100, 0.010, 0.85, 0.85),
+	}
+	rows, keys := pooledOf(reps)
+	if want := []pooledKey{{"load-80", "browse"}, {"load-80", cpuClass}}; !slices.Equal(keys, want) {
+		t.Fatalf("keys %v, want %v", keys, want)
+	}
+	browse := rows[keys[0]].logRatios
+	if len(browse) != 4 {
+		t.Fatalf("%d browse ratios, want 4 (the saturated run left out)", len(browse))
+	}
+	mean, lo, hi := pooledError(browse)
+	// The geometric mean of 0.8, 0.8, 0.7, 0.7; the log ratios' standard
+	// deviation is (ln 0.8 − ln 0.7)/√3 over four, t(3) = 3.182.
+	wantMean := math.Sqrt(0.8*0.7) - 1
+	h := 3.182 * (math.Log(0.8) - math.Log(0.7)) / math.Sqrt(3) / 2
+	if math.Abs(mean-wantMean) > 1e-9 || math.Abs(lo-math.Expm1(math.Log1p(wantMean)-h)) > 1e-3 || math.Abs(hi-math.Expm1(math.Log1p(wantMean)+h)) > 1e-3 {
+		t.Errorf("browse: %g [%g, %g], want %g ± %g in logs", mean, lo, hi, wantMean, h)
+	}
+	if s := settlePooled(lo, hi, meanLimit); s != settledBeyond {
+		t.Errorf("browse settled %d, want beyond (interval %g to %g)", s, lo, hi)
+	}
+	cmean, clo, chi := pooledError(rows[keys[1]].logRatios)
+	if s := settlePooled(clo, chi, cpuLimit); s != settledWithin || math.Abs(cmean) > 1e-3 {
+		t.Errorf("CPU %g [%g, %g] settled %d, want about 0 and within", cmean, clo, chi, s)
+	}
+	if _, lo1, hi1 := pooledError(browse[:1]); !math.IsNaN(lo1) || !math.IsNaN(hi1) || settlePooled(lo1, hi1, meanLimit) != unsettled {
+		t.Errorf("one invocation: interval %g to %g, want none and unsettled", lo1, hi1)
+	}
+	var b strings.Builder
+	writePooled(&b, []string{"a", "b", "c", "d", "e"}, reps, []string{"-pool", "a,b,c,d,e"}, time.Now())
+	for _, want := range []string{
+		"| load-80 | browse | 4 | -25 % | -34 % to -15 % | 4 | 0 | beyond |",
+		"- Mean response times: 0 of 1 within 15 % for every value in the interval; 1 beyond it for every one (load-80 browse (-25 %))",
+		"- Utilizations: 1 of 1 within 5 %",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("pooled report lacks %q:\n%s", want, b.String())
+		}
 	}
 }

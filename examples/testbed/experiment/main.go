@@ -62,6 +62,7 @@ type options struct {
 	small     bool
 	only      string
 	reuse     bool
+	pool      string
 	clientGap bool
 	outside   string
 	rounds    int
@@ -76,13 +77,14 @@ type options struct {
 func run() error {
 	var o options
 	flag.BoolVar(&o.quick, "quick", false, "a smoke run: a few seconds per configuration, the small data set")
-	flag.StringVar(&o.out, "o", "docs/accuracy.md", "write the report into this `file`'s generated section (the whole file when it has none)")
+	flag.StringVar(&o.out, "o", "docs/accuracy.md", "write the report into this `file`'s generated section (at its end when it has none)")
 	flag.StringVar(&o.work, "work", "", "keep the runs' files (traces, metrics, logs, models) in this `dir` (default: a temporary one, removed)")
 	flag.StringVar(&o.dataset, "dataset", "", "instead of the experiment, make the example data set in this `dir` (90 s at 25 requests/s)")
 	flag.Float64Var(&o.refRate, "ref-rate", 50, "the warm-up's arrival rate, requests per second; when set, the reference's too (instead of -ref-load)")
 	flag.Float64Var(&o.refLoad, "ref-load", 0.5, "the reference's arrival rate as a `fraction` of the rate that saturates one core by the warm-up's CPU time per request (mid-range: predictions interpolate rather than extrapolate)")
 	flag.Float64Var(&o.precision, "precision", 0.02, "simulation precision of the predictions")
 	flag.StringVar(&o.only, "only", "", "run only these `configurations` (comma-separated names) besides the reference")
+	flag.StringVar(&o.pool, "pool", "", "instead of running, predict again the runs in these work `dirs` (comma-separated; each as -reuse would, its report written into it as accuracy.md) and report the errors pooled over them")
 	flag.BoolVar(&o.reuse, "reuse", false, "with -work, take the runs already there instead of running them again (to try another extraction on the same measurements)")
 	flag.BoolVar(&o.clientGap, "client-gap", true, "add each class's time outside the gateway's root span (the load generator's latency less the span's, in the reference's steady phase) to the model's workload as a fixed delay")
 	flag.StringVar(&o.outside, "outside-spans", extract.OutsideBackground, "where extraction puts the CPU time outside spans: inline or background (the extraction configuration's outside_spans)")
@@ -107,6 +109,15 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	if o.rounds < 1 {
+		return fmt.Errorf("-rounds %d: want at least 1", o.rounds)
+	}
+	if !(o.refLoad > 0 && o.refLoad < 1) {
+		return fmt.Errorf("-ref-load %g: want a fraction between 0 and 1", o.refLoad)
+	}
+	if o.pool != "" {
+		return pool(ctx, root, o)
+	}
 	work := o.work
 	if work == "" {
 		work, err = os.MkdirTemp("", "perfcast-testbed-")
@@ -115,30 +126,56 @@ func run() error {
 		}
 		defer os.RemoveAll(work)
 	}
-	work, _ = filepath.Abs(work)
-	if o.rounds < 1 {
-		return fmt.Errorf("-rounds %d: want at least 1", o.rounds)
-	}
-	if !(o.refLoad > 0 && o.refLoad < 1) {
-		return fmt.Errorf("-ref-load %g: want a fraction between 0 and 1", o.refLoad)
-	}
-	e := &env{work: work, mix: shop.DefaultMix, small: o.small, seed: 1, reuse: o.reuse && o.work != "", rounds: o.rounds}
-	e.bin = filepath.Join(work, "testbed")
-	slog.Info("build", "bin", e.bin)
-	build := exec.Command("go", "build", "-o", e.bin, "./examples/testbed")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("build testbed: %w: %s", err, out)
-	}
-	_, tsErr := exec.LookPath("taskset")
-	e.pin = tsErr == nil && runtime.NumCPU() >= 2
-	if err := e.seedDatabases(ctx); err != nil {
+	e, err := newEnv(ctx, root, work, o)
+	if err != nil {
 		return err
 	}
 	if o.dataset != "" {
 		return e.makeDataset(ctx, filepath.Join(root, o.dataset) /* relative to the module */, o)
 	}
-	return e.experiment(ctx, root, o)
+	rep, err := e.experiment(ctx, o)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	rep.write(&buf, os.Args[1:])
+	return writeReportTo(root, o.out, buf.Bytes())
+}
+
+// newEnv builds the testbed into work and seeds the databases the runs
+// copy.
+func newEnv(ctx context.Context, root, work string, o options) (*env, error) {
+	work, err := filepath.Abs(work)
+	if err != nil {
+		return nil, err
+	}
+	e := &env{work: work, mix: shop.DefaultMix, small: o.small, seed: 1, reuse: o.reuse && o.work != "", rounds: o.rounds}
+	e.bin = filepath.Join(work, "testbed")
+	slog.Info("build", "bin", e.bin)
+	build := exec.CommandContext(ctx, "go", "build", "-o", e.bin, "./examples/testbed")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("build testbed: %w: %s", err, out)
+	}
+	_, tsErr := exec.LookPath("taskset")
+	e.pin = tsErr == nil && runtime.NumCPU() >= 2
+	if err := e.seedDatabases(ctx); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// writeReportTo writes report into the generated section of out (relative
+// to the module's root unless absolute); see writeReport.
+func writeReportTo(root, out string, report []byte) error {
+	if !filepath.IsAbs(out) {
+		out = filepath.Join(root, out)
+	}
+	if err := writeReport(out, report, beginReport, endReport); err != nil {
+		return err
+	}
+	slog.Info("wrote", "report", out)
+	return nil
 }
 
 // flagSet tells whether the command line set the flag name.
@@ -271,7 +308,7 @@ func loadAverage() (string, bool) {
 	return f[0] + " (1 min), " + f[1] + " (5 min)", busy
 }
 
-func (e *env) experiment(ctx context.Context, root string, o options) error {
+func (e *env) experiment(ctx context.Context, o options) (*report, error) {
 	e.phases = loadgen.Phases{RampUp: o.rampUp, Steady: 60 * time.Second, RampDown: 2 * time.Second}
 	if o.quick {
 		e.phases = loadgen.Phases{RampUp: time.Second, Steady: 5 * time.Second, RampDown: 500 * time.Millisecond}
@@ -279,7 +316,7 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	if e.reuse {
 		// Runs of another -rounds are not the ones asked for.
 		if n := madeRounds(filepath.Join(e.work, "reference")); n > 0 && n != e.rounds {
-			return fmt.Errorf("-reuse: %s holds runs of -rounds %d, not %d", e.work, n, e.rounds)
+			return nil, fmt.Errorf("-reuse: %s holds runs of -rounds %d, not %d", e.work, n, e.rounds)
 		}
 	}
 	started := time.Now()
@@ -300,11 +337,11 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 		err := e.runSegment(ctx, warm, dir[0], 0, 1)
 		e.phases = phases
 		if err != nil {
-			return err
+			return nil, err
 		}
 		wm, err := e.measure(warm, dir)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if wm.CPUSeconds > 0 {
 			warmSaturation = wm.Load.All.Throughput / wm.CPUSeconds
@@ -320,11 +357,11 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	// other configurations' rates.
 	refDirs := e.segments(ref.Name)
 	if err := e.runSegment(ctx, ref, refDirs[0], 0, len(refDirs)); err != nil {
-		return err
+		return nil, err
 	}
 	first, err := e.measure(ref, refDirs[:1])
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// Load levels as fractions of the rate that would keep the services'
 	// CPU busy, at the dearer CPU time per request of the warm-up and the
@@ -338,11 +375,11 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	// the first segment.
 	firstX, err := extractModel(ctx, refDirs[:1], ref, o.outside, o.slice)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	refPred, err := predict(ctx, firstX.Model, ref, e.mix, 0.05, 1)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	twoCores := at(1.2)
 	if lk := refPred.Resources[lockResource]; lk != nil && lk.Utilization > 0 {
@@ -451,12 +488,12 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 			s := sched[i]
 			if s.Extraction && prev && !e.reuse {
 				if err := sleep(ctx, extractionPause); err != nil {
-					return err
+					return nil, err
 				}
 			}
 			prev = s.Extraction
 			if err := e.runSegment(ctx, s, e.segments(s.Name)[r], r, e.rounds); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		order = append(order, names)
@@ -464,7 +501,7 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	for i := range rows {
 		m, err := e.measure(rows[i].s, e.segments(rows[i].s.Name))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rows[i].m = m
 		// Runs reused from an invocation whose rates were set otherwise
@@ -480,27 +517,27 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	for _, st := range steps {
 		m, err := e.measure(st, e.segments(st.Name))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		stepM = append(stepM, m)
 		refDirs = append(slices.Clip(refDirs), m.Dirs...)
 	}
 	refX, err := extractModel(ctx, refDirs, ref, o.outside, o.slice)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var gaps map[string]float64
 	if o.clientGap {
 		if gaps, err = clientGaps(ctx, refM.Dirs, refM.Parts, refM.Load); err != nil {
-			return err
+			return nil, err
 		}
 		addClientDelays(refX.Model, gaps)
 	}
 	if err := saveModel(filepath.Join(e.work, "reference-model.yaml"), refX.Model, ref); err != nil {
-		return err
+		return nil, err
 	}
 	if err := saveJSON(filepath.Join(e.work, "reference-extraction.json"), refX.Report); err != nil {
-		return err
+		return nil, err
 	}
 	perRequest := refM.CPUSeconds / refM.Load.All.Throughput
 	var spans, busy float64
@@ -518,12 +555,12 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	for i := range rows {
 		p, err := predictFrom(ctx, refX.Model, rows[i].s, e.mix, o.precision, 1)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rows[i].pred = p
 		// Each configuration's model beside its runs, for perfcast predict.
 		if err := writeModel(filepath.Join(e.work, rows[i].s.Name, "model.yaml"), p.model); err != nil {
-			return err
+			return nil, err
 		}
 		// A diagnostic: the runs on the reference's code path predicted
 		// again with the CPU speed each run had (its CPU time per request
@@ -534,7 +571,7 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 			speed := perRequest / (m.CPUSeconds / m.Load.All.Throughput)
 			a, err := predictFrom(ctx, refX.Model, s, e.mix, o.precision, speed)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			rows[i].adjusted, rows[i].speed = a, speed
 		}
@@ -547,25 +584,25 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	if ncIdx >= 0 && heavy >= 0 {
 		ncX, err := extractModel(ctx, rows[ncIdx].m.Dirs, rows[ncIdx].s, o.outside, o.slice)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if o.clientGap {
 			g, err := clientGaps(ctx, rows[ncIdx].m.Dirs, rows[ncIdx].m.Parts, rows[ncIdx].m.Load)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			addClientDelays(ncX.Model, g)
 		}
 		// Kept beside the reference's, to compare the two extractions.
 		if err := saveModel(filepath.Join(e.work, "span-cpu-off-model.yaml"), ncX.Model, rows[ncIdx].s); err != nil {
-			return err
+			return nil, err
 		}
 		if err := saveJSON(filepath.Join(e.work, "span-cpu-off-extraction.json"), ncX.Report); err != nil {
-			return err
+			return nil, err
 		}
 		p, err := predictFrom(ctx, ncX.Model, rows[heavy].s, e.mix, o.precision, 1)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		r := rows[heavy]
 		r.s.Name = "load-80 from span-cpu-off model"
@@ -583,17 +620,7 @@ func (e *env) experiment(ctx context.Context, root string, o options) error {
 	for _, r := range append(rows, extra...) {
 		rep.rows = append(rep.rows, reportRow{setup: r.s, measured: r.m, predicted: r.pred, adjusted: r.adjusted, speed: r.speed})
 	}
-	var buf bytes.Buffer
-	rep.write(&buf, os.Args[1:])
-	out := o.out
-	if !filepath.IsAbs(out) {
-		out = filepath.Join(root, out)
-	}
-	if err := writeReport(out, buf.Bytes()); err != nil {
-		return err
-	}
-	slog.Info("wrote", "report", out)
-	return nil
+	return rep, nil
 }
 
 // The markers around the report in a document that holds more than the
@@ -603,27 +630,33 @@ const (
 	endReport   = "<!-- end: generated -->"
 )
 
-// writeReport puts report between the markers of the file at path, or
-// writes the file whole, with the markers, when it has none (or does not
-// exist).
-func writeReport(path string, report []byte) error {
+// writeReport puts report between the markers begin and end of the file
+// at path, leaving the rest of it alone; a file without them gets the
+// section at its end, and a missing file is made of the section alone.
+func writeReport(path string, report []byte, begin, end string) error {
 	doc, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	i, j := bytes.Index(doc, []byte(beginReport)), bytes.Index(doc, []byte(endReport))
+	i, j := bytes.Index(doc, []byte(begin)), bytes.Index(doc, []byte(end))
 	var b bytes.Buffer
 	switch {
 	case i >= 0 && j > i:
 		b.Write(doc[:i])
 	case i >= 0 || j >= 0:
-		return fmt.Errorf("%s: the markers of the generated section (%q, %q) are out of order or one is missing", path, beginReport, endReport)
+		return fmt.Errorf("%s: the markers of the generated section (%q, %q) are out of order or one is missing", path, begin, end)
+	case len(doc) > 0:
+		b.Write(doc)
+		if !bytes.HasSuffix(doc, []byte("\n")) {
+			b.WriteString("\n")
+		}
+		b.WriteString("\n")
 	}
-	b.WriteString(beginReport + "\n\n")
+	b.WriteString(begin + "\n\n")
 	b.Write(report)
-	b.WriteString(endReport)
+	b.WriteString(end)
 	if i >= 0 {
-		b.Write(doc[j+len(endReport):])
+		b.Write(doc[j+len(end):])
 	} else {
 		b.WriteString("\n")
 	}
