@@ -308,6 +308,10 @@ func loadAverage() (string, bool) {
 	return f[0] + " (1 min), " + f[1] + " (5 min)", busy
 }
 
+// experiment runs every configuration's segments (or, with -reuse, takes
+// those in the work dir), extracts the model from the reference's runs
+// and load steps, predicts every configuration with it, and returns the
+// report; the caller writes it.
 func (e *env) experiment(ctx context.Context, o options) (*report, error) {
 	e.phases = loadgen.Phases{RampUp: o.rampUp, Steady: 60 * time.Second, RampDown: 2 * time.Second}
 	if o.quick {
