@@ -663,7 +663,7 @@ func TestPooled(t *testing.T) {
 	if want := []pooledKey{{"load-80", "browse"}, {"load-80", cpuClass}}; !slices.Equal(keys, want) {
 		t.Fatalf("keys %v, want %v", keys, want)
 	}
-	browse := rows[keys[0]].logRatios
+	browse := rows[keys[0]]
 	if len(browse) != 4 {
 		t.Fatalf("%d browse ratios, want 4 (the saturated run left out)", len(browse))
 	}
@@ -675,14 +675,14 @@ func TestPooled(t *testing.T) {
 	if math.Abs(mean-wantMean) > 1e-9 || math.Abs(lo-math.Expm1(math.Log1p(wantMean)-h)) > 1e-3 || math.Abs(hi-math.Expm1(math.Log1p(wantMean)+h)) > 1e-3 {
 		t.Errorf("browse: %g [%g, %g], want %g ± %g in logs", mean, lo, hi, wantMean, h)
 	}
-	if s := settlePooled(lo, hi, meanLimit); s != settledBeyond {
+	if s := settleErrors(lo, hi, meanLimit); s != settledBeyond {
 		t.Errorf("browse settled %d, want beyond (interval %g to %g)", s, lo, hi)
 	}
-	cmean, clo, chi := pooledError(rows[keys[1]].logRatios)
-	if s := settlePooled(clo, chi, cpuLimit); s != settledWithin || math.Abs(cmean) > 1e-3 {
+	cmean, clo, chi := pooledError(rows[keys[1]])
+	if s := settleErrors(clo, chi, cpuLimit); s != settledWithin || math.Abs(cmean) > 1e-3 {
 		t.Errorf("CPU %g [%g, %g] settled %d, want about 0 and within", cmean, clo, chi, s)
 	}
-	if _, lo1, hi1 := pooledError(browse[:1]); !math.IsNaN(lo1) || !math.IsNaN(hi1) || settlePooled(lo1, hi1, meanLimit) != unsettled {
+	if _, lo1, hi1 := pooledError(browse[:1]); !math.IsNaN(lo1) || !math.IsNaN(hi1) || settleErrors(lo1, hi1, meanLimit) != unsettled {
 		t.Errorf("one invocation: interval %g to %g, want none and unsettled", lo1, hi1)
 	}
 	var b strings.Builder

@@ -86,12 +86,6 @@ type pooledKey struct{ config, class string }
 // cpuClass stands for the CPU utilization in a pooledKey.
 const cpuClass = "CPU utilization"
 
-// pooledRow holds, over the invocations, the log ratios of prediction to
-// measurement of one row.
-type pooledRow struct {
-	logRatios []float64
-}
-
 // pooledError summarizes log ratios: the error of their geometric mean and
 // its 95 % confidence interval (Student's t over the invocations), NaN
 // where there are fewer than two.
@@ -108,37 +102,21 @@ func pooledError(logRatios []float64) (mean, lo, hi float64) {
 	return math.Expm1(m), math.Expm1(m - h), math.Expm1(m + h)
 }
 
-// settlePooled tells what a pooled interval of errors [lo, hi] (pred/μ − 1)
-// settles against limit.
-func settlePooled(lo, hi, limit float64) settlement {
-	switch {
-	case math.IsNaN(lo) || math.IsNaN(hi):
-		return unsettled
-	case lo >= -limit && hi <= limit:
-		return settledWithin
-	case hi < -limit || lo > limit:
-		return settledBeyond
-	}
-	return unsettled
-}
-
-// pooledOf gathers, per row, the log ratios of the invocations' reports:
+// pooledOf gathers, per row, the log ratios of prediction to measurement
+// of the invocations' reports, in the order the rows first appear:
 // the held-out rows below saturation (see heldOutRow) and the reference and
 // its repeat; rows without a stable prediction are left out.
-func pooledOf(reps []*report) (map[pooledKey]*pooledRow, []pooledKey) {
-	rows := map[pooledKey]*pooledRow{}
+func pooledOf(reps []*report) (map[pooledKey][]float64, []pooledKey) {
+	rows := map[pooledKey][]float64{}
 	var keys []pooledKey
 	add := func(k pooledKey, pred, meas float64) {
 		if !(pred > 0) || !(meas > 0) || math.IsInf(pred, 0) || math.IsInf(meas, 0) {
 			return
 		}
-		r := rows[k]
-		if r == nil {
-			r = &pooledRow{}
-			rows[k] = r
+		if _, seen := rows[k]; !seen {
 			keys = append(keys, k)
 		}
-		r.logRatios = append(r.logRatios, math.Log(pred/meas))
+		rows[k] = append(rows[k], math.Log(pred/meas))
 	}
 	for _, rep := range reps {
 		for _, row := range rep.rows {
@@ -187,14 +165,14 @@ func writePooled(w io.Writer, dirs []string, reps []*report, args []string, star
 	var meanT, cpuT tally
 	nMean, nCPU := 0, 0
 	for _, k := range keys {
-		r := rows[k]
+		logRatios := rows[k]
 		limit := meanLimit
 		if k.class == cpuClass {
 			limit = cpuLimit
 		}
-		mean, lo, hi := pooledError(r.logRatios)
+		mean, lo, hi := pooledError(logRatios)
 		below, within := 0, 0
-		for _, x := range r.logRatios {
+		for _, x := range logRatios {
 			if x < 0 {
 				below++
 			}
@@ -202,13 +180,12 @@ func writePooled(w io.Writer, dirs []string, reps []*report, args []string, star
 				within++
 			}
 		}
-		s := settlePooled(lo, hi, limit)
-		verdict := map[settlement]string{unsettled: "no", settledWithin: "within", settledBeyond: "beyond"}[s]
+		s := settleErrors(lo, hi, limit)
 		interval := "–"
 		if !math.IsNaN(lo) {
 			interval = fmt.Sprintf("%s to %s", pct(lo), pct(hi))
 		}
-		fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %d | %d | %s |\n", k.config, k.class, len(r.logRatios), pct(mean), interval, below, within, verdict)
+		fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %d | %d | %s |\n", k.config, k.class, len(logRatios), pct(mean), interval, below, within, s)
 		if k.config == "reference" || k.config == "repeat" {
 			continue
 		}

@@ -6,6 +6,14 @@ import (
 	"strings"
 )
 
+// The target: held-out configurations below saturation predicted within
+// these relative errors, the mean response time per class and the CPU
+// utilization.
+const (
+	meanLimit = 0.15
+	cpuLimit  = 0.05
+)
+
 // settlement is what a measurement's confidence interval says of a
 // prediction held to a relative limit. A measured mean within the limit
 // of the prediction, or beyond it, is one figure; the mean the
@@ -24,28 +32,49 @@ const (
 
 // settle tells what the interval mean ± half says of pred against limit,
 // a relative error: pred is within the limit of a true mean μ when
-// |pred − μ| ≤ limit·μ, that is when μ lies in [pred/(1+limit),
-// pred/(1−limit)]. An interval wholly inside that band settles the
-// prediction as within, one wholly outside as beyond. Without an interval
-// (half 0 or unknown) nothing is settled.
+// |pred/μ − 1| ≤ limit. The interval of means makes an interval of
+// errors (see settleErrors). Without an interval (half 0 or unknown)
+// nothing is settled.
 func settle(pred, mean, half, limit float64) settlement {
-	for _, v := range []float64{pred, mean, half, limit} {
+	for _, v := range []float64{pred, mean, half} {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return unsettled
 		}
 	}
-	if pred <= 0 || mean <= 0 || half <= 0 || limit <= 0 || limit >= 1 {
+	if pred <= 0 || mean <= 0 || half <= 0 {
 		return unsettled
 	}
-	lo, hi := pred/(1+limit), pred/(1-limit)
-	a, b := mean-half, mean+half
+	hi := math.Inf(1) // the interval reaches a mean of 0
+	if mean > half {
+		hi = pred/(mean-half) - 1
+	}
+	return settleErrors(pred/(mean+half)-1, hi, limit)
+}
+
+// settleErrors tells what an interval [lo, hi] of relative errors settles
+// against limit: within when it lies wholly inside [−limit, limit],
+// beyond when wholly outside, and nothing without an interval (NaN).
+func settleErrors(lo, hi, limit float64) settlement {
 	switch {
-	case a >= lo && b <= hi:
+	case math.IsNaN(lo) || math.IsNaN(hi) || math.IsNaN(limit) || limit <= 0:
+		return unsettled
+	case lo >= -limit && hi <= limit:
 		return settledWithin
-	case b < lo || a > hi:
+	case hi < -limit || lo > limit:
 		return settledBeyond
 	}
 	return unsettled
+}
+
+// String names what was settled, as the reports print it.
+func (s settlement) String() string {
+	switch s {
+	case settledWithin:
+		return "within"
+	case settledBeyond:
+		return "beyond"
+	}
+	return "no"
 }
 
 // tally counts predictions by what the measurements settle, naming the
@@ -87,11 +116,3 @@ func (t *tally) text(n int, limit float64) string {
 	}
 	return b.String()
 }
-
-// The target: held-out configurations below saturation predicted within
-// these relative errors, the mean response time per class and the CPU
-// utilization.
-const (
-	meanLimit = 0.15
-	cpuLimit  = 0.05
-)
