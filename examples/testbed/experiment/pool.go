@@ -45,7 +45,7 @@ func pool(ctx context.Context, root string, o options) error {
 		return fmt.Errorf("-pool %q: want at least two work dirs", o.pool)
 	}
 	if !flagSet("o") {
-		return errors.New("-pool: give the report's file with -o (its pooled section is written, or the file whole)")
+		return errors.New("-pool: give the report's file with -o (the pooled section goes there, at its end when it has none)")
 	}
 	started := time.Now()
 	var reps []*report
