@@ -15,7 +15,8 @@ import (
 	"time"
 
 	"gonum.org/v1/gonum/stat"
-	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/perfcast/perfcast/examples/testbed/loadgen"
 )
 
 // The markers around the pooled report, a section of its own beside the
@@ -90,15 +91,11 @@ const cpuClass = "CPU utilization"
 // its 95 % confidence interval (Student's t over the invocations), NaN
 // where there are fewer than two.
 func pooledError(logRatios []float64) (mean, lo, hi float64) {
-	n := len(logRatios)
-	if n == 0 {
+	if len(logRatios) == 0 {
 		return math.NaN(), math.NaN(), math.NaN()
 	}
-	m, sd := stat.MeanStdDev(logRatios, nil)
-	if n < 2 {
-		return math.Expm1(m), math.NaN(), math.NaN()
-	}
-	h := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n - 1)}.Quantile(0.975) * sd / math.Sqrt(float64(n))
+	m := stat.Mean(logRatios, nil)
+	h := loadgen.StudentHalfWidth95(logRatios) // NaN for one
 	return math.Expm1(m), math.Expm1(m - h), math.Expm1(m + h)
 }
 

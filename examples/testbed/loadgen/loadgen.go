@@ -644,9 +644,18 @@ func (b *batchMeans) halfWidth() float64 {
 // figure per segment of a run), by Student's t. With fewer than five
 // values it is 0: the interval would say little.
 func HalfWidth95(values []float64) float64 {
-	k := float64(len(values))
-	if k < 5 {
+	if len(values) < 5 {
 		return 0
+	}
+	return StudentHalfWidth95(values)
+}
+
+// StudentHalfWidth95 is HalfWidth95 for any number of values: NaN with
+// fewer than two.
+func StudentHalfWidth95(values []float64) float64 {
+	k := float64(len(values))
+	if k < 2 {
+		return math.NaN()
 	}
 	_, sd := stat.MeanStdDev(values, nil)
 	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: k - 1}.Quantile(0.975)
