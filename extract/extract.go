@@ -113,7 +113,7 @@ func Generate(st *State, name string, cfg *Config) (*model.Model, *Report, error
 		est = &Estimates{PerOp: perOp, Report: drep, Coverage: CPUCoverage(st.Windows, set, cfg.serviceComponent, opts)}
 	}
 	if !cfg.NoSpeedCurves {
-		est.SpeedCurves = EstimateSpeedCurves(st.Windows, set, cfg.serviceComponent, cores, est.PerOp)
+		est.SpeedCurves = EstimateSpeedCurves(st.Windows, set, cfg.serviceComponent, cores, est.PerOp, st.cpuVariances())
 	}
 	m, rep := st.ModelWith(name, cfg, est)
 	if err := m.Validate(); err != nil {

@@ -110,8 +110,11 @@ type curveWin struct{ busy, work float64 }
 // host's scopes) where set measures the whole host, else the spans' when
 // every span on the host carries its CPU time. An operation's mean demand
 // is its spans' mean CPU time, else its estimate in perOp. cores gives the
-// hosts' cores (0 or missing: 1).
-func EstimateSpeedCurves(w *Windows, set *metrics.Set, component func(service string) string, cores map[string]int, perOp map[string]estimate.Result) []*SpeedCurve {
+// hosts' cores (0 or missing: 1). cpuVar holds each operation's variance
+// of its spans' CPU time per execution, where they carry one: with it, a
+// host whose spans all carry their CPU time has its variation over time
+// measured between windows of one second (see SpeedVariation).
+func EstimateSpeedCurves(w *Windows, set *metrics.Set, component func(service string) string, cores map[string]int, perOp map[string]estimate.Result, cpuVar map[string]float64) []*SpeedCurve {
 	var out []*SpeedCurve
 	for _, host := range w.Hosts() {
 		h := w.hosts[host]
@@ -168,7 +171,11 @@ func EstimateSpeedCurves(w *Windows, set *metrics.Set, component func(service st
 			continue
 		}
 		c.fit(wins, n)
-		c.Variation = c.estimateVariation(wins, n)
+		if h.allMeasured() && len(cpuVar) > 0 {
+			c.Variation = c.estimateWindowVariation(h, mean, cpuVar, n)
+		} else {
+			c.Variation = c.estimateVariation(wins, n)
+		}
 	}
 	return out
 }

@@ -20,12 +20,41 @@ const (
 	variationLevel       = 0.95
 )
 
+// variationMinWindows is the least number of the aggregate's windows
+// (one second each) the requests' own CPU times must fill before a
+// variation is looked for between them (VariationWindows).
+const variationMinWindows = 30
+
+// How a speed variation was estimated (SpeedVariation.Method).
+const (
+	// VariationWindows: from the spans' CPU times, between the
+	// aggregate's windows of one second, beyond the scatter the requests'
+	// own demands give each window.
+	VariationWindows = "windows"
+	// VariationBlocks: from the curve's windows of five seconds, between
+	// blocks of up to 30 s, beyond the windows' scatter within a block.
+	VariationBlocks = "blocks"
+)
+
 // SpeedVariation is what extraction found on one host about how the CPU
 // time of the same work wanders from one stretch of time to another,
 // beyond what the load explains (the speed curve): a virtual machine
-// shares its cores with neighbours whose work comes and goes.
+// shares its cores with neighbours whose work comes and goes, and a
+// runtime's collector and the caches' contents come and go too.
 //
-// The windows' cost ratios (measured over expected CPU time), each over
+// Where every span on the host carries its CPU time (VariationWindows),
+// each window of the aggregate (one second) has a cost ratio, the spans'
+// CPU time over their operations' mean demands, whose sampling variance
+// the operations' own variances give: Σ n·var / (Σ n·mean)². What the
+// ratios scatter beyond it, by the random-effects estimator of
+// DerSimonian and Laird (Cochran's Q against a chi-squared test at
+// variationLevel), is the variation. Queues at the loads predicted settle
+// within a second or less, so a speed that holds for a second acts on them
+// about as one that holds for minutes would; the variation of blocks of
+// 30 s missed most of it (on the testbed 0.03 to 0.06 where one-second
+// windows show 0.07 to 0.17).
+//
+// Otherwise (VariationBlocks) the windows' cost ratios (measured over expected CPU time), each over
 // what the speed curve gives at its load, are cut into blocks of up to
 // 30 s within the segments; a one-way analysis of variance with random
 // block effects tells the variance between blocks from the scatter of the
@@ -36,11 +65,17 @@ const (
 // ratio, a coefficient of variation. Changes faster than a window count
 // as noise; a block's speed is taken to hold for the whole block.
 type SpeedVariation struct {
-	// Blocks and Windows are the blocks and windows the analysis used.
+	// Method is VariationWindows or VariationBlocks.
+	Method string `json:"method"`
+	// Blocks and Windows are the blocks and windows the analysis used
+	// (no blocks for VariationWindows).
 	Blocks  int `json:"blocks"`
 	Windows int `json:"windows"`
 	// Between and Within are the mean squares between blocks and within
-	// them; F their ratio and P its p-value.
+	// them, F their ratio and P its p-value. For VariationWindows, Between
+	// is the variance between windows beyond their sampling variance,
+	// Within the windows' mean sampling variance, F Cochran's Q over its
+	// degrees of freedom and P the chi-squared p-value of Q.
 	Between float64 `json:"between"`
 	Within  float64 `json:"within"`
 	F       float64 `json:"f"`
@@ -55,7 +90,7 @@ type SpeedVariation struct {
 // estimateVariation analyses the windows' cost ratios around c's line (or
 // their mean when c put no curve in).
 func (c *SpeedCurve) estimateVariation(wins map[int64]curveWin, cores float64) *SpeedVariation {
-	v := &SpeedVariation{}
+	v := &SpeedVariation{Method: VariationBlocks}
 	var blocks [][]float64
 	for _, keys := range curveSegments(wins, 2) {
 		for start := 0; start < len(keys); {
@@ -129,5 +164,81 @@ func (c *SpeedCurve) estimateVariation(wins map[int64]curveWin, cores float64) *
 		return v
 	}
 	v.CV = min(math.Sqrt(between)/grand, model.MaxSpeedVariation)
+	return v
+}
+
+// ratioAt is c's line at utilization x (1 without a curve): what the
+// cost ratio is expected to be at that load.
+func (c *SpeedCurve) ratioAt(x float64) float64 {
+	if len(c.Points) == 0 {
+		return 1
+	}
+	return c.Intercept + c.Slope*x
+}
+
+// estimateWindowVariation analyses h's windows (every span there carries
+// its CPU time; see SpeedVariation, VariationWindows): mean and cpuVar
+// are each operation's mean CPU time per execution and its variance. The
+// first and last window of each stretch of work are left out, as partly
+// covered.
+func (c *SpeedCurve) estimateWindowVariation(h *hostWindows, mean, cpuVar map[string]float64, cores float64) *SpeedVariation {
+	v := &SpeedVariation{Method: VariationWindows}
+	width := float64(h.width) / 1e9
+	type obs struct{ r, noise float64 }
+	all := map[int64]obs{}
+	wins := map[int64]curveWin{}
+	for idx, cells := range h.cells {
+		var busy, work, vr float64
+		for op, cl := range cells {
+			busy += cl.cpu
+			work += cl.n * mean[h.ops[op]]
+			vr += cl.n * cpuVar[h.ops[op]]
+		}
+		if !(work > 0) || !(busy > 0) || !(vr > 0) {
+			continue
+		}
+		line := c.ratioAt(work / width / cores)
+		if !(line > 0) {
+			continue
+		}
+		all[idx] = obs{r: busy / work / line, noise: vr / (work * work) / (line * line)}
+		wins[idx] = curveWin{busy: busy, work: work}
+	}
+	var rs, ws []float64
+	for _, seg := range curveSegments(wins, 1) {
+		for _, idx := range seg {
+			o := all[idx]
+			rs, ws = append(rs, o.r), append(ws, 1/o.noise)
+		}
+	}
+	k := len(rs)
+	v.Windows = k
+	if k < variationMinWindows {
+		v.Skipped = fmt.Sprintf("%d windows of %.0f s with the spans' CPU time, fewer than %d", k, width, variationMinWindows)
+		return v
+	}
+	var sw, sw2, swr float64
+	for i, r := range rs {
+		sw, sw2, swr = sw+ws[i], sw2+ws[i]*ws[i], swr+ws[i]*r
+	}
+	grand := swr / sw
+	q := 0.0
+	for i, r := range rs {
+		q += ws[i] * (r - grand) * (r - grand)
+	}
+	df := float64(k - 1)
+	v.Within = float64(k) / sw
+	v.F = q / df
+	v.P = 1 - distuv.ChiSquared{K: df}.CDF(q)
+	if !(v.P < 1-variationLevel) {
+		v.Skipped = fmt.Sprintf("no variance between windows beyond the requests' own scatter (Q/df = %.2f, p = %.2g)", v.F, v.P)
+		return v
+	}
+	v.Between = (q - df) / (sw - sw2/sw)
+	if !(v.Between > 0) || !(grand > 0) {
+		v.Skipped = "no variance between windows left"
+		return v
+	}
+	v.CV = min(math.Sqrt(v.Between)/grand, model.MaxSpeedVariation)
 	return v
 }

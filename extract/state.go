@@ -695,3 +695,15 @@ func foldIDs(name string) string {
 
 // opID is the reference of an aggregated operation.
 func (s *State) opID(op *opStats) string { return op.component + "/" + op.name }
+
+// cpuVariances returns, per operation whose spans carried CPU times, the
+// variance of its CPU time per execution.
+func (s *State) cpuVariances() map[string]float64 {
+	out := map[string]float64{}
+	for id, op := range s.ops {
+		if op.cpu.n > 0 {
+			out[id] = op.cpu.variance()
+		}
+	}
+	return out
+}
