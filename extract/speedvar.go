@@ -51,8 +51,8 @@ const (
 // variationLevel), is the variation. Queues at the loads predicted settle
 // within a second or less, so a speed that holds for a second acts on them
 // about as one that holds for minutes would; the variation of blocks of
-// 30 s missed most of it (on the testbed 0.03 to 0.06 where one-second
-// windows show 0.07 to 0.17).
+// 30 s missed most of it (on the testbed 0.05 in the middle of thirteen
+// invocations, where windows of a second gave 0.07 to 0.16).
 //
 // Otherwise (VariationBlocks) the windows' cost ratios (measured over expected CPU time), each over
 // what the speed curve gives at its load, are cut into blocks of up to
