@@ -43,27 +43,29 @@ const (
 // runtime's collector and the caches' contents come and go too.
 //
 // Where every span on the host carries its CPU time (VariationWindows),
-// each window of the aggregate (one second) has a cost ratio, the spans'
-// CPU time over their operations' mean demands, whose sampling variance
-// the operations' own variances give: Σ n·var / (Σ n·mean)². What the
-// ratios scatter beyond it, by the random-effects estimator of
-// DerSimonian and Laird (Cochran's Q against a chi-squared test at
-// variationLevel), is the variation. Queues at the loads predicted settle
-// within a second or less, so a speed that holds for a second acts on them
-// about as one that holds for minutes would; the variation of blocks of
-// 30 s missed most of it (on the testbed 0.05 in the middle of thirteen
-// invocations, where windows of a second gave 0.07 to 0.16).
+// each window of the aggregate (one second; wider for traces that span
+// more than maxWindows seconds) has a cost ratio, the spans' CPU time
+// over their operations' mean demands, whose sampling variance the
+// operations' own variances give: Σ n·var / (Σ n·mean)². What the ratios
+// scatter beyond it, by the random-effects estimator of DerSimonian and
+// Laird (Cochran's Q against a chi-squared test at variationLevel), is
+// the variation. Queues at the loads predicted settle within a second or
+// less, so a speed that holds for a second acts on them about as one that
+// holds for minutes would; the variation of blocks of 30 s missed most of
+// it (on the testbed 0.05 in the middle of thirteen invocations, where
+// windows of a second gave 0.07 to 0.16).
 //
-// Otherwise (VariationBlocks) the windows' cost ratios (measured over expected CPU time), each over
-// what the speed curve gives at its load, are cut into blocks of up to
-// 30 s within the segments; a one-way analysis of variance with random
-// block effects tells the variance between blocks from the scatter of the
-// windows within one (the sampling noise of the requests' own demands,
-// garbage collection, the timer's grain), which a model's demand
-// distributions already hold. The between-block component, when the F
-// test says it is there, is the variation: its square root over the mean
-// ratio, a coefficient of variation. Changes faster than a window count
-// as noise; a block's speed is taken to hold for the whole block.
+// Otherwise (VariationBlocks) the windows' cost ratios (measured over
+// expected CPU time), each over what the speed curve gives at its load,
+// are cut into blocks of up to 30 s within the segments; a one-way
+// analysis of variance with random block effects tells the variance
+// between blocks from the scatter of the windows within one (the sampling
+// noise of the requests' own demands, garbage collection, the timer's
+// grain), which a model's demand distributions already hold. The
+// between-block component, when the F test says it is there, is the
+// variation: its square root over the mean ratio, a coefficient of
+// variation. Changes faster than a block count as noise; a block's speed
+// is taken to hold for the whole block.
 type SpeedVariation struct {
 	// Method is VariationWindows or VariationBlocks.
 	Method string `json:"method"`
