@@ -103,11 +103,7 @@ func (c *SpeedCurve) estimateVariation(wins map[int64]curveWin, cores float64) *
 			var b []float64
 			for _, k := range keys[start:end] {
 				w := wins[k]
-				r := w.busy / w.work
-				if len(c.Points) > 0 {
-					r /= c.Intercept + c.Slope*w.work/curveWindow/cores
-				}
-				b = append(b, r)
+				b = append(b, w.busy/w.work/c.ratioAt(w.work/curveWindow/cores))
 			}
 			if len(b) >= 2 {
 				blocks = append(blocks, b)
