@@ -253,17 +253,25 @@ func observedLoad(w *model.Workload) float64 { return scaledLoad(w, 1) }
 // load grows by one factor, and that factor, by the utilization law (see
 // solve.Bounds). Closed workloads count with the throughput res found for
 // them; a host with a speed curve counts at the curve's factor for full
-// utilization. It returns nil when no resource carries any load.
+// utilization, and one with a speed variation at its slowest speed (the
+// solvers report a load that speed cannot serve as unstable). It returns
+// nil when no resource carries any load.
 func Saturate(m *model.Model, res *solve.Result) *Saturation {
 	open, err := m.Clone()
 	if err != nil {
 		return nil
 	}
-	// A saturated CPU runs at its speed curve's factor for full use.
+	// A saturated CPU runs at its speed curve's factor for full use, and
+	// at the slowest of the speeds it varies over.
 	for _, h := range open.Hosts {
 		if len(h.CPU.SpeedCurve) > 0 {
 			h.CPU.Speed *= model.SpeedAt(h.CPU.SpeedCurve, 1)
 			h.CPU.SpeedCurve = nil
+		}
+		if v := h.CPU.SpeedVariation; v > 0 {
+			mult := solve.SpeedMultipliers(v)
+			h.CPU.Speed /= mult[len(mult)-1]
+			h.CPU.SpeedVariation = 0
 		}
 	}
 	closedOnly := true

@@ -87,8 +87,9 @@ func stratum(i, j int) int { return strata[i%len(strata)][j] }
 // Mix). In scenario j, each such host runs at its speed divided by one of
 // the SpeedMultipliers of its variation (stratum) and with no variation
 // left; the scenarios are equally likely. Each is a steady state: the
-// speed is taken to hold for long enough (tens of seconds and more) that
-// the system settles at it, so the mixture is that of the steady states.
+// speed is taken to hold for long enough (a second and more, against the
+// tenths of a second queues take at the loads worth predicting) that the
+// system settles at it, so the mixture is that of the steady states.
 // one is also told the scenario's index and the number of scenarios, for
 // progress reports.
 func SolveVaried(ctx context.Context, m *model.Model, one func(ctx context.Context, m *model.Model, scenario, of int) (*Result, error)) (*Result, error) {
