@@ -247,6 +247,48 @@ workload:
 	}
 }
 
+// TestSaturateSpeedVariation: a host whose speed varies saturates at the
+// slowest of its speeds, where the solvers report the overload: 10 ms at
+// 50/s, with a variation of 0.2 whose slowest stratum takes about 1.3
+// times as long, saturates at 100/s over that multiplier, and the sweep's
+// factors stay below it.
+func TestSaturateSpeedVariation(t *testing.T) {
+	m, err := model.Parse([]byte(`perfcast: 1
+hosts:
+  h: {cpu: {speed_variation: 0.2}}
+components:
+  c:
+    host: h
+    operations:
+      op: {steps: [{cpu: det(10ms)}]}
+workload:
+  w: {open: {rate: 50/s}, steps: [{call: c/op}]}
+`), "varied.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mult := solve.SpeedMultipliers(0.2)
+	slowest := mult[len(mult)-1]
+	if !(slowest > 1.2 && slowest < 1.35) {
+		t.Fatalf("slowest stratum ×%g", slowest)
+	}
+	s := Saturate(m, nil)
+	if s == nil || s.Resource != "h.cpu" || math.Abs(s.At["workload.w.open.rate"]-100/slowest) > 1e-9 {
+		t.Fatalf("saturation %+v, want h.cpu at %g/s", s, 100/slowest)
+	}
+	f := LoadFactors(s, 5)
+	c, err := m.Clone()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Workloads[0].Open.Rate *= f[len(f)-1]
+	c.Hosts[0].CPU.Speed /= slowest
+	c.Hosts[0].CPU.SpeedVariation = 0
+	if b := solve.Bounds(c); !b.Stable {
+		t.Errorf("the sweep's last factor %g overloads the slowest speed: %+v", f[len(f)-1], b.Utilization)
+	}
+}
+
 func TestSaturateClosed(t *testing.T) {
 	m, err := model.Load("../examples/models/shop.yaml")
 	if err != nil {
