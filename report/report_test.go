@@ -224,12 +224,13 @@ workload:
 	}
 }
 
-// A CPU that runs 1.25 times faster when fully used saturates at 1.25
-// times the load the utilization law gives at its nominal speed.
-func TestSaturateSpeedCurve(t *testing.T) {
+// tenMillisAt50 is one host with the given CPU (YAML) serving 10 ms of
+// CPU per request at 50 requests per second.
+func tenMillisAt50(t *testing.T, cpu string) *model.Model {
+	t.Helper()
 	m, err := model.Parse([]byte(`perfcast: 1
 hosts:
-  h: {cpu: {speed_curve: [{utilization: 0.2, factor: 0.9}, {utilization: 0.8, factor: 1.25}]}}
+  h: {cpu: `+cpu+`}
 components:
   c:
     host: h
@@ -237,10 +238,17 @@ components:
       op: {steps: [{cpu: det(10ms)}]}
 workload:
   w: {open: {rate: 50/s}, steps: [{call: c/op}]}
-`), "curve.yaml")
+`), "ten.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return m
+}
+
+// A CPU that runs 1.25 times faster when fully used saturates at 1.25
+// times the load the utilization law gives at its nominal speed.
+func TestSaturateSpeedCurve(t *testing.T) {
+	m := tenMillisAt50(t, `{speed_curve: [{utilization: 0.2, factor: 0.9}, {utilization: 0.8, factor: 1.25}]}`)
 	s := Saturate(m, nil)
 	if s == nil || s.Resource != "h.cpu" || math.Abs(s.At["workload.w.open.rate"]-125) > 1e-9 {
 		t.Fatalf("saturation %+v, want h.cpu at 125/s", s)
@@ -253,20 +261,7 @@ workload:
 // times as long, saturates at 100/s over that multiplier, and the sweep's
 // factors stay below it.
 func TestSaturateSpeedVariation(t *testing.T) {
-	m, err := model.Parse([]byte(`perfcast: 1
-hosts:
-  h: {cpu: {speed_variation: 0.2}}
-components:
-  c:
-    host: h
-    operations:
-      op: {steps: [{cpu: det(10ms)}]}
-workload:
-  w: {open: {rate: 50/s}, steps: [{call: c/op}]}
-`), "varied.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := tenMillisAt50(t, `{speed_variation: 0.2}`)
 	mult := solve.SpeedMultipliers(0.2)
 	slowest := mult[len(mult)-1]
 	if !(slowest > 1.2 && slowest < 1.35) {
