@@ -697,3 +697,30 @@ func TestPooled(t *testing.T) {
 		}
 	}
 }
+
+// A finished segment keeps its measurements and loses its databases.
+func TestRemoveDatabases(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"catalog.db", "catalog.db-wal", "orders.db", "orders.db-journal", "load.json", "catalog.otlp.jsonl"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := removeDatabases(dir); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	if want := []string{"catalog.otlp.jsonl", "load.json"}; !slices.Equal(left, want) {
+		t.Errorf("left %v, want %v", left, want)
+	}
+	if err := removeDatabases(dir); err != nil {
+		t.Errorf("again, with nothing to remove: %v", err)
+	}
+}

@@ -147,6 +147,23 @@ func waitAddr(ctx context.Context, path string) (string, error) {
 	}
 }
 
+// removeDatabases deletes a finished segment's copies of the databases,
+// and any journal SQLite left beside them. They were the run's scratch,
+// not its measurements (traces, metrics, load.json), and held most of a
+// work dir's bytes: about 20 of a segment's 24 MB, 1.9 GB of a full
+// invocation's work dir.
+func removeDatabases(dir string) error {
+	var errs []error
+	for _, db := range []string{"catalog.db", "orders.db"} {
+		for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+			if err := os.Remove(filepath.Join(dir, db+suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
 func copyFile(dst, src string) error {
 	in, err := os.Open(src)
 	if err != nil {
@@ -324,6 +341,9 @@ func (e *env) runSegment(ctx context.Context, s setup, dir string, seg, n int) e
 		slog.Warn("run-queue wait samples", "run", s.Name, "err", err)
 	}
 	stopErr := stopAll()
+	if err := removeDatabases(dir); err != nil {
+		slog.Warn("remove the run's databases", "run", s.Name, "err", err)
+	}
 	if loadErr != nil {
 		return fmt.Errorf("%s: load generator: %w: %s", s.Name, loadErr, strings.TrimSpace(string(out)))
 	}
