@@ -147,6 +147,13 @@ func waitAddr(ctx context.Context, path string) (string, error) {
 	}
 }
 
+// The files of a segment's copies of the catalog's and the orders'
+// databases.
+const (
+	catalogDBFile = "catalog.db"
+	ordersDBFile  = "orders.db"
+)
+
 // removeDatabases deletes a finished segment's copies of the databases,
 // and any journal SQLite left beside them. They were the run's scratch,
 // not its measurements (traces, metrics, load.json), and held most of a
@@ -154,7 +161,7 @@ func waitAddr(ctx context.Context, path string) (string, error) {
 // invocation's work dir.
 func removeDatabases(dir string) error {
 	var errs []error
-	for _, db := range []string{"catalog.db", "orders.db"} {
+	for _, db := range []string{catalogDBFile, ordersDBFile} {
 		for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
 			if err := os.Remove(filepath.Join(dir, db+suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				errs = append(errs, err)
@@ -230,7 +237,7 @@ func (e *env) runSegment(ctx context.Context, s setup, dir string, seg, n int) e
 		return err
 	}
 	// Fresh copies of the seeded databases: every run starts alike.
-	for _, f := range [][2]string{{"catalog.db", e.baseCatalog}, {"orders.db", e.baseOrders}} {
+	for _, f := range [][2]string{{catalogDBFile, e.baseCatalog}, {ordersDBFile, e.baseOrders}} {
 		if err := copyFile(filepath.Join(dir, f[0]), f[1]); err != nil {
 			return fmt.Errorf("%s: copy database: %w", s.Name, err)
 		}
@@ -282,9 +289,9 @@ func (e *env) runSegment(ctx context.Context, s setup, dir string, seg, n int) e
 			"-procs-busy", filepath.Join(dir, procsFile(svc)), "-procs-total", filepath.Join(dir, procsTotalFile(svc))}
 		switch svc {
 		case "catalog":
-			args = append(args, "-db", filepath.Join(dir, "catalog.db"))
+			args = append(args, "-db", filepath.Join(dir, catalogDBFile))
 		case "orders":
-			args = append(args, "-db", filepath.Join(dir, "orders.db"), "-payments", url("payments"),
+			args = append(args, "-db", filepath.Join(dir, ordersDBFile), "-payments", url("payments"),
 				"-coarse-lock="+strconv.FormatBool(s.CoarseLock))
 		case "gateway":
 			args = append(args, "-catalog", url("catalog"), "-orders", url("orders"), "-pool", strconv.Itoa(s.Pool))
