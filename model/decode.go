@@ -343,7 +343,7 @@ func (d *decoder) host(f field, path string) *Host {
 				d.add(d.pos(g.value, p), "unknown balancer %q (want round-robin, random or least-busy)", h.Balancer)
 			}
 		case "cpu":
-			for _, c := range d.fields(g.value, p, "cores", "speed", "speed_curve", "speed_variation", "scheduling", "quantum") {
+			for _, c := range d.fields(g.value, p, "cores", "speed", "speed_curve", "speed_variation", "speed_window", "scheduling", "quantum") {
 				cp := join(p, c.key)
 				switch c.key {
 				case "cores":
@@ -355,6 +355,8 @@ func (d *decoder) host(f field, path string) *Host {
 					}
 				case "speed_variation":
 					h.CPU.SpeedVariation = d.number(c.value, cp)
+				case "speed_window":
+					h.CPU.SpeedWindow = d.duration(c.value, cp)
 				case "speed_curve":
 					for i, it := range d.items(c.value, cp) {
 						ip := fmt.Sprintf("%s[%d]", cp, i)

@@ -158,6 +158,9 @@ func hostNode(h *Host) *yaml.Node {
 	if h.CPU.SpeedVariation != 0 {
 		put(cpu, "speed_variation", num(h.CPU.SpeedVariation))
 	}
+	if h.CPU.SpeedWindow != 0 {
+		put(cpu, "speed_window", str(FormatDuration(h.CPU.SpeedWindow)))
+	}
 	if h.CPU.Scheduling != "" && h.CPU.Scheduling != PS {
 		put(cpu, "scheduling", str(string(h.CPU.Scheduling)))
 	}

@@ -92,13 +92,19 @@ type CPU struct {
 	// (a fixed point), see SpeedAt.
 	SpeedCurve []SpeedPoint
 	// SpeedVariation is the coefficient of variation of the CPU time the
-	// same work takes from one period to another (tens of seconds to
-	// minutes), beyond what the load explains: a virtual machine's speed
-	// wanders with its neighbours' work. 0 (the default) is a steady
-	// speed. Solvers average their results over the speeds it spans,
-	// each held long enough for the system to settle (see
-	// solve.SolveVaried).
+	// same work takes from one period to another, beyond what the load
+	// explains: a virtual machine's speed wanders with its neighbours'
+	// work. 0 (the default) is a steady speed. Without a SpeedWindow,
+	// solvers average their results over the speeds it spans, each held
+	// long enough for the system to settle (see solve.SolveVaried).
 	SpeedVariation float64
+	// SpeedWindow, when positive, is how long one speed holds, in seconds:
+	// the simulator draws a new speed for each replica of the host every
+	// window (lognormal CPU time of mean 1 and coefficient of variation
+	// SpeedVariation), so that backlogs built while the host is slow
+	// drain when it is fast. Solvers that cannot follow a speed over time
+	// take each speed to hold until the system settles, as with 0.
+	SpeedWindow float64
 	// Scheduling is PS, FCFS or RR.
 	Scheduling Scheduling
 	// Quantum is the RR time slice in seconds.
@@ -109,6 +115,12 @@ type CPU struct {
 // a coefficient of variation of 1 the slowest fifth of the time already
 // takes 2.5 times the mean CPU time, the fastest a quarter of it.
 const MaxSpeedVariation = 1.0
+
+// MinSpeedWindow is the shortest CPU.SpeedWindow a model may set, in
+// seconds: shorter windows would cost the simulator more events for the
+// speed changes than for the requests, and a speed that changes faster
+// than a CPU burst lasts acts as its mean.
+const MinSpeedWindow = 1e-3
 
 // SpeedPoint is one point of a host's speed curve.
 type SpeedPoint struct {

@@ -283,6 +283,7 @@ func TestInvalid(t *testing.T) {
 		{"speed curve key", "cpu: {cores: 2}", "cpu: {cores: 2, speed_curve: [{util: 0.5, factor: 1}]}", 4, "hosts.app.cpu.speed_curve[0].util", "unknown key"},
 		{"speed variation negative", "cpu: {cores: 2}", "cpu: {cores: 2, speed_variation: -0.1}", 3, "hosts.app", "speed_variation must lie in [0, 1]"},
 		{"speed variation too large", "cpu: {cores: 2}", "cpu: {cores: 2, speed_variation: 1.5}", 3, "hosts.app", "speed_variation must lie in [0, 1]"},
+		{"speed window too short", "cpu: {cores: 2}", "cpu: {cores: 2, speed_variation: 0.1, speed_window: 10us}", 3, "hosts.app", "speed_window must be 0 or at least 1ms"},
 		{"rr without quantum", "cpu: {cores: 2}", "cpu: {cores: 2, scheduling: rr}", 3, "hosts.app", "quantum"},
 		{"hyperexp cv", "exp(1ms)", "hyperexp(1ms, cv=0.5)", 12, "components.front.operations.get.steps[0].cpu", ""},
 		{"not a map", "hosts:\n  app:", "hosts: [app]\n  app_:", 0, "", ""},
@@ -472,10 +473,10 @@ func TestRewriteLists(t *testing.T) {
 	}
 }
 
-// TestSpeedVariation: speed_variation is read, kept through both formats,
-// and left out of the encoding when zero.
+// TestSpeedVariation: speed_variation and speed_window are read, kept
+// through both formats, and left out of the encoding when zero.
 func TestSpeedVariation(t *testing.T) {
-	src := strings.Replace(base, "cpu: {cores: 2}", "cpu: {cores: 2, speed_variation: 0.12}", 1)
+	src := strings.Replace(base, "cpu: {cores: 2}", "cpu: {cores: 2, speed_variation: 0.12, speed_window: 250ms}", 1)
 	m, err := Parse([]byte(src), "varied.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -491,10 +492,13 @@ func TestSpeedVariation(t *testing.T) {
 		if got := m2.Host("app").CPU.SpeedVariation; got != 0.12 {
 			t.Errorf("%s round trip: speed variation %g, want 0.12", f, got)
 		}
+		if got := m2.Host("app").CPU.SpeedWindow; got != 0.25 {
+			t.Errorf("%s round trip: speed window %g, want 0.25", f, got)
+		}
 	}
-	m.Host("app").CPU.SpeedVariation = 0
-	if out := string(encode(t, m, YAML)); strings.Contains(out, "speed_variation") {
-		t.Errorf("zero speed variation encoded:\n%s", out)
+	m.Host("app").CPU.SpeedVariation, m.Host("app").CPU.SpeedWindow = 0, 0
+	if out := string(encode(t, m, YAML)); strings.Contains(out, "speed_variation") || strings.Contains(out, "speed_window") {
+		t.Errorf("zero speed variation or window encoded:\n%s", out)
 	}
 }
 

@@ -152,6 +152,9 @@ func (v *validator) host(h *Host) {
 	if !(h.CPU.SpeedVariation >= 0 && h.CPU.SpeedVariation <= MaxSpeedVariation) {
 		v.add(h.Pos, "cpu.speed_variation must lie in [0, %g], found %g", MaxSpeedVariation, h.CPU.SpeedVariation)
 	}
+	if w := h.CPU.SpeedWindow; w != 0 && !(w >= MinSpeedWindow && !math.IsInf(w, 0)) {
+		v.add(h.Pos, "cpu.speed_window must be 0 or at least %s, found %s", FormatDuration(MinSpeedWindow), FormatDuration(w))
+	}
 	for i, pt := range h.CPU.SpeedCurve {
 		if !(pt.Utilization >= 0 && pt.Utilization <= 1) {
 			v.add(h.Pos, "cpu.speed_curve[%d].utilization must lie in [0, 1], found %g", i, pt.Utilization)

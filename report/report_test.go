@@ -284,6 +284,22 @@ func TestSaturateSpeedVariation(t *testing.T) {
 	}
 }
 
+// TestSaturateSpeedWindow: a host that changes speed over time saturates,
+// for the simulator, at the mean of its speeds, 1 + v² times its speed:
+// 100/s × 1.04 at a variation of 0.2; for a solver that mixes steady
+// states, at the slowest.
+func TestSaturateSpeedWindow(t *testing.T) {
+	m := tenMillisAt50(t, `{speed_variation: 0.2, speed_window: 1s}`)
+	s := Saturate(m, solve.NewResult(m, "sim"))
+	if s == nil || math.Abs(s.At["workload.w.open.rate"]-104) > 1e-9 {
+		t.Fatalf("saturation %+v, want h.cpu at 104/s", s)
+	}
+	mult := solve.SpeedMultipliers(0.2)
+	if s := Saturate(m, solve.NewResult(m, "mva")); s == nil || math.Abs(s.At["workload.w.open.rate"]-100/mult[len(mult)-1]) > 1e-9 {
+		t.Fatalf("saturation for mva %+v, want h.cpu at %g/s", s, 100/mult[len(mult)-1])
+	}
+}
+
 func TestSaturateClosed(t *testing.T) {
 	m, err := model.Load("../examples/models/shop.yaml")
 	if err != nil {

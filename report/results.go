@@ -254,7 +254,9 @@ func observedLoad(w *model.Workload) float64 { return scaledLoad(w, 1) }
 // solve.Bounds). Closed workloads count with the throughput res found for
 // them; a host with a speed curve counts at the curve's factor for full
 // utilization, and one with a speed variation at its slowest speed (the
-// solvers report a load that speed cannot serve as unstable). It returns
+// solvers report a load that speed cannot serve as unstable), but at the
+// mean of its speeds (solve.MeanSpeed) when it has a speed window and res
+// comes from the simulator, which follows the speed over time. It returns
 // nil when no resource carries any load.
 func Saturate(m *model.Model, res *solve.Result) *Saturation {
 	open, err := m.Clone()
@@ -262,17 +264,21 @@ func Saturate(m *model.Model, res *solve.Result) *Saturation {
 		return nil
 	}
 	// A saturated CPU runs at its speed curve's factor for full use, and
-	// at the slowest of the speeds it varies over.
+	// at the slowest of the speeds it varies over, or their mean.
+	timed := res != nil && res.Solver == "sim"
 	for _, h := range open.Hosts {
 		if len(h.CPU.SpeedCurve) > 0 {
 			h.CPU.Speed *= model.SpeedAt(h.CPU.SpeedCurve, 1)
 			h.CPU.SpeedCurve = nil
 		}
-		if v := h.CPU.SpeedVariation; v > 0 {
+		switch v := h.CPU.SpeedVariation; {
+		case v > 0 && timed && h.CPU.SpeedWindow > 0:
+			h.CPU.Speed = solve.MeanSpeed(h.CPU)
+		case v > 0:
 			mult := solve.SpeedMultipliers(v)
 			h.CPU.Speed /= mult[len(mult)-1]
-			h.CPU.SpeedVariation = 0
 		}
+		h.CPU.SpeedVariation = 0
 	}
 	closedOnly := true
 	for _, w := range open.Workloads {

@@ -57,6 +57,18 @@ func SpeedMultipliers(v float64) []float64 {
 	return out
 }
 
+// MeanSpeed is the speed at which a CPU whose speed changes over time (a
+// speed variation v with a speed window, model.CPU.SpeedWindow) does work
+// over a long run, hence the speed that bounds the load it can carry: the
+// mean of its speeds 1/X, for X its CPU time per unit of work, lognormal
+// of mean 1, is (1 + v²) times its speed. Other CPUs: their speed.
+func MeanSpeed(c model.CPU) float64 {
+	if v := c.SpeedVariation; v > 0 && c.SpeedWindow > 0 {
+		return c.Speed * (1 + v*v)
+	}
+	return c.Speed
+}
+
 // varied is a host with a speed variation and its place among them.
 type varied struct {
 	host  string
@@ -90,12 +102,15 @@ func stratum(i, j int) int { return strata[i%len(strata)][j] }
 // speed is taken to hold for long enough (a second and more, against the
 // tenths of a second queues take at the loads worth predicting) that the
 // system settles at it, so the mixture is that of the steady states.
+// When timed is true, one follows a speed over time itself (a simulator):
+// hosts with a speed window (model.CPU.SpeedWindow) are then left to it
+// with their variation, and only the others are mixed.
 // one is also told the scenario's index and the number of scenarios, for
 // progress reports.
-func SolveVaried(ctx context.Context, m *model.Model, one func(ctx context.Context, m *model.Model, scenario, of int) (*Result, error)) (*Result, error) {
+func SolveVaried(ctx context.Context, m *model.Model, timed bool, one func(ctx context.Context, m *model.Model, scenario, of int) (*Result, error)) (*Result, error) {
 	var hosts []varied
 	for _, h := range m.Hosts {
-		if h.CPU.SpeedVariation > 0 {
+		if h.CPU.SpeedVariation > 0 && !(timed && h.CPU.SpeedWindow > 0) {
 			hosts = append(hosts, varied{host: h.Name, speed: h.CPU.Speed, mult: SpeedMultipliers(h.CPU.SpeedVariation)})
 		}
 	}
@@ -108,11 +123,10 @@ func SolveVaried(ctx context.Context, m *model.Model, one func(ctx context.Conte
 		if err != nil {
 			return nil, fmt.Errorf("speed variation: %w", err)
 		}
-		for _, h := range c.Hosts {
-			h.CPU.SpeedVariation = 0
-		}
 		for i, v := range hosts {
-			c.Host(v.host).CPU.Speed = v.speed / v.mult[stratum(i, j)]
+			h := c.Host(v.host)
+			h.CPU.Speed = v.speed / v.mult[stratum(i, j)]
+			h.CPU.SpeedVariation = 0
 		}
 		res, err := one(ctx, c, j, SpeedScenarios)
 		if err != nil {

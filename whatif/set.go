@@ -80,6 +80,10 @@ var sections = []section{
 				m.Host(n).CPU.SpeedVariation = f
 				return nil
 			}},
+			{"cpu.speed_window", func(m *model.Model, n, v string) (err error) {
+				m.Host(n).CPU.SpeedWindow, err = model.ParseDuration(v)
+				return
+			}},
 			{"cpu.scheduling", func(m *model.Model, n, v string) error {
 				m.Host(n).CPU.Scheduling = model.Scheduling(v)
 				return nil

@@ -45,6 +45,7 @@ func TestSet(t *testing.T) {
 	for _, s := range []string{
 		"hosts.app.cpu.cores=8", "hosts.app.replicas=3", "hosts.app.cpu.speed=1.5",
 		"hosts.app.cpu.speed_variation=0.2",
+		"hosts.app.cpu.speed_window=500ms",
 		"components.svc.threads=32", "passive.lock.capacity=20",
 		"workload.w.open.rate=120/s", "workload.u.closed.users=400", "workload.*.load=2",
 	} {
@@ -56,7 +57,7 @@ func TestSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := m.Host("app")
-	if h.CPU.Cores != 8 || h.Replicas != 3 || h.CPU.Speed != 1.5 || h.CPU.SpeedVariation != 0.2 || m.Component("svc").Threads != 32 ||
+	if h.CPU.Cores != 8 || h.Replicas != 3 || h.CPU.Speed != 1.5 || h.CPU.SpeedVariation != 0.2 || h.CPU.SpeedWindow != 0.5 || m.Component("svc").Threads != 32 ||
 		m.PassiveResource("lock").Capacity != 20 || m.Workload("w").Open.Rate != 240 || m.Workload("u").Closed.Users != 800 {
 		t.Errorf("not all set:\n%s", m.Marshal())
 	}

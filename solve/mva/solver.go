@@ -32,7 +32,7 @@ func (s Solver) Solve(ctx context.Context, m *model.Model, _ solve.Options) (*so
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return solve.SolveVaried(ctx, m, func(ctx context.Context, m *model.Model, _, _ int) (*solve.Result, error) {
+	return solve.SolveVaried(ctx, m, false, func(ctx context.Context, m *model.Model, _, _ int) (*solve.Result, error) {
 		return solve.SolveWithSpeeds(ctx, m, s.solve, s.solve)
 	})
 }

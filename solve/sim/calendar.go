@@ -5,9 +5,10 @@ const (
 	evArrive uint8 = iota // x: workload; an open arrival
 	evThink               // x: workload; the end of a closed user's think time
 	evWake                // x: task; the end of a delay
-	evDone                // x: task; the end of service at a FCFS or random-order station
+	evDone                // x: task, y: its version; the end of service at a FCFS or random-order station
 	evPSDone              // x: station, y: version; the next departure of a PS station
-	evSlice               // x: task; the end of a round-robin time slice
+	evSlice               // x: task, y: its version; the end of a round-robin time slice
+	evSpeed               // x: host; its replicas' CPUs change speed
 )
 
 // event is one entry of the calendar. Events at the same time are handled in

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"github.com/perfcast/perfcast/model"
@@ -126,7 +127,12 @@ type hostInfo struct {
 	cores    int32
 	sched    model.Scheduling
 	quantum  float64
-	disks    []diskInfo
+	// sigma and window describe a CPU speed that changes over time
+	// (model.CPU.SpeedWindow): every window seconds each replica's CPU
+	// time per unit of work is redrawn, lognormal of mean 1 with log
+	// standard deviation sigma. window 0: a steady speed.
+	sigma, window float64
+	disks         []diskInfo
 	// station is the index of the CPU station of replica 0; each replica has
 	// 1+len(disks) stations in a row: the CPU, then the disks.
 	station int32
@@ -206,6 +212,9 @@ func compile(m *model.Model) (*program, error) {
 		hi := hostInfo{name: h.Name, replicas: int32(max(h.Replicas, 1)), balancer: h.Balancer,
 			cores: int32(max(h.CPU.Cores, 1)), sched: h.CPU.Scheduling, quantum: h.CPU.Quantum,
 			station: int32(p.nStations)}
+		if v, w := h.CPU.SpeedVariation, h.CPU.SpeedWindow; v > 0 && w > 0 {
+			hi.sigma, hi.window = math.Sqrt(math.Log1p(v*v)), w
+		}
 		if hi.sched == "" {
 			hi.sched = model.PS
 		}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 
 	"github.com/DataDog/sketches-go/ddsketch"
@@ -64,7 +65,14 @@ type task struct {
 	left            float64 // round robin: service still due
 	slice           float64 // round robin: length of the current slice
 	station         int32
-	units, inst     int32 // the units and passive instance waited for
+	// due is when the current service (FCFS, random order) or slice (RR)
+	// ends; ver is the version of its event on the calendar, which a
+	// change of the station's speed makes stale; slot is the task's index
+	// in the station's serving list.
+	due         float64
+	ver         int32
+	slot        int32
+	units, inst int32 // the units and passive instance waited for
 
 	frames []frame
 	acq    []acquired
@@ -136,6 +144,14 @@ type station struct {
 	schedSeq  uint64
 	schedRate float64
 	quantum   float64
+	// rate is the speed at which work is done, relative to the compiled
+	// demands: 1, or the current draw of a CPU whose speed changes over
+	// time (varies). Such a station keeps the tasks in service (FCFS,
+	// random order, RR) in serving, to reschedule their ends when its
+	// speed changes.
+	rate    float64
+	varies  bool
+	serving []int32
 }
 
 // pool is the thread pool of one component replica.
@@ -198,6 +214,9 @@ type engine struct {
 	passives []passiveRes
 	hostLoad []int32 // operations in progress or waiting per host replica
 	rrNext   []int32 // round-robin balancer position per host
+	// speedEvents is the number of speed changes always on the calendar:
+	// one per host whose CPU speed changes over time.
+	speedEvents int
 
 	st     stats
 	events int64
@@ -246,9 +265,9 @@ func newEngine(p *program, seed, stream uint64, cut, quota int64, liveLimit int)
 		per := int32(1 + len(h.disks))
 		for r := int32(0); r < h.replicas; r++ {
 			base := h.station + r*per
-			e.stations[base] = station{kind: kindOf(h.sched), servers: h.cores, quantum: h.quantum}
+			e.stations[base] = station{kind: kindOf(h.sched), servers: h.cores, quantum: h.quantum, rate: 1, varies: h.window > 0}
 			for i, d := range h.disks {
-				e.stations[base+1+int32(i)] = station{kind: kindOf(d.sched), servers: d.servers}
+				e.stations[base+1+int32(i)] = station{kind: kindOf(d.sched), servers: d.servers, rate: 1}
 			}
 		}
 	}
@@ -305,6 +324,12 @@ func (e *engine) run(ctx context.Context) error {
 			e.cal.push(w.think.sample(e.rng), evThink, int32(i), u)
 		}
 	}
+	for i := range p.hosts {
+		if h := &p.hosts[i]; h.window > 0 {
+			e.changeSpeed(int32(i))
+			e.speedEvents++
+		}
+	}
 	if e.cut == 0 {
 		e.resetStats()
 	}
@@ -315,9 +340,9 @@ func (e *engine) run(ctx context.Context) error {
 		if e.done {
 			break
 		}
-		if e.cal.len() == 0 {
-			// Nothing will ever happen again while requests wait: they
-			// wait for each other.
+		if e.cal.len() == e.speedEvents {
+			// Nothing but speed changes will ever happen again while
+			// requests wait: they wait for each other.
 			e.deadlock = true
 			break
 		}
@@ -337,11 +362,17 @@ func (e *engine) run(ctx context.Context) error {
 			}
 			e.exec(e.tasks[ev.x])
 		case evDone:
-			e.serviceDone(e.tasks[ev.x])
+			if t := e.tasks[ev.x]; t.ver == ev.y {
+				e.serviceDone(t)
+			}
 		case evPSDone:
 			e.psDone(ev.x, ev.y)
 		case evSlice:
-			e.sliceEnd(e.tasks[ev.x])
+			if t := e.tasks[ev.x]; t.ver == ev.y {
+				e.sliceEnd(t)
+			}
+		case evSpeed:
+			e.changeSpeed(ev.x)
 		}
 		if e.events&ctxCheckEvery == 0 {
 			if err := ctx.Err(); err != nil {
@@ -942,7 +973,7 @@ func (e *engine) arrive(st int32, t *task, work float64) {
 		if s.busy < s.servers {
 			s.busy++
 			s.set(e.now, s.busy)
-			e.cal.push(e.now+work, evDone, t.id, 0)
+			e.serve(s, t, work, evDone)
 		} else if s.kind == stFCFS {
 			s.queue.push(t.id)
 		} else {
@@ -954,6 +985,7 @@ func (e *engine) arrive(st int32, t *task, work float64) {
 // serviceDone ends t's service at a FCFS or random-order station.
 func (e *engine) serviceDone(t *task) {
 	s := &e.stations[t.station]
+	e.unserve(s, t)
 	s.out++
 	s.wait(e.now - t.arrive - t.work)
 	var next int32 = -1
@@ -971,7 +1003,8 @@ func (e *engine) serviceDone(t *task) {
 		s.rq = s.rq[:n-1]
 	}
 	if next >= 0 {
-		e.cal.push(e.now+e.tasks[next].work, evDone, next, 0)
+		n := e.tasks[next]
+		e.serve(s, n, n.work, evDone)
 	} else {
 		s.busy--
 		s.set(e.now, s.busy)
@@ -980,7 +1013,7 @@ func (e *engine) serviceDone(t *task) {
 }
 
 // psAdvance moves a PS station's virtual time to now: each of n jobs on c
-// servers progresses at rate min(1, c/n).
+// servers progresses at rate min(1, c/n) times the station's speed.
 func (e *engine) psAdvance(s *station) {
 	if s.busy > 0 {
 		s.v += (e.now - s.vLast) * s.psRate()
@@ -991,9 +1024,9 @@ func (e *engine) psAdvance(s *station) {
 // psRate is the rate at which each job of a PS station progresses.
 func (s *station) psRate() float64 {
 	if s.busy > s.servers {
-		return float64(s.servers) / float64(s.busy)
+		return s.rate * float64(s.servers) / float64(s.busy)
 	}
-	return 1
+	return s.rate
 }
 
 // psSchedule (re)schedules a PS station's next departure. A departure on the
@@ -1044,11 +1077,12 @@ func (e *engine) psDone(st, version int32) {
 // startSlice gives t one round-robin quantum (or what it still needs).
 func (e *engine) startSlice(s *station, t *task) {
 	t.slice = min(s.quantum, t.left)
-	e.cal.push(e.now+t.slice, evSlice, t.id, 0)
+	e.serve(s, t, t.slice, evSlice)
 }
 
 func (e *engine) sliceEnd(t *task) {
 	s := &e.stations[t.station]
+	e.unserve(s, t)
 	if t.slice < t.left {
 		t.left -= t.slice
 		s.queue.push(t.id)
@@ -1064,6 +1098,71 @@ func (e *engine) sliceEnd(t *task) {
 		s.set(e.now, s.busy)
 	}
 	e.exec(t)
+}
+
+// serve schedules the end (kind evDone or evSlice) of work, in compiled
+// demand units, that t starts at station s now.
+func (e *engine) serve(s *station, t *task, work float64, kind uint8) {
+	t.due = e.now + work/s.rate
+	t.ver++
+	if s.varies {
+		t.slot = int32(len(s.serving))
+		s.serving = append(s.serving, t.id)
+	}
+	e.cal.push(t.due, kind, t.id, t.ver)
+}
+
+// unserve takes t, whose service or slice at s has ended, off s's serving
+// list.
+func (e *engine) unserve(s *station, t *task) {
+	if !s.varies {
+		return
+	}
+	n := len(s.serving) - 1
+	last := s.serving[n]
+	s.serving[t.slot] = last
+	e.tasks[last].slot = t.slot
+	s.serving = s.serving[:n]
+}
+
+// changeSpeed draws a new speed for each replica of host h's CPU, which
+// holds until the next change, one window later. Work in progress goes
+// on at the new speed: a PS station's virtual time, the services and the
+// round-robin slices under way are rescheduled.
+func (e *engine) changeSpeed(h int32) {
+	hi := &e.p.hosts[h]
+	per := int32(1 + len(hi.disks))
+	for r := range hi.replicas {
+		st := hi.station + r*per
+		s := &e.stations[st]
+		// The CPU time per unit of work, lognormal of mean 1.
+		cost := math.Exp(hi.sigma*e.rng.NormFloat64() - hi.sigma*hi.sigma/2)
+		rate := 1 / cost
+		if s.kind == stPS {
+			e.psAdvance(s)
+			s.rate = rate
+			e.psSchedule(st, s)
+			continue
+		}
+		old := s.rate
+		s.rate = rate
+		kind := evDone
+		if s.kind == stRR {
+			kind = evSlice
+		}
+		for _, id := range s.serving {
+			t := e.tasks[id]
+			left := max((t.due-e.now)*old, 0) // work still due, in compiled units
+			if s.kind == stRR {
+				t.left -= t.slice - left
+				t.slice = left
+			}
+			t.due = e.now + left/rate
+			t.ver++
+			e.cal.push(t.due, kind, id, t.ver)
+		}
+	}
+	e.cal.push(e.now+hi.window, evSpeed, h, 0)
 }
 
 // waiting is the number of requests waiting at resource instance kind/i:

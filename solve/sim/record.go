@@ -113,8 +113,11 @@ type RecordOptions struct {
 // the same for the same model and seed. An error from emit stops the run
 // and is returned.
 //
-// A host's speed variation (model.CPU.SpeedVariation) is not simulated:
-// the traces run at its mean speed, and the result's warnings say so.
+// A host's speed variation (model.CPU.SpeedVariation) is simulated when
+// it has a speed window: the spans' durations then follow the speed, but
+// their CPU times are the demands at its mean speed. Without a window it
+// is not: the traces run at its mean speed. The result's warnings say
+// which.
 //
 // When the open workloads need more than a resource can give, or the run
 // finds no steady state, the result says stable: false and emit may not have
@@ -139,7 +142,10 @@ func Record(ctx context.Context, m *model.Model, opts RecordOptions, emit func(*
 	res := solve.NewResult(m, "sim")
 	res.SpeedFactors = factors
 	for _, h := range m.Hosts {
-		if h.CPU.SpeedVariation > 0 {
+		switch {
+		case h.CPU.SpeedVariation > 0 && h.CPU.SpeedWindow > 0:
+			res.Warnings = append(res.Warnings, fmt.Sprintf("host %s: its speed variation (%.3g) is in the spans' durations, not in their CPU times, which are the demands at its mean speed", h.Name, h.CPU.SpeedVariation))
+		case h.CPU.SpeedVariation > 0:
 			res.Warnings = append(res.Warnings, fmt.Sprintf("host %s: its speed variation (%.3g) is not in the traces, which run at its mean speed throughout", h.Name, h.CPU.SpeedVariation))
 		}
 	}

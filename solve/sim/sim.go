@@ -304,10 +304,11 @@ type config struct {
 // Solve implements solve.Solver. Hosts with a speed curve run at the
 // factor of their utilization, found by solve.ResolveSpeeds; where closed
 // workloads load them, candidates are simulated at precision 0.05. Hosts
-// with a speed variation are simulated at each of its speeds in turn, with
-// the same seed (solve.SolveVaried).
+// with a speed variation and a speed window change speed over the run,
+// every window; those without a window are simulated at each of its
+// speeds in turn, with the same seed (solve.SolveVaried).
 func (s simulator) Solve(ctx context.Context, m *model.Model, opts solve.Options) (*solve.Result, error) {
-	return solve.SolveVaried(ctx, m, func(ctx context.Context, m *model.Model, j, of int) (*solve.Result, error) {
+	return solve.SolveVaried(ctx, m, true, func(ctx context.Context, m *model.Model, j, of int) (*solve.Result, error) {
 		o := opts
 		if opts.Progress != nil && of > 1 {
 			o.Progress = func(done float64) { opts.Progress((float64(j) + done) / float64(of)) }
@@ -365,6 +366,7 @@ func (simulator) solve(ctx context.Context, m *model.Model, opts solve.Options) 
 		r.fill(res)
 	}
 	res.Warnings = append(res.Warnings, r.warnings...)
+	res.Warnings = append(res.Warnings, speedWindows(m)...)
 	res.Sim = &solve.SimInfo{
 		Seed:         cfg.seed,
 		Replications: len(r.outs),
@@ -375,6 +377,17 @@ func (simulator) solve(ctx context.Context, m *model.Model, opts solve.Options) 
 		WarmupCut:    float64(r.cut),
 	}
 	return res, nil
+}
+
+// speedWindows says which hosts change speed over a run.
+func speedWindows(m *model.Model) []string {
+	var out []string
+	for _, h := range m.Hosts {
+		if v, w := h.CPU.SpeedVariation, h.CPU.SpeedWindow; v > 0 && w > 0 {
+			out = append(out, fmt.Sprintf("host %s: its CPU speed is redrawn every %s (speed_variation %.3g)", h.Name, model.FormatDuration(w), v))
+		}
+	}
+	return out
 }
 
 func modelName(m *model.Model) string {
@@ -908,7 +921,7 @@ func reportUnstable(res *solve.Result, m *model.Model, u *instability) {
 // resource can serve (the utilization law), in which case nothing is
 // simulated and res says so.
 func overloaded(m *model.Model, res *solve.Result, seed uint64, start time.Time) bool {
-	b := solve.Bounds(m)
+	b := solve.Bounds(atMeanSpeed(m))
 	if b.Stable {
 		return false
 	}
@@ -920,4 +933,24 @@ func overloaded(m *model.Model, res *solve.Result, seed uint64, start time.Time)
 		b.Utilization[b.Bottleneck], b.Bottleneck))
 	res.Sim = &solve.SimInfo{Seed: seed, WallSeconds: time.Since(start).Seconds()}
 	return true
+}
+
+// atMeanSpeed is m, or a copy of it whose hosts that change speed over
+// time run at the mean of their speeds (solve.MeanSpeed): what they can
+// carry over a long run.
+func atMeanSpeed(m *model.Model) *model.Model {
+	for _, h := range m.Hosts {
+		if solve.MeanSpeed(h.CPU) == h.CPU.Speed {
+			continue
+		}
+		c, err := m.Clone()
+		if err != nil {
+			return m
+		}
+		for _, h := range c.Hosts {
+			h.CPU.Speed = solve.MeanSpeed(h.CPU)
+		}
+		return c
+	}
+	return m
 }
