@@ -130,6 +130,56 @@ func TestSpeedCurveNotInvented(t *testing.T) {
 	}
 }
 
+// A CPU whose speed is redrawn every second (a lognormal CPU time of
+// coefficient of variation 0.15) shows in the spans' CPU times, and
+// extraction puts it back: speed_variation within four standard errors of
+// the truth (√(2(τ² + σ̄²)²/k)/(2τ²) relative, for k windows of sampling
+// variance σ̄²; the estimate runs a little low, the operations' variances
+// holding part of it), speed_window a second, and no speed curve.
+func TestSpeedVariationRoundTrip(t *testing.T) {
+	m, err := model.Parse([]byte(curveModel), "varied.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const cv = 0.15
+	m.Hosts[0].CPU.SpeedCurve = nil
+	m.Hosts[0].CPU.SpeedVariation, m.Hosts[0].CPU.SpeedWindow = cv, 1
+	x, err := extract.Run(context.Background(), steps(t, m, []float64{40, 120, 40, 120}, 60, 5), "extracted", &extract.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v *extract.SpeedVariation
+	for _, c := range x.Report.SpeedCurves {
+		if len(c.Points) > 0 {
+			t.Errorf("host %s: a speed curve where there is none: %+v", c.Host, c.Points)
+		}
+		if c.Variation != nil && c.Variation.CV > 0 {
+			v = c.Variation
+		}
+	}
+	if v == nil {
+		t.Fatalf("no speed variation found: %+v", x.Report.SpeedCurves)
+	}
+	tau2 := cv * cv
+	se := math.Sqrt(2*(tau2+v.Within)*(tau2+v.Within)/float64(v.Windows)) / tau2 / 2 * cv
+	t.Logf("cv %.4f over %d windows (standard error %.4f), truth %g", v.CV, v.Windows, se, cv)
+	if v.Method != extract.VariationWindows || math.Abs(v.CV-cv) > 4*se {
+		t.Errorf("cv %.4f by %q, truth %g (4 standard errors %.4f)", v.CV, v.Method, cv, 4*se)
+	}
+	found := false
+	for _, h := range x.Model.Hosts {
+		if h.CPU.SpeedVariation > 0 {
+			found = true
+			if h.CPU.SpeedVariation != v.CV || h.CPU.SpeedWindow != 1 {
+				t.Errorf("host %s: speed_variation %g, speed_window %g; want %g and 1", h.Name, h.CPU.SpeedVariation, h.CPU.SpeedWindow, v.CV)
+			}
+		}
+	}
+	if !found {
+		t.Error("no host of the model has a speed variation")
+	}
+}
+
 // Separate runs, each at one rate and so at one CPU speed, show the curve
 // between them and none within: it is fitted over the runs' means, and
 // the model predicts the utilization at both loads and between them.

@@ -73,6 +73,9 @@ type SpeedVariation struct {
 	// (no blocks for VariationWindows).
 	Blocks  int `json:"blocks"`
 	Windows int `json:"windows"`
+	// Window is the windows' length in seconds (VariationWindows only):
+	// the time a speed is taken to hold (model.CPU.SpeedWindow).
+	Window float64 `json:"window,omitempty"`
 	// Between and Within are the mean squares between blocks and within
 	// them, F their ratio and P its p-value. For VariationWindows, Between
 	// is the variance between windows beyond their sampling variance,
@@ -180,8 +183,8 @@ func (c *SpeedCurve) ratioAt(x float64) float64 {
 // first and last window of each stretch of work are left out, as partly
 // covered.
 func (c *SpeedCurve) estimateWindowVariation(h *hostWindows, mean, cpuVar map[string]float64, cores float64) *SpeedVariation {
-	v := &SpeedVariation{Method: VariationWindows}
 	width := float64(h.width) / 1e9
+	v := &SpeedVariation{Method: VariationWindows, Window: width}
 	type obs struct{ r, noise float64 }
 	all := map[int64]obs{}
 	wins := map[int64]curveWin{}

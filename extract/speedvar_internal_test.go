@@ -156,8 +156,8 @@ func TestSpeedVariationWindowsRecovered(t *testing.T) {
 	h, mean, variance := spanWindows(5, 20, cv, line)
 	c := &SpeedCurve{Intercept: 1.2, Slope: -0.4, Points: []model.SpeedPoint{{Utilization: 0.25, Factor: 1}, {Utilization: 0.75, Factor: 1}}}
 	v := c.estimateWindowVariation(h, mean, variance, 1)
-	if v.Method != VariationWindows || v.Windows != 20*60 {
-		t.Fatalf("%d windows by %q, want %d by %q", v.Windows, v.Method, 20*60, VariationWindows)
+	if v.Method != VariationWindows || v.Windows != 20*60 || v.Window != 1 {
+		t.Fatalf("%d windows of %g s by %q, want %d of 1 s by %q", v.Windows, v.Window, v.Method, 20*60, VariationWindows)
 	}
 	tau2 := cv * cv
 	se := math.Sqrt(2*(tau2+v.Within)*(tau2+v.Within)/float64(v.Windows)) / tau2 / 2

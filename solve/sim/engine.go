@@ -508,12 +508,14 @@ func (e *engine) exec(t *task) {
 		switch in.code {
 		case opCPU:
 			w := p.samplers[in.a].sample(e.rng)
+			h := &p.hosts[in.b]
+			st := h.station + t.rep*int32(1+len(h.disks))
 			if e.rec != nil { // span recording
-				e.rec.cpu(t, w)
+				// The CPU time at the speed the burst starts at.
+				e.rec.cpu(t, w/e.stations[st].rate)
 			}
 			t.pc++
-			h := &p.hosts[in.b]
-			e.arrive(h.station+t.rep*int32(1+len(h.disks)), t, w)
+			e.arrive(st, t, w)
 			return
 		case opDisk:
 			w := p.samplers[in.a].sample(e.rng)

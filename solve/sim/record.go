@@ -114,10 +114,11 @@ type RecordOptions struct {
 // and is returned.
 //
 // A host's speed variation (model.CPU.SpeedVariation) is simulated when
-// it has a speed window: the spans' durations then follow the speed, but
-// their CPU times are the demands at its mean speed. Without a window it
-// is not: the traces run at its mean speed. The result's warnings say
-// which.
+// it has a speed window: the spans' durations follow the speed, and so do
+// their CPU times, each burst's taken at the speed it starts at (exact
+// for a burst that ends before the speed changes). Without a window it is
+// not: the traces run at the host's mean speed, and the result's warnings
+// say so.
 //
 // When the open workloads need more than a resource can give, or the run
 // finds no steady state, the result says stable: false and emit may not have
@@ -142,13 +143,11 @@ func Record(ctx context.Context, m *model.Model, opts RecordOptions, emit func(*
 	res := solve.NewResult(m, "sim")
 	res.SpeedFactors = factors
 	for _, h := range m.Hosts {
-		switch {
-		case h.CPU.SpeedVariation > 0 && h.CPU.SpeedWindow > 0:
-			res.Warnings = append(res.Warnings, fmt.Sprintf("host %s: its speed variation (%.3g) is in the spans' durations, not in their CPU times, which are the demands at its mean speed", h.Name, h.CPU.SpeedVariation))
-		case h.CPU.SpeedVariation > 0:
-			res.Warnings = append(res.Warnings, fmt.Sprintf("host %s: its speed variation (%.3g) is not in the traces, which run at its mean speed throughout", h.Name, h.CPU.SpeedVariation))
+		if h.CPU.SpeedVariation > 0 && !(h.CPU.SpeedWindow > 0) {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("host %s: its speed variation (%.3g) is not in the traces, which run at its mean speed throughout (it needs a speed_window)", h.Name, h.CPU.SpeedVariation))
 		}
 	}
+	res.Warnings = append(res.Warnings, speedWindows(m)...)
 	if overloaded(m, res, seed, start) {
 		return res, nil
 	}
