@@ -88,3 +88,16 @@ func BenchmarkSolveMM1(b *testing.B) {
 func BenchmarkSolveShop(b *testing.B) {
 	benchSolve(b, exampleModel(b, "shop.yaml"))
 }
+
+// BenchmarkEngineMM1SpeedWindow is BenchmarkEngineMM1 on a CPU whose speed
+// is redrawn every 10 ms (seven requests' time): what following a speed
+// over time costs the engine, its events and the rescheduling of the
+// service in progress at each change.
+func BenchmarkEngineMM1SpeedWindow(b *testing.B) {
+	m, err := model.Parse([]byte(mm1Bench), "mm1.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.Hosts[0].CPU.SpeedVariation, m.Hosts[0].CPU.SpeedWindow = 0.2, 0.01
+	benchEngine(b, m)
+}

@@ -475,7 +475,7 @@ func (r *report) writeCurves(w io.Writer) {
 		switch v := c.Variation; {
 		case v == nil:
 		case v.CV > 0 && v.Method == extract.VariationWindows:
-			fmt.Fprintf(w, " Beyond the load and the requests' own scatter, the spans' CPU time per unit of work varied between %d windows of a second with a coefficient of variation of %.3f (Q/df = %.2f, p = %.2g), the model's `speed_variation`.", v.Windows, v.CV, v.F, v.P)
+			fmt.Fprintf(w, " Beyond the load and the requests' own scatter, the spans' CPU time per unit of work varied between %d windows of %s with a coefficient of variation of %.3f (Q/df = %.2f, p = %.2g), the model's `speed_variation`, simulated as a speed redrawn every window (`speed_window`).", v.Windows, model.FormatDuration(v.Window), v.CV, v.F, v.P)
 		case v.CV > 0:
 			fmt.Fprintf(w, " Beyond the load, its CPU time per unit of work varied between %d blocks of up to 30 s with a coefficient of variation of %.3f (F = %.2f, p = %.2g), the model's `speed_variation`.", v.Blocks, v.CV, v.F, v.P)
 		default:
