@@ -36,6 +36,7 @@ import (
 //	  catalog: 1            # (GOMAXPROCS of a Go service); "*": every component
 //	no_speed_curves: false  # do not model a CPU cost that changes with the load
 //	no_speed_variation: false  # do not model a CPU cost that wanders over time
+//	speed_window: false     # simulate it as a speed redrawn every window measured
 type Config struct {
 	Hosts map[string]HostConfig `yaml:"hosts"`
 	// Rename maps service names to component names.
@@ -76,6 +77,12 @@ type Config struct {
 	// NoSpeedVariation keeps hosts at one speed over time, even where the
 	// traces show their CPU time wandering (see SpeedVariation).
 	NoSpeedVariation bool `yaml:"no_speed_variation"`
+	// SpeedWindow sets, where the variation was measured between the
+	// spans' windows of a second, the model's speed_window to that length:
+	// the simulator then redraws the speed every window instead of mixing
+	// the steady states of speeds that hold until the system settles (see
+	// model.CPU.SpeedWindow).
+	SpeedWindow bool `yaml:"speed_window"`
 	// OutsideSpans says where the CPU time that utilization metrics
 	// measure beyond the spans' goes in the model: "background" (the
 	// default) as asynchronous work each execution sends to its component

@@ -1081,9 +1081,13 @@ func (g *generator) speedCurves() {
 		if v := c.Variation; v != nil && v.CV > 0 && !g.cfg.NoSpeedVariation {
 			h.CPU.SpeedVariation = v.CV
 			if v.Method == VariationWindows {
-				h.CPU.SpeedWindow = v.Window
-				g.rep.evidencef("host %s: the CPU time of the same work wanders between windows of %s beyond what the load and the requests' own demands explain (spans' CPU times, %d windows; Q/df = %.2f, p = %.2g): coefficient of variation %.3g; speed_variation set, and speed_window to the windows' length",
-					h.Name, model.FormatDuration(v.Window), v.Windows, v.F, v.P, v.CV)
+				set := "speed_variation set"
+				if g.cfg.SpeedWindow {
+					h.CPU.SpeedWindow = v.Window
+					set += ", and speed_window to the windows' length"
+				}
+				g.rep.evidencef("host %s: the CPU time of the same work wanders between windows of %s beyond what the load and the requests' own demands explain (spans' CPU times, %d windows; Q/df = %.2f, p = %.2g): coefficient of variation %.3g; %s",
+					h.Name, model.FormatDuration(v.Window), v.Windows, v.F, v.P, v.CV, set)
 			} else {
 				g.rep.evidencef("host %s: the CPU time of the same work wanders between stretches of up to %d s beyond what the load explains (%s, %d blocks, %d windows; F = %.2f, p = %.2g): coefficient of variation %.3g; speed_variation set",
 					h.Name, variationBlock*curveWindow, c.Source, v.Blocks, v.Windows, v.F, v.P, v.CV)

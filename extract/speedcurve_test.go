@@ -135,7 +135,8 @@ func TestSpeedCurveNotInvented(t *testing.T) {
 // extraction puts it back: speed_variation within four standard errors of
 // the truth (√(2(τ² + σ̄²)²/k)/(2τ²) relative, for k windows of sampling
 // variance σ̄²; the estimate runs a little low, the operations' variances
-// holding part of it), speed_window a second, and no speed curve.
+// holding part of it), no speed curve, and speed_window a second when the
+// configuration asks for it.
 func TestSpeedVariationRoundTrip(t *testing.T) {
 	m, err := model.Parse([]byte(curveModel), "varied.yaml")
 	if err != nil {
@@ -144,7 +145,8 @@ func TestSpeedVariationRoundTrip(t *testing.T) {
 	const cv = 0.15
 	m.Hosts[0].CPU.SpeedCurve = nil
 	m.Hosts[0].CPU.SpeedVariation, m.Hosts[0].CPU.SpeedWindow = cv, 1
-	x, err := extract.Run(context.Background(), steps(t, m, []float64{40, 120, 40, 120}, 60, 5), "extracted", &extract.Config{})
+	paths := steps(t, m, []float64{40, 120, 40, 120}, 60, 5)
+	x, err := extract.Run(context.Background(), paths, "extracted", &extract.Config{SpeedWindow: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,6 +179,16 @@ func TestSpeedVariationRoundTrip(t *testing.T) {
 	}
 	if !found {
 		t.Error("no host of the model has a speed variation")
+	}
+	// Without speed_window in the configuration, steady states are mixed.
+	x, err = extract.Run(context.Background(), paths, "extracted", &extract.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range x.Model.Hosts {
+		if h.CPU.SpeedVariation > 0 && h.CPU.SpeedWindow != 0 {
+			t.Errorf("host %s: speed_window %g without it in the configuration", h.Name, h.CPU.SpeedWindow)
+		}
 	}
 }
 

@@ -145,7 +145,7 @@ func SolveVaried(ctx context.Context, m *model.Model, timed bool, one func(ctx c
 	if out.Stable {
 		out.Warnings = append(out.Warnings, "averaged over "+speeds)
 	} else {
-		out.Warnings = append(out.Warnings, "unstable at the slowest of "+speeds)
+		out.Warnings = append(out.Warnings, "unstable at the slowest of "+speeds+"; with a speed_window the simulator follows the speed over time instead, and a backlog built while a host is slow drains when it is fast")
 	}
 	return out, nil
 }
