@@ -14,7 +14,11 @@
 // frames, so that the steady state does not allocate. Processor sharing uses
 // virtual time: n jobs on c cores each progress at min(1, c/n), and a job
 // leaves when the station's virtual clock reaches its arrival value plus its
-// demand, which makes each arrival and departure O(log n).
+// demand, which makes each arrival and departure O(log n). A CPU whose
+// speed changes over time (a speed window) runs the same machinery at a
+// rate: at each change its virtual time is brought up to date, and the
+// ends of the services and round-robin slices under way are rescheduled
+// (their old events carry a stale version and are ignored).
 //
 // # Statistics
 //
