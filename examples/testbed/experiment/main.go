@@ -618,7 +618,7 @@ func (e *env) experiment(ctx context.Context, o options) (*report, error) {
 		quick: o.quick, reused: e.reuse, started: started, elapsed: time.Since(started),
 		loadBefore: loadBefore, loadAfter: loadAfter, busyBefore: busyBefore, pinned: e.pin,
 		phases: e.phases, mix: e.mix, saturation: saturation, firstSaturation: firstSaturation, warmSaturation: warmSaturation, perRequest: perRequest, spanShare: spanShare,
-		warnings: refX.Report.Warnings, order: order, steps: stepM, curves: refX.Report.SpeedCurves,
+		warnings: refX.Report.Warnings, order: order, steps: stepM, curves: refX.Report.SpeedCurves, ref: refX.Model,
 		gaps: gaps, outside: o.outside, slice: o.slice, sliceFrom: o.sliceFrom, refMean: refM.Load.All.Mean, rounds: e.rounds,
 	}
 	for _, r := range append(rows, extra...) {

@@ -94,6 +94,8 @@ type report struct {
 	// (none without -steps), and curves what extraction made of them.
 	steps  []*measured
 	curves []*extract.SpeedCurve
+	// ref is the model extracted from the reference.
+	ref *model.Model
 	// gaps are the classes' time outside the gateway's root spans in the
 	// reference run (seconds), added to the model's workloads; nil when
 	// left out.
@@ -475,7 +477,18 @@ func (r *report) writeCurves(w io.Writer) {
 		switch v := c.Variation; {
 		case v == nil:
 		case v.CV > 0 && v.Method == extract.VariationWindows:
-			fmt.Fprintf(w, " Beyond the load and the requests' own scatter, the spans' CPU time per unit of work varied between %d windows of %s with a coefficient of variation of %.3f (Q/df = %.2f, p = %.2g), the model's `speed_variation`, simulated as a speed redrawn every window (`speed_window`).", v.Windows, model.FormatDuration(v.Window), v.CV, v.F, v.P)
+			fmt.Fprintf(w, " Beyond the load and the requests' own scatter, the spans' CPU time per unit of work varied between %d windows of %s with a coefficient of variation of %.3f (Q/df = %.2f, p = %.2g), the model's `speed_variation`", v.Windows, model.FormatDuration(v.Window), v.CV, v.F, v.P)
+			window := 0.0
+			if r.ref != nil {
+				if h := r.ref.Host(c.Host); h != nil {
+					window = h.CPU.SpeedWindow
+				}
+			}
+			if window > 0 {
+				fmt.Fprintf(w, ", simulated as a speed redrawn every %s (`speed_window`).", model.FormatDuration(window))
+			} else {
+				fmt.Fprint(w, ", solved as five speeds each held until the queues settle.")
+			}
 		case v.CV > 0:
 			fmt.Fprintf(w, " Beyond the load, its CPU time per unit of work varied between %d blocks of up to 30 s with a coefficient of variation of %.3f (F = %.2f, p = %.2g), the model's `speed_variation`.", v.Blocks, v.CV, v.F, v.P)
 		default:
