@@ -116,6 +116,11 @@ type CPU struct {
 // takes 2.5 times the mean CPU time, the fastest a quarter of it.
 const MaxSpeedVariation = 1.0
 
+// VariesOverTime reports whether the CPU's speed changes over time, one
+// speed every SpeedWindow, rather than holding each of its variation's
+// speeds until the system settles.
+func (c CPU) VariesOverTime() bool { return c.SpeedVariation > 0 && c.SpeedWindow > 0 }
+
 // MinSpeedWindow is the shortest CPU.SpeedWindow a model may set, in
 // seconds: shorter windows would cost the simulator more events for the
 // speed changes than for the requests, and a speed that changes faster

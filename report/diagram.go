@@ -62,7 +62,7 @@ func buildDiagram(m *model.Model, r *Results) *diagram {
 		if h.CPU.Speed > 0 && h.CPU.Speed != 1 {
 			cores += ", speed " + trimSig3(h.CPU.Speed)
 		}
-		if v := h.CPU.SpeedVariation; v > 0 && h.CPU.SpeedWindow > 0 {
+		if v := h.CPU.SpeedVariation; h.CPU.VariesOverTime() {
 			cores += ", speed varies (cv " + trimSig3(v) + " every " + model.FormatDuration(h.CPU.SpeedWindow) + ")"
 		} else if v > 0 {
 			cores += ", speed varies (cv " + trimSig3(v) + ")"

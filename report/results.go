@@ -272,7 +272,7 @@ func Saturate(m *model.Model, res *solve.Result) *Saturation {
 			h.CPU.SpeedCurve = nil
 		}
 		switch v := h.CPU.SpeedVariation; {
-		case v > 0 && timed && h.CPU.SpeedWindow > 0:
+		case timed && h.CPU.VariesOverTime():
 			h.CPU.Speed = solve.MeanSpeed(h.CPU)
 		case v > 0:
 			mult := solve.SpeedMultipliers(v)

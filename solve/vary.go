@@ -63,8 +63,8 @@ func SpeedMultipliers(v float64) []float64 {
 // mean of its speeds 1/X, for X its CPU time per unit of work, lognormal
 // of mean 1, is (1 + v²) times its speed. Other CPUs: their speed.
 func MeanSpeed(c model.CPU) float64 {
-	if v := c.SpeedVariation; v > 0 && c.SpeedWindow > 0 {
-		return c.Speed * (1 + v*v)
+	if c.VariesOverTime() {
+		return c.Speed * (1 + c.SpeedVariation*c.SpeedVariation)
 	}
 	return c.Speed
 }
@@ -110,7 +110,7 @@ func stratum(i, j int) int { return strata[i%len(strata)][j] }
 func SolveVaried(ctx context.Context, m *model.Model, timed bool, one func(ctx context.Context, m *model.Model, scenario, of int) (*Result, error)) (*Result, error) {
 	var hosts []varied
 	for _, h := range m.Hosts {
-		if h.CPU.SpeedVariation > 0 && !(timed && h.CPU.SpeedWindow > 0) {
+		if h.CPU.SpeedVariation > 0 && !(timed && h.CPU.VariesOverTime()) {
 			hosts = append(hosts, varied{host: h.Name, speed: h.CPU.Speed, mult: SpeedMultipliers(h.CPU.SpeedVariation)})
 		}
 	}

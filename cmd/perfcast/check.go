@@ -69,7 +69,7 @@ func writeSummary(w io.Writer, m *model.Model) error {
 			sched += " " + model.FormatDuration(h.CPU.Quantum)
 		}
 		speed := fmt.Sprintf("%g", h.CPU.Speed)
-		if v := h.CPU.SpeedVariation; v > 0 && h.CPU.SpeedWindow > 0 {
+		if v := h.CPU.SpeedVariation; h.CPU.VariesOverTime() {
 			speed += fmt.Sprintf(" (cv %.3g every %s)", v, model.FormatDuration(h.CPU.SpeedWindow))
 		} else if v > 0 {
 			speed += fmt.Sprintf(" (cv %.3g)", v)

@@ -212,8 +212,9 @@ func compile(m *model.Model) (*program, error) {
 		hi := hostInfo{name: h.Name, replicas: int32(max(h.Replicas, 1)), balancer: h.Balancer,
 			cores: int32(max(h.CPU.Cores, 1)), sched: h.CPU.Scheduling, quantum: h.CPU.Quantum,
 			station: int32(p.nStations)}
-		if v, w := h.CPU.SpeedVariation, h.CPU.SpeedWindow; v > 0 && w > 0 {
-			hi.sigma, hi.window = math.Sqrt(math.Log1p(v*v)), w
+		if h.CPU.VariesOverTime() {
+			v := h.CPU.SpeedVariation
+			hi.sigma, hi.window = math.Sqrt(math.Log1p(v*v)), h.CPU.SpeedWindow
 		}
 		if hi.sched == "" {
 			hi.sched = model.PS

@@ -143,7 +143,7 @@ func Record(ctx context.Context, m *model.Model, opts RecordOptions, emit func(*
 	res := solve.NewResult(m, "sim")
 	res.SpeedFactors = factors
 	for _, h := range m.Hosts {
-		if h.CPU.SpeedVariation > 0 && !(h.CPU.SpeedWindow > 0) {
+		if h.CPU.SpeedVariation > 0 && !h.CPU.VariesOverTime() {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("host %s: its speed variation (%.3g) is not in the traces, which run at its mean speed throughout (it needs a speed_window)", h.Name, h.CPU.SpeedVariation))
 		}
 	}

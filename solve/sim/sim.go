@@ -387,8 +387,8 @@ func (simulator) solve(ctx context.Context, m *model.Model, opts solve.Options) 
 func speedWindows(m *model.Model) []string {
 	var out []string
 	for _, h := range m.Hosts {
-		if v, w := h.CPU.SpeedVariation, h.CPU.SpeedWindow; v > 0 && w > 0 {
-			out = append(out, fmt.Sprintf("host %s: its CPU speed is redrawn every %s (speed_variation %.3g)", h.Name, model.FormatDuration(w), v))
+		if h.CPU.VariesOverTime() {
+			out = append(out, fmt.Sprintf("host %s: its CPU speed is redrawn every %s (speed_variation %.3g)", h.Name, model.FormatDuration(h.CPU.SpeedWindow), h.CPU.SpeedVariation))
 		}
 	}
 	return out
