@@ -108,7 +108,10 @@ func (a *acct) set(now float64, level int32) {
 
 // wait records one wait. Waits computed as a difference of clock readings
 // (time at a station minus service) are clamped at zero when rounding
-// leaves a negative or negligible value.
+// leaves a negative or negligible value. The service subtracted is the
+// work at the compiled speed: on a CPU whose speed changes over time, the
+// time a slow stretch adds to a service counts as wait, and a fast one's
+// saving is taken off it.
 func (a *acct) wait(w float64) {
 	if w < 1e-12 {
 		w = 0
