@@ -569,6 +569,25 @@ func TestSchedulerSlice(t *testing.T) {
 	}
 }
 
+// The report's known sources of error name the host's scheduling and the
+// place of the CPU outside spans the models were built with.
+func TestKnownSources(t *testing.T) {
+	for _, c := range []struct {
+		got, want, not string
+	}{
+		{schedulerSource(1500 * time.Microsecond), "Round robin", "Processor sharing"},
+		{schedulerSource(0), "Processor sharing", "Round robin"},
+		{outsideSource(extract.OutsideBackground), "background work", "at\n  the start of each"},
+		{outsideSource(extract.OutsideInline), "the start of each", "background work"},
+		{outsideText(extract.OutsideBackground), "10th percentile", "inline"},
+		{outsideText(extract.OutsideInline), "inline", "background"},
+	} {
+		if !strings.Contains(c.got, c.want) || strings.Contains(c.got, c.not) {
+			t.Errorf("%q: want %q in it and not %q", c.got, c.want, c.not)
+		}
+	}
+}
+
 // hostConfig declares round-robin with the slice as its quantum, in a
 // form the model's durations read, and processor sharing without a slice.
 func TestHostConfig(t *testing.T) {

@@ -422,10 +422,7 @@ func (r *report) write(w io.Writer, args []string) {
 		"- GOMAXPROCS 2 on one CPU: the cost of two threads per process contending for one CPU (more CPU per\n"+
 		"  request, the runtime's idle threads spinning for work, longer waits) is not in the model, which\n"+
 		"  has two CPU slots per service.\n"+
-		"- CPU outside spans: each service's share is spread evenly over its executions and runs as\n"+
-		"  background work that delays requests only by queueing; the part a request waits for itself\n"+
-		"  (reading it before its span starts) is in its callers' time outside the span, or, at the\n"+
-		"  gateway, in the client-side delay below.\n"+
+		"%s"+
 		"- Client-side delay: the reference's time between the load generator and the root spans, per\n"+
 		"  class, added as a fixed delay; it grows with the load (about 0.5 ms at 20 %%, 0.85 ms at 80 %%\n"+
 		"  of saturation), which the fixed delay does not.\n"+
@@ -437,9 +434,7 @@ func (r *report) write(w io.Writer, args []string) {
 		"  loads, extraction fits each operation's fixed delay at no load and splits its CPU into the\n"+
 		"  bursts the growth of its time off the CPU implies, each served by the slot in arrival order:\n"+
 		"  a mean number of bursts, not the runtime's schedule.\n"+
-		"- Processor sharing: the model's host shares the core equally among the bursts on it, where\n"+
-		"  Linux runs a process that wakes from sleep ahead of one that has been running: the gateway's\n"+
-		"  short bursts barely wait behind the catalog's long ones, and the model's gateway waits longer.\n"+
+		"%s"+
 		"- Waiting taken for work: each operation's own time off the CPU, less the waits for the CPU,\n"+
 		"  the CPU slot and the declared locks the model reproduces, is a fixed delay (where the traces\n"+
 		"  saw several loads, what is left of it at no load). A wait the model lacks (a lock inside a\n"+
@@ -449,7 +444,8 @@ func (r *report) write(w io.Writer, args []string) {
 		"  catalog's connections; traces do not show GOMAXPROCS, and at the reference load the others are\n"+
 		"  too rarely full for extraction to infer them.\n"+
 		"- Other work on the machine: pinning keeps the load generator off the services' CPU (except in\n"+
-		"  cores-2), not other processes; the other work above tells how much of the services' CPU they took.\n\n")
+		"  cores-2), not other processes; the other work above tells how much of the services' CPU they took.\n\n",
+		outsideSource(r.outside), schedulerSource(r.slice))
 	if len(r.warnings) > 0 {
 		fmt.Fprintf(w, "Extraction warnings on the reference run:\n\n")
 		for _, wn := range r.warnings {
@@ -821,7 +817,35 @@ func outsideText(how string) string {
 	if how == extract.OutsideInline {
 		return "CPU at the start of its operations, taken out of the callers' time outside the callee's span (`-outside-spans inline`)"
 	}
-	return "background work each execution sends to its service (the CPU and the service's CPU slot carry it; no response time includes it), the callers' time outside the callee's span staying as measured (`-outside-spans background`)"
+	return "background work each execution sends to its service (the CPU and the service's CPU slot carry it; no response time includes it), of the callers' time outside a callee's span, the low end (its 10th percentile) kept as the network where the callee's CPU slots or declared limits make the rest (`-outside-spans background`)"
+}
+
+// outsideSource is the known source of error in where extraction put the
+// CPU time outside spans (how, as outsideText takes it).
+func outsideSource(how string) string {
+	if how == extract.OutsideInline {
+		return "- CPU outside spans: each service's share is spread evenly over its executions and runs at\n" +
+			"  the start of each, on the request's path, though part of it (the runtime's monitor thread,\n" +
+			"  garbage collection, span export) is on no request's path.\n"
+	}
+	return "- CPU outside spans: each service's share is spread evenly over its executions and runs as\n" +
+		"  background work that delays requests only by queueing; the part a request waits for itself\n" +
+		"  (its callee reading it before the span starts) stays in its callers' time outside the span,\n" +
+		"  in the low end that extraction keeps as the network where the callee has CPU slots, or, at\n" +
+		"  the gateway, in the client-side delay below.\n"
+}
+
+// schedulerSource is the known source of error in how the models share
+// the host's CPU (slice as report.slice takes it).
+func schedulerSource(slice time.Duration) string {
+	if slice > 0 {
+		return "- Round robin: the model's host runs the bursts on a core in turn, a slice at a time, where\n" +
+			"  Linux runs a thread that wakes from sleep ahead of one that has been running: the gateway's\n" +
+			"  short bursts wait a fraction of a millisecond longer in the model than for real.\n"
+	}
+	return "- Processor sharing: the model's host shares the core equally among the bursts on it, where\n" +
+		"  Linux runs a process that wakes from sleep ahead of one that has been running: the gateway's\n" +
+		"  short bursts barely wait behind the catalog's long ones, and the model's gateway waits longer.\n"
 }
 
 // saturationText says where the load levels' saturation rate comes from:
