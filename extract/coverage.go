@@ -161,8 +161,12 @@ func (g *generator) unattributedCPU(span float64) {
 				what, 100*c.Share, 200*c.ShareSE, c.Metrics)
 			continue
 		}
-		g.rep.evidencef("%s: the spans' CPU times account for %.0f %% (± %.1f %%) of the CPU time the metrics (%s) measured; the rest, %.3gms per execution, is CPU demand at the start of every operation there, taken out of its callers' time outside its span",
-			what, 100*c.Share, 200*c.ShareSE, c.Metrics, c.PerExecution*1e3)
+		where := "is CPU demand at the start of every operation there, taken out of its callers' time outside its span"
+		if g.cfg.background() {
+			where = "is CPU demand outside its spans, run in the background"
+		}
+		g.rep.evidencef("%s: the spans' CPU times account for %.0f %% (± %.1f %%) of the CPU time the metrics (%s) measured; the rest, %.3gms per execution, %s",
+			what, 100*c.Share, 200*c.ShareSE, c.Metrics, c.PerExecution*1e3, where)
 	}
 	if len(g.est.Coverage) == 0 || span <= 0 {
 		return

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/perfcast/perfcast/ingest"
@@ -443,5 +444,23 @@ func TestOutsideSpansInlineAndBackground(t *testing.T) {
 	// Only the background model has the operation that receives it.
 	if bg.Model.Operation("catalog/"+OutsideSpansOperation) == nil || in.Model.Operation("catalog/"+OutsideSpansOperation) != nil {
 		t.Errorf("the background operation should be in the background model only")
+	}
+	// The evidence on the metrics' coverage says where the rest went.
+	for _, c := range []struct {
+		res       *Result
+		want, not string
+	}{{bg, "in the background", "at the start of every operation"}, {in, "at the start of every operation", "in the background"}} {
+		found := false
+		for _, e := range c.res.Report.Evidence {
+			if strings.HasPrefix(e, "host cat-1:") {
+				found = true
+				if !strings.Contains(e, c.want) || strings.Contains(e, c.not) {
+					t.Errorf("evidence %q: want %q in it, not %q", e, c.want, c.not)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no evidence on the catalog's coverage in %q", c.res.Report.Evidence)
+		}
 	}
 }
