@@ -19,7 +19,22 @@ func TestAnalyzeExampleData(t *testing.T) {
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "out")
-			code, out, errs := perfcast(t, "analyze", f, "-o", dir, "--requests", "20000")
+			args := []string{"analyze", f, "-o", dir, "--requests", "20000"}
+			// A data set's metrics and extraction configuration sit beside
+			// its traces (NAME-traces.*, NAME-metrics.csv,
+			// NAME-config.yaml), and the quickstart passes them.
+			var metrics string
+			if name, ok := strings.CutSuffix(filepath.Base(f), "-traces.otlp.jsonl.gz"); ok {
+				metrics = filepath.Join(filepath.Dir(f), name+"-metrics.csv")
+				config := filepath.Join(filepath.Dir(f), name+"-config.yaml")
+				for _, p := range []string{metrics, config} {
+					if _, err := os.Stat(p); err != nil {
+						t.Fatalf("%s: %v", f, err)
+					}
+				}
+				args = append(args, "--metrics", metrics, "--config", config)
+			}
+			code, out, errs := perfcast(t, args...)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errs)
 			}
@@ -30,6 +45,9 @@ func TestAnalyzeExampleData(t *testing.T) {
 			}
 			if !strings.Contains(errs, "extracted ") {
 				t.Errorf("no extraction report on standard error:\n%s", errs)
+			}
+			if metrics != "" && !strings.Contains(errs, "of the CPU time the metrics ("+metrics) {
+				t.Errorf("the extraction did not compare the spans' CPU times with %s:\n%s", metrics, errs)
 			}
 			m, err := model.Load(filepath.Join(dir, "model.yaml"))
 			if err != nil {
