@@ -264,6 +264,7 @@ func summarize(m *model.Model, r *Results) ([]card, []template.HTML) {
 		cards = append(cards, card{Label: "Bottleneck", Value: sat.Resource, Note: what, Hot: true})
 		s := fmt.Sprintf("The bottleneck is %s, %s: it is %s busy at the observed load.",
 			b(sat.Resource), esc(what), esc(fmtUtil(sat.Utilization)))
+		s += slowerWhenBusy(m, sat)
 		at := saturationLoads(m, sat)
 		switch {
 		case sat.ClosedOnly:
@@ -367,6 +368,33 @@ func summarize(m *model.Model, r *Results) ([]card, []template.HTML) {
 			esc(plural(len(e.Warnings), "assumption or warning")))))
 	}
 	return cards, paras
+}
+
+// slowerWhenBusy explains, for a CPU whose speed changes, why the load
+// where it saturates is not the observed load over its utilization: the
+// utilization law takes the speed it has when fully busy (Saturate).
+func slowerWhenBusy(m *model.Model, sat *Saturation) string {
+	if sat.Source != "bounds" || !(sat.Utilization > 0) || math.Abs(sat.Factor*sat.Utilization-1) < 0.02 {
+		return ""
+	}
+	var why []string
+	for _, h := range m.Hosts {
+		if sat.Resource != model.CPUResource(h.Name) {
+			continue
+		}
+		if len(h.CPU.SpeedCurve) > 0 {
+			why = append(why, "its speed curve at full use")
+		}
+		if h.CPU.SpeedVariation > 0 {
+			why = append(why, "the speeds it varies over (speed_variation)")
+		}
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	esc := template.HTMLEscapeString
+	return fmt.Sprintf(" Where it saturates follows from its speed when fully busy (%s), not from its speed at the observed load: at that speed the observed load would keep it %s busy.",
+		esc(strings.Join(why, "; ")), esc(fmtUtil(1/sat.Factor)))
 }
 
 // saturationLoads writes the load at saturation per workload.

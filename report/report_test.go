@@ -300,6 +300,41 @@ func TestSaturateSpeedWindow(t *testing.T) {
 	}
 }
 
+// The report gives the bottleneck's utilization at the observed load as
+// solved, and says why it does not set the saturating load where the CPU's
+// speed varies: at 50/s of 10 ms the CPU is about half busy, but it
+// saturates where its slowest speed does.
+func TestAnalyzeSpeedVariationUtilization(t *testing.T) {
+	m := tenMillisAt50(t, `{speed_variation: 0.2}`)
+	r, err := Analyze(context.Background(), m, Options{Solve: solveMVA, Points: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, u := r.Saturation, r.Predicted.Resources["h.cpu"].Utilization
+	if s == nil || s.Utilization != u {
+		t.Fatalf("saturation %+v, want the solved utilization %g", s, u)
+	}
+	mult := solve.SpeedMultipliers(0.2)
+	if want := 1 / (0.5 * mult[len(mult)-1]); math.Abs(s.Factor-want) > 1e-9 || s.Factor*u > 0.98 {
+		t.Errorf("factor %g at utilization %g, want %g", s.Factor, u, want)
+	}
+	page := render(t, m, r)
+	for _, want := range []string{"it is " + fmtUtil(u) + " busy at the observed load", "Where it saturates follows from its speed when fully busy (the speeds it varies over (speed_variation))", fmtUtil(1/s.Factor) + " busy."} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	// Without a speed that changes, the law's utilization is the solved
+	// one and needs no word.
+	m = tenMillisAt50(t, `{}`)
+	if r, err = Analyze(context.Background(), m, Options{Solve: solveMVA, Points: -1}); err != nil {
+		t.Fatal(err)
+	}
+	if page := render(t, m, r); strings.Contains(page, "Where it saturates follows") {
+		t.Errorf("the page explains a speed that does not change")
+	}
+}
+
 func TestSaturateClosed(t *testing.T) {
 	m, err := model.Load("../examples/models/shop.yaml")
 	if err != nil {

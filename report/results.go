@@ -57,8 +57,10 @@ type Results struct {
 // workload's load grows by the same factor.
 type Saturation struct {
 	Resource string `json:"resource"`
-	// Utilization is the resource's utilization at the observed load, as
-	// the utilization law gives it.
+	// Utilization is the resource's utilization at the observed load: the
+	// solver's where the results solved the model there; otherwise, and
+	// as Saturate finds it, the utilization law's at the speed the
+	// resource has when fully busy (1/Factor; see Saturate).
 	Utilization float64 `json:"utilization"`
 	// Factor is the load, as a multiple of the observed load, at which the
 	// resource reaches full utilization if throughput grows in proportion
@@ -141,6 +143,12 @@ func Analyze(ctx context.Context, m *model.Model, opts Options) (*Results, error
 	r.Saturation = Saturate(m, pred)
 	if r.Saturation != nil {
 		r.Bottleneck = r.Saturation.Resource
+		// The CPU's speed when fully busy (its speed curve, the slowest
+		// of the speeds it varies over) sets the factor, not its use at
+		// the observed load, which the solver knows.
+		if rr := pred.Resources[r.Saturation.Resource]; rr != nil {
+			r.Saturation.Utilization = rr.Utilization
+		}
 	} else {
 		r.Bottleneck = pred.Bottleneck
 	}
