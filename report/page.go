@@ -383,18 +383,18 @@ func slowerWhenBusy(m *model.Model, sat *Saturation) string {
 			continue
 		}
 		if len(h.CPU.SpeedCurve) > 0 {
-			why = append(why, "its speed curve at full use")
+			why = append(why, "speed_curve")
 		}
 		if h.CPU.SpeedVariation > 0 {
-			why = append(why, "the speeds it varies over (speed_variation)")
+			why = append(why, "speed_variation")
 		}
 	}
 	if len(why) == 0 {
 		return ""
 	}
 	esc := template.HTMLEscapeString
-	return fmt.Sprintf(" Where it saturates follows from its speed when fully busy (%s), not from its speed at the observed load: at that speed the observed load would keep it %s busy.",
-		esc(strings.Join(why, "; ")), esc(fmtUtil(1/sat.Factor)))
+	return fmt.Sprintf(" Where it saturates follows from its speed when fully busy, which its %s sets, not from its speed at the observed load: at that speed the observed load would keep it %s busy.",
+		esc(strings.Join(why, " and ")), esc(fmtUtil(1/sat.Factor)))
 }
 
 // saturationLoads writes the load at saturation per workload.

@@ -319,7 +319,7 @@ func TestAnalyzeSpeedVariationUtilization(t *testing.T) {
 		t.Errorf("factor %g at utilization %g, want %g", s.Factor, u, want)
 	}
 	page := render(t, m, r)
-	for _, want := range []string{"it is " + fmtUtil(u) + " busy at the observed load", "Where it saturates follows from its speed when fully busy (the speeds it varies over (speed_variation))", fmtUtil(1/s.Factor) + " busy."} {
+	for _, want := range []string{"it is " + fmtUtil(u) + " busy at the observed load", "Where it saturates follows from its speed when fully busy, which its speed_variation sets", fmtUtil(1/s.Factor) + " busy."} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %q", want)
 		}
