@@ -747,19 +747,59 @@ func resourceTable(m *model.Model, r *Results) *table {
 }
 
 // operationTable lists every operation: rate, own demands, response times.
+// Traces measure spans, so where a request waits before its operation's
+// span starts (for a thread, a CPU slot: solve.OperationResult.Span), the
+// predicted figures set next to the measured ones are the span's, and the
+// response time from the request's arrival has a column of its own.
 func operationTable(m *model.Model, r *Results) *table {
 	pred, meas := r.Predicted, r.Measured
+	spans := false
+	if meas != nil && pred.Stable {
+		for _, or := range pred.Operations {
+			spans = spans || or.Span != nil
+		}
+	}
 	t := &table{ID: "operations", Head: []column{{Label: "Operation"},
 		{Label: "Calls/s", Num: true, Title: "executions per second at the observed load, predicted"},
 		{Label: "CPU per call", Num: true, Title: "the operation's own CPU time per execution, without the operations it calls"},
 		{Label: "Delay per call", Num: true, Title: "pure delay per execution: services outside the model, off-CPU waits"},
 		{Label: "Mean", Num: true, Title: "predicted mean response time"}}}
+	if spans {
+		t.Head[len(t.Head)-1].Title = "predicted mean response time from the request's arrival at the component, waits before its span starts included"
+		t.Head = append(t.Head, column{Label: "Span mean", Num: true, Title: "predicted mean time the operation's span covers, without the waits before it starts (for a thread, a CPU slot)"})
+	}
 	if meas != nil {
-		t.Head = append(t.Head, column{Label: "Mean measured", Num: true})
+		t.Head = append(t.Head, column{Label: "Mean measured", Num: true, Title: "the spans' mean duration in the traces"})
 	}
 	t.Head = append(t.Head, column{Label: "p95", Num: true, Title: "predicted"})
+	if spans {
+		t.Head[len(t.Head)-1].Title = "predicted, of the time the span covers"
+	}
 	if meas != nil {
 		t.Head = append(t.Head, column{Label: "p95 measured", Num: true})
+	}
+	// span is what an operation's span covers: the measured response
+	// time, the predicted one less the waits before the span starts.
+	span := func(x *solve.OperationResult) *solve.Times {
+		switch {
+		case x == nil:
+			return nil
+		case spans && x.Span != nil:
+			return x.Span
+		}
+		return &x.ResponseTime
+	}
+	mean := func(x *solve.Times) *float64 {
+		if x == nil {
+			return nil
+		}
+		return ptr(x.Mean)
+	}
+	p95 := func(x *solve.Times) *float64 {
+		if x == nil {
+			return nil
+		}
+		return x.P95
 	}
 	for _, c := range m.Components {
 		for _, op := range c.Operations {
@@ -780,25 +820,20 @@ func operationTable(m *model.Model, r *Results) *table {
 			if meas != nil {
 				mo = meas.Operations[id]
 			}
-			mean := func(x *solve.OperationResult) *float64 {
-				if x == nil {
-					return nil
+			if spans {
+				var rt *solve.Times
+				if or != nil {
+					rt = &or.ResponseTime
 				}
-				return ptr(x.ResponseTime.Mean)
+				row = append(row, durationCell(mean(rt)))
 			}
-			p95 := func(x *solve.OperationResult) *float64 {
-				if x == nil {
-					return nil
-				}
-				return x.ResponseTime.P95
-			}
-			row = append(row, durationCell(mean(or)))
+			row = append(row, durationCell(mean(span(or))))
 			if meas != nil {
-				row = append(row, durationCell(mean(mo)))
+				row = append(row, durationCell(mean(span(mo))))
 			}
-			row = append(row, durationCell(p95(or)))
+			row = append(row, durationCell(p95(span(or))))
 			if meas != nil {
-				row = append(row, durationCell(p95(mo)))
+				row = append(row, durationCell(p95(span(mo))))
 			}
 			t.Rows = append(t.Rows, row)
 		}

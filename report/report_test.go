@@ -5,6 +5,7 @@ import (
 	"context"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -397,5 +398,54 @@ func TestRefineSaturation(t *testing.T) {
 	sw = &Sweep{Points: []SweepPoint{point(1, 0.1, 0.05), point(9.8, 0.98, 0.99)}}
 	if s := refineSaturation(m, bound, sw); s != bound {
 		t.Errorf("refined %+v, want the bound kept", s)
+	}
+}
+
+// Traces measure spans: where a request waits for a CPU slot before its
+// span starts, the operations table sets the predicted span, not the
+// response time from the request's arrival, next to the measured span.
+func TestOperationTableSpans(t *testing.T) {
+	m, err := model.Parse([]byte(`perfcast: 1
+hosts: {h: {}}
+components:
+  c:
+    host: h
+    operations:
+      op: {steps: [{hold: {resource: slot, steps: [{cpu: exp(2ms)}]}}]}
+passive: {slot: {capacity: 1, before_span: true}}
+workload:
+  w: {open: {rate: 300/s}, steps: [{call: c/op}]}
+`), "slot.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p95 := func(v float64) *float64 { return &v }
+	pred := solve.NewResult(m, "sim")
+	pred.Stable = true
+	pred.Operations["c/op"] = &solve.OperationResult{Throughput: 300,
+		ResponseTime: solve.Times{Mean: 5e-3, P95: p95(15e-3)}, Span: &solve.Times{Mean: 2e-3, P95: p95(6e-3)}}
+	meas := solve.NewResult(m, "measured")
+	meas.Operations["c/op"] = &solve.OperationResult{Throughput: 300, ResponseTime: solve.Times{Mean: 2.1e-3, P95: p95(6.2e-3)}}
+	r := &Results{Predicted: pred, Measured: meas, Operations: map[string]OperationLoad{}}
+	tab := operationTable(m, r)
+	var head []string
+	for _, c := range tab.Head {
+		head = append(head, c.Label)
+	}
+	want := []string{"Operation", "Calls/s", "CPU per call", "Delay per call", "Mean", "Span mean", "Mean measured", "p95", "p95 measured"}
+	if !slices.Equal(head, want) {
+		t.Fatalf("columns %q, want %q", head, want)
+	}
+	var row []string
+	for _, c := range tab.Rows[0] {
+		row = append(row, c.Text)
+	}
+	if got := row[4:]; !slices.Equal(got, []string{"5.00 ms", "2.00 ms", "2.10 ms", "6.00 ms", "6.20 ms"}) {
+		t.Errorf("row %q: want the response time 5ms, then the span's 2ms and p95 6ms beside the measured", row)
+	}
+	// Without measurements there is nothing to set the span beside.
+	r.Measured = nil
+	if tab := operationTable(m, r); len(tab.Head) != 6 || tab.Rows[0][4].Text != "5.00 ms" {
+		t.Errorf("without measurements: %d columns, mean %q", len(tab.Head), tab.Rows[0][4].Text)
 	}
 }

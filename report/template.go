@@ -179,7 +179,7 @@ svg text { font-family: system-ui, -apple-system, "Segoe UI", Roboto, Arial, san
 
 <section id="operations">
 <h2>Operations</h2>
-<p class="note">Every operation with its rate, its own CPU demand and delay per call (without the operations it calls), and its response time (including them). Click a column header to sort.</p>
+<p class="note">Every operation with its rate, its own CPU demand and delay per call (without the operations it calls), and its response time (including them). Traces measure spans: where a request waits before an operation's span starts (for a thread, a CPU slot), the predicted span is set next to the measured one. Click a column header to sort.</p>
 <div class="tablewrap">{{template "table" .Operations}}</div>
 </section>
 
