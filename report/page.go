@@ -264,7 +264,7 @@ func summarize(m *model.Model, r *Results) ([]card, []template.HTML) {
 		cards = append(cards, card{Label: "Bottleneck", Value: sat.Resource, Note: what, Hot: true})
 		s := fmt.Sprintf("The bottleneck is %s, %s: it is %s busy at the observed load.",
 			b(sat.Resource), esc(what), esc(fmtUtil(sat.Utilization)))
-		s += slowerWhenBusy(m, sat)
+		s += speedAtSaturation(m, sat)
 		at := saturationLoads(m, sat)
 		switch {
 		case sat.ClosedOnly:
@@ -370,10 +370,10 @@ func summarize(m *model.Model, r *Results) ([]card, []template.HTML) {
 	return cards, paras
 }
 
-// slowerWhenBusy explains, for a CPU whose speed changes, why the load
+// speedAtSaturation explains, for a CPU whose speed changes, why the load
 // where it saturates is not the observed load over its utilization: the
 // utilization law takes the speed it has when fully busy (Saturate).
-func slowerWhenBusy(m *model.Model, sat *Saturation) string {
+func speedAtSaturation(m *model.Model, sat *Saturation) string {
 	if sat.Source != "bounds" || !(sat.Utilization > 0) || math.Abs(sat.Factor*sat.Utilization-1) < 0.02 {
 		return ""
 	}
@@ -756,7 +756,7 @@ func operationTable(m *model.Model, r *Results) *table {
 	spans := false
 	if meas != nil && pred.Stable {
 		for _, or := range pred.Operations {
-			spans = spans || or.Span != nil
+			spans = spans || (or != nil && or.Span != nil)
 		}
 	}
 	t := &table{ID: "operations", Head: []column{{Label: "Operation"},
