@@ -112,9 +112,25 @@ type Capacity struct {
 	Evaluations int
 }
 
-// capacityTolerance is the relative width at which a search over a
-// continuous key stops.
-const capacityTolerance = 1e-6
+// Significant digits of a search over a continuous key: the values tried
+// are rounded to them, and the search stops when the next one would repeat
+// an end of the bracket. Simulated results carry noise of about a percent
+// (the default precision, 2 %, on a mean), so a finer answer than a
+// thousandth of the value would be noise: four digits for them, seven for
+// analytical ones.
+const (
+	exactDigits     = 7
+	simulatedDigits = 4
+)
+
+// roundDigits rounds x to n significant digits.
+func roundDigits(x float64, n int) float64 {
+	if x == 0 || math.IsInf(x, 0) || math.IsNaN(x) {
+		return x
+	}
+	e := math.Pow(10, float64(n-1)-math.Floor(math.Log10(math.Abs(x))))
+	return math.Round(x*e) / e
+}
 
 // FindCapacity searches vary's range for the largest load (LoadKey) or the
 // smallest resource that keeps every SLO, by bisection, assuming the SLOs
@@ -126,6 +142,7 @@ func FindCapacity(ctx context.Context, base *model.Model, vary Vary, slos []SLO,
 	}
 	lo, hi := vary.Values[0], vary.Values[len(vary.Values)-1]
 	integer := IntegerKey(vary.Key)
+	digits := exactDigits
 	c := &Capacity{}
 	eval := func(x float64) (bool, string, *solve.Result, error) {
 		if err := ctx.Err(); err != nil {
@@ -139,6 +156,9 @@ func FindCapacity(ctx context.Context, base *model.Model, vary Vary, slos []SLO,
 		r, err := solveFn(ctx, m)
 		if err != nil {
 			return false, "", nil, err
+		}
+		if r.Sim != nil {
+			digits = simulatedDigits
 		}
 		all := true
 		binding, worst := "", math.Inf(-1)
@@ -180,15 +200,14 @@ func FindCapacity(ctx context.Context, base *model.Model, vary Vary, slos []SLO,
 		if integer && math.Abs(bad-good) <= 1 {
 			break
 		}
-		if !integer && math.Abs(bad-good) <= capacityTolerance*math.Max(math.Abs(good), math.Abs(bad)) {
-			break
-		}
 		mid := (good + bad) / 2
 		if integer {
 			mid = math.Floor(mid)
 			if !load {
 				mid = math.Ceil((good + bad) / 2)
 			}
+		} else if mid = roundDigits(mid, digits); mid <= min(good, bad) || mid >= max(good, bad) {
+			break
 		}
 		ok, binding, r, err := eval(mid)
 		if err != nil {

@@ -237,3 +237,50 @@ func TestCapacityP95BySimulation(t *testing.T) {
 		t.Errorf("largest rate %g, want %g ± %g", c.Value, want, tol)
 	}
 }
+
+// A search over a continuous key tries values of a few significant digits
+// and stops when the next would repeat an end of the bracket.
+func TestCapacityDigits(t *testing.T) {
+	for _, c := range []struct {
+		x    float64
+		n    int
+		want float64
+	}{{3.65826416015625, 4, 3.658}, {80.00004, 7, 80.00004}, {0.000123456, 2, 0.00012}, {-2.5e6, 1, -3e6}, {0, 4, 0}} {
+		if got := roundDigits(c.x, c.n); math.Abs(got-c.want) > 1e-12*math.Abs(c.want) {
+			t.Errorf("roundDigits(%g, %d) = %g, want %g", c.x, c.n, got, c.want)
+		}
+	}
+	// A threshold at 80 exactly: every value tried has at most seven
+	// digits, and the search ends beside it.
+	solver := func(ctx context.Context, m *model.Model) (*solve.Result, error) {
+		r := solve.NewResult(m, "test")
+		r.Workloads["w"] = &solve.WorkloadResult{ResponseTime: solve.Times{Mean: m.Workloads[0].Open.Rate / 1600}}
+		return r, nil
+	}
+	m := parse(t)
+	m.Workloads = m.Workloads[:1]
+	slo, _ := ParseSLO("mean(w) < 50ms")
+	v, _ := ParseVary("workload.w.open.rate=1..200")
+	c, err := FindCapacity(context.Background(), m, v, []SLO{slo}, solver)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Found || c.Value >= 80 || c.Value < 80*(1-1e-6) || roundDigits(c.Value, 7) != c.Value {
+		t.Errorf("largest rate %v after %d solves, want just below 80 in seven digits", c.Value, c.Evaluations)
+	}
+	t.Logf("exact: %v after %d solves", c.Value, c.Evaluations)
+	// Simulated results: four digits, so fewer solves.
+	exact := c.Evaluations
+	sim := func(ctx context.Context, m *model.Model) (*solve.Result, error) {
+		r, err := solver(ctx, m)
+		r.Sim = &solve.SimInfo{}
+		return r, err
+	}
+	if c, err = FindCapacity(context.Background(), m, v, []SLO{slo}, sim); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("simulated: %v after %d solves", c.Value, c.Evaluations)
+	if !c.Found || c.Value >= 80 || c.Value < 79.9 || roundDigits(c.Value, 4) != c.Value || c.Evaluations >= exact {
+		t.Errorf("simulated: largest rate %v after %d solves (%d exact), want just below 80 in four digits", c.Value, c.Evaluations, exact)
+	}
+}

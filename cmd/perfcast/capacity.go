@@ -28,7 +28,9 @@ speed) within the range that keep every SLO:
 X is a workload or component/operation. The search uses the analytical solver
 where the model is within its reach and the SLOs are means or utilizations,
 then confirms the answer by simulation; percentile SLOs are searched by
-simulation.`,
+simulation. Whole-number keys are searched over whole numbers, others to
+four significant digits when simulated (finer would be the simulation's
+noise) and seven when solved analytically.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			if len(sloTexts) == 0 || vary == "" {
