@@ -58,9 +58,9 @@ type Results struct {
 type Saturation struct {
 	Resource string `json:"resource"`
 	// Utilization is the resource's utilization at the observed load: the
-	// solver's where the results solved the model there; otherwise, and
-	// as Saturate finds it, the utilization law's at the speed the
-	// resource has when fully busy (1/Factor; see Saturate).
+	// solver's where Saturate was given a result that has it; otherwise
+	// the utilization law's at the speed the resource has when fully busy
+	// (1/Factor).
 	Utilization float64 `json:"utilization"`
 	// Factor is the load, as a multiple of the observed load, at which the
 	// resource reaches full utilization if throughput grows in proportion
@@ -143,12 +143,6 @@ func Analyze(ctx context.Context, m *model.Model, opts Options) (*Results, error
 	r.Saturation = Saturate(m, pred)
 	if r.Saturation != nil {
 		r.Bottleneck = r.Saturation.Resource
-		// The CPU's speed when fully busy (its speed curve, the slowest
-		// of the speeds it varies over) sets the factor, not its use at
-		// the observed load, which the solver knows.
-		if rr := pred.Resources[r.Saturation.Resource]; rr != nil {
-			r.Saturation.Utilization = rr.Utilization
-		}
 	} else {
 		r.Bottleneck = pred.Bottleneck
 	}
@@ -306,6 +300,13 @@ func Saturate(m *model.Model, res *solve.Result) *Saturation {
 		return nil
 	}
 	s := &Saturation{Resource: b.Bottleneck, Utilization: top, Factor: 1 / top, ClosedOnly: closedOnly, Source: "bounds"}
+	// The speed when fully busy sets the factor; the utilization at the
+	// observed load is the solver's, where res has it.
+	if res != nil {
+		if rr := res.Resources[b.Bottleneck]; rr != nil {
+			s.Utilization = rr.Utilization
+		}
+	}
 	s.At = loadsAt(m, s.Factor)
 	return s
 }
