@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/metrics"
 	"github.com/perfcast/perfcast/model"
 )
@@ -165,8 +166,8 @@ func (g *generator) unattributedCPU(span float64) {
 		if g.cfg.background() {
 			where = "is CPU demand outside its spans, run in the background"
 		}
-		g.rep.evidencef("%s: the spans' CPU times account for %.0f %% (± %.1f %%) of the CPU time the metrics (%s) measured; the rest, %.3gms per execution, %s",
-			what, 100*c.Share, 200*c.ShareSE, c.Metrics, c.PerExecution*1e3, where)
+		g.rep.evidencef("%s: the spans' CPU times account for %.0f %% (± %.1f %%) of the CPU time the metrics (%s) measured; the rest, %s per execution, %s",
+			what, 100*c.Share, 200*c.ShareSE, c.Metrics, textout.Duration(c.PerExecution), where)
 	}
 	if len(g.est.Coverage) == 0 || span <= 0 {
 		return
@@ -238,6 +239,6 @@ func (g *generator) outsideOperations(comps map[string]*model.Component, sends m
 		}
 		c := comps[name]
 		c.Operations = append(c.Operations, &model.Operation{Name: OutsideSpansOperation, Component: name, Steps: steps})
-		g.rep.evidencef("component %s: %.3gms of CPU time per execution outside its spans runs in the background (outside_spans: background): each execution sends it to %s/%s", name, d*1e3, name, OutsideSpansOperation)
+		g.rep.evidencef("component %s: %s of CPU time per execution outside its spans runs in the background (outside_spans: background): each execution sends it to %s/%s", name, textout.Duration(d), name, OutsideSpansOperation)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 
+	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/model"
 )
 
@@ -272,6 +273,6 @@ func (g *generator) delayEvidence(id string, f delayFit, bursts float64) {
 	if bursts > 1 {
 		split = fmt.Sprintf("; it resumes inside its span about %.2g times, waiting for a slot each time: its CPU and that delay are split into %.3g bursts on average, each holding a slot", bursts-1, bursts)
 	}
-	g.rep.evidencef("%s: its time off the CPU grows with the load of its CPU slots (%d windows, %.2f to %.2f of the slots busy; %.3gms per execution on average, %.3g ms more per ms of the wait the model makes for a burst there): at no load %.3gms (a line through the windows, Theil–Sen), its fixed delay%s",
-		id, f.windows, f.lo, f.hi, f.mean*1e3, f.slope, f.delay*1e3, split)
+	g.rep.evidencef("%s: its time off the CPU grows with the load of its CPU slots (%d windows, %.2f to %.2f of the slots busy; %s per execution on average, %.3g ms more per ms of the wait the model makes for a burst there): at no load %s (a line through the windows, Theil–Sen), its fixed delay%s",
+		id, f.windows, f.lo, f.hi, textout.Duration(f.mean), f.slope, textout.Duration(f.delay), split)
 }

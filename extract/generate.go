@@ -11,7 +11,7 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/perfcast/perfcast/estimate"
-
+	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/model"
 )
 
@@ -597,8 +597,8 @@ func (g *generator) operations() {
 			if !r.Identified {
 				how = "not identified by the data; an assumption"
 			}
-			g.rep.evidencef("%s: CPU demand %.3gms estimated from utilization by %s (%s); %.3gms of its %.3gms own time off the CPU",
-				id, r.CPU*1e3, r.Method, how, math.Max(offCPU-wait, 0)*1e3, r.OwnTime*1e3)
+			g.rep.evidencef("%s: CPU demand %s estimated from utilization by %s (%s); %s of its %s own time off the CPU",
+				id, textout.Duration(r.CPU), r.Method, how, textout.Duration(math.Max(offCPU-wait, 0)), textout.Duration(r.OwnTime))
 		} else if sw := g.paramSwitch(id, op, g.bins); sw != nil {
 			o.Steps = append(o.Steps, sw...)
 		} else {
@@ -626,13 +626,13 @@ func (g *generator) operations() {
 			} else if s, ok := g.spellOf(id); ok {
 				// A spell is left out: the mean of the other windows.
 				offCPU *= s.keep()
-				spelled = fmt.Sprintf(" (%.3gms without its spell)", offCPU*1e3)
+				spelled = fmt.Sprintf(" (%s without its spell)", textout.Duration(offCPU))
 			}
 			if rest := offCPU - wait; rest >= minLatency {
 				d := withMean(g.fit(id+" off-cpu", off), rest)
 				delayAt = len(o.Steps)
 				o.Steps = append(o.Steps, model.Step{Kind: model.StepDelay, Demand: d})
-				g.rep.evidencef("%s: %.3gms of its own time is off the CPU (own time minus perfcast.cpu.time%s, less %.3gms of waits the model makes again, for the CPU, CPU slots and locks, at the observed loads): modeled as a delay", id, rest*1e3, spelled, wait*1e3)
+				g.rep.evidencef("%s: %s of its own time is off the CPU (own time minus perfcast.cpu.time%s, less %s of waits the model makes again, for the CPU, CPU slots and locks, at the observed loads): modeled as a delay", id, textout.Duration(rest), spelled, textout.Duration(wait))
 			}
 		}
 		if fitted {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/model"
 )
 
@@ -375,7 +376,7 @@ func (g *generator) warnSpells() {
 		if g.fittedDelays[id] {
 			held = "which its fixed delay, fitted at no load, leaves out (the model has no such spell)"
 		}
-		g.rep.warnf("%s: %.0f %% of its time off the CPU falls in %d window(s) of %.0f s holding %.1f %% of its executions, more than %d times the median window's %.3gms per execution: a spell of overload or a stall, %s",
-			id, 100*s.off/s.total, s.windows, s.width, 100*s.n/s.all, spellFactor, s.median*1e3, held)
+		g.rep.warnf("%s: %.0f %% of its time off the CPU falls in %d window(s) of %.0f s holding %.1f %% of its executions, more than %d times the median window's %s per execution: a spell of overload or a stall, %s",
+			id, 100*s.off/s.total, s.windows, s.width, 100*s.n/s.all, spellFactor, textout.Duration(s.median), held)
 	}
 }

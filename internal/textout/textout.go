@@ -27,7 +27,7 @@ func Sig3(v float64) string {
 	return strconv.FormatFloat(v, 'f', digits, 64)
 }
 
-// DurationParts chooses a unit for a time in seconds (µs, ms, s, min, h) and
+// DurationParts chooses a unit for a time in seconds (ns, µs, ms, s, min, h) and
 // returns the number in that unit, the unit, and the factor from seconds to
 // it.
 func DurationParts(sec float64) (num, unit string, scale float64) {
@@ -35,6 +35,8 @@ func DurationParts(sec float64) (num, unit string, scale float64) {
 	switch {
 	case sec == 0 || math.IsNaN(sec) || math.IsInf(sec, 0):
 		return Sig3(sec), "s", 1
+	case a < 1e-6:
+		return Sig3(sec * 1e9), "ns", 1e9
 	case a < 1e-3:
 		return Sig3(sec * 1e6), "µs", 1e6
 	case a < 1:
