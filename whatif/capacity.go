@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/solve"
 )
@@ -48,6 +49,18 @@ func ParseSLO(s string) (SLO, error) {
 		return SLO{}, fmt.Errorf("--slo %q: %w", s, err)
 	}
 	return slo, nil
+}
+
+// Format writes a value of the SLO's statistic for people: a time, a
+// utilization in percent, or "unbounded" (+Inf, an unstable model).
+func (s SLO) Format(v float64) string {
+	switch {
+	case math.IsInf(v, 1):
+		return "unbounded (the model is unstable)"
+	case s.Stat == "util":
+		return textout.Sig3(100*v) + " %"
+	}
+	return textout.Duration(v)
 }
 
 // NeedsPercentiles reports whether the SLO needs a simulation.
@@ -102,12 +115,18 @@ func LoadKey(key string) bool {
 // Capacity is the answer of a capacity search.
 type Capacity struct {
 	// Value is the largest load or the smallest resource keeping every
-	// SLO; Found is false when no value of the range does.
+	// SLO; Found is false when no value of the range does, and Value is
+	// then the end of the range where the SLOs are easiest to keep.
 	Value float64
 	Found bool
-	// Binding is the SLO closest to breaking at Value.
-	Binding string
-	Result  *solve.Result
+	// Binding is the SLO closest to breaking at Value (when Found is
+	// false, the one furthest from holding there), and BindingValue its
+	// statistic there: seconds, a utilization, or +Inf when the model is
+	// unstable.
+	Binding      SLO
+	BindingValue float64
+	// Result is the solution at Value.
+	Result *solve.Result
 	// Evaluations counts the models solved.
 	Evaluations int
 }
@@ -144,37 +163,45 @@ func FindCapacity(ctx context.Context, base *model.Model, vary Vary, slos []SLO,
 	integer := IntegerKey(vary.Key)
 	digits := exactDigits
 	c := &Capacity{}
-	eval := func(x float64) (bool, string, *solve.Result, error) {
+	// point is one solved value of the key.
+	type point struct {
+		ok      bool
+		binding SLO
+		value   float64
+		r       *solve.Result
+	}
+	eval := func(x float64) (point, error) {
 		if err := ctx.Err(); err != nil {
-			return false, "", nil, err
+			return point{}, err
 		}
 		c.Evaluations++
 		m, err := Apply(base, map[string]float64{vary.Key: x}, []string{vary.Key})
 		if err != nil {
-			return false, "", nil, err
+			return point{}, err
 		}
 		r, err := solveFn(ctx, m)
 		if err != nil {
-			return false, "", nil, err
+			return point{}, err
 		}
 		if r.Sim != nil {
 			digits = simulatedDigits
 		}
-		all := true
-		binding, worst := "", math.Inf(-1)
+		p := point{ok: true, r: r}
+		worst := math.Inf(-1)
 		for _, s := range slos {
 			v, ok, err := s.Check(r)
 			if err != nil {
-				return false, "", nil, err
+				return point{}, err
 			}
-			if !ok {
-				all = false
-			}
-			if ratio := v / s.Bound; ratio > worst {
-				worst, binding = ratio, s.Text
+			p.ok = p.ok && ok
+			if ratio := v / s.Bound; ratio > worst || p.binding.Text == "" {
+				worst, p.binding, p.value = ratio, s, v
 			}
 		}
-		return all, binding, r, nil
+		return p, nil
+	}
+	take := func(x float64, p point) {
+		c.Value, c.Binding, c.BindingValue, c.Result = x, p.binding, p.value, p.r
 	}
 	load := LoadKey(vary.Key)
 	// good is the end of the range where the SLOs are easiest to keep.
@@ -182,18 +209,19 @@ func FindCapacity(ctx context.Context, base *model.Model, vary Vary, slos []SLO,
 	if !load {
 		good, bad = hi, lo
 	}
-	ok, binding, r, err := eval(good)
+	p, err := eval(good)
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
+	take(good, p)
+	if !p.ok {
 		return c, nil
 	}
-	c.Found, c.Value, c.Binding, c.Result = true, good, binding, r
-	if ok, binding, r, err = eval(bad); err != nil {
+	c.Found = true
+	if p, err = eval(bad); err != nil {
 		return nil, err
-	} else if ok {
-		c.Value, c.Binding, c.Result = bad, binding, r
+	} else if p.ok {
+		take(bad, p)
 		return c, nil
 	}
 	for {
@@ -209,13 +237,13 @@ func FindCapacity(ctx context.Context, base *model.Model, vary Vary, slos []SLO,
 		} else if mid = roundDigits(mid, digits); mid <= min(good, bad) || mid >= max(good, bad) {
 			break
 		}
-		ok, binding, r, err := eval(mid)
+		p, err := eval(mid)
 		if err != nil {
 			return nil, err
 		}
-		if ok {
+		if p.ok {
 			good = mid
-			c.Value, c.Binding, c.Result = mid, binding, r
+			take(mid, p)
 		} else {
 			bad = mid
 		}

@@ -182,10 +182,25 @@ func TestCapacityMM1AndMMc(t *testing.T) {
 	if !c.Found || c.Value != 8 {
 		t.Errorf("fewest cores %g (found %v), want 8", c.Value, c.Found)
 	}
-	// None in range.
-	few, _ := ParseVary("hosts.app.cpu.cores=1..4")
+	// None in range: the answer says where the SLO comes closest (6
+	// cores) and what it is there (5 busy cores of 6), or that the
+	// model is unstable there.
+	few, _ := ParseVary("hosts.app.cpu.cores=1..6")
 	if c, err = FindCapacity(context.Background(), m, few, []SLO{util}, solver); err != nil || c.Found {
-		t.Errorf("want none in 1..4, got %+v %v", c, err)
+		t.Fatalf("want none in 1..6, got %+v %v", c, err)
+	}
+	if c.Value != 6 || c.Binding.Text != util.Text || math.Abs(c.BindingValue-5.0/6) > 1e-9 || c.Result == nil {
+		t.Errorf("none in 1..6: at %g, %s is %g, want 6 and 5/6", c.Value, c.Binding.Text, c.BindingValue)
+	}
+	few, _ = ParseVary("hosts.app.cpu.cores=1..4")
+	if c, err = FindCapacity(context.Background(), m, few, []SLO{util}, solver); err != nil || c.Found || !math.IsInf(c.BindingValue, 1) {
+		t.Errorf("want none in 1..4, unstable at 4, got %+v %v", c, err)
+	}
+	if got := util.Format(c.BindingValue); !strings.Contains(got, "unstable") {
+		t.Errorf("Format(+Inf) = %q", got)
+	}
+	if got := util.Format(5.0 / 6); got != "83.3 %" {
+		t.Errorf("Format(5/6) = %q, want 83.3 %%", got)
 	}
 }
 

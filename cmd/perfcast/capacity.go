@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 
 	"github.com/spf13/cobra"
 
@@ -64,18 +65,25 @@ noise) and seven when solved analytically.`,
 			if err != nil {
 				return err
 			}
-			out := map[string]any{}
+			out := map[string]any{
+				"binding":     c.Binding.Text,
+				"bottleneck":  c.Result.Bottleneck,
+				"evaluations": c.Evaluations,
+			}
+			if !math.IsInf(c.BindingValue, 0) {
+				out["binding_value"] = c.BindingValue
+			}
 			if !c.Found {
+				// Where the SLOs come closest to holding, and what breaks there.
 				out["none"] = true
+				out["at"] = map[string]float64{v.Key: c.Value}
+				out["result"] = c.Result
 			} else {
 				dir := "min"
 				if whatif.LoadKey(v.Key) {
 					dir = "max"
 				}
 				out[dir] = map[string]float64{v.Key: c.Value}
-				out["binding"] = c.Binding
-				out["bottleneck"] = c.Result.Bottleneck
-				out["evaluations"] = c.Evaluations
 				if c.Result.Solver == "mva" && f.solver != "mva" {
 					// Confirm by simulation.
 					pm, err := whatif.Apply(m, map[string]float64{v.Key: c.Value}, []string{v.Key})
@@ -106,15 +114,20 @@ noise) and seven when solved analytically.`,
 			}
 			w := cmd.OutOrStdout()
 			if !c.Found {
-				fmt.Fprintf(w, "no value of %s in [%g, %g] keeps every SLO\n", v.Key, v.Values[0], v.Values[len(v.Values)-1])
-				return nil
+				fmt.Fprintf(w, "no value of %s in [%g, %g] keeps every SLO\nat %s, where they come closest: %s is %s; bottleneck: %s (%s)\n\n",
+					v.Key, v.Values[0], v.Values[len(v.Values)-1], whatif.FormatValue(c.Value), c.Binding.Text, c.Binding.Format(c.BindingValue), dash(c.Result.Bottleneck), solvedCount(c.Evaluations))
+				return solve.WriteText(w, c.Result)
 			}
-			word := "fewest"
+			word, beyond, end := "fewest", "smaller", v.Values[0]
 			if whatif.LoadKey(v.Key) {
-				word = "largest"
+				word, beyond, end = "largest", "larger", v.Values[len(v.Values)-1]
 			}
-			fmt.Fprintf(w, "%s %s keeping the SLOs: %s\nbinding: %s; bottleneck: %s (%d models solved)\n\n",
-				word, v.Key, whatif.FormatValue(c.Value), c.Binding, dash(c.Result.Bottleneck), c.Evaluations)
+			fmt.Fprintf(w, "%s %s keeping the SLOs: %s\n", word, v.Key, whatif.FormatValue(c.Value))
+			if c.Value == end {
+				fmt.Fprintf(w, "the whole range keeps them: a wider range may find a %s value\n", beyond)
+			}
+			fmt.Fprintf(w, "binding: %s (%s there); bottleneck: %s (%s)\n\n",
+				c.Binding.Text, c.Binding.Format(c.BindingValue), dash(c.Result.Bottleneck), solvedCount(c.Evaluations))
 			return solve.WriteText(w, c.Result)
 		},
 	}
@@ -122,4 +135,12 @@ noise) and seven when solved analytically.`,
 	cmd.Flags().StringArrayVar(&sloTexts, "slo", nil, "an objective, `EXPR` such as 'p95(checkout) < 200ms'; repeatable, all must hold")
 	cmd.Flags().StringVar(&vary, "vary", "", "the key to search and its range, `KEY=FROM..TO`")
 	return cmd
+}
+
+// solvedCount says how many models a search solved.
+func solvedCount(n int) string {
+	if n == 1 {
+		return "1 model solved"
+	}
+	return fmt.Sprintf("%d models solved", n)
 }

@@ -108,6 +108,20 @@ func TestCapacityAndSweep(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"max"`) || !strings.Contains(out, `"binding": "mean(workers/serve) < 20ms"`) {
 		t.Errorf("capacity: exit %d: %s %s", code, out, errs)
 	}
+	// No value keeps the SLO: the answer says where it comes closest and
+	// what it is there.
+	code, out, errs = perfcast(t, "capacity", "../../examples/models/shop.yaml", "--slo", "util(backend.cpu) < 0.001",
+		"--vary", "hosts.backend.cpu.cores=1..2", "--solver", "mva", "--json")
+	for _, want := range []string{`"none": true`, `"hosts.backend.cpu.cores": 2`, `"binding": "util(backend.cpu) < 0.001"`, `"binding_value": 0.0`, `"result"`} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("capacity with no answer: exit %d, want %s in %s %s", code, want, out, errs)
+		}
+	}
+	code, out, _ = perfcast(t, "capacity", "../../examples/models/shop.yaml", "--slo", "util(backend.cpu) < 0.001",
+		"--vary", "hosts.backend.cpu.cores=1..2", "--solver", "mva")
+	if code != 0 || !strings.Contains(out, "at 2, where they come closest: util(backend.cpu) < 0.001 is ") {
+		t.Errorf("capacity with no answer: exit %d: %s", code, out)
+	}
 	code, out, errs = perfcast(t, "sweep", "../../examples/models/shop.yaml", "--vary", "workload.*.load=1..2:1", "--solver", "mva", "--json")
 	if code != 0 || strings.Count(out, `"set"`) != 2 {
 		t.Errorf("sweep: exit %d: %s %s", code, out, errs)
