@@ -8,7 +8,8 @@ import (
 
 // Beyond lists, one warning each, the changes from base to changed that
 // let more work run at once than base does: more units of a passive
-// resource, more threads of a component, more cores of a host. The model
+// resource, more threads of a component, more cores of a host, more
+// servers of a disk. The model
 // serves the extra parallel work with the demands it has, which holds
 // where the work shares nothing; contention between the threads that only
 // more parallelism brings out (a lock inside a library or a database, the
@@ -41,6 +42,19 @@ func Beyond(base, changed *model.Model) []string {
 			continue
 		}
 		out = append(out, fmt.Sprintf("hosts.%s.cpu.cores raised from %d to %d: more work in parallel, with the demands the model has; contention between cores (shared caches, memory bandwidth, locks between threads), which fewer cores never showed, is not in the model", h.Name, b.CPU.Cores, h.CPU.Cores))
+	}
+	for _, h := range changed.Hosts {
+		b := base.Host(h.Name)
+		if b == nil {
+			continue
+		}
+		for _, d := range h.Disks {
+			bd := b.Disk(d.Name)
+			if bd == nil || d.Servers <= bd.Servers {
+				continue
+			}
+			out = append(out, fmt.Sprintf("hosts.%s.disks.%s.servers raised from %d to %d: more requests served at once, each with the demand the model has; what they share inside the device (its controller, its queue, the bus), which fewer servers never showed, is not in the model", h.Name, d.Name, bd.Servers, d.Servers))
+		}
 	}
 	return out
 }

@@ -27,6 +27,7 @@ func TestBeyond(t *testing.T) {
 		{base, []string{"passive.lock.capacity=4"}, []string{"passive.lock.capacity raised from 1 to 4: more holders at once"}},
 		{base, []string{"components.svc.threads=8"}, []string{"components.svc.threads raised from 4 to 8"}},
 		{base, []string{"hosts.app.cpu.cores=4", "passive.lock.capacity=2"}, []string{"passive.lock.capacity raised from 1 to 2", "hosts.app.cpu.cores raised from 1 to 4"}},
+		{base, []string{"hosts.app.disks.data.servers=3"}, []string{"hosts.app.disks.data.servers raised from 1 to 3: more requests served at once"}},
 		{slotted, []string{"passive.svc-cpu-slots.capacity=2"}, []string{"passive.svc-cpu-slots.capacity raised from 1 to 2: more of the component's threads on the CPU at once"}},
 	}
 	for _, c := range cases {

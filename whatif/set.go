@@ -22,8 +22,44 @@ type field struct {
 // section is a part of the model whose entries have settable fields.
 type section struct {
 	prefix string
-	names  func(m *model.Model) []string
+	// noun and plural name one entry and the lot, pattern shows how a
+	// key names one (after the prefix), all for messages.
+	noun, plural, pattern string
+	// names lists the entries, as keys name them between the prefix and
+	// a field.
+	names func(m *model.Model) []string
+	// match tells whether a key's name (possibly with `*`) picks an
+	// entry; nil: the name itself or `*`.
+	match  func(pattern, name string) bool
 	fields []field
+}
+
+// diskSep separates a host's name from its disk's in a key.
+const diskSep = ".disks."
+
+// matchDisk matches a disk's key name, HOST.disks.DISK, either part of it
+// possibly `*`.
+func matchDisk(pattern, name string) bool {
+	ph, pd, ok := cutLast(pattern, diskSep)
+	if !ok {
+		return false
+	}
+	nh, nd, _ := cutLast(name, diskSep)
+	return (ph == "*" || ph == nh) && (pd == "*" || pd == nd)
+}
+
+// cutLast cuts s around the last sep.
+func cutLast(s, sep string) (before, after string, found bool) {
+	if i := strings.LastIndex(s, sep); i >= 0 {
+		return s[:i], s[i+len(sep):], true
+	}
+	return s, "", false
+}
+
+// disk returns the disk a key's name (HOST.disks.DISK) names.
+func disk(m *model.Model, name string) *model.Disk {
+	h, d, _ := cutLast(name, diskSep)
+	return m.Host(h).Disk(d)
 }
 
 func intValue(value string, min int) (int, error) {
@@ -47,7 +83,7 @@ func floatValue(value string) (float64, error) {
 
 var sections = []section{
 	{
-		prefix: "hosts",
+		prefix: "hosts", noun: "host", plural: "hosts", pattern: "NAME",
 		names: func(m *model.Model) []string {
 			var out []string
 			for _, h := range m.Hosts {
@@ -95,7 +131,30 @@ var sections = []section{
 		},
 	},
 	{
-		prefix: "components",
+		prefix: "hosts", noun: "disk", plural: "disks", pattern: "NAME" + diskSep + "DISK",
+		names: func(m *model.Model) []string {
+			var out []string
+			for _, h := range m.Hosts {
+				for _, d := range h.Disks {
+					out = append(out, h.Name+diskSep+d.Name)
+				}
+			}
+			return out
+		},
+		match: matchDisk,
+		fields: []field{
+			{"servers", func(m *model.Model, n, v string) (err error) {
+				disk(m, n).Servers, err = intValue(v, 1)
+				return
+			}},
+			{"scheduling", func(m *model.Model, n, v string) error {
+				disk(m, n).Scheduling = model.Scheduling(v)
+				return nil
+			}},
+		},
+	},
+	{
+		prefix: "components", noun: "component", plural: "components", pattern: "NAME",
 		names: func(m *model.Model) []string {
 			var out []string
 			for _, c := range m.Components {
@@ -131,7 +190,7 @@ var sections = []section{
 		},
 	},
 	{
-		prefix: "passive",
+		prefix: "passive", noun: "passive resource", plural: "passive", pattern: "NAME",
 		names: func(m *model.Model) []string {
 			var out []string
 			for _, p := range m.Passive {
@@ -147,7 +206,7 @@ var sections = []section{
 		},
 	},
 	{
-		prefix: "workload",
+		prefix: "workload", noun: "workload", plural: "workload", pattern: "NAME",
 		names: func(m *model.Model) []string {
 			var out []string
 			for _, w := range m.Workloads {
@@ -229,22 +288,33 @@ func Set(m *model.Model, assignment string) error {
 
 // SetKey sets one key to a value; see Set.
 func SetKey(m *model.Model, key, value string) error {
+	var settable []string
+	known := false
 	for _, sec := range sections {
 		rest, ok := strings.CutPrefix(key, sec.prefix+".")
 		if !ok {
 			continue
 		}
+		known = true
 		for _, f := range sec.fields {
-			name, ok := strings.CutSuffix(rest, "."+f.suffix)
-			if !ok {
+			settable = append(settable, sec.prefix+"."+sec.pattern+"."+f.suffix)
+			pattern, ok := strings.CutSuffix(rest, "."+f.suffix)
+			if !ok || (sec.match != nil && !strings.Contains(pattern, diskSep)) {
 				continue
 			}
+			match := sec.match
+			if match == nil {
+				match = func(p, n string) bool { return p == "*" || p == n }
+			}
 			names := sec.names(m)
-			targets := []string{name}
-			if name == "*" {
-				targets = names
-			} else if !slices.Contains(names, name) {
-				return fmt.Errorf("%s: no %s named %q (%s: %s)", key, singular(sec.prefix), name, sec.prefix, listOrNone(names))
+			var targets []string
+			for _, n := range names {
+				if match(pattern, n) {
+					targets = append(targets, n)
+				}
+			}
+			if len(targets) == 0 && pattern != "*" {
+				return fmt.Errorf("%s: no %s named %q (%s: %s)", key, sec.noun, pattern, sec.plural, listOrNone(names))
 			}
 			for _, n := range targets {
 				if err := f.set(m, n, value); err != nil {
@@ -253,15 +323,15 @@ func SetKey(m *model.Model, key, value string) error {
 			}
 			return nil
 		}
-		var keys []string
-		for _, f := range sec.fields {
-			keys = append(keys, sec.prefix+".NAME."+f.suffix)
-		}
-		return fmt.Errorf("%s: unknown key (settable: %s)", key, strings.Join(keys, ", "))
+	}
+	if known {
+		return fmt.Errorf("%s: unknown key (settable: %s)", key, strings.Join(settable, ", "))
 	}
 	var prefixes []string
 	for _, s := range sections {
-		prefixes = append(prefixes, s.prefix)
+		if !slices.Contains(prefixes, s.prefix) {
+			prefixes = append(prefixes, s.prefix)
+		}
 	}
 	return fmt.Errorf("%s: unknown key; keys start with %s", key, strings.Join(prefixes, ", "))
 }
@@ -278,18 +348,6 @@ func Keys(m *model.Model) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func singular(section string) string {
-	switch section {
-	case "hosts":
-		return "host"
-	case "components":
-		return "component"
-	case "passive":
-		return "passive resource"
-	}
-	return section
 }
 
 func listOrNone(names []string) string {

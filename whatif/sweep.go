@@ -96,7 +96,7 @@ func ParseVary(s string) (Vary, error) {
 
 // IntegerKey reports whether a key takes whole numbers.
 func IntegerKey(key string) bool {
-	for _, s := range []string{".cores", ".replicas", ".threads", ".capacity", ".users", ".queue"} {
+	for _, s := range []string{".cores", ".replicas", ".threads", ".capacity", ".users", ".queue", ".servers"} {
 		if strings.HasSuffix(key, s) {
 			return true
 		}

@@ -13,7 +13,7 @@ import (
 )
 
 const mm1 = `perfcast: 1
-hosts: {app: {cpu: {cores: 1}}}
+hosts: {app: {cpu: {cores: 1}, disks: {data: {servers: 1}}}}
 components:
   svc:
     host: app
@@ -48,6 +48,7 @@ func TestSet(t *testing.T) {
 		"hosts.app.cpu.speed_window=500ms",
 		"components.svc.threads=32", "passive.lock.capacity=20",
 		"workload.w.open.rate=120/s", "workload.u.closed.users=400", "workload.*.load=2",
+		"hosts.app.disks.data.servers=4", "hosts.*.disks.*.scheduling=random",
 	} {
 		if err := Set(m, s); err != nil {
 			t.Fatalf("%s: %v", s, err)
@@ -58,7 +59,8 @@ func TestSet(t *testing.T) {
 	}
 	h := m.Host("app")
 	if h.CPU.Cores != 8 || h.Replicas != 3 || h.CPU.Speed != 1.5 || h.CPU.SpeedVariation != 0.2 || h.CPU.SpeedWindow != 0.5 || m.Component("svc").Threads != 32 ||
-		m.PassiveResource("lock").Capacity != 20 || m.Workload("w").Open.Rate != 240 || m.Workload("u").Closed.Users != 800 {
+		m.PassiveResource("lock").Capacity != 20 || m.Workload("w").Open.Rate != 240 || m.Workload("u").Closed.Users != 800 ||
+		h.Disk("data").Servers != 4 || h.Disk("data").Scheduling != model.RandomOrder {
 		t.Errorf("not all set:\n%s", m.Marshal())
 	}
 }
@@ -76,6 +78,11 @@ func TestSetErrors(t *testing.T) {
 		"workload.w.open.rate=fast":        "rate",
 		"passive.nope.capacity=2":          `no passive resource named "nope" (passive: lock)`,
 		"hosts.app.cpu.speed_variation=-1": "at least 0",
+		"hosts.app.disks.log.servers=2":    `no disk named "app.disks.log" (disks: app.disks.data)`,
+		"hosts.db.disks.data.servers=2":    `no disk named "db.disks.data"`,
+		"hosts.app.disks.data.servers=0":   "at least 1",
+		"hosts.app.disks.data.speed=2":     "hosts.NAME.disks.DISK.servers",
+		"hosts.*.servers=2":                "unknown key",
 	} {
 		err := Set(m, s)
 		if err == nil || !strings.Contains(err.Error(), want) {
