@@ -58,7 +58,7 @@ func buildDiagram(m *model.Model, r *Results) *diagram {
 	hostOf := map[string]*diagramHost{}
 	for _, h := range m.Hosts {
 		dh := &diagramHost{name: h.Name, hotLine: -1}
-		cores := plural(h.CPU.Cores, "core")
+		cores := textout.Plural(h.CPU.Cores, "core")
 		if h.CPU.Speed > 0 && h.CPU.Speed != 1 {
 			cores += ", speed " + trimSig3(h.CPU.Speed)
 		}
@@ -112,9 +112,9 @@ func buildDiagram(m *model.Model, r *Results) *diagram {
 	}
 	for _, c := range m.Components {
 		n := &diagramNode{name: c.Name, host: c.Host}
-		n.lines = append(n.lines, plural(len(c.Operations), "operation"))
+		n.lines = append(n.lines, textout.Plural(len(c.Operations), "operation"))
 		if c.Threads != model.Unlimited {
-			line := plural(c.Threads, "thread")
+			line := textout.Plural(c.Threads, "thread")
 			if u, ok := util(model.ThreadsResource(c.Name)); ok {
 				line += " · " + fmtUtil(u) + " busy"
 			}
@@ -266,7 +266,7 @@ func (d *diagram) svg() string {
 func resourceWords(m *model.Model, res string) string {
 	for _, h := range m.Hosts {
 		if res == model.CPUResource(h.Name) {
-			s := fmt.Sprintf("the CPU of host %s (%s", h.Name, plural(h.CPU.Cores, "core"))
+			s := fmt.Sprintf("the CPU of host %s (%s", h.Name, textout.Plural(h.CPU.Cores, "core"))
 			if h.Replicas > 1 {
 				s += fmt.Sprintf(" on each of %d replicas", h.Replicas)
 			}
@@ -280,7 +280,7 @@ func resourceWords(m *model.Model, res string) string {
 	}
 	for _, c := range m.Components {
 		if res == model.ThreadsResource(c.Name) {
-			return fmt.Sprintf("the thread pool of component %s (%s)", c.Name, plural(c.Threads, "thread"))
+			return fmt.Sprintf("the thread pool of component %s (%s)", c.Name, textout.Plural(c.Threads, "thread"))
 		}
 	}
 	if p := m.PassiveResource(res); p != nil {

@@ -67,14 +67,6 @@ func fmtLoad(w *model.Workload, v float64) string {
 	return textout.Rate(v)
 }
 
-// plural writes n and the noun, with an s when n is not one.
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
-}
-
 // truncate shortens s to at most n characters, ending with an ellipsis.
 func truncate(s string, n int) string {
 	r := []rune(s)

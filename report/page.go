@@ -136,7 +136,7 @@ func newPage(m *model.Model, r *Results) *page {
 	p.HasMeasured = r.Measured != nil
 	p.HasSweep = r.Sweep != nil && len(r.Sweep.Points) > 0
 	sub := []string{fmt.Sprintf("%s, %s, %s",
-		plural(len(m.Components), "component"), plural(len(m.Hosts), "host"), plural(len(m.Workloads), "workload"))}
+		textout.Plural(len(m.Components), "component"), textout.Plural(len(m.Hosts), "host"), textout.Plural(len(m.Workloads), "workload"))}
 	sub = append(sub, "solved by "+solverWords(pred))
 	if m.File != "" {
 		sub = append(sub, "model file "+m.File)
@@ -231,10 +231,10 @@ func summarize(m *model.Model, r *Results) ([]card, []template.HTML) {
 		paras = append(paras, template.HTML(fmt.Sprintf(
 			"perfcast built this model from %s traces (%s spans) observed over %s: %s on %s, %s.",
 			fmtCount(e.Traces), fmtCount(e.Spans), esc(textout.Duration(e.Duration)),
-			esc(plural(len(m.Components), "component")), esc(plural(len(m.Hosts), "host")), esc(plural(len(m.Workloads), "workload")))))
+			esc(textout.Plural(len(m.Components), "component")), esc(textout.Plural(len(m.Hosts), "host")), esc(textout.Plural(len(m.Workloads), "workload")))))
 	} else {
 		paras = append(paras, template.HTML(fmt.Sprintf("Model %s: %s on %s, %s.", b(m.Name),
-			esc(plural(len(m.Components), "component")), esc(plural(len(m.Hosts), "host")), esc(plural(len(m.Workloads), "workload")))))
+			esc(textout.Plural(len(m.Components), "component")), esc(textout.Plural(len(m.Hosts), "host")), esc(textout.Plural(len(m.Workloads), "workload")))))
 	}
 
 	var loads []string
@@ -365,7 +365,7 @@ func summarize(m *model.Model, r *Results) ([]card, []template.HTML) {
 	}
 	if e := r.Extraction; e != nil && len(e.Warnings) > 0 {
 		paras = append(paras, template.HTML(fmt.Sprintf(`The extraction rests on %s; see <a href="#evidence">evidence and warnings</a>.`,
-			esc(plural(len(e.Warnings), "assumption or warning")))))
+			esc(textout.Plural(len(e.Warnings), "assumption or warning")))))
 	}
 	return cards, paras
 }
@@ -578,7 +578,7 @@ func utilizationLines(r *Results) string {
 		c.series = append(c.series, s)
 	}
 	if muted > 0 {
-		c.legend = append(c.legend, legendItem{name: plural(muted, "other resource"), class: "muted"})
+		c.legend = append(c.legend, legendItem{name: textout.Plural(muted, "other resource"), class: "muted"})
 	}
 	c.vlines = append(c.vlines, vline{x: 1, label: "observed", class: "obs"})
 	if sat := r.Saturation; sat != nil && !sat.ClosedOnly {

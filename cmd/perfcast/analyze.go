@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/perfcast/perfcast/extract"
+	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/report"
 	"github.com/perfcast/perfcast/solve"
@@ -229,15 +230,15 @@ func writeFindings(w io.Writer, m *model.Model, r *report.Results) {
 		if wr == nil {
 			continue
 		}
-		line := fmt.Sprintf("%s: predicted mean %s", wl.Name, formatSeconds(wr.ResponseTime.Mean))
+		line := fmt.Sprintf("%s: predicted mean %s", wl.Name, textout.Duration(wr.ResponseTime.Mean))
 		if wr.ResponseTime.P95 != nil {
-			line += ", p95 " + formatSeconds(*wr.ResponseTime.P95)
+			line += ", p95 " + textout.Duration(*wr.ResponseTime.P95)
 		}
 		if r.Measured != nil {
 			if mr := r.Measured.Workloads[wl.Name]; mr != nil {
-				line += "; measured mean " + formatSeconds(mr.ResponseTime.Mean)
+				line += "; measured mean " + textout.Duration(mr.ResponseTime.Mean)
 				if mr.ResponseTime.P95 != nil {
-					line += ", p95 " + formatSeconds(*mr.ResponseTime.P95)
+					line += ", p95 " + textout.Duration(*mr.ResponseTime.P95)
 				}
 			}
 		}

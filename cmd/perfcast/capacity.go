@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/solve"
 	"github.com/perfcast/perfcast/whatif"
@@ -115,7 +116,7 @@ noise) and seven when solved analytically.`,
 			w := cmd.OutOrStdout()
 			if !c.Found {
 				fmt.Fprintf(w, "no value of %s in [%g, %g] keeps every SLO\nat %s, where they come closest: %s is %s; bottleneck: %s (%s)\n\n",
-					v.Key, v.Values[0], v.Values[len(v.Values)-1], whatif.FormatValue(c.Value), c.Binding.Text, c.Binding.Format(c.BindingValue), dash(c.Result.Bottleneck), solvedCount(c.Evaluations))
+					v.Key, v.Values[0], v.Values[len(v.Values)-1], whatif.FormatValue(c.Value), c.Binding.Text, c.Binding.Format(c.BindingValue), dash(c.Result.Bottleneck), textout.Plural(c.Evaluations, "model")+" solved")
 				return solve.WriteText(w, c.Result)
 			}
 			word, beyond, end := "fewest", "smaller", v.Values[0]
@@ -127,7 +128,7 @@ noise) and seven when solved analytically.`,
 				fmt.Fprintf(w, "the whole range keeps them: a wider range may find a %s value\n", beyond)
 			}
 			fmt.Fprintf(w, "binding: %s (%s there); bottleneck: %s (%s)\n\n",
-				c.Binding.Text, c.Binding.Format(c.BindingValue), dash(c.Result.Bottleneck), solvedCount(c.Evaluations))
+				c.Binding.Text, c.Binding.Format(c.BindingValue), dash(c.Result.Bottleneck), textout.Plural(c.Evaluations, "model")+" solved")
 			return solve.WriteText(w, c.Result)
 		},
 	}
@@ -135,12 +136,4 @@ noise) and seven when solved analytically.`,
 	cmd.Flags().StringArrayVar(&sloTexts, "slo", nil, "an objective, `EXPR` such as 'p95(checkout) < 200ms'; repeatable, all must hold")
 	cmd.Flags().StringVar(&vary, "vary", "", "the key to search and its range, `KEY=FROM..TO`")
 	return cmd
-}
-
-// solvedCount says how many models a search solved.
-func solvedCount(n int) string {
-	if n == 1 {
-		return "1 model solved"
-	}
-	return fmt.Sprintf("%d models solved", n)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/model"
 )
 
@@ -54,8 +55,9 @@ func writeSummary(w io.Writer, m *model.Model) error {
 		ops += len(c.Operations)
 	}
 	fmt.Fprintf(w, "model %s: valid\n", name)
-	fmt.Fprintf(w, "  %d hosts, %d components, %d operations, %d passive resources, %d workloads\n\n",
-		len(m.Hosts), len(m.Components), ops, len(m.Passive), len(m.Workloads))
+	fmt.Fprintf(w, "  %s, %s, %s, %s, %s\n\n",
+		textout.Plural(len(m.Hosts), "host"), textout.Plural(len(m.Components), "component"), textout.Plural(ops, "operation"),
+		textout.Plural(len(m.Passive), "passive resource"), textout.Plural(len(m.Workloads), "workload"))
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "HOST\tREPLICAS\tCORES\tSPEED\tSCHEDULING\tDISKS")
@@ -135,7 +137,7 @@ func writeSummary(w io.Writer, m *model.Model) error {
 		for _, v := range d.Visits {
 			calls += v
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.3g\t%s\n", wl.Name, load, calls, formatSeconds(d.Delay))
+		fmt.Fprintf(tw, "%s\t%s\t%.3g\t%s\n", wl.Name, load, calls, textout.Duration(d.Delay))
 	}
 	tw.Flush()
 
@@ -164,7 +166,7 @@ func writeSummary(w io.Writer, m *model.Model) error {
 	for _, r := range resources {
 		fmt.Fprint(tw, r)
 		for _, d := range demands {
-			fmt.Fprintf(tw, "\t%s", formatSeconds(d.Service[r]))
+			fmt.Fprintf(tw, "\t%s", textout.Duration(d.Service[r]))
 		}
 		fmt.Fprintln(tw)
 	}
@@ -176,18 +178,4 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// formatSeconds prints a time with a unit that keeps it readable.
-func formatSeconds(s float64) string {
-	switch {
-	case s == 0:
-		return "0"
-	case s < 1e-3:
-		return fmt.Sprintf("%.3gµs", s*1e6)
-	case s < 1:
-		return fmt.Sprintf("%.3gms", s*1e3)
-	default:
-		return fmt.Sprintf("%.3gs", s)
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/perfcast/perfcast/extract"
+	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/model"
 )
 
@@ -113,7 +114,7 @@ func writeReport(w io.Writer, r *extract.Report, out string) {
 		share = float64(r.Modeled) / float64(r.Spans)
 	}
 	fmt.Fprintf(w, "extracted %s: %d components, %d operations, %d workloads from %d traces (%d spans, %.0f%% modeled) over %s\n",
-		out, r.Components, r.Operations, r.Workloads, r.Traces, r.Spans, share*100, formatSeconds(r.Duration))
+		out, r.Components, r.Operations, r.Workloads, r.Traces, r.Spans, share*100, textout.Duration(r.Duration))
 	for _, e := range r.Evidence {
 		fmt.Fprintf(w, "  found: %s\n", e)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/solve/sim"
 	"github.com/perfcast/perfcast/tracegen"
 )
@@ -98,7 +99,7 @@ and seed give the same file, byte for byte.`,
 					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "generated %s: %d requests, %d traces, %d spans over %s of simulated time\n",
-					out, requests, len(traces), spans, formatSeconds(last))
+					out, requests, len(traces), spans, textout.Duration(last))
 			}
 			return nil
 		},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/solve"
 	"github.com/perfcast/perfcast/whatif"
@@ -97,7 +98,7 @@ func writeSweep(w io.Writer, vs []whatif.Vary, points []whatif.Point) error {
 		r := p.Result
 		for _, name := range wls {
 			if wr := r.Workloads[name]; wr != nil && r.Stable {
-				fmt.Fprintf(tw, "%.4g/s\t%s\t", wr.Throughput, formatSeconds(wr.ResponseTime.Mean))
+				fmt.Fprintf(tw, "%.4g/s\t%s\t", wr.Throughput, textout.Duration(wr.ResponseTime.Mean))
 			} else {
 				fmt.Fprint(tw, "-\t-\t")
 			}

@@ -55,6 +55,15 @@ func Duration(sec float64) string {
 	return n + " " + unit
 }
 
+// Plural writes n and the noun, with an s when n is not one: "1 model",
+// "3 models".
+func Plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
 // Rate writes a rate per second, as "12.5/s".
 func Rate(v float64) string { return Sig3(v) + "/s" }
 

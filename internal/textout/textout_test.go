@@ -6,6 +6,12 @@ import (
 	"testing"
 )
 
+func TestPlural(t *testing.T) {
+	if got := Plural(1, "model") + ", " + Plural(0, "host") + ", " + Plural(3, "workload"); got != "1 model, 0 hosts, 3 workloads" {
+		t.Errorf("Plural: %q", got)
+	}
+}
+
 func TestSig3(t *testing.T) {
 	for v, want := range map[float64]string{
 		0: "0", 1: "1.00", 12.345: "12.3", 999.7: "1000", 0.0012345: "0.00123",
