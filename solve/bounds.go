@@ -1,6 +1,7 @@
 package solve
 
 import (
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -26,13 +27,33 @@ type Bound struct {
 	// Saturation, when not Stable, gives the open rates at which the
 	// bottleneck reaches full utilization, every open rate scaled alike.
 	Saturation *Saturation
+
+	capacity map[string]int
+}
+
+// Overload writes into res, for a model the bound finds unstable, what a
+// solver can say without solving it: unstable, the bottleneck, the rates
+// at which it saturates, and per resource what the open workloads ask of
+// it (a utilization of 2 is twice what it can serve).
+func (b *Bound) Overload(res *Result) {
+	res.Stable = false
+	res.Bottleneck, res.Saturation = b.Bottleneck, b.Saturation
+	if res.Resources == nil {
+		res.Resources = map[string]*ResourceResult{}
+	}
+	for r, u := range b.Utilization {
+		res.Resources[r] = &ResourceResult{Utilization: u, Busy: u * float64(b.capacity[r])}
+	}
+	res.Warnings = append(res.Warnings, fmt.Sprintf(
+		"the open workloads need %.3g times what %s can serve (utilization law): there is no steady state; utilizations and busy servers are what they ask of each resource",
+		b.Utilization[b.Bottleneck], b.Bottleneck))
 }
 
 // Bounds applies the utilization law to the open workloads of a valid model.
 // Closed workloads are left out: they are always stable.
 func Bounds(m *model.Model) *Bound {
-	b := &Bound{Utilization: map[string]float64{}, Stable: true}
 	capacity := resourceCapacity(m)
+	b := &Bound{Utilization: map[string]float64{}, Stable: true, capacity: capacity}
 	for _, w := range m.Workloads {
 		if w.Open == nil || w.Open.Rate == 0 {
 			continue

@@ -69,6 +69,17 @@ workload:
 	if got := b.Utilization["db.disk.d"]; math.Abs(got-0.4) > 1e-12 {
 		t.Errorf("disk utilization %g, want 0.4", got)
 	}
+	// What a solver reports without solving: 1.6 cores asked of one, 0.4
+	// of the disk, and a warning that says so.
+	res := &Result{}
+	b.Overload(res)
+	cpu, disk := res.Resources["app.cpu"], res.Resources["db.disk.d"]
+	if res.Stable || res.Bottleneck != "app.cpu" || res.Saturation != b.Saturation || cpu == nil || disk == nil || len(res.Warnings) != 1 {
+		t.Fatalf("Overload wrote %+v", res)
+	}
+	if math.Abs(cpu.Utilization-1.6) > 1e-12 || math.Abs(cpu.Busy-1.6) > 1e-12 || math.Abs(disk.Busy-0.4) > 1e-12 {
+		t.Errorf("cpu %g (busy %g), disk busy %g; want 1.6, 1.6 and 0.4", cpu.Utilization, cpu.Busy, disk.Busy)
+	}
 }
 
 func TestBoundsThreadPoolAndLock(t *testing.T) {

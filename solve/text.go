@@ -121,7 +121,7 @@ func WriteText(w io.Writer, r *Result) error {
 		t.Flush()
 	}
 
-	if s := r.Sim; s != nil {
+	if s := r.Sim; s != nil && s.Replications > 0 {
 		tw.Printf("\nsimulation: seed %d, %d replications, %d requests after a warm-up of %s per replication, %d events, %s simulated, %s wall\n",
 			s.Seed, s.Replications, s.Requests, formatNumber(s.WarmupCut), s.Events,
 			textout.Duration(s.SimTime), textout.Duration(s.WallSeconds))

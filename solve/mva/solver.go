@@ -68,10 +68,7 @@ func unstable(ctx context.Context, m *model.Model, b *built, st *state, res *sol
 	res.Stable = false
 	bd := solve.Bounds(m)
 	if !bd.Stable {
-		res.Bottleneck, res.Saturation = bd.Bottleneck, bd.Saturation
-		for r, u := range bd.Utilization {
-			res.Resources[r] = &solve.ResourceResult{Utilization: u}
-		}
+		bd.Overload(res)
 		return res, nil
 	}
 	res.Bottleneck = st.saturated

@@ -144,6 +144,10 @@ func TestStaticSaturation(t *testing.T) {
 	if len(r.Warnings) == 0 {
 		t.Error("no warning")
 	}
+	// 250/s of 10 ms asks 2.5 cores of 2.
+	if cpu := r.Resources["h.cpu"]; cpu == nil || math.Abs(cpu.Utilization-1.25) > 1e-9 || math.Abs(cpu.Busy-2.5) > 1e-9 {
+		t.Errorf("h.cpu: %+v, want utilization 1.25, busy 2.5", cpu)
+	}
 }
 
 // TestRuntimeSaturation: a lock (outer) held while waiting for another lock

@@ -929,12 +929,8 @@ func overloaded(m *model.Model, res *solve.Result, seed uint64, start time.Time)
 	if b.Stable {
 		return false
 	}
-	res.Stable = false
-	res.Bottleneck = b.Bottleneck
-	res.Saturation = b.Saturation
-	res.Warnings = append(res.Warnings, fmt.Sprintf(
-		"the open workloads need %.3g times what %s can serve (utilization law); not simulated",
-		b.Utilization[b.Bottleneck], b.Bottleneck))
+	b.Overload(res)
+	res.Warnings = append(res.Warnings, "not simulated: an overloaded model has no steady state to measure")
 	res.Sim = &solve.SimInfo{Seed: seed, WallSeconds: time.Since(start).Seconds()}
 	return true
 }
