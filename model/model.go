@@ -336,6 +336,13 @@ type Closed struct {
 	Think Dist
 }
 
+// MaxUsers is the largest population a closed workload may have. The
+// exact analytical solution takes time and memory in proportion to the
+// population (a million users: about ten seconds and a hundred MB per
+// workload), the simulator keeps every user; a population beyond it is
+// better modeled as an open workload at its arrival rate.
+const MaxUsers = 1_000_000
+
 // Param is a request parameter, drawn once per request from a categorical
 // distribution and visible to every operation the request reaches.
 type Param struct {

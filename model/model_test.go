@@ -271,6 +271,7 @@ func TestInvalid(t *testing.T) {
 		{"units over capacity", "- disk: 2ms", "- hold: {resource: lock, units: 2, steps: []}", 19, "components.back.operations.read.steps[0]", "units must lie"},
 		{"yaml syntax", "    cpu: {cores: 2}", "    cpu: {cores: 2", 0, "", "YAML syntax"},
 		{"tab indentation", "  app:\n", "\tapp:\n", 0, "", "YAML syntax"},
+		{"too many users", "open: {rate: 10/s}", "closed: {users: 1000001, think: 1s}", 23, "workload.users", "at most 1000000"},
 		{"workload neither", "open: {rate: 10/s}", "steps2: []", 24, "workload.users.steps2", "unknown key"},
 		{"cpu in workload", "    steps:\n      - call: front/get\n", "    steps:\n      - cpu: 1ms\n", 26, "workload.users.steps[0]", "workload steps run on none"},
 		{"switch on unknown param", "- disk: 2ms", "- switch: {on: size, cases: {a: []}}", 19, "components.back.operations.read.steps[0]", "no workload declares"},

@@ -222,6 +222,9 @@ func (v *validator) workload(w *Workload) {
 	if w.Closed != nil && w.Closed.Users < 0 {
 		v.add(w.Pos, "closed.users must not be negative")
 	}
+	if w.Closed != nil && w.Closed.Users > MaxUsers {
+		v.add(w.Pos, "closed.users: %d users are more than perfcast solves (at most %d); model so large a population as an open workload at its arrival rate", w.Closed.Users, MaxUsers)
+	}
 	for _, p := range w.Params {
 		if len(p.Values) != len(p.Probs) || len(p.Values) == 0 {
 			v.add(p.Pos, "a parameter needs values with probabilities")

@@ -4,6 +4,7 @@ package whatif
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -263,13 +264,18 @@ var sections = []section{
 }
 
 // Scale multiplies a workload's load by f: the rate of an open workload, the
-// population of a closed one (rounded to whole users).
+// population of a closed one (rounded to whole users). A population beyond
+// model.MaxUsers is an error.
 func Scale(w *model.Workload, f float64) error {
 	if w.Open != nil {
 		w.Open.Rate *= f
 	}
 	if w.Closed != nil {
-		w.Closed.Users = int(float64(w.Closed.Users)*f + 0.5)
+		u := float64(w.Closed.Users)*f + 0.5
+		if u > model.MaxUsers+1 {
+			return fmt.Errorf("workload %s: %.4g users are more than perfcast solves (at most %d)", w.Name, math.Floor(u), model.MaxUsers)
+		}
+		w.Closed.Users = int(u)
 	}
 	return nil
 }

@@ -83,6 +83,7 @@ func TestSetErrors(t *testing.T) {
 		"hosts.app.disks.data.servers=0":   "at least 1",
 		"hosts.app.disks.data.speed=2":     "hosts.NAME.disks.DISK.servers",
 		"hosts.*.servers=2":                "unknown key",
+		"workload.u.load=1e12":             "1e+13 users are more than perfcast solves",
 	} {
 		err := Set(m, s)
 		if err == nil || !strings.Contains(err.Error(), want) {
