@@ -3,10 +3,12 @@ package extract
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/perfcast/perfcast/ingest"
@@ -412,5 +414,42 @@ func TestSequenceFanOut(t *testing.T) {
 	occ = sequence([]found{call(0, 10), {kind: elemCall, target: "c/y", start: 11, end: 12}, call(13, 20), call(14, 21)})
 	if len(occ) != 3 || occ[2].kind != elemParallel {
 		t.Errorf("interleaved: got %s", signature(occ))
+	}
+}
+
+// A component whose spans come from more machines than a model may have
+// replicas (serverless functions, each instance living for a few
+// requests) is modeled with the most replicas allowed, with a warning, and
+// the evidence names a few machines, not all of them.
+func TestExtractTooManyReplicas(t *testing.T) {
+	spans := generate(5, 12000, true)
+	n := 0
+	for _, s := range spans {
+		if s.Service == "catalog" {
+			s.Host = fmt.Sprintf("fn-%05d", n%(model.MaxReplicas+1))
+			n++
+		}
+	}
+	if n <= model.MaxReplicas {
+		t.Fatalf("only %d catalog spans", n)
+	}
+	m, rep := fold(t, spans).Model("x", nil)
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if h := m.Host(m.Component("catalog").Host); h == nil || h.Replicas != model.MaxReplicas {
+		t.Errorf("catalog's host %+v, want %d replicas", h, model.MaxReplicas)
+	}
+	warned := false
+	for _, w := range rep.Warnings {
+		warned = warned || strings.Contains(w, "replicas are more than a model may have")
+	}
+	if !warned {
+		t.Errorf("no warning of the replicas left out: %q", rep.Warnings)
+	}
+	for _, e := range rep.Evidence {
+		if len(e) > 2000 {
+			t.Errorf("evidence of %d bytes: %.200s…", len(e), e)
+		}
 	}
 }

@@ -490,13 +490,17 @@ func (g *generator) placeComponents() {
 		case len(machines) > 1:
 			hostName = comp
 			replicas = len(machines)
-			g.rep.evidencef("component %s: ran on %d machines (%s): %d replicas", comp, replicas, strings.Join(machines, ", "), replicas)
+			g.rep.evidencef("component %s: ran on %d machines (%s): %d replicas", comp, replicas, textout.Abbreviate(machines, 8), replicas)
 		default:
 			hostName = comp
 			if n := len(pl.instances); n > 1 {
 				replicas = n
 				g.rep.evidencef("component %s: %d instances (service.instance.id / k8s.pod.name): %d replicas", comp, n, n)
 			}
+		}
+		if replicas > model.MaxReplicas {
+			g.rep.warnf("component %s: %d replicas are more than a model may have; modeled as %d, which serve the same load with as little queueing (instances that each live for a few requests, as serverless functions do, are not replicas that share the load)", comp, replicas, model.MaxReplicas)
+			replicas = model.MaxReplicas
 		}
 		key := strings.Join(machines, "\x00")
 		if key == "" {
@@ -668,15 +672,8 @@ func (g *generator) operations() {
 	g.rep.CPUMeasured = len(noCPU) == 0 && len(ids) > 0
 	if len(noCPU) > 0 {
 		g.rep.warnf("no CPU time (perfcast.cpu.time) and no utilization metrics (--metrics) for %d of %d operations; their own time (duration minus calls), less the wait for the CPU it implies at the observed load, is taken as CPU demand, which overstates CPU where they wait for locks, I/O or unmodeled systems: %s",
-			len(noCPU), len(ids), abbreviate(noCPU, 8))
+			len(noCPU), len(ids), textout.Abbreviate(noCPU, 8))
 	}
-}
-
-func abbreviate(list []string, n int) string {
-	if len(list) <= n {
-		return strings.Join(list, ", ")
-	}
-	return strings.Join(list[:n], ", ") + fmt.Sprintf(" and %d more", len(list)-n)
 }
 
 func (g *generator) fit(what string, s *sample) model.Dist {

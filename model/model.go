@@ -68,7 +68,7 @@ const (
 // of it run every component placed on it.
 type Host struct {
 	Name string
-	// Replicas is the number of identical machines (≥ 1).
+	// Replicas is the number of identical machines (1 to MaxReplicas).
 	Replicas int
 	// Balancer picks a replica for each call.
 	Balancer Balancer
@@ -110,6 +110,11 @@ type CPU struct {
 	// Quantum is the RR time slice in seconds.
 	Quantum float64
 }
+
+// MaxReplicas is the most replicas a host may have: the solvers keep
+// each replica's queues apart, so time and memory grow with their number
+// (ten thousand replicas: about two seconds).
+const MaxReplicas = 10_000
 
 // MaxSpeedVariation is the largest CPU.SpeedVariation a model may set: at
 // a coefficient of variation of 1 the slowest fifth of the time already

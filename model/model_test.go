@@ -278,6 +278,7 @@ func TestInvalid(t *testing.T) {
 		{"switch on unknown class", "- disk: 2ms", "- switch: {on: class, cases: {buyers: []}}", 19, "components.back.operations.read.steps[0].switch.cases.buyers", `no workload "buyers"`},
 		{"duplicate key", "  back:\n", "  front:\n", 14, "components.front", "duplicate key"},
 		{"zero cores", "cores: 2", "cores: 0", 4, "hosts.app.cpu.cores", "at least 1"},
+		{"too many replicas", "cpu: {cores: 2}", "cpu: {cores: 2}\n    replicas: 10001", 3, "hosts.app", "at most 10000"},
 		{"speed curve order", "cpu: {cores: 2}", "cpu: {cores: 2, speed_curve: [{utilization: 0.5, factor: 1}, {utilization: 0.2, factor: 1.1}]}", 3, "hosts.app", "increasing utilization"},
 		{"speed curve factor", "cpu: {cores: 2}", "cpu: {cores: 2, speed_curve: [{utilization: 0.5, factor: 0}]}", 3, "hosts.app", "factor must be positive"},
 		{"speed curve utilization", "cpu: {cores: 2}", "cpu: {cores: 2, speed_curve: [{utilization: 1.5, factor: 1}]}", 3, "hosts.app", "[0, 1]"},

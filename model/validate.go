@@ -135,6 +135,9 @@ func (v *validator) names(section string) string {
 }
 
 func (v *validator) host(h *Host) {
+	if h.Replicas > MaxReplicas {
+		v.add(h.Pos, "replicas: %d are more than perfcast solves (at most %d)", h.Replicas, MaxReplicas)
+	}
 	if h.Replicas < 1 {
 		v.add(h.Pos, "replicas must be at least 1, found %d", h.Replicas)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/perfcast/perfcast/extract"
+	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/solve"
 )
@@ -121,11 +122,11 @@ func SetupWith(m *model.Model, st *extract.State, opts Options) (*Prepared, erro
 		}
 	}
 	if len(unmatched) > 0 {
-		warnf("trace entry operations that match no workload, not compared: %s", abbreviate(unmatched, 10))
+		warnf("trace entry operations that match no workload, not compared: %s", textout.Abbreviate(unmatched, 10))
 	}
 	if len(kept) == 0 {
 		return nil, errorf(m, "no workload matches the traces' entry operations (%s); a workload matches the traces whose requests enter at the operation of its first call",
-			abbreviate(st.Entries(), 10))
+			textout.Abbreviate(st.Entries(), 10))
 	}
 	c.Workloads = kept
 	if err := c.Validate(); err != nil {
@@ -148,13 +149,6 @@ func stepsAfterEntry(w *model.Workload) int {
 		}
 	}
 	return 0
-}
-
-func abbreviate(list []string, n int) string {
-	if len(list) <= n {
-		return strings.Join(list, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(list[:n], ", "), len(list)-n)
 }
 
 // measure builds the measured result for the prepared model c: the state's

@@ -64,6 +64,15 @@ func Plural(n int, noun string) string {
 	return strconv.Itoa(n) + " " + noun + "s"
 }
 
+// Abbreviate joins the first n names with commas and counts the rest:
+// "a, b and 3 more".
+func Abbreviate(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
+}
+
 // Rate writes a rate per second, as "12.5/s".
 func Rate(v float64) string { return Sig3(v) + "/s" }
 

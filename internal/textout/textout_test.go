@@ -6,6 +6,12 @@ import (
 	"testing"
 )
 
+func TestAbbreviate(t *testing.T) {
+	if got := Abbreviate([]string{"a", "b", "c", "d"}, 2) + "; " + Abbreviate([]string{"a"}, 2); got != "a, b and 2 more; a" {
+		t.Errorf("Abbreviate: %q", got)
+	}
+}
+
 func TestPlural(t *testing.T) {
 	if got := Plural(1, "model") + ", " + Plural(0, "host") + ", " + Plural(3, "workload"); got != "1 model, 0 hosts, 3 workloads" {
 		t.Errorf("Plural: %q", got)

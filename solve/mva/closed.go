@@ -1,6 +1,9 @@
 package mva
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // closedNet is the closed part of a network: classes with populations and
 // think times, and demands per instance of each station.
@@ -36,6 +39,7 @@ const maxExactMultiPopulation = 60
 // solve picks exact MVA for one class or a small multi-class population and
 // approximate MVA otherwise.
 func (n *closedNet) solve(o solveOptions) *closedSolution {
+	n = n.withoutIdleServers()
 	integral := true
 	states, total := 1.0, 0.0
 	for _, u := range n.users {
@@ -60,6 +64,34 @@ func (n *closedNet) solve(o solveOptions) *closedSolution {
 		}
 	}
 	return n.schweitzer(o.tol, o.maxIter)
+}
+
+// withoutIdleServers returns n, or a copy of it in which every station
+// with at least as many servers as the network has users is a delay
+// station: no user ever waits there (it finds at most the others busy), so
+// the solution is the same, and the algorithms need not keep a probability
+// per server of a station with a million cores.
+func (n *closedNet) withoutIdleServers() *closedNet {
+	total := 0.0
+	for _, u := range n.users {
+		total += u
+	}
+	var out *closedNet
+	for k, st := range n.stations {
+		if st.servers <= 1 || float64(st.servers) < math.Ceil(total) {
+			continue
+		}
+		if out == nil {
+			c := *n
+			c.stations = slices.Clone(n.stations)
+			out = &c
+		}
+		out.stations[k].servers = 0
+	}
+	if out == nil {
+		return n
+	}
+	return out
 }
 
 // residence is the residence time at one instance of a station with s

@@ -38,11 +38,14 @@ func newCurve(stations []station, d []float64, n int) *curve {
 			cv.fixed += float64(st.copies) * d[k]
 			continue
 		}
+		// n users never find more than n servers busy: a station with
+		// more is one with n, whose convolution costs no more than n.
+		s := min(st.servers, max(n, 1))
 		for range st.copies {
-			if st.servers == 1 {
+			if s == 1 {
 				single = append(single, center{k, 1, d[k]})
 			} else {
-				multi = append(multi, center{k, st.servers, d[k]})
+				multi = append(multi, center{k, s, d[k]})
 			}
 		}
 	}

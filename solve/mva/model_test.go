@@ -105,6 +105,34 @@ workload:
 	}
 }
 
+// A host with far more cores than work (a hundred million) is solved as
+// quickly as one with a few, and exactly: no request ever waits. Closed:
+// 10 users thinking 1 s, so R = 20 ms and X = 10/1.02; open: R = 20 ms;
+// and Erlang C at many servers matches the direct sum where it can be
+// written.
+func TestManyServers(t *testing.T) {
+	const cores = "100000000"
+	r := solveStable(t, `perfcast: 1
+hosts: {h: {cpu: {cores: `+cores+`, scheduling: fcfs}}}
+components:
+  c: {host: h, operations: {op: {steps: [{cpu: exp(20ms)}]}}}
+workload:
+  u: {closed: {users: 10, think: exp(1s)}, steps: [{call: c/op}]}
+  w: {open: {rate: 1000/s}, steps: [{call: c/op}]}
+`)
+	// The open load stretches the closed demand by 1/(1 − U_open), U_open
+	// = 2e-7 here.
+	near(t, "closed R", r.Workloads["u"].ResponseTime.Mean, 0.020, 1e-6)
+	near(t, "closed X", r.Workloads["u"].Throughput, 10/1.02, 1e-6)
+	near(t, "open R", r.Workloads["w"].ResponseTime.Mean, 0.020, 1e-9)
+	for _, c := range []int{50, 150} {
+		near(t, "Erlang C", erlangC(c, 0.8*float64(c)), erlangCDirect(c, 0.8*float64(c)), 1e-9)
+	}
+	if got := erlangC(1_000_000_000, 10); got != 0 {
+		t.Errorf("Erlang C at 10 busy servers of a billion: %g", got)
+	}
+}
+
 func TestReplicasRandomSplit(t *testing.T) {
 	for _, bal := range []string{"random", "round-robin"} {
 		m := parse(t, `perfcast: 1

@@ -19,7 +19,9 @@ func erlangC(c int, a float64) float64 {
 		return 1
 	}
 	b := 1.0 // Erlang B with 0 servers
-	for k := 1; k <= c; k++ {
+	for k := 1; k <= c && b > 0; k++ {
+		// Far beyond a, b falls like a^k/k! and underflows to 0, where
+		// it stays: a million servers cost no more than a few hundred.
 		b = a * b / (float64(k) + a*b)
 	}
 	rho := a / float64(c)
@@ -48,13 +50,13 @@ func marginalsAt(p []float64, c int, a float64) {
 	}
 	// p0·[1 + (1/c)·Σ_{j=1}^{c-1} (c−j)·a^j/j!] = 1 − a/c
 	term, sum := 1.0, 0.0
-	for j := 1; j < c; j++ {
+	for j := 1; j < c && term > 0; j++ {
 		term *= a / float64(j)
 		sum += float64(c-j) * term
 	}
 	p0 := (1 - a/float64(c)) / (1 + sum/float64(c))
 	p[0] = p0
-	for j := 1; j < c; j++ {
+	for j := 1; j < c && p[j-1] > 0; j++ {
 		p[j] = p[j-1] * a / float64(j)
 	}
 }
