@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -183,7 +184,7 @@ func LoadConfig(path string) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) { // an empty file is an empty configuration
-		return nil, fmt.Errorf("%s: %w", path, oneLine(err))
+		return nil, decodeError(path, err)
 	}
 	if err := c.check(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -191,18 +192,62 @@ func LoadConfig(path string) (*Config, error) {
 	return &c, nil
 }
 
-// oneLine returns err on one line: the YAML decoder lists each field it
-// could not set on a line of its own, and quotes values as they are,
-// newlines and all (shown escaped here).
-func oneLine(err error) error {
-	msg := err.Error()
+// The YAML decoder's messages for a key it does not know and a value it
+// cannot set, which decodeError says in the configuration's terms.
+var (
+	unknownKeyRE = regexp.MustCompile(`^line (\d+): field (\S+) not found in type \S+$`)
+	badValueRE   = regexp.MustCompile("^line (\\d+): cannot unmarshal !!\\w+ `(.*)` into (\\S+)$")
+	badNodeRE    = regexp.MustCompile(`^line (\d+): cannot unmarshal !!(\w+) into (\S+)$`)
+	syntaxRE     = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+)
+
+// decodeError says on one line, file:line first, what the YAML decoder
+// found wrong: every field it could not set, and a syntax error's
+// message with its newlines escaped.
+func decodeError(path string, err error) error {
 	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		msg = strings.Join(te.Errors, "; ")
-	} else if !strings.Contains(msg, "\n") {
-		return err
+	if !errors.As(err, &te) {
+		msg := strings.ReplaceAll(err.Error(), "\n", `\n`)
+		if m := syntaxRE.FindStringSubmatch(msg); m != nil {
+			return fmt.Errorf("%s:%s: YAML syntax: %s", path, m[1], m[2])
+		}
+		return fmt.Errorf("%s: %s", path, msg)
 	}
-	return errors.New(strings.ReplaceAll(msg, "\n", `\n`))
+	var msgs []string
+	for _, e := range te.Errors {
+		if m := unknownKeyRE.FindStringSubmatch(e); m != nil {
+			e = fmt.Sprintf("%s:%s: unknown key %q", path, m[1], m[2])
+		} else if m := badValueRE.FindStringSubmatch(e); m != nil {
+			e = fmt.Sprintf("%s:%s: want %s, not %q", path, m[1], goTypeWords(m[3]), m[2])
+		} else if m := badNodeRE.FindStringSubmatch(e); m != nil {
+			found := map[string]string{"seq": "a list", "map": "a map"}[m[2]]
+			if found == "" {
+				found = "!!" + m[2]
+			}
+			e = fmt.Sprintf("%s:%s: want %s, not %s", path, m[1], goTypeWords(m[3]), found)
+		} else {
+			e = path + ": " + strings.ReplaceAll(e, "\n", `\n`)
+		}
+		msgs = append(msgs, e)
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+// goTypeWords says what a value of a configuration field's Go type is.
+func goTypeWords(typ string) string {
+	switch {
+	case typ == "int":
+		return "a whole number"
+	case typ == "float64":
+		return "a number"
+	case typ == "bool":
+		return "true or false"
+	case typ == "string":
+		return "a single value"
+	case strings.HasPrefix(typ, "[]"):
+		return "a list"
+	}
+	return "a map of names to settings"
 }
 
 // check reports values the configuration does not allow.

@@ -20,7 +20,11 @@ func TestLoadConfig(t *testing.T) {
 		{"inline", "outside_spans: inline\n", "", OutsideInline},
 		{"background", "outside_spans: background\nno_speed_curves: true\n", "", OutsideBackground},
 		{"unknown value", "outside_spans: later\n", `bad.yaml: outside_spans: "later" is neither inline nor background`, ""},
-		{"unknown key", "outside: inline\n", "field outside not found", ""},
+		{"unknown key", "outside: inline\n", `bad.yaml:1: unknown key "outside"`, ""},
+		{"not a number", "no_speed_curves: true\nhosts:\n  web: {cores: two}\n", `bad.yaml:3: want a whole number, not "two"`, ""},
+		{"list for a map", "hosts: [web]\nparams: 3\n", `bad.yaml:2: want a list, not "3"`, ""},
+		{"hosts as a list", "hosts: [web]\n", "bad.yaml:1: want a map of names to settings, not a list", ""},
+		{"syntax", "hosts: {web: {cores: 2}\n", "bad.yaml:1: YAML syntax: ", ""},
 		{"round-robin", "hosts: {web: {cores: 2, scheduling: rr, quantum: 1.5ms}}\n", "", ""},
 		{"fcfs", "hosts: {web: {scheduling: fcfs}}\n", "", ""},
 		{"rr without quantum", "hosts: {web: {scheduling: rr}}\n", "bad.yaml: hosts: web: scheduling rr needs a quantum", ""},
@@ -75,5 +79,23 @@ func TestHostScheduling(t *testing.T) {
 	bad := &Config{Hosts: map[string]HostConfig{"web": {Scheduling: "rr"}}}
 	if _, _, err := Generate(foldWith(t, spans, bad), "shop", bad); err == nil || !strings.Contains(err.Error(), "needs a quantum") {
 		t.Errorf("round-robin without a quantum: %v", err)
+	}
+}
+
+// A configuration that names a host or a component the traces do not have
+// (a typo, most often) is warned about, with the names there are.
+func TestConfigNamesNothing(t *testing.T) {
+	spans := generate(1, 200, true)
+	cfg := &Config{Hosts: map[string]HostConfig{"wbe": {Cores: 2}}, CPUSlots: map[string]int{"catalgo": 1, "*": 1}}
+	_, rep := foldWith(t, spans, cfg).Model("shop", cfg)
+	var found []string
+	for _, w := range rep.Warnings {
+		if strings.HasPrefix(w, "configuration: ") {
+			found = append(found, w)
+		}
+	}
+	if len(found) != 2 || !strings.Contains(found[0], "hosts: wbe: no host of that name") || !strings.Contains(found[0], "web") ||
+		!strings.Contains(found[1], "cpu_slots: catalgo: no component of that name") || !strings.Contains(found[1], "catalog") {
+		t.Errorf("warnings %q", found)
 	}
 }

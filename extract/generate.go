@@ -476,6 +476,7 @@ func (g *generator) placeComponents() {
 	g.configured = map[*model.Host]bool{}
 	comps := slices.Sorted(maps.Keys(g.s.placement))
 	byKey := map[string]*model.Host{}
+	var names []string // the hosts' names as the configuration gives them
 	for _, comp := range comps {
 		pl := g.s.placement[comp]
 		machines := slices.Sorted(maps.Keys(pl.hosts))
@@ -506,6 +507,9 @@ func (g *generator) placeComponents() {
 		if key == "" {
 			key = "component\x00" + comp
 		}
+		if !slices.Contains(names, hostName) {
+			names = append(names, hostName)
+		}
 		h := byKey[key]
 		if h == nil {
 			h = &model.Host{Name: hostSafe(hostName), Replicas: replicas, Balancer: model.RoundRobin,
@@ -527,6 +531,19 @@ func (g *generator) placeComponents() {
 			g.m.Hosts = append(g.m.Hosts, h)
 		}
 		g.hostOf[comp] = h
+	}
+	// A configured host that is none of these is most likely a typo,
+	// which would leave the host it meant with assumed cores.
+	for _, name := range slices.Sorted(maps.Keys(g.cfg.Hosts)) {
+		if !slices.Contains(names, name) {
+			slices.Sort(names)
+			g.rep.warnf("configuration: hosts: %s: no host of that name in the traces, so its settings apply to nothing (hosts: %s)", name, textout.Abbreviate(names, 8))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(g.cfg.CPUSlots)) {
+		if name != "*" && !slices.Contains(comps, name) {
+			g.rep.warnf("configuration: cpu_slots: %s: no component of that name in the traces, so its slots apply to nothing (components: %s)", name, textout.Abbreviate(comps, 8))
+		}
 	}
 	// Host names must be unique.
 	seen := map[string]int{}
