@@ -104,9 +104,22 @@ func IntegerKey(key string) bool {
 	return false
 }
 
-// FormatValue prints a swept value as --set takes it.
+// FormatValue prints a swept value as --set takes it: whole numbers in
+// plain digits (1000000, not 1e+06, which a whole-number key refuses).
 func FormatValue(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
 	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+// formatPoint writes a grid point as the --set assignments that make it.
+func formatPoint(point map[string]float64, order []string) string {
+	parts := make([]string, len(order))
+	for i, k := range order {
+		parts[i] = k + "=" + FormatValue(point[k])
+	}
+	return strings.Join(parts, " ")
 }
 
 // Point is one solved point of a sweep.
@@ -198,7 +211,7 @@ func Sweep(ctx context.Context, base *model.Model, vs []Vary, workers int, solve
 	}
 	for i, err := range errs {
 		if err != nil {
-			return nil, fmt.Errorf("point %v: %w", grid[i], err)
+			return nil, fmt.Errorf("at %s: %w", formatPoint(grid[i], order), err)
 		}
 	}
 	return points, nil

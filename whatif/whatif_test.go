@@ -307,3 +307,17 @@ func TestCapacityDigits(t *testing.T) {
 		t.Errorf("simulated: largest rate %v after %d solves (%d exact), want just below 80 in four digits", c.Value, c.Evaluations, exact)
 	}
 }
+
+// Swept values reach --set in a form it takes: a million cores is
+// "1000000", which a whole-number key accepts, where "1e+06" was refused.
+func TestFormatValue(t *testing.T) {
+	for v, want := range map[float64]string{1e6: "1000000", 3: "3", 0.5: "0.5", 2.5e-7: "2.5e-07", 1e20: "1e+20", -4: "-4"} {
+		if got := FormatValue(v); got != want {
+			t.Errorf("FormatValue(%g) = %q, want %q", v, got, want)
+		}
+	}
+	m := parse(t)
+	if _, err := Apply(m, map[string]float64{"hosts.app.cpu.cores": 1e6}, []string{"hosts.app.cpu.cores"}); err != nil {
+		t.Errorf("a million cores: %v", err)
+	}
+}
