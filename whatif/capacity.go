@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -61,6 +62,54 @@ func (s SLO) Format(v float64) string {
 		return textout.Sig3(100*v) + " %"
 	}
 	return textout.Duration(v)
+}
+
+// checkTarget checks that the SLO's target exists in m: a resource for util,
+// else a workload or an operation (`component/operation`). The error
+// lists what does.
+func (s SLO) checkTarget(m *model.Model) error {
+	if s.Stat == "util" {
+		names := resourceNames(m)
+		if !slices.Contains(names, s.Target) {
+			return fmt.Errorf("slo %s: no resource %q (resources: %s)", s.Text, s.Target, textout.Abbreviate(names, 12))
+		}
+		return nil
+	}
+	if m.Workload(s.Target) != nil || (strings.Contains(s.Target, "/") && m.Operation(s.Target) != nil) {
+		return nil
+	}
+	var names []string
+	for _, w := range m.Workloads {
+		names = append(names, w.Name)
+	}
+	for _, c := range m.Components {
+		for _, o := range c.Operations {
+			names = append(names, c.Name+"/"+o.Name)
+		}
+	}
+	return fmt.Errorf("slo %s: no workload or operation %q (%s)", s.Text, s.Target, textout.Abbreviate(names, 12))
+}
+
+// resourceNames lists the resources a result of m reports: every host's
+// CPU and disks, the threads of components with a limit, the passive
+// resources.
+func resourceNames(m *model.Model) []string {
+	var out []string
+	for _, h := range m.Hosts {
+		out = append(out, model.CPUResource(h.Name))
+		for _, d := range h.Disks {
+			out = append(out, model.DiskResource(h.Name, d.Name))
+		}
+	}
+	for _, c := range m.Components {
+		if c.Threads != model.Unlimited {
+			out = append(out, model.ThreadsResource(c.Name))
+		}
+	}
+	for _, p := range m.Passive {
+		out = append(out, p.Name)
+	}
+	return out
 }
 
 // NeedsPercentiles reports whether the SLO needs a simulation.
@@ -158,6 +207,11 @@ func roundDigits(x float64, n int) float64 {
 func FindCapacity(ctx context.Context, base *model.Model, vary Vary, slos []SLO, solveFn SolveFunc) (*Capacity, error) {
 	if len(vary.Values) == 0 {
 		return nil, fmt.Errorf("capacity: empty range for %s", vary.Key)
+	}
+	for _, s := range slos {
+		if err := s.checkTarget(base); err != nil {
+			return nil, err
+		}
 	}
 	lo, hi := vary.Values[0], vary.Values[len(vary.Values)-1]
 	integer := IntegerKey(vary.Key)

@@ -2,7 +2,10 @@ package whatif
 
 import (
 	"context"
+	"maps"
 	"math"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -319,5 +322,47 @@ func TestFormatValue(t *testing.T) {
 	m := parse(t)
 	if _, err := Apply(m, map[string]float64{"hosts.app.cpu.cores": 1e6}, []string{"hosts.app.cpu.cores"}); err != nil {
 		t.Errorf("a million cores: %v", err)
+	}
+}
+
+// The resources an SLO may name are those a result reports, and a target
+// that is not there is refused before any solving, with the names there
+// are.
+func TestSLOTargets(t *testing.T) {
+	data, err := os.ReadFile("../examples/models/shop.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.Parse(data, "shop.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := mva.New().Solve(context.Background(), m, solve.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := resourceNames(m)
+	slices.Sort(got)
+	if want := slices.Sorted(maps.Keys(r.Resources)); !slices.Equal(got, want) {
+		t.Errorf("resource names %q, the result's %q", got, want)
+	}
+	solved := 0
+	count := func(context.Context, *model.Model) (*solve.Result, error) { solved++; return r, nil }
+	v, _ := ParseVary("workload.*.load=1..2")
+	for text, want := range map[string]string{
+		"util(db.cpus) < 0.5":     `no resource "db.cpus" (resources: `,
+		"p95(catalog/Get) < 10ms": `no workload or operation "catalog/Get" (shoppers, `,
+		"mean(shopper) < 10ms":    `no workload or operation "shopper"`,
+	} {
+		slo, err := ParseSLO(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := FindCapacity(context.Background(), m, v, []SLO{slo}, count); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want %q", text, err, want)
+		}
+	}
+	if solved != 0 {
+		t.Errorf("%d models solved before the SLOs were checked", solved)
 	}
 }
