@@ -374,3 +374,26 @@ func TestDetect(t *testing.T) {
 		t.Errorf("uint32-framed protobuf: %v %v", got, err)
 	}
 }
+
+// A file that begins with a UTF-8 byte-order mark, as editors on Windows
+// save JSON, reads as the same file without it, in every JSON format.
+func TestByteOrderMark(t *testing.T) {
+	spans := ingesttest.NewGenerator(5).Traces(3)
+	var z, j bytes.Buffer
+	ingesttest.WriteZipkin(&z, spans)
+	ingesttest.WriteJaeger(&j, spans)
+	otlp, err := os.ReadFile("testdata/otlp_lines.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"z.json": z.Bytes(), "j.json": j.Bytes(), "o.jsonl": otlp} {
+		plain, _, err := readBytes(t, name, data)
+		if err != nil || len(plain) == 0 {
+			t.Fatalf("%s: %d spans, %v", name, len(plain), err)
+		}
+		marked, st, err := readBytes(t, name, append([]byte("\xef\xbb\xbf"), data...))
+		if err != nil || len(marked) != len(plain) || len(st.Damage.Counts) != 0 {
+			t.Errorf("%s with a byte-order mark: %d spans of %d, damage %v, %v", name, len(marked), len(plain), st.Damage.Counts, err)
+		}
+	}
+}

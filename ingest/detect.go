@@ -74,8 +74,15 @@ func detect(r io.Reader, k *sink) (decoder, error) {
 			return nil, err
 		}
 	}
-	// Skip a byte-order mark and leading white space for the JSON formats.
-	text := bytes.TrimPrefix(win, []byte("\xef\xbb\xbf"))
+	// Skip a byte-order mark (the decoders never see it) and leading
+	// white space for the JSON formats.
+	text := win
+	if bom := []byte("\xef\xbb\xbf"); bytes.HasPrefix(win, bom) {
+		if _, err := br.Discard(len(bom)); err != nil {
+			return nil, err
+		}
+		text = win[len(bom):]
+	}
 	text = bytes.TrimLeft(text, " \t\r\n")
 	if len(text) == 0 {
 		if len(win) == 0 {
