@@ -3,6 +3,7 @@
 package whatif
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -34,6 +35,12 @@ type section struct {
 	match  func(pattern, name string) bool
 	fields []field
 }
+
+// notApplicable says that an entry does not have a field (the open rate
+// of a closed workload): a `*` key passes over such entries.
+type notApplicable string
+
+func (e notApplicable) Error() string { return string(e) }
 
 // diskSep separates a host's name from its disk's in a key.
 const diskSep = ".disks."
@@ -219,7 +226,7 @@ var sections = []section{
 			{"open.rate", func(m *model.Model, n, v string) error {
 				w := m.Workload(n)
 				if w.Open == nil {
-					return fmt.Errorf("workload %s is closed", n)
+					return notApplicable("workload " + n + " is closed")
 				}
 				r, err := model.ParseRate(v)
 				w.Open.Rate = r
@@ -228,7 +235,7 @@ var sections = []section{
 			{"open.cv", func(m *model.Model, n, v string) error {
 				w := m.Workload(n)
 				if w.Open == nil {
-					return fmt.Errorf("workload %s is closed", n)
+					return notApplicable("workload " + n + " is closed")
 				}
 				var err error
 				w.Open.CV, err = floatValue(v)
@@ -237,7 +244,7 @@ var sections = []section{
 			{"closed.users", func(m *model.Model, n, v string) error {
 				w := m.Workload(n)
 				if w.Closed == nil {
-					return fmt.Errorf("workload %s is open", n)
+					return notApplicable("workload " + n + " is open")
 				}
 				var err error
 				w.Closed.Users, err = intValue(v, 0)
@@ -246,7 +253,7 @@ var sections = []section{
 			{"closed.think", func(m *model.Model, n, v string) error {
 				w := m.Workload(n)
 				if w.Closed == nil {
-					return fmt.Errorf("workload %s is open", n)
+					return notApplicable("workload " + n + " is open")
 				}
 				var err error
 				w.Closed.Think, err = model.ParseDist(v)
@@ -322,10 +329,22 @@ func SetKey(m *model.Model, key, value string) error {
 			if len(targets) == 0 && pattern != "*" {
 				return fmt.Errorf("%s: no %s named %q (%s: %s)", key, sec.noun, pattern, sec.plural, listOrNone(names))
 			}
+			var skipped error
+			set := 0
 			for _, n := range targets {
-				if err := f.set(m, n, value); err != nil {
+				err := f.set(m, n, value)
+				var na notApplicable
+				if errors.As(err, &na) && len(targets) > 1 {
+					skipped = err
+					continue
+				}
+				if err != nil {
 					return fmt.Errorf("%s=%s: %w", key, value, err)
 				}
+				set++
+			}
+			if set == 0 && skipped != nil {
+				return fmt.Errorf("%s=%s: no %s has it (%w)", key, value, sec.noun, skipped)
 			}
 			return nil
 		}

@@ -366,3 +366,25 @@ func TestSLOTargets(t *testing.T) {
 		t.Errorf("%d models solved before the SLOs were checked", solved)
 	}
 }
+
+// A `*` key passes over the entries that do not have the field (the open
+// rate of a closed workload) and fails only when none has it.
+func TestSetStarSkipsWhatDoesNotApply(t *testing.T) {
+	m := parse(t)
+	if err := Set(m, "workload.*.open.rate=60/s"); err != nil {
+		t.Fatal(err)
+	}
+	if err := Set(m, "workload.*.closed.users=7"); err != nil {
+		t.Fatal(err)
+	}
+	if m.Workload("w").Open.Rate != 60 || m.Workload("u").Closed.Users != 7 {
+		t.Errorf("rate %g, users %d; want 60 and 7", m.Workload("w").Open.Rate, m.Workload("u").Closed.Users)
+	}
+	if err := Set(m, "workload.u.open.rate=60/s"); err == nil || !strings.Contains(err.Error(), "workload u is closed") {
+		t.Errorf("a named closed workload's open rate: %v", err)
+	}
+	m.Workloads = m.Workloads[1:] // only the closed one
+	if err := Set(m, "workload.*.open.rate=60/s"); err == nil || !strings.Contains(err.Error(), "no workload has it") {
+		t.Errorf("no open workload: %v", err)
+	}
+}
