@@ -334,7 +334,7 @@ func SetKey(m *model.Model, key, value string) error {
 			for _, n := range targets {
 				err := f.set(m, n, value)
 				var na notApplicable
-				if errors.As(err, &na) && len(targets) > 1 {
+				if errors.As(err, &na) && strings.Contains(pattern, "*") {
 					skipped = err
 					continue
 				}
