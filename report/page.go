@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -131,13 +132,17 @@ func errorCell(pred, meas *float64) cell {
 func ptr(v float64) *float64 { return &v }
 
 func newPage(m *model.Model, r *Results) *page {
-	p := &page{Model: m.Name}
+	p := &page{Model: modelName(m)}
 	pred := r.Predicted
 	p.HasMeasured = r.Measured != nil
 	p.HasSweep = r.Sweep != nil && len(r.Sweep.Points) > 0
 	sub := []string{fmt.Sprintf("%s, %s, %s",
 		textout.Plural(len(m.Components), "component"), textout.Plural(len(m.Hosts), "host"), textout.Plural(len(m.Workloads), "workload"))}
-	sub = append(sub, "solved by "+solverWords(pred))
+	if pred.Stable {
+		sub = append(sub, "solved by "+solverWords(pred))
+	} else {
+		sub = append(sub, "unstable at the observed load, where "+solverWords(pred)+" has nothing to solve")
+	}
 	if m.File != "" {
 		sub = append(sub, "model file "+m.File)
 	}
@@ -181,7 +186,7 @@ func newPage(m *model.Model, r *Results) *page {
 // solverWords says how a result was computed.
 func solverWords(r *solve.Result) string {
 	switch {
-	case r.Solver == "sim" && r.Sim != nil:
+	case r.Solver == "sim" && r.Sim != nil && r.Sim.Replications > 0:
 		return fmt.Sprintf("simulation (seed %d, %s requests)", r.Sim.Seed, fmtCount(r.Sim.Requests))
 	case r.Solver == "sim":
 		return "simulation"
@@ -191,6 +196,18 @@ func solverWords(r *solve.Result) string {
 		return "mean-value analysis"
 	}
 	return r.Solver
+}
+
+// modelName is the model's name, or its file's without the extension.
+func modelName(m *model.Model) string {
+	if m.Name != "" {
+		return m.Name
+	}
+	base := filepath.Base(m.File)
+	if base == "." || base == string(filepath.Separator) {
+		return "(unnamed)"
+	}
+	return strings.TrimSuffix(base, filepath.Ext(base))
 }
 
 // hasPercentiles reports whether the predictions carry percentiles.
@@ -233,7 +250,7 @@ func summarize(m *model.Model, r *Results) ([]card, []template.HTML) {
 			fmtCount(e.Traces), fmtCount(e.Spans), esc(textout.Duration(e.Duration)),
 			esc(textout.Plural(len(m.Components), "component")), esc(textout.Plural(len(m.Hosts), "host")), esc(textout.Plural(len(m.Workloads), "workload")))))
 	} else {
-		paras = append(paras, template.HTML(fmt.Sprintf("Model %s: %s on %s, %s.", b(m.Name),
+		paras = append(paras, template.HTML(fmt.Sprintf("Model %s: %s on %s, %s.", b(modelName(m)),
 			esc(textout.Plural(len(m.Components), "component")), esc(textout.Plural(len(m.Hosts), "host")), esc(textout.Plural(len(m.Workloads), "workload")))))
 	}
 
@@ -272,8 +289,11 @@ func summarize(m *model.Model, r *Results) ([]card, []template.HTML) {
 				b(strings.Join(at, ", ")), esc(fmtFactor(sat.Factor)))
 			cards = append(cards, card{Label: "Saturates at", Value: strings.Join(at, ", "), Note: fmtFactor(sat.Factor) + " the observed users"})
 		case sat.Factor <= 1:
-			s += fmt.Sprintf(" The model cannot serve the observed load: it saturates at %s the observed load (%s). The measured system did serve it, so some demand in the model is too high; see the warnings below.",
+			s += fmt.Sprintf(" The model cannot serve the observed load: it saturates at %s the observed load (%s).",
 				b(fmtFactor(sat.Factor)), esc(strings.Join(at, ", ")))
+			if r.Extraction != nil || r.Measured != nil {
+				s += " The measured system did serve it, so some demand in the model is too high; see the warnings below."
+			}
 			cards = append(cards, card{Label: "Saturates at", Value: fmtFactor(sat.Factor) + " load", Note: "below the observed load", Hot: true})
 		default:
 			s += fmt.Sprintf(" It saturates when the load reaches %s the observed load (%s); beyond that, requests queue without bound. Response times climb well before that point (see the charts).",

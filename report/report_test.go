@@ -449,3 +449,32 @@ workload:
 		t.Errorf("without measurements: %d columns, mean %q", len(tab.Head), tab.Rows[0][4].Text)
 	}
 }
+
+// A hand-written model without a name that cannot carry its own load:
+// the page takes its name from the file, says that nothing was solved at
+// the observed load, and does not speak of a measured system it never saw.
+func TestUnnamedUnstableModel(t *testing.T) {
+	m, err := model.Parse([]byte(`perfcast: 1
+hosts: {a: {}}
+components:
+  c: {host: a, operations: {o: {steps: [{cpu: 1ms}]}}}
+workload:
+  w: {open: {rate: 2000/s}, steps: [{call: c/o}]}
+`), "dir/overload.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Analyze(context.Background(), m, Options{Solve: solveMVA, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := render(t, m, r)
+	for _, want := range []string{"<h1>Performance report: overload</h1>", "Model <strong>overload</strong>:", "unstable at the observed load, where mean-value analysis has nothing to solve", "saturates at <strong>0.5×</strong>"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "measured system") {
+		t.Error("the page speaks of a measured system for a model without measurements")
+	}
+}
