@@ -12,8 +12,10 @@ package extract
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/perfcast/perfcast/ingest"
+	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/metrics"
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/trace"
@@ -52,10 +54,14 @@ func RunWith(ctx context.Context, paths []string, states []*State, name string, 
 		st.Merge(o)
 	}
 	if st.Traces == 0 {
-		if len(states) > 0 {
-			return nil, fmt.Errorf("no complete trace in %v nor in the %d states given", paths, len(states))
+		where := strings.Join(paths, ", ")
+		if n := skippedFiles(read); read.Spans == 0 && len(n) > 0 {
+			where += fmt.Sprintf(" (%s skipped, none holds traces: %s)", textout.Plural(len(n), "file"), textout.Abbreviate(n, 3))
 		}
-		return nil, fmt.Errorf("no complete trace in %v", paths)
+		if len(states) > 0 {
+			return nil, fmt.Errorf("no complete trace in %s nor in the %d states given", where, len(states))
+		}
+		return nil, fmt.Errorf("no complete trace in %s", where)
 	}
 	m, rep, err := Generate(st, name, cfg)
 	if err != nil {
@@ -64,7 +70,22 @@ func RunWith(ctx context.Context, paths []string, states []*State, name string, 
 	if n := read.Damage.Total(); n > 0 {
 		rep.warnf("%d damaged records skipped while reading (see perfcast stats)", n)
 	}
+	if skipped := skippedFiles(read); len(skipped) > 0 {
+		rep.warnf("%d files of the directories given hold no traces and were skipped (see perfcast stats): %s", len(skipped), textout.Abbreviate(skipped, 5))
+	}
 	return &Result{Model: m, Report: rep, Read: read, Assembly: astats, State: st}, nil
+}
+
+// skippedFiles lists the files of directories that the reader skipped as
+// holding no traces.
+func skippedFiles(read ingest.Stats) []string {
+	var out []string
+	for _, f := range read.Files {
+		if f.Skipped != "" {
+			out = append(out, f.Path)
+		}
+	}
+	return out
 }
 
 // Fold reads the trace files and folds their call trees into st.

@@ -397,3 +397,67 @@ func TestByteOrderMark(t *testing.T) {
 		}
 	}
 }
+
+// In a directory, files that hold no traces (a README, metrics, an empty
+// export) are skipped and Stats says why; a damaged trace file there is
+// still an error, and so is a file named on its own that holds none.
+func TestDirectorySkipsWhatHoldsNoTraces(t *testing.T) {
+	dir := t.TempDir()
+	for name, data := range map[string]string{
+		"a.jsonl":      okLine + "\n",
+		"README.md":    "# traces\n",
+		"cpu.csv":      "timestamp,host,cpu_utilization\n1,a,0.5\n",
+		"metrics.json": `{"resourceMetrics":[]}`,
+		"empty.json":   "",
+		"none.json":    `{"resourceSpans":[]}`,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(paths ...string) (int, ingest.Stats, error) {
+		r, err := ingest.Open(paths, ingest.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		n := 0
+		for {
+			_, err := r.Next(context.Background())
+			if err == io.EOF {
+				return n, r.Stats(), nil
+			}
+			if err != nil {
+				return n, r.Stats(), err
+			}
+			n++
+		}
+	}
+	n, st, err := read(dir)
+	if err != nil || n != 1 {
+		t.Fatalf("read %d spans, %v", n, err)
+	}
+	skipped := map[string]string{}
+	for _, f := range st.Files {
+		if f.Skipped != "" {
+			skipped[filepath.Base(f.Path)] = f.Skipped
+		}
+	}
+	for name, why := range map[string]string{"README.md": "not a trace file", "cpu.csv": "not a trace file", "metrics.json": "OTLP metrics", "empty.json": "empty input", "none.json": "no spans found"} {
+		if !strings.Contains(skipped[name], why) {
+			t.Errorf("%s: skipped %q, want %q", name, skipped[name], why)
+		}
+	}
+	if len(skipped) != 5 || len(st.Files) != 6 {
+		t.Errorf("%d of %d files skipped: %v", len(skipped), len(st.Files), skipped)
+	}
+	if _, _, err := read(filepath.Join(dir, "README.md")); err == nil || !strings.Contains(err.Error(), "not a trace file") {
+		t.Errorf("a named file that holds no traces: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "z.gz"), []byte("\x1f\x8b\x08garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := read(dir); err == nil || !strings.Contains(err.Error(), "z.gz: gzip") {
+		t.Errorf("a damaged gzip file in the directory: %v", err)
+	}
+}

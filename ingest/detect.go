@@ -27,8 +27,20 @@ const (
 // windowSize is how much of an input is looked at to recognize its format.
 const windowSize = 1 << 16
 
-// errNotTraces is returned for input in no format perfcast knows.
-var errNotTraces = errors.New("not a trace file (OTLP JSON or protobuf, Zipkin v2 JSON, Jaeger JSON)")
+// Errors for input that holds no traces: in no format perfcast knows,
+// empty, or OpenTelemetry signals other than traces.
+var (
+	errNotTraces = errors.New("not a trace file (OTLP JSON or protobuf, Zipkin v2 JSON, Jaeger JSON)")
+	errEmpty     = errors.New("empty input")
+	errMetrics   = errors.New("OTLP metrics, not traces")
+	errLogs      = errors.New("OTLP logs, not traces")
+)
+
+// holdsNoTraces reports whether err says that an input holds no traces,
+// rather than that it could not be read.
+func holdsNoTraces(err error) bool {
+	return errors.Is(err, errNotTraces) || errors.Is(err, errEmpty) || errors.Is(err, errMetrics) || errors.Is(err, errLogs)
+}
 
 // countingReader counts the bytes read through it.
 type countingReader struct {
@@ -86,7 +98,7 @@ func detect(r io.Reader, k *sink) (decoder, error) {
 	text = bytes.TrimLeft(text, " \t\r\n")
 	if len(text) == 0 {
 		if len(win) == 0 {
-			return nil, errors.New("empty input")
+			return nil, errEmpty
 		}
 		return nil, errNotTraces
 	}
@@ -132,9 +144,9 @@ func classifyJSON(text []byte) (Format, error) {
 		case "data", "traceID", "spans", "processes":
 			return FormatJaeger, nil
 		case "resourceMetrics", "resource_metrics":
-			return "", errors.New("OTLP metrics, not traces")
+			return "", errMetrics
 		case "resourceLogs", "resource_logs":
-			return "", errors.New("OTLP logs, not traces")
+			return "", errLogs
 		}
 		var skip json.RawMessage
 		if err := dec.Decode(&skip); err != nil {

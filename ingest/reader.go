@@ -29,6 +29,10 @@ type FileStats struct {
 	Spans  int64  `json:"spans"`
 	Bytes  int64  `json:"bytes"` // decompressed bytes consumed
 	Damage Damage `json:"damage"`
+	// Skipped says why a file found in a directory was passed over: it
+	// holds no traces (another format, or a trace format with no span).
+	// A file named on its own is never skipped: it is an error.
+	Skipped string `json:"skipped,omitempty"`
 }
 
 // Stats sums up what a Reader has read so far.
@@ -44,7 +48,8 @@ type Stats struct {
 type Reader struct {
 	opts  Options
 	paths []string
-	next  int // index of the next path to open
+	inDir []bool // whether paths[i] was found in a directory
+	next  int    // index of the next path to open
 
 	cur    *input
 	attrs  *attrSet
@@ -59,6 +64,7 @@ type Reader struct {
 // input is one open file being decoded.
 type input struct {
 	path   string
+	inDir  bool
 	closer io.Closer
 	dec    decoder
 	sink   *sink
@@ -79,9 +85,10 @@ func Open(paths []string, opts Options) (*Reader, error) {
 		return nil, errors.New("no trace input given")
 	}
 	var files []string
+	var inDir []bool
 	for _, p := range paths {
 		if p == "-" {
-			files = append(files, p)
+			files, inDir = append(files, p), append(inDir, false)
 			continue
 		}
 		st, err := os.Stat(p)
@@ -89,7 +96,7 @@ func Open(paths []string, opts Options) (*Reader, error) {
 			return nil, err
 		}
 		if !st.IsDir() {
-			files = append(files, p)
+			files, inDir = append(files, p), append(inDir, false)
 			continue
 		}
 		n := len(files)
@@ -104,7 +111,7 @@ func Open(paths []string, opts Options) (*Reader, error) {
 				return nil
 			}
 			if d.Type().IsRegular() {
-				files = append(files, path)
+				files, inDir = append(files, path), append(inDir, true)
 			}
 			return nil
 		})
@@ -115,15 +122,16 @@ func Open(paths []string, opts Options) (*Reader, error) {
 			return nil, fmt.Errorf("%s: directory holds no files", p)
 		}
 	}
-	return &Reader{opts: opts, paths: files, attrs: newAttrSet(opts.Attributes)}, nil
+	return &Reader{opts: opts, paths: files, inDir: inDir, attrs: newAttrSet(opts.Attributes)}, nil
 }
 
 // Paths returns the files the Reader reads, directories expanded.
 func (r *Reader) Paths() []string { return r.paths }
 
-// Next returns the next span, or io.EOF after the last one. A file that is
-// not in a trace format or holds no span yields an error naming it; a later
-// call goes on with the next input. The returned span belongs to the caller.
+// Next returns the next span, or io.EOF after the last one. A file named
+// on its own that is not in a trace format or holds no span yields an
+// error naming it; a later call goes on with the next input. Such a file
+// found in a directory is skipped, and Stats says why. The returned span belongs to the caller.
 // Spans are allocated in blocks of 256: keeping one span alive for long keeps
 // its block alive, so long-lived summaries should copy what they need.
 func (r *Reader) Next(ctx context.Context) (*Span, error) {
@@ -143,6 +151,9 @@ func (r *Reader) Next(ctx context.Context) (*Span, error) {
 			}
 			if err := r.openNext(); err != nil {
 				return nil, err
+			}
+			if r.cur == nil {
+				continue // skipped
 			}
 		}
 		err := r.cur.dec.decode()
@@ -184,8 +195,10 @@ func (r *Reader) Close() error {
 	return err
 }
 
+// openNext opens the next path into r.cur, or leaves r.cur nil when it
+// skips a file of a directory that holds no traces.
 func (r *Reader) openNext() error {
-	path := r.paths[r.next]
+	path, inDir := r.paths[r.next], r.inDir[r.next]
 	r.next++
 	var f io.ReadCloser
 	if path == "-" {
@@ -209,9 +222,14 @@ func (r *Reader) openNext() error {
 	dec, err := detect(f, k)
 	if err != nil {
 		f.Close()
+		if inDir && holdsNoTraces(err) {
+			stats.Skipped = err.Error()
+			r.files = append(r.files, *stats)
+			return nil
+		}
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	r.cur = &input{path: name, closer: f, dec: dec, sink: k, stats: stats}
+	r.cur = &input{path: name, closer: f, dec: dec, sink: k, stats: stats, inDir: inDir}
 	return nil
 }
 
@@ -224,10 +242,17 @@ func (r *Reader) closeCur() error {
 	r.spans += c.stats.Spans
 	r.damage.Merge(c.stats.Damage)
 	if c.stats.Spans == 0 {
+		var err error
 		if d := c.stats.Damage; d.Total() > 0 {
-			return fmt.Errorf("%s: no readable span (%s)", c.path, strings.TrimPrefix(damageSummary(d), c.path+": "))
+			err = fmt.Errorf("no readable span (%s)", strings.TrimPrefix(damageSummary(d), c.path+": "))
+		} else {
+			err = fmt.Errorf("no spans found in %s input", c.stats.Format)
 		}
-		return fmt.Errorf("%s: no spans found in %s input", c.path, c.stats.Format)
+		if c.inDir {
+			r.files[len(r.files)-1].Skipped = err.Error()
+			return nil
+		}
+		return fmt.Errorf("%s: %w", c.path, err)
 	}
 	return nil
 }

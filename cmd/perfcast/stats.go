@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/perfcast/perfcast/ingest"
+	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/trace"
 )
 
@@ -99,14 +100,25 @@ gzip included; - reads standard input.`,
 func writeStats(w io.Writer, rep *statsReport) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "FILE\tFORMAT\tSPANS\tBYTES\tDAMAGE")
+	var skipped []string
 	for _, f := range rep.Files {
 		format := string(f.Format)
 		if f.Gzip {
 			format += "+gzip"
 		}
+		if f.Skipped != "" {
+			format = "skipped"
+			skipped = append(skipped, filepath.Clean(f.Path)+": "+f.Skipped)
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\n", filepath.Clean(f.Path), format, f.Spans, f.Bytes, f.Damage.Total())
 	}
 	tw.Flush()
+	if len(skipped) > 0 {
+		fmt.Fprintf(w, "\nskipped %s of the directories given, which hold no traces:\n", textout.Plural(len(skipped), "file"))
+		for _, s := range skipped {
+			fmt.Fprintf(w, "  %s\n", s)
+		}
+	}
 	fmt.Fprintf(w, "\ntraces %d, spans %d, services %d, operations %d\n", rep.Traces, rep.Spans, rep.Services, rep.Operations)
 	fmt.Fprintf(w, "partial traces %d, evicted early %d, dropped spans %d\n", rep.PartialTraces, rep.Evicted, rep.DroppedSpans)
 	fmt.Fprintf(w, "skew-corrected spans %d, asynchronous calls %d, links to other traces %d\n", rep.SkewAdjusted, rep.AsyncEdges, rep.ExternalLinks)
