@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"regexp"
 	"strings"
 	"syscall"
 
@@ -106,9 +107,23 @@ sizes, replicas or locks; the bottleneck and the load where it saturates.`,
 	root.SetErr(stderr)
 	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log what perfcast does")
 	root.PersistentFlags().BoolVarP(&g.quiet, "quiet", "q", false, "print results only: no progress, no warnings on standard error")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{flagError(err)} })
 	for _, c := range commands(&g) {
 		root.AddCommand(c)
 	}
 	return root
+}
+
+// badNumberRE matches pflag's message for a number flag given a value it
+// cannot parse, which names Go's parser.
+var badNumberRE = regexp.MustCompile(`^invalid argument "(.*)" for "(.*)" flag: strconv\.Parse(Uint|Int|Float)`)
+
+// flagError says a flag's mistake in the command line's terms.
+func flagError(err error) error {
+	m := badNumberRE.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	want := map[string]string{"Uint": "a whole number, at least 0", "Int": "a whole number", "Float": "a number"}[m[3]]
+	return fmt.Errorf("%s: want %s, not %q", m[2], want, m[1])
 }

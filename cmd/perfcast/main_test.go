@@ -150,3 +150,21 @@ func TestSetMoreParallelWarns(t *testing.T) {
 		t.Errorf("sweep of the lock: exit %d, want %q once: %s %s", code, want, out, errs)
 	}
 }
+
+// A flag given a value it cannot take is a usage error that says which
+// flag and what it wants, not Go's parser.
+func TestFlagValueErrors(t *testing.T) {
+	const model = "../../examples/models/pipeline.yaml"
+	for flag, want := range map[string]string{
+		"--seed=-1":       `--seed: want a whole number, at least 0, not "-1"`,
+		"--requests=x":    `--requests: want a whole number, not "x"`,
+		"--precision=abc": `--precision: want a number, not "abc"`,
+		"--workers=0":     "--workers must be at least 1, not 0",
+		"--requests=-2":   "--requests must not be negative, not -2",
+	} {
+		code, _, errs := perfcast(t, "predict", model, flag)
+		if code != 2 || !strings.Contains(errs, want) || strings.Contains(errs, "strconv") {
+			t.Errorf("%s: exit %d, %q; want 2 and %q", flag, code, errs, want)
+		}
+	}
+}

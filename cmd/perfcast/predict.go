@@ -72,8 +72,11 @@ func (f *solveFlags) options() (solve.Options, error) {
 	if f.precision <= 0 || f.precision >= 1 {
 		return solve.Options{}, usagef("--precision must lie between 0 and 1, not %g", f.precision)
 	}
-	if f.requests < 0 || f.workers < 1 {
-		return solve.Options{}, usagef("--requests must not be negative and --workers must be at least 1")
+	if f.requests < 0 {
+		return solve.Options{}, usagef("--requests must not be negative, not %d", f.requests)
+	}
+	if f.workers < 1 {
+		return solve.Options{}, usagef("--workers must be at least 1, not %d", f.workers)
 	}
 	return solve.Options{Seed: f.seed, Requests: f.requests, Precision: f.precision, Workers: f.workers, Progress: f.progress}, nil
 }
