@@ -18,6 +18,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/perfcast/perfcast/internal/textout"
 )
 
 func main() {
@@ -69,7 +71,7 @@ func usagef(format string, args ...any) error {
 func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, a []string) error {
 		if err := check(cmd, a); err != nil {
-			return usageError{err}
+			return usagef("%s: usage: perfcast %s (%s)", cmd.Name(), cmd.Use, textout.Plural(len(a), "argument")+" given")
 		}
 		return nil
 	}

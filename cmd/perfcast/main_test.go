@@ -63,7 +63,7 @@ func TestExitStatus(t *testing.T) {
 	}{
 		{[]string{"check", bad}, 1, "bad.yaml:2:"},
 		{[]string{"check", "no-such-file.yaml"}, 1, "no-such-file.yaml"},
-		{[]string{"check"}, 2, "accepts 1 arg"},
+		{[]string{"check"}, 2, "usage: perfcast check MODEL (0 arguments given)"},
 		{[]string{"chek"}, 2, "unknown command"},
 		{[]string{"check", "--no-such-flag", bad}, 2, "unknown flag"},
 		{[]string{"check", "--print", "xml", "../../examples/models/shop.yaml"}, 2, "yaml or json"},
