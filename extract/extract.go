@@ -12,7 +12,9 @@ package extract
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/perfcast/perfcast/ingest"
 	"github.com/perfcast/perfcast/internal/textout"
@@ -75,6 +77,9 @@ func RunWith(ctx context.Context, paths []string, states []*State, name string, 
 	}
 	return &Result{Model: m, Report: rep, Read: read, Assembly: astats, State: st}, nil
 }
+
+// stamp writes a time in Unix nanoseconds for a warning.
+func stamp(ns int64) string { return time.Unix(0, ns).UTC().Format("2006-01-02 15:04:05 UTC") }
 
 // skippedFiles lists the files of directories that the reader skipped as
 // holding no traces.
@@ -139,6 +144,25 @@ func Generate(st *State, name string, cfg *Config) (*model.Model, *Report, error
 	m, rep := st.ModelWith(name, cfg, est)
 	if err := m.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("extracted model is invalid (a bug in perfcast): %w", err)
+	}
+	if set != nil {
+		// Readings of a machine no span comes from are never used: most
+		// often the metrics name it otherwise than the spans' host.name.
+		traced := st.Windows.Hosts()
+		for _, h := range set.Hosts() {
+			if !slices.Contains(traced, h) {
+				rep.warnf("metrics: host %s: no span comes from it, so its readings are not used (hosts in the traces: %s)", h, textout.Abbreviate(traced, 8))
+				continue
+			}
+			// Readings at other times than the spans' (another run, a
+			// clock or time zone off) are not used either.
+			s := set.Series[h]
+			from, to, ok := st.Windows.TimeRange(h)
+			if _, covered := s.Busy(from, to, 1); ok && covered == 0 && len(s.Samples) > 0 {
+				rep.warnf("metrics: host %s: its readings (%s to %s) do not overlap its spans (%s to %s), so they are not used",
+					h, stamp(s.Samples[0].Start), stamp(s.Samples[len(s.Samples)-1].End), stamp(from), stamp(to))
+			}
+		}
 	}
 	return m, rep, nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -462,5 +463,51 @@ func TestOutsideSpansInlineAndBackground(t *testing.T) {
 		if !found {
 			t.Errorf("no evidence on the catalog's coverage in %q", c.res.Report.Evidence)
 		}
+	}
+}
+
+// Metrics that extraction cannot use are warned about, not passed over in
+// silence: readings of a machine no span comes from (most often a name
+// other than the spans' host.name), and readings at other times than the
+// spans (another run, a clock off).
+func TestMetricsThatMatchNothing(t *testing.T) {
+	spans := generate(22, 2000, true)
+	csv := string(cpuSecondsCSV(spans, func(*ingest.Span) float64 { return 0 }))
+	var host string
+	for _, s := range spans {
+		if s.Service == "catalog" {
+			host = s.Host
+			break
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(csv), "\n")
+	var moved strings.Builder
+	moved.WriteString(lines[0] + "\n")
+	for _, l := range lines[1:] {
+		f := strings.SplitN(l, ",", 2)
+		sec, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rest := f[1]
+		if strings.HasPrefix(rest, host+",") {
+			sec -= 86400 // the catalog's host a day early
+		} else {
+			rest = "renamed-" + rest // the others under other names
+		}
+		fmt.Fprintf(&moved, "%d,%s\n", sec, rest)
+	}
+	res := runWithMetrics(t, spans, []byte(moved.String()))
+	var early, renamed int
+	for _, w := range res.Report.Warnings {
+		if strings.HasPrefix(w, "metrics: host "+host+": its readings (") && strings.Contains(w, "do not overlap its spans") {
+			early++
+		}
+		if strings.HasPrefix(w, "metrics: host renamed-") && strings.Contains(w, "no span comes from it") {
+			renamed++
+		}
+	}
+	if early != 1 || renamed == 0 {
+		t.Errorf("%d warnings of readings at other times, %d of unknown hosts; want 1 and some: %q", early, renamed, res.Report.Warnings)
 	}
 }

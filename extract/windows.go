@@ -180,6 +180,21 @@ func (h *hostWindows) allMeasured() bool {
 // Hosts returns the hosts with windows, sorted.
 func (w *Windows) Hosts() []string { return slices.Sorted(maps.Keys(w.hosts)) }
 
+// TimeRange returns the time a host's windows cover, from the start of the
+// first to the end of the last, in Unix nanoseconds; ok is false for a
+// host without windows.
+func (w *Windows) TimeRange(host string) (from, to int64, ok bool) {
+	h := w.hosts[host]
+	if h == nil || len(h.cells) == 0 {
+		return 0, 0, false
+	}
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for idx := range h.cells {
+		lo, hi = min(lo, idx), max(hi, idx)
+	}
+	return lo * h.width, (hi + 1) * h.width, true
+}
+
 // DemandOptions tunes EstimateDemands.
 type DemandOptions struct {
 	// Cores gives the cores of hosts, by host name, where the metrics do
