@@ -23,7 +23,14 @@ func readBytes(t *testing.T, name string, data []byte) ([]*ingest.Span, ingest.S
 	if err := os.WriteFile(p, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r, err := ingest.Open([]string{p}, ingest.Options{})
+	return readPaths(t, p)
+}
+
+// readPaths reads the spans of files and directories up to the end or the
+// first error.
+func readPaths(t *testing.T, paths ...string) ([]*ingest.Span, ingest.Stats, error) {
+	t.Helper()
+	r, err := ingest.Open(paths, ingest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,27 +422,9 @@ func TestDirectorySkipsWhatHoldsNoTraces(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	read := func(paths ...string) (int, ingest.Stats, error) {
-		r, err := ingest.Open(paths, ingest.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		n := 0
-		for {
-			_, err := r.Next(context.Background())
-			if err == io.EOF {
-				return n, r.Stats(), nil
-			}
-			if err != nil {
-				return n, r.Stats(), err
-			}
-			n++
-		}
-	}
-	n, st, err := read(dir)
-	if err != nil || n != 1 {
-		t.Fatalf("read %d spans, %v", n, err)
+	spans, st, err := readPaths(t, dir)
+	if err != nil || len(spans) != 1 {
+		t.Fatalf("read %d spans, %v", len(spans), err)
 	}
 	skipped := map[string]string{}
 	for _, f := range st.Files {
@@ -451,13 +440,13 @@ func TestDirectorySkipsWhatHoldsNoTraces(t *testing.T) {
 	if len(skipped) != 5 || len(st.Files) != 6 {
 		t.Errorf("%d of %d files skipped: %v", len(skipped), len(st.Files), skipped)
 	}
-	if _, _, err := read(filepath.Join(dir, "README.md")); err == nil || !strings.Contains(err.Error(), "not a trace file") {
+	if _, _, err := readPaths(t, filepath.Join(dir, "README.md")); err == nil || !strings.Contains(err.Error(), "not a trace file") {
 		t.Errorf("a named file that holds no traces: %v", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "z.gz"), []byte("\x1f\x8b\x08garbage"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := read(dir); err == nil || !strings.Contains(err.Error(), "z.gz: gzip") {
+	if _, _, err := readPaths(t, dir); err == nil || !strings.Contains(err.Error(), "z.gz: gzip") {
 		t.Errorf("a damaged gzip file in the directory: %v", err)
 	}
 }
