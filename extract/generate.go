@@ -534,9 +534,9 @@ func (g *generator) placeComponents() {
 	}
 	// A configured host that is none of these is most likely a typo,
 	// which would leave the host it meant with assumed cores.
+	slices.Sort(names)
 	for _, name := range slices.Sorted(maps.Keys(g.cfg.Hosts)) {
 		if !slices.Contains(names, name) {
-			slices.Sort(names)
 			g.rep.warnf("configuration: hosts: %s: no host of that name in the traces, so its settings apply to nothing (hosts: %s)", name, textout.Abbreviate(names, 8))
 		}
 	}

@@ -86,21 +86,20 @@ func detect(r io.Reader, k *sink) (decoder, error) {
 			return nil, err
 		}
 	}
-	// Skip a byte-order mark (the decoders never see it) and leading
-	// white space for the JSON formats.
-	text := win
-	if bom := []byte("\xef\xbb\xbf"); bytes.HasPrefix(win, bom) {
-		if _, err := br.Discard(len(bom)); err != nil {
-			return nil, err
-		}
-		text = win[len(bom):]
-	}
-	text = bytes.TrimLeft(text, " \t\r\n")
+	// Skip a byte-order mark and leading white space for the JSON formats.
+	bom := []byte("\xef\xbb\xbf")
+	text := bytes.TrimLeft(bytes.TrimPrefix(win, bom), " \t\r\n")
 	if len(text) == 0 {
 		if len(win) == 0 {
 			return nil, errEmpty
 		}
 		return nil, errNotTraces
+	}
+	if (text[0] == '[' || text[0] == '{') && bytes.HasPrefix(win, bom) {
+		// The JSON decoders never see the mark.
+		if _, err := br.Discard(len(bom)); err != nil {
+			return nil, err
+		}
 	}
 	switch text[0] {
 	case '[':

@@ -106,6 +106,11 @@ func Bounds(m *model.Model) *Bound {
 	return b
 }
 
+// Resources lists, sorted, the resources a result of m reports: every
+// host's CPU and disks, the threads of components with a limit, the
+// passive resources.
+func Resources(m *model.Model) []string { return slices.Sorted(maps.Keys(resourceCapacity(m))) }
+
 // resourceCapacity returns the number of servers of every resource over all
 // replicas: cores, disk servers, threads, units of passive resources.
 func resourceCapacity(m *model.Model) map[string]int {

@@ -69,7 +69,7 @@ func (s SLO) Format(v float64) string {
 // lists what does.
 func (s SLO) checkTarget(m *model.Model) error {
 	if s.Stat == "util" {
-		names := resourceNames(m)
+		names := solve.Resources(m)
 		if !slices.Contains(names, s.Target) {
 			return fmt.Errorf("slo %s: no resource %q (resources: %s)", s.Text, s.Target, textout.Abbreviate(names, 12))
 		}
@@ -88,28 +88,6 @@ func (s SLO) checkTarget(m *model.Model) error {
 		}
 	}
 	return fmt.Errorf("slo %s: no workload or operation %q (%s)", s.Text, s.Target, textout.Abbreviate(names, 12))
-}
-
-// resourceNames lists the resources a result of m reports: every host's
-// CPU and disks, the threads of components with a limit, the passive
-// resources.
-func resourceNames(m *model.Model) []string {
-	var out []string
-	for _, h := range m.Hosts {
-		out = append(out, model.CPUResource(h.Name))
-		for _, d := range h.Disks {
-			out = append(out, model.DiskResource(h.Name, d.Name))
-		}
-	}
-	for _, c := range m.Components {
-		if c.Threads != model.Unlimited {
-			out = append(out, model.ThreadsResource(c.Name))
-		}
-	}
-	for _, p := range m.Passive {
-		out = append(out, p.Name)
-	}
-	return out
 }
 
 // NeedsPercentiles reports whether the SLO needs a simulation.

@@ -341,8 +341,7 @@ func TestSLOTargets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := resourceNames(m)
-	slices.Sort(got)
+	got := solve.Resources(m)
 	if want := slices.Sorted(maps.Keys(r.Resources)); !slices.Equal(got, want) {
 		t.Errorf("resource names %q, the result's %q", got, want)
 	}
