@@ -131,7 +131,8 @@ func (r *Reader) Paths() []string { return r.paths }
 // Next returns the next span, or io.EOF after the last one. A file named
 // on its own that is not in a trace format or holds no span yields an
 // error naming it; a later call goes on with the next input. Such a file
-// found in a directory is skipped, and Stats says why. The returned span belongs to the caller.
+// found in a directory is skipped, and Stats says why. The returned span
+// belongs to the caller.
 // Spans are allocated in blocks of 256: keeping one span alive for long keeps
 // its block alive, so long-lived summaries should copy what they need.
 func (r *Reader) Next(ctx context.Context) (*Span, error) {
