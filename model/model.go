@@ -13,6 +13,11 @@
 // them up by name.
 package model
 
+import (
+	"path/filepath"
+	"strings"
+)
+
 // Version is the model format version this package reads and writes.
 const Version = 1
 
@@ -355,6 +360,17 @@ type Param struct {
 	Values []string
 	Probs  []float64
 	Pos    Pos
+}
+
+// DisplayName is the model's name, or, for a model without one, its
+// file's name without the extension ("" when it has neither, or was read
+// from standard input, "-").
+func (m *Model) DisplayName() string {
+	if m.Name != "" || m.File == "" || m.File == "-" {
+		return m.Name
+	}
+	base := filepath.Base(m.File)
+	return strings.TrimSuffix(base, filepath.Ext(base))
 }
 
 // Host returns the named host, or nil.

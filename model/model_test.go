@@ -533,3 +533,19 @@ func TestSpeedCurve(t *testing.T) {
 		}
 	}
 }
+
+// A model without a name is known by its file's name; one from standard
+// input or from no file has none.
+func TestDisplayName(t *testing.T) {
+	for _, c := range []struct{ name, file, want string }{
+		{"shop", "models/x.yaml", "shop"},
+		{"", "models/overload.yaml", "overload"},
+		{"", "plain", "plain"},
+		{"", "-", ""},
+		{"", "", ""},
+	} {
+		if got := (&Model{Name: c.name, File: c.file}).DisplayName(); got != c.want {
+			t.Errorf("name %q, file %q: %q, want %q", c.name, c.file, got, c.want)
+		}
+	}
+}

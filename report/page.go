@@ -7,7 +7,6 @@ import (
 	"io"
 	"maps"
 	"math"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -200,14 +199,10 @@ func solverWords(r *solve.Result) string {
 
 // modelName is the model's name, or its file's without the extension.
 func modelName(m *model.Model) string {
-	if m.Name != "" {
-		return m.Name
+	if n := m.DisplayName(); n != "" {
+		return n
 	}
-	base := filepath.Base(m.File)
-	if base == "." || base == string(filepath.Separator) {
-		return "(unnamed)"
-	}
-	return strings.TrimSuffix(base, filepath.Ext(base))
+	return "(unnamed)"
 }
 
 // hasPercentiles reports whether the predictions carry percentiles.

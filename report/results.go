@@ -135,7 +135,7 @@ func Analyze(ctx context.Context, m *model.Model, opts Options) (*Results, error
 	}
 	r := &Results{
 		Perfcast:   ResultsVersion,
-		Model:      m.Name,
+		Model:      m.DisplayName(),
 		Extraction: opts.Extraction,
 		Measured:   opts.Measured,
 		Predicted:  pred,

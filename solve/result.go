@@ -148,10 +148,9 @@ type Solver interface {
 
 // NewResult returns an empty result for a model, with the maps made.
 func NewResult(m *model.Model, solver string) *Result {
-	name := m.Name
 	return &Result{
 		Perfcast:   ResultVersion,
-		Model:      name,
+		Model:      m.DisplayName(),
 		Solver:     solver,
 		Stable:     true,
 		Warnings:   []string{},
