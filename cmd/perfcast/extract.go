@@ -45,6 +45,9 @@ standard output as JSON with --json.`,
 			if out == "" {
 				return usagef("extract needs -o MODEL (or -o - for standard output)")
 			}
+			if err := outputDir(out); err != nil {
+				return err
+			}
 			cfg, err := extractConfig(configPath, metrics)
 			if err != nil {
 				return err

@@ -51,6 +51,9 @@ and seed give the same file, byte for byte.`,
 			if out == "" {
 				return usagef("generate needs -o TRACES (or -o - for standard output)")
 			}
+			if err := outputDir(out); err != nil {
+				return err
+			}
 			if requests <= 0 {
 				return usagef("--requests must be positive, not %d", requests)
 			}

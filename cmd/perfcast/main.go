@@ -10,9 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -128,4 +130,24 @@ func flagError(err error) error {
 	}
 	want := map[string]string{"Uint": "a whole number, at least 0", "Int": "a whole number", "Float": "a number"}[m[3]]
 	return fmt.Errorf("%s: want %s, not %q", m[2], want, m[1])
+}
+
+// outputDir checks, before any work, that the directory an output file
+// goes into exists, so that a mistyped path fails at once rather than
+// after a long solve. "-" (standard output) needs none.
+func outputDir(path string) error {
+	if path == "-" {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s: cannot write there: no directory %s", path, dir)
+	case err != nil:
+		return fmt.Errorf("%s: cannot write there: %w", path, err)
+	case !st.IsDir():
+		return fmt.Errorf("%s: cannot write there: %s is not a directory", path, dir)
+	}
+	return nil
 }

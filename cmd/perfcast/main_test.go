@@ -168,3 +168,22 @@ func TestFlagValueErrors(t *testing.T) {
 		}
 	}
 }
+
+// An output path whose directory does not exist fails before any work,
+// naming the path; standard output needs no directory.
+func TestOutputDirChecked(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-such-dir", "out")
+	for _, args := range [][]string{
+		{"report", "../../examples/models/pipeline.yaml", "-o", missing + ".html"},
+		{"generate", "../../examples/models/pipeline.yaml", "-o", missing + ".json"},
+		{"extract", "../../examples/data/synthetic-shop.otlp.jsonl.gz", "-o", missing + ".yaml"},
+	} {
+		code, _, errs := perfcast(t, args...)
+		if code != 1 || !strings.Contains(errs, "cannot write there: no directory") || !strings.Contains(errs, filepath.Base(args[len(args)-1])) {
+			t.Errorf("%v: exit %d, %q", args, code, errs)
+		}
+	}
+	if err := outputDir("-"); err != nil {
+		t.Errorf("standard output: %v", err)
+	}
+}

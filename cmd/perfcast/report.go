@@ -40,6 +40,9 @@ simulation otherwise.`,
 			if out == "" {
 				return usagef("report needs -o FILE.html (or -o - for standard output)")
 			}
+			if err := outputDir(out); err != nil {
+				return err
+			}
 			if points < 2 {
 				return usagef("--points must be at least 2, not %d", points)
 			}
