@@ -85,7 +85,11 @@ and seed give the same file, byte for byte.`,
 				err = tw.Close()
 			}
 			if err == nil && !res.Stable {
-				err = fmt.Errorf("%s: no steady state at this load (bottleneck %s): %s", a[0], res.Bottleneck, strings.Join(res.Warnings, "; "))
+				asked := ""
+				if rr := res.Resources[res.Bottleneck]; rr != nil && rr.Utilization >= 1 {
+					asked = fmt.Sprintf(", asked %.3g times what it can serve", rr.Utilization)
+				}
+				err = fmt.Errorf("%s: no steady state at this load (bottleneck %s%s): generate at a lower one, with --set 'workload.*.load=F'", a[0], res.Bottleneck, asked)
 			}
 			if err == nil && spans == 0 {
 				err = fmt.Errorf("%s: no spans generated: %s", a[0], strings.Join(res.Warnings, "; "))
