@@ -159,3 +159,24 @@ func TestGenerateErrors(t *testing.T) {
 		t.Errorf("failed runs left files: %v", left)
 	}
 }
+
+// An overloaded model generates nothing; the error says which resource,
+// by how much, and what to do, once.
+func TestGenerateOverloaded(t *testing.T) {
+	dir := t.TempDir()
+	m := filepath.Join(dir, "overload.yaml")
+	if err := os.WriteFile(m, []byte(`perfcast: 1
+hosts: {a: {}}
+components:
+  c: {host: a, operations: {o: {steps: [{cpu: 1ms}]}}}
+workload:
+  w: {open: {rate: 2000/s}, steps: [{call: c/o}]}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := perfcast(t, "generate", m, "-o", filepath.Join(dir, "t.json"), "--requests", "10")
+	want := "no steady state at this load (bottleneck a.cpu, asked 2 times what it can serve): generate at a lower one"
+	if code != 1 || !strings.Contains(errs, want) || strings.Count(errs, "steady state") != 1 {
+		t.Errorf("exit %d, %q; want 1 and %q", code, errs, want)
+	}
+}
