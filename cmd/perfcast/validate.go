@@ -69,8 +69,10 @@ validated again.`,
 			if !calibrate && out != "" {
 				return usagef("-o writes the calibrated model: give --calibrate too")
 			}
-			if err := outputDir(out); calibrate && err != nil {
-				return err
+			if calibrate {
+				if err := outputDir(out); err != nil {
+					return err
+				}
 			}
 			if quartiles < -1 {
 				return usagef("--quartile-requests must be -1, 0 or positive, not %d", quartiles)
