@@ -1026,7 +1026,7 @@ func (g *generator) workloads() {
 		}
 		e := g.s.entries[id]
 		w := &model.Workload{Name: g.workloadName(id), Steps: []model.Step{{Kind: model.StepCall, Target: id}},
-			Params: g.workloadParams(e, g.bins)}
+			Params: g.workloadParams([]*entryStats{e}, g.bins)}
 		rate := 0.0
 		if span > 0 {
 			rate = round(float64(e.count)/span, 4)

@@ -309,16 +309,29 @@ func formatBound(v float64) string {
 	return strconv.FormatFloat(round(v, 3), 'g', -1, 64)
 }
 
-// workloadParams gives a workload's parameters as model params.
-func (g *generator) workloadParams(e *entryStats, bins map[string]map[string]string) []*model.Param {
+// workloadParams gives the parameters of a workload whose requests enter
+// at the given operations as model params, their values' probabilities
+// over all of them.
+func (g *generator) workloadParams(entries []*entryStats, bins map[string]map[string]string) []*model.Param {
+	byParam := map[string]map[string]int64{}
+	for _, e := range entries {
+		for p, byBucket := range e.params {
+			if byParam[p] == nil {
+				byParam[p] = map[string]int64{}
+			}
+			for b, n := range byBucket {
+				byParam[p][b] += n
+			}
+		}
+	}
 	var out []*model.Param
-	for _, p := range slices.Sorted(maps.Keys(e.params)) {
+	for _, p := range slices.Sorted(maps.Keys(byParam)) {
 		labels := bins[p]
 		if labels == nil {
 			continue
 		}
 		byLabel := map[string]int64{}
-		for b, n := range e.params[p] {
+		for b, n := range byParam[p] {
 			byLabel[labels[b]] += n
 		}
 		values := slices.Sorted(maps.Keys(byLabel))

@@ -74,6 +74,12 @@ const modelError = 0.10
 type observed struct {
 	rt, x estimate            // workload response time and throughput
 	util  map[string]estimate // per CPU resource
+	// rtOf is the response time of the requests entering at each
+	// operation (COMPONENT/OPERATION).
+	rtOf map[string]estimate
+	// seconds is the simulated time from the first request's start to the
+	// last's.
+	seconds float64
 	// offCPU is, per operation, the mean of its spans' own time (duration
 	// minus calls) minus their CPU time: the waiting for a CPU under
 	// processor sharing, as the known model has no delays.
@@ -136,6 +142,7 @@ func generate(t testing.TB, m *model.Model, seed uint64, requests int64, dir str
 	width := (last - first) / batches
 	batch := func(x float64) int { return min(int((x-first)/width), batches-1) }
 	rtSum, count := make([]float64, batches), make([]float64, batches)
+	rtSumOf, countOf := map[string][]float64{}, map[string][]float64{}
 	cpu := map[string][]float64{}
 	hostOf := map[string]string{}
 	for _, c := range m.Components {
@@ -146,6 +153,12 @@ func generate(t testing.TB, m *model.Model, seed uint64, requests int64, dir str
 			b := batch(s.Start)
 			rtSum[b] += s.End - s.Start
 			count[b]++
+			id := s.Component + "/" + s.Operation
+			if rtSumOf[id] == nil {
+				rtSumOf[id], countOf[id] = make([]float64, batches), make([]float64, batches)
+			}
+			rtSumOf[id][b] += s.End - s.Start
+			countOf[id][b]++
 		}
 		if s.CPU > 0 && s.Start >= first && s.Start <= last {
 			res := hostOf[s.Component]
@@ -155,7 +168,8 @@ func generate(t testing.TB, m *model.Model, seed uint64, requests int64, dir str
 			cpu[res][batch(s.Start)] += s.CPU
 		}
 	}
-	o := &observed{util: map[string]estimate{}, offCPU: map[string]float64{}, spans: len(spans), path: path}
+	o := &observed{util: map[string]estimate{}, offCPU: map[string]float64{}, spans: len(spans), path: path,
+		rtOf: map[string]estimate{}, seconds: last - first}
 	calls := map[uint64]float64{}
 	for _, s := range spans {
 		if s.Kind == sim.SpanClient {
@@ -179,6 +193,13 @@ func generate(t testing.TB, m *model.Model, seed uint64, requests int64, dir str
 		x[b] = count[b] / width
 	}
 	o.rt, o.x = batchEstimate(rt), batchEstimate(x)
+	for id, sum := range rtSumOf {
+		v := make([]float64, batches)
+		for b := range v {
+			v[b] = sum[b] / countOf[id][b]
+		}
+		o.rtOf[id] = batchEstimate(v)
+	}
 	for res, v := range cpu {
 		servers := float64(m.Servers(res))
 		u := make([]float64, batches)

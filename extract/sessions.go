@@ -143,8 +143,13 @@ func (g *generator) sessionWorkloadModel(entries map[string]bool) *model.Workloa
 	if users < 1 {
 		users = 1
 	}
-	w := &model.Workload{Name: sessionWorkload, Closed: &model.Closed{Users: users, Think: g.fit("think time", ss.think)}}
 	ids := slices.Sorted(maps.Keys(entries))
+	stats := make([]*entryStats, len(ids))
+	for i, id := range ids {
+		stats[i] = g.s.entries[id]
+	}
+	w := &model.Workload{Name: sessionWorkload, Closed: &model.Closed{Users: users, Think: g.fit("think time", ss.think)},
+		Params: g.workloadParams(stats, g.bins)}
 	if len(ids) == 1 {
 		w.Steps = []model.Step{{Kind: model.StepCall, Target: ids[0]}}
 	} else {

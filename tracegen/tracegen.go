@@ -156,6 +156,9 @@ func Convert(s *sim.Span, opts *Options) *ingest.Span {
 		out.CPUTime = s.CPU
 	}
 	out.PeerService = s.Peer
+	for _, a := range s.Attrs {
+		out.Extra = append(out.Extra, ingest.Attr{Key: a.Key, Value: a.Value})
+	}
 	if s.Error {
 		out.Status = ingest.StatusError
 	}
@@ -293,6 +296,9 @@ func Traces(spans []*ingest.Span) ptrace.Traces {
 		}
 		if s.HasCPUTime() {
 			a.PutDouble("perfcast.cpu.time", s.CPUTime)
+		}
+		for _, x := range s.Extra {
+			a.PutStr(x.Key, x.Value)
 		}
 	}
 	return td

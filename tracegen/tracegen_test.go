@@ -282,3 +282,78 @@ func TestWriteError(t *testing.T) {
 		t.Error("no error from a failing writer")
 	}
 }
+
+// TestRootAttributes checks that the root span of each trace carries the
+// request's parameter and, for a closed workload, the user's session.id,
+// in both formats, and that no other span does.
+func TestRootAttributes(t *testing.T) {
+	m, err := model.Parse([]byte(`perfcast: 1
+hosts: {h: {}}
+components:
+  web:
+    host: h
+    operations:
+      get: {steps: [{cpu: exp(1ms)}, {call: web/part}]}
+      part: {steps: [{cpu: exp(1ms)}]}
+workload:
+  people:
+    closed: {users: 5, think: exp(50ms)}
+    params: {size: {pmf: {small: 0.5, large: 0.5}}}
+    steps: [{call: web/get}]
+  bots: {open: {rate: 20/s}, steps: [{call: web/part}]}
+`), "attrs.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spans []*sim.Span
+	if _, err := sim.Record(context.Background(), m, sim.RecordOptions{Seed: 2, Requests: 600},
+		func(s *sim.Span) error { spans = append(spans, s); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []Format{OTLPJSON, OTLPProto} {
+		path, _ := write(t, spans, Options{Format: f})
+		r, err := ingest.Open([]string{path}, ingest.Options{Attributes: []string{"size", sim.SessionAttr}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		users, sizes, bots := map[string]int{}, map[string]int{}, 0
+		for {
+			s, err := r.Next(context.Background())
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			user, hasUser := s.Lookup(sim.SessionAttr)
+			size, hasSize := s.Lookup("size")
+			switch {
+			case !s.ParentID.IsZero():
+				if hasUser || hasSize {
+					t.Fatalf("%s: span %s under a parent carries %v", f, s.Name, s.Extra)
+				}
+			case s.Name == "get":
+				if !hasUser || !hasSize {
+					t.Fatalf("%s: root span of people's request carries %v", f, s.Extra)
+				}
+				users[user]++
+				sizes[size]++
+			default:
+				if hasUser || hasSize {
+					t.Fatalf("%s: root span of an open request carries %v", f, s.Extra)
+				}
+				bots++
+			}
+		}
+		r.Close()
+		if len(users) != 5 || users["people-1"] == 0 || users["people-5"] == 0 {
+			t.Errorf("%s: users %v, want people-1 to people-5", f, users)
+		}
+		if len(sizes) != 2 || sizes["small"] == 0 || sizes["large"] == 0 {
+			t.Errorf("%s: sizes %v", f, sizes)
+		}
+		if bots == 0 {
+			t.Errorf("%s: no open requests", f)
+		}
+	}
+}

@@ -42,6 +42,10 @@ operation. Server and consumer spans carry perfcast.cpu.time, the CPU time of
 their cpu steps, unless --no-cpu-time; with --external-spans, delay steps
 appear as CLIENT spans with peer.service "external" and no server span.
 Replicas are hosts HOST-1, HOST-2, ...; service.instance.id is COMPONENT-N.
+A trace's root span carries the request's parameters (the workload's params,
+by name) and, for a closed workload, session.id naming the user
+(WORKLOAD-N): "perfcast extract --config" with params: and session: reads
+them back.
 
 The run starts with an empty system and no warm-up is cut. It writes the
 first --requests requests to complete, every one whole. The same model, flags

@@ -165,6 +165,8 @@ type workloadInfo struct {
 	users  int32
 	think  sampler
 	params [][]float64 // cumulative probabilities per parameter
+	// paramDefs are the parameters, for the spans' attributes.
+	paramDefs []*model.Param
 }
 
 // program is a model compiled for simulation. It is read-only while
@@ -312,6 +314,7 @@ func compile(m *model.Model) (*program, error) {
 				cum[i] = s
 			}
 			wi.params = append(wi.params, cum)
+			wi.paramDefs = append(wi.paramDefs, prm)
 		}
 		if err := c.steps(w.Steps, -1); err != nil {
 			return nil, fmt.Errorf("workload %q: %w", w.Name, err)

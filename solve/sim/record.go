@@ -38,6 +38,15 @@ func (k SpanKind) String() string {
 // steps (RecordOptions.ExternalSpans).
 const ExternalPeer = "external"
 
+// SessionAttr is the attribute that names the user of a closed workload on
+// the root spans of its requests, as OpenTelemetry's session.id does.
+const SessionAttr = "session.id"
+
+// Attr is an attribute of a recorded span.
+type Attr struct {
+	Key, Value string
+}
+
 // Span is one span the simulated system emits, as OpenTelemetry
 // instrumentation of its components would record it. Times are simulated
 // seconds since the start of the run.
@@ -56,6 +65,11 @@ const ExternalPeer = "external"
 //   - With RecordOptions.ExternalSpans, a delay step inside an operation
 //     gives a CLIENT span with no child, named after the operation, whose
 //     peer is ExternalPeer: an uninstrumented external call.
+//   - The root span of a trace carries the request's parameters (the
+//     workload's params, one attribute each, named as in the model) and,
+//     for a closed workload, SessionAttr naming the user: the workload's
+//     name, a hyphen and the user's number from 1. Every trace a request
+//     starts carries the same values.
 type Span struct {
 	// Trace numbers the trace, from 1; every workload-level call or send
 	// starts a new one.
@@ -86,6 +100,8 @@ type Span struct {
 	// Error is set on the spans of an execution that failed because a queue
 	// it had to enter was full (on_full: drop).
 	Error bool
+	// Attrs are the request's parameters and session, on root spans only.
+	Attrs []Attr
 }
 
 // RecordOptions configure Record.
@@ -344,8 +360,25 @@ func (r *recorder) begin(e *engine, t *task) {
 		kind, parent = SpanConsumer, tr.producer
 	}
 	s := r.span(e, tr, kind, t.op, t.rep, parent)
+	if parent == 0 {
+		s.Attrs = r.rootAttrs(e.reqs[t.req])
+	}
 	tr.stack = append(tr.stack, callRec{client: tr.pending, server: s})
 	tr.pending = nil
+}
+
+// rootAttrs are the attributes of the root spans of request q.
+func (r *recorder) rootAttrs(q *request) []Attr {
+	w := &r.p.workloads[q.wl]
+	var a []Attr
+	for i, v := range q.params {
+		prm := w.paramDefs[i]
+		a = append(a, Attr{Key: prm.Name, Value: prm.Values[v]})
+	}
+	if q.user >= 0 {
+		a = append(a, Attr{Key: SessionAttr, Value: w.name + "-" + strconv.Itoa(int(q.user)+1)})
+	}
+	return a
 }
 
 // started moves the start of t's operation span to now: the operation has
