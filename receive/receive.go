@@ -14,7 +14,6 @@
 package receive
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -32,6 +31,7 @@ import (
 
 	"github.com/perfcast/perfcast/extract"
 	"github.com/perfcast/perfcast/ingest"
+	"github.com/perfcast/perfcast/internal/atomicfile"
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/trace"
 )
@@ -341,11 +341,11 @@ func (r *Receiver) checkpoint(now time.Time, withModel, final bool) error {
 	if err := r.st.Save(&saved); err != nil {
 		return fmt.Errorf("receive: %w", err)
 	}
-	if err := writeAtomic(filepath.Join(r.opts.Dir, StateFile), func(w io.Writer) error {
+	if err := atomicfile.Write(filepath.Join(r.opts.Dir, StateFile), func(w io.Writer) error {
 		_, err := w.Write(saved.Bytes())
 		return err
 	}); err != nil {
-		return err
+		return fmt.Errorf("receive: %w", err)
 	}
 	r.lastSave, r.savedAt, r.savedTraces = now, r.asm.Received(), r.st.Traces
 	r.checkpts++
@@ -368,46 +368,18 @@ func (r *Receiver) checkpoint(now time.Time, withModel, final bool) error {
 		r.log.Warn("no model made", "error", err)
 		return nil
 	}
-	if err := writeAtomic(filepath.Join(r.opts.Dir, ModelFile), func(w io.Writer) error {
+	if err := atomicfile.Write(filepath.Join(r.opts.Dir, ModelFile), func(w io.Writer) error {
 		return m.Encode(w, model.YAML)
 	}); err != nil {
-		return err
+		return fmt.Errorf("receive: %w", err)
 	}
-	return writeAtomic(filepath.Join(r.opts.Dir, ReportFile), func(w io.Writer) error {
+	if err := atomicfile.Write(filepath.Join(r.opts.Dir, ReportFile), func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
 		return enc.Encode(rep)
-	})
-}
-
-// writeAtomic writes a file through a temporary one renamed over it, so
-// that a reader, or a crash, never sees half of it.
-func writeAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
+	}); err != nil {
 		return fmt.Errorf("receive: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	bw := bufio.NewWriterSize(tmp, 1<<16)
-	err = write(bw)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if err == nil {
-		err = tmp.Chmod(0o644)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		return fmt.Errorf("receive: write %s: %w", path, err)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/perfcast/perfcast/extract"
+	"github.com/perfcast/perfcast/internal/atomicfile"
 	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/report"
@@ -175,26 +176,15 @@ func writeResults(path string, r *report.Results) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write results: %w", err)
-	}
-	return nil
+	return atomicfile.Write(path, func(w io.Writer) error {
+		_, err := w.Write(append(data, '\n'))
+		return err
+	})
 }
 
 // writeHTML writes the report page to a file.
 func writeHTML(path string, m *model.Model, r *report.Results) error {
-	file, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("write report: %w", err)
-	}
-	if err := report.Write(file, m, r); err != nil {
-		file.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := file.Close(); err != nil {
-		return fmt.Errorf("write report: %w", err)
-	}
-	return nil
+	return atomicfile.Write(path, func(w io.Writer) error { return report.Write(w, m, r) })
 }
 
 // writeFindings prints the answers in a few lines: the bottleneck, where it

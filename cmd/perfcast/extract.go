@@ -4,13 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/perfcast/perfcast/extract"
+	"github.com/perfcast/perfcast/internal/atomicfile"
 	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/model"
 )
@@ -95,19 +95,11 @@ func writeModel(w io.Writer, path string, m *model.Model) error {
 	if path == "-" {
 		return m.Encode(w, model.YAML)
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("write model: %w", err)
-	}
 	format := model.YAML
 	if strings.HasSuffix(path, ".json") {
 		format = model.JSON
 	}
-	if err := m.Encode(f, format); err != nil {
-		f.Close()
-		return fmt.Errorf("write model %s: %w", path, err)
-	}
-	return f.Close()
+	return atomicfile.Write(path, func(w io.Writer) error { return m.Encode(w, format) })
 }
 
 // writeReport prints the extraction report for a person.

@@ -5,12 +5,11 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/perfcast/perfcast/internal/atomicfile"
 	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/solve/sim"
 	"github.com/perfcast/perfcast/tracegen"
@@ -125,35 +124,29 @@ and seed give the same file, byte for byte.`,
 	return cmd
 }
 
-// output is a file being written: to a temporary name, renamed when
-// complete, so that a failed run leaves no partial file behind.
+// output is where the traces go: standard output, or a file written
+// through a temporary one, so that a failed run leaves no partial file.
 type output struct {
-	w      io.Writer
-	path   string
-	file   *os.File
-	buf    *bufio.Writer
-	gz     *gzip.Writer
-	stdout bool
+	w    io.Writer
+	file *atomicfile.File
+	buf  *bufio.Writer // standard output's
+	gz   *gzip.Writer
 }
 
 func createOutput(stdout io.Writer, path string) (*output, error) {
+	o := &output{}
 	if path == "-" {
-		b := bufio.NewWriter(stdout)
-		return &output{w: b, buf: b, stdout: true}, nil
+		o.buf = bufio.NewWriter(stdout)
+		o.w = o.buf
+	} else {
+		f, err := atomicfile.Create(path)
+		if err != nil {
+			return nil, err
+		}
+		o.file, o.w = f, f
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return nil, fmt.Errorf("write traces: %w", err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return nil, fmt.Errorf("write traces: %w", err)
-	}
-	o := &output{path: path, file: f, buf: bufio.NewWriterSize(f, 1<<16)}
-	o.w = o.buf
 	if strings.HasSuffix(path, ".gz") {
-		o.gz = gzip.NewWriter(o.buf)
+		o.gz = gzip.NewWriter(o.w)
 		o.w = o.gz
 	}
 	return o, nil
@@ -163,31 +156,20 @@ func (o *output) commit() error {
 	if o.gz != nil {
 		if err := o.gz.Close(); err != nil {
 			o.abort()
-			return fmt.Errorf("write %s: %w", o.path, err)
+			return fmt.Errorf("write traces: %w", err)
 		}
 	}
+	if o.file != nil {
+		return o.file.Commit()
+	}
 	if err := o.buf.Flush(); err != nil {
-		o.abort()
-		return fmt.Errorf("write %s: %w", o.path, err)
-	}
-	if o.stdout {
-		return nil
-	}
-	if err := o.file.Close(); err != nil {
-		os.Remove(o.file.Name())
-		return fmt.Errorf("write %s: %w", o.path, err)
-	}
-	if err := os.Rename(o.file.Name(), o.path); err != nil {
-		os.Remove(o.file.Name())
-		return fmt.Errorf("write %s: %w", o.path, err)
+		return fmt.Errorf("write traces: %w", err)
 	}
 	return nil
 }
 
 func (o *output) abort() {
-	if o.stdout {
-		return
+	if o.file != nil {
+		o.file.Abort()
 	}
-	o.file.Close()
-	os.Remove(o.file.Name())
 }

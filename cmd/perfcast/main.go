@@ -149,5 +149,8 @@ func outputDir(path string) error {
 	case !st.IsDir():
 		return fmt.Errorf("%s: cannot write there: %s is not a directory", path, dir)
 	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("%s: cannot write there: it is a directory (name a file in it)", path)
+	}
 	return nil
 }

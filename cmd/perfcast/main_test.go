@@ -186,4 +186,13 @@ func TestOutputDirChecked(t *testing.T) {
 	if err := outputDir("-"); err != nil {
 		t.Errorf("standard output: %v", err)
 	}
+	// A directory where a file is wanted fails before any work too.
+	dir := t.TempDir()
+	code, _, errs := perfcast(t, "extract", "../../examples/data/synthetic-shop.otlp.jsonl.gz", "-o", dir)
+	if code != 1 || !strings.Contains(errs, "it is a directory") {
+		t.Errorf("extract -o DIRECTORY: exit %d, %q", code, errs)
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 0 {
+		t.Errorf("extract -o DIRECTORY left %v", es)
+	}
 }
