@@ -3,6 +3,7 @@ package extract
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"container/heap"
 	"encoding/json"
@@ -195,14 +196,15 @@ type savedConcurrency struct {
 }
 
 type savedSessions struct {
-	Requests   int64            `json:"requests"`
-	Resp       *savedSample     `json:"resp"`
-	Think      *savedSample     `json:"think"`
-	ByEntry    map[string]int64 `json:"by_entry"`
-	Last       map[string]int64 `json:"last"`
-	Latest     int64            `json:"latest"`
-	Sessions   int64            `json:"sessions"`
-	OutOfOrder int64            `json:"out_of_order"`
+	Requests   int64                       `json:"requests"`
+	Resp       *savedSample                `json:"resp"`
+	Think      *savedSample                `json:"think"`
+	ByEntry    map[string]int64            `json:"by_entry"`
+	Last       map[string]int64            `json:"last"`
+	Pending    map[string][]sessionRequest `json:"pending,omitempty"`
+	Latest     int64                       `json:"latest"`
+	Sessions   int64                       `json:"sessions"`
+	OutOfOrder int64                       `json:"out_of_order"`
 }
 
 type savedHostWindows struct {
@@ -284,7 +286,7 @@ func (s *State) snapshot() *savedState {
 	if ss := s.sessions; ss != nil {
 		v.Sessions = &savedSessions{
 			Requests: ss.requests, Resp: saveSample(ss.resp), Think: saveSample(ss.think),
-			ByEntry: ss.byEntry, Last: ss.last, Latest: ss.latest, Sessions: ss.sessions, OutOfOrder: ss.outOfOrder,
+			ByEntry: ss.byEntry, Last: ss.last, Pending: ss.pending, Latest: ss.latest, Sessions: ss.sessions, OutOfOrder: ss.outOfOrder,
 		}
 	}
 	if len(s.siteTimes) > 0 {
@@ -495,7 +497,12 @@ func (v *savedState) restore() (*State, error) {
 		}
 		s.sessions = &sessionStats{
 			requests: ss.Requests, resp: resp, think: think, byEntry: orEmpty(ss.ByEntry), last: orEmpty(ss.Last),
-			latest: ss.Latest, sessions: ss.Sessions, outOfOrder: ss.OutOfOrder,
+			pending: orEmpty(ss.Pending), latest: ss.Latest, sessions: ss.Sessions, outOfOrder: ss.OutOfOrder,
+		}
+		for id, rs := range s.sessions.pending {
+			if !slices.IsSortedFunc(rs, func(a, b sessionRequest) int { return cmp.Compare(a.Start, b.Start) }) {
+				return nil, fmt.Errorf("sessions: session %q: pending requests out of order", id)
+			}
 		}
 	}
 	for k, sv := range v.SiteTimes {

@@ -20,9 +20,16 @@ import (
 // request starts a new one and no think time is measured across the gap.
 const sessionTimeout = int64(30 * 60e9)
 
-// sessionSweep is how many session requests pass between evictions of
-// sessions that have timed out.
+// sessionSweep is how many session requests pass between sweeps of every
+// session: requests placed, sessions that have timed out evicted.
 const sessionSweep = 10000
+
+// sessionLag is how long a request of a session waits, in the time of the
+// latest request folded, before its think time is taken: trees are folded
+// in the order they complete (an exporter's batch holds one service's spans
+// together, a long request completes after a short one that followed it),
+// and a session's requests have to be taken in the order they started.
+const sessionLag = int64(120e9)
 
 // sessionWorkload is the name of the closed workload of sessions.
 const sessionWorkload = "sessions"
@@ -38,20 +45,31 @@ type sessionStats struct {
 	think    *sample
 	// byEntry counts session requests per entry operation.
 	byEntry map[string]int64
-	// last holds, per open session, the end of its latest request.
-	last   map[string]int64
+	// last holds, per open session, the end of its latest request placed.
+	last map[string]int64
+	// pending holds, per session, the requests folded but not yet placed,
+	// in order of start.
+	pending map[string][]sessionRequest
+	// latest is the latest start of a request folded.
 	latest int64
 	// sessions counts the distinct sessions seen (a session that times out
 	// and comes back counts again).
 	sessions int64
 	// outOfOrder counts requests that started before their session's
 	// previous request ended: concurrent requests of one session, or trees
-	// delivered out of order; no think time is taken from them.
+	// delivered more than sessionLag late; no think time is taken from them.
 	outOfOrder int64
 }
 
+// sessionRequest is when a request of a session started and ended.
+type sessionRequest struct {
+	Start int64 `json:"start"`
+	End   int64 `json:"end"`
+}
+
 func newSessionStats() *sessionStats {
-	return &sessionStats{resp: newSample(), think: newSample(), byEntry: map[string]int64{}, last: map[string]int64{}}
+	return &sessionStats{resp: newSample(), think: newSample(), byEntry: map[string]int64{},
+		last: map[string]int64{}, pending: map[string][]sessionRequest{}}
 }
 
 // foldSession records a request of a session entering at n.
@@ -71,31 +89,75 @@ func (s *State) foldSession(entry string, n *trace.Node, cfg *Config) {
 	ss.requests++
 	ss.byEntry[entry]++
 	ss.resp.add(seconds(n.Duration()))
-	start, end := n.Span.Start, n.Span.End
-	ss.latest = max(ss.latest, start)
-	if last, ok := ss.last[id]; ok && start-last < sessionTimeout {
-		if start >= last {
-			ss.think.add(seconds(start - last))
+	ss.latest = max(ss.latest, n.Span.Start)
+	ss.pending[id] = insertRequest(ss.pending[id], sessionRequest{n.Span.Start, n.Span.End})
+	ss.placeBefore(id, ss.latest-sessionLag)
+	if ss.requests%sessionSweep == 0 {
+		ss.sweep(ss.latest - sessionLag)
+	}
+}
+
+// insertRequest adds q to requests kept in order of start (then of end).
+func insertRequest(rs []sessionRequest, q sessionRequest) []sessionRequest {
+	i := len(rs)
+	for i > 0 && (rs[i-1].Start > q.Start || rs[i-1].Start == q.Start && rs[i-1].End > q.End) {
+		i--
+	}
+	return slices.Insert(rs, i, q)
+}
+
+// placeBefore takes the think times of session id's pending requests that
+// started before the given time, in order of start.
+func (ss *sessionStats) placeBefore(id string, before int64) {
+	rs := ss.pending[id]
+	i := 0
+	for ; i < len(rs) && rs[i].Start < before; i++ {
+		ss.place(id, rs[i])
+	}
+	switch {
+	case i == len(rs):
+		delete(ss.pending, id)
+	case i > 0:
+		ss.pending[id] = slices.Clone(rs[i:])
+	}
+}
+
+// place takes the think time before request q of session id: from the end
+// of the session's previous request to q's start.
+func (ss *sessionStats) place(id string, q sessionRequest) {
+	if last, ok := ss.last[id]; ok && q.Start-last < sessionTimeout {
+		if q.Start >= last {
+			ss.think.add(seconds(q.Start - last))
 		} else {
 			ss.outOfOrder++
 		}
-		ss.last[id] = max(last, end)
-	} else {
-		ss.sessions++
-		ss.last[id] = end
+		ss.last[id] = max(last, q.End)
+		return
 	}
-	if ss.requests%sessionSweep == 0 {
-		for sid, last := range ss.last {
-			if ss.latest-last > sessionTimeout {
-				delete(ss.last, sid)
-			}
+	ss.sessions++
+	ss.last[id] = q.End
+}
+
+// sweep places every session's requests that started before the given
+// time, in order of session id so that the sums are the same in every run,
+// and forgets the sessions that have timed out.
+func (ss *sessionStats) sweep(before int64) {
+	for _, id := range slices.Sorted(maps.Keys(ss.pending)) {
+		ss.placeBefore(id, before)
+	}
+	for id, last := range ss.last {
+		if ss.latest-last > sessionTimeout && ss.pending[id] == nil {
+			delete(ss.last, id)
 		}
 	}
 }
 
-// merge adds the sessions of o. A session split between the two states
-// loses the think time across the split.
+// merge adds the sessions of o. Each state's pending requests are placed
+// first, in that state's own order; a session split between the two
+// states loses the think time across the split.
 func (ss *sessionStats) merge(o *sessionStats) {
+	ss.sweep(math.MaxInt64)
+	o.sweep(math.MaxInt64)
 	ss.requests += o.requests
 	ss.resp.merge(o.resp)
 	ss.think.merge(o.think)
@@ -133,6 +195,7 @@ func (g *generator) sessionWorkloadModel(entries map[string]bool) *model.Workloa
 	if ss == nil || len(entries) == 0 || span <= 0 {
 		return nil
 	}
+	ss.sweep(math.MaxInt64)
 	var n int64
 	for id := range entries {
 		n += ss.byEntry[id]

@@ -1,8 +1,10 @@
 package extract
 
 import (
+	"bytes"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"testing"
@@ -96,4 +98,71 @@ func TestSessionsBecomeClosedWorkload(t *testing.T) {
 	}
 	d := m.Demands(w)
 	within(t, "share of GET /b", d.Visits["web/GET /b"], 0.3, math.Sqrt(0.21/n))
+}
+
+// TestSessionsFoldedOutOfOrder folds the requests of sessions in an order
+// other than their starts', as trees complete: blocks of 64 reversed. The
+// think times are still taken between consecutive requests of a session
+// and none counts as concurrent. Folded in two halves, one state saved and
+// loaded, then merged, only the think times across the split are lost.
+func TestSessionsFoldedOutOfOrder(t *testing.T) {
+	const users = 50
+	cfg := &Config{Session: "session.id"}
+	spans := sessionTraces(users, 2000, 5)
+	for i := 0; i < len(spans); i += 64 {
+		slices.Reverse(spans[i:min(i+64, len(spans))])
+	}
+	fold := func(st *State, spans []*ingest.Span) {
+		t.Helper()
+		a := trace.New(trace.Options{}, func(tr *trace.Tree) error {
+			st.Fold(tr, cfg)
+			return nil
+		})
+		for _, s := range spans {
+			if err := a.Add(s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := NewState()
+	fold(st, spans)
+	m, rep := st.Model("sessions", cfg)
+	ss := st.sessions
+	if ss.outOfOrder != 0 {
+		t.Errorf("%d requests counted as concurrent; none is", ss.outOfOrder)
+	}
+	n := float64(ss.think.n)
+	if want := float64(len(spans) - users); n != want {
+		t.Errorf("%g think times, want %g (one per request but each session's first)", n, want)
+	}
+	w := m.Workloads[0]
+	within(t, "think mean", w.Closed.Think.Mean(), 2, 2/math.Sqrt(n))
+	if d := w.Closed.Users - users; d < -1 || d > 1 {
+		t.Errorf("users %d, want %d\n%v", w.Closed.Users, users, rep.Evidence)
+	}
+
+	// Folded in two halves into two states, the second saved and loaded,
+	// then merged.
+	a, b := NewState(), NewState()
+	half := len(spans) / 2
+	fold(a, spans[:half])
+	var buf bytes.Buffer
+	if err := a.Save(&buf); err != nil {
+		t.Fatal(err)
+	}
+	a2, err := LoadState(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fold(b, spans[half:])
+	a2.Merge(b)
+	m2, _ := a2.Model("sessions", cfg)
+	// Each session loses the think time across the split, and no more.
+	if got, want := float64(a2.sessions.think.n), n-users; got != want || a2.sessions.outOfOrder != 0 {
+		t.Errorf("split and merged: %g think times (want %g), %d counted as concurrent", got, want, a2.sessions.outOfOrder)
+	}
+	within(t, "split and merged think mean", m2.Workloads[0].Closed.Think.Mean(), 2, 2/math.Sqrt(n))
 }
