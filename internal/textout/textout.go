@@ -29,12 +29,15 @@ func Sig3(v float64) string {
 
 // DurationParts chooses a unit for a time in seconds (ns, µs, ms, s, min, h) and
 // returns the number in that unit, the unit, and the factor from seconds to
-// it.
+// it. A time under half a nanosecond, the resolution of traces, is "0 ns".
 func DurationParts(sec float64) (num, unit string, scale float64) {
 	a := math.Abs(sec)
 	switch {
 	case sec == 0 || math.IsNaN(sec) || math.IsInf(sec, 0):
 		return Sig3(sec), "s", 1
+	case a < 0.5e-9:
+		// Below the nanosecond that traces resolve: rounding noise.
+		return "0", "ns", 1e9
 	case a < 1e-6:
 		return Sig3(sec * 1e9), "ns", 1e9
 	case a < 1e-3:

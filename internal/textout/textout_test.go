@@ -31,7 +31,7 @@ func TestSig3(t *testing.T) {
 
 func TestDuration(t *testing.T) {
 	for v, want := range map[float64]string{
-		0: "0 s", 2.67e-8: "26.7 ns", 250e-6: "250 µs", 0.0125: "12.5 ms", 3: "3.00 s", 900: "15.0 min", 7200 * 6: "12.0 h",
+		0: "0 s", 5.19e-18: "0 ns", -3e-12: "0 ns", 2.67e-8: "26.7 ns", 250e-6: "250 µs", 0.0125: "12.5 ms", 3: "3.00 s", 900: "15.0 min", 7200 * 6: "12.0 h",
 	} {
 		if got := Duration(v); got != want {
 			t.Errorf("Duration(%g) = %q, want %q", v, got, want)
