@@ -115,10 +115,17 @@ func Resources(m *model.Model) []string { return slices.Sorted(maps.Keys(resourc
 // replicas: cores, disk servers, threads, units of passive resources.
 func resourceCapacity(m *model.Model) map[string]int {
 	c := map[string]int{}
+	eachResource(m, func(name string, servers, replicas int) { c[name] = servers * replicas })
+	return c
+}
+
+// eachResource calls f with every resource of m, the servers of one replica
+// and the replicas.
+func eachResource(m *model.Model, f func(name string, servers, replicas int)) {
 	for _, h := range m.Hosts {
-		c[model.CPUResource(h.Name)] = h.CPU.Cores * h.Replicas
+		f(model.CPUResource(h.Name), h.CPU.Cores, h.Replicas)
 		for _, d := range h.Disks {
-			c[model.DiskResource(h.Name, d.Name)] = d.Servers * h.Replicas
+			f(model.DiskResource(h.Name, d.Name), d.Servers, h.Replicas)
 		}
 	}
 	for _, comp := range m.Components {
@@ -127,7 +134,7 @@ func resourceCapacity(m *model.Model) map[string]int {
 			if h := m.Host(comp.Host); h != nil {
 				replicas = h.Replicas
 			}
-			c[model.ThreadsResource(comp.Name)] = comp.Threads * replicas
+			f(model.ThreadsResource(comp.Name), comp.Threads, replicas)
 		}
 	}
 	for _, p := range m.Passive {
@@ -135,9 +142,38 @@ func resourceCapacity(m *model.Model) map[string]int {
 		if h := m.Host(p.Host); h != nil && p.Host != "" {
 			replicas = h.Replicas
 		}
-		c[p.Name] = p.Capacity * replicas
+		f(p.Name, p.Capacity, replicas)
 	}
-	return c
+}
+
+// NoLoad is the warning of a result whose model sends no requests.
+const NoLoad = "no workload sends requests (all open rates and user counts are zero)"
+
+// HasLoad reports whether some workload of m sends requests.
+func HasLoad(m *model.Model) bool {
+	for _, w := range m.Workloads {
+		if w.Open != nil && w.Open.Rate > 0 || w.Closed != nil && w.Closed.Users > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// FillIdle writes the result of a model that sends no requests, whichever
+// solver is asked: every workload and resource, at zero, and the NoLoad
+// warning. No response time is given, for there is no request.
+func FillIdle(res *Result, m *model.Model) {
+	res.Warnings = append(res.Warnings, NoLoad)
+	for _, w := range m.Workloads {
+		res.Workloads[w.Name] = &WorkloadResult{}
+	}
+	eachResource(m, func(name string, _, replicas int) {
+		rr := &ResourceResult{}
+		if replicas > 1 {
+			rr.PerReplica = make([]float64, replicas)
+		}
+		res.Resources[name] = rr
+	})
 }
 
 // maxBoundDepth guards the recursions below.

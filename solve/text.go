@@ -155,6 +155,10 @@ func sortedTextKeys[V any](m map[string]V) []string {
 
 // timeColumns renders the mean (with its interval) and the percentiles.
 func timeColumns(t *Times) []string {
+	if t.Mean == 0 && t.CI95 == nil && t.P50 == nil {
+		// No request was served: there is no time to give.
+		return []string{"-", "-", "-", "-", "-"}
+	}
 	p := func(v *float64) string {
 		if v == nil {
 			return "-"

@@ -119,6 +119,24 @@ func TestWriteTextUnstable(t *testing.T) {
 	}
 }
 
+func TestWriteTextNoRequests(t *testing.T) {
+	r := &Result{Model: "m", Solver: "mva", Stable: true,
+		Workloads: map[string]*WorkloadResult{"idle": {}, "busy": {Throughput: 2, ResponseTime: Times{Mean: 0.5}}}}
+	var b strings.Builder
+	if err := WriteText(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(b.String(), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) > 2 && f[0] == "idle" && f[2] != "-":
+			t.Errorf("a workload with no request has a mean response time: %q", line)
+		case len(f) > 2 && f[0] == "busy" && f[2] != "500":
+			t.Errorf("busy workload: %q", line)
+		}
+	}
+}
+
 type failingWriter struct{}
 
 func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }

@@ -97,9 +97,13 @@ func writeSweep(w io.Writer, vs []whatif.Vary, points []whatif.Point) error {
 		}
 		r := p.Result
 		for _, name := range wls {
-			if wr := r.Workloads[name]; wr != nil && r.Stable {
+			wr := r.Workloads[name]
+			switch {
+			case wr != nil && r.Stable && wr.Throughput == 0 && wr.ResponseTime.Mean == 0:
+				fmt.Fprint(tw, "0/s\t-\t") // no request: no response time
+			case wr != nil && r.Stable:
 				fmt.Fprintf(tw, "%.4g/s\t%s\t", wr.Throughput, textout.Duration(wr.ResponseTime.Mean))
-			} else {
+			default:
 				fmt.Fprint(tw, "-\t-\t")
 			}
 		}

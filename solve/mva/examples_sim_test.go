@@ -79,3 +79,49 @@ func TestExamplesVsSim(t *testing.T) {
 		}
 	}
 }
+
+// TestNoLoadAlike solves the examples with no load: both solvers give the
+// same answer, every resource idle, no bottleneck, no response time, and
+// the warning that nothing is sent.
+func TestNoLoadAlike(t *testing.T) {
+	files, _ := filepath.Glob("../../examples/models/*.yaml")
+	for _, f := range files {
+		m, err := model.Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range m.Workloads {
+			if w.Open != nil {
+				w.Open.Rate = 0
+			} else {
+				w.Closed.Users = 0
+			}
+		}
+		a, err := New().Solve(context.Background(), m, solve.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := sim.New().Solve(context.Background(), m, solve.Options{Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range []*solve.Result{a, s} {
+			if !r.Stable || r.Bottleneck != "" || len(r.Warnings) != 1 || r.Warnings[0] != solve.NoLoad {
+				t.Errorf("%s, %s: stable %v, bottleneck %q, warnings %q", f, r.Solver, r.Stable, r.Bottleneck, r.Warnings)
+			}
+			if got, want := len(r.Resources), len(solve.Resources(m)); got != want {
+				t.Errorf("%s, %s: %d resources, want %d", f, r.Solver, got, want)
+			}
+			for name, rr := range r.Resources {
+				if rr.Utilization != 0 || rr.Busy != 0 {
+					t.Errorf("%s, %s: %s busy at no load: %+v", f, r.Solver, name, rr)
+				}
+			}
+			for name, wr := range r.Workloads {
+				if wr.Throughput != 0 || wr.ResponseTime.Mean != 0 {
+					t.Errorf("%s, %s: workload %s at no load: %+v", f, r.Solver, name, wr)
+				}
+			}
+		}
+	}
+}

@@ -32,6 +32,11 @@ func (s Solver) Solve(ctx context.Context, m *model.Model, _ solve.Options) (*so
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if !solve.HasLoad(m) {
+		res := solve.NewResult(m, s.Name())
+		solve.FillIdle(res, m)
+		return res, nil
+	}
 	return solve.SolveVaried(ctx, m, false, func(ctx context.Context, m *model.Model, _, _ int) (*solve.Result, error) {
 		return solve.SolveWithSpeeds(ctx, m, s.solve, s.solve)
 	})

@@ -172,9 +172,8 @@ func Record(ctx context.Context, m *model.Model, opts RecordOptions, emit func(*
 		return nil, fmt.Errorf("record %s: %w", modelName(m), err)
 	}
 	descs := resources(p)
-	if !hasLoad(p) {
-		res.Warnings = append(res.Warnings, "no workload sends requests (all open rates and user counts are zero)")
-		fillIdle(res, p, descs)
+	if !solve.HasLoad(m) {
+		solve.FillIdle(res, m)
 		res.Sim = &solve.SimInfo{Seed: seed, WallSeconds: time.Since(start).Seconds()}
 		return res, nil
 	}

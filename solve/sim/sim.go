@@ -353,9 +353,8 @@ func (simulator) solve(ctx context.Context, m *model.Model, opts solve.Options) 
 	descs := resources(p)
 	cfg.liveLimit = liveLimit(m)
 
-	if !hasLoad(p) {
-		res.Warnings = append(res.Warnings, "no workload sends requests (all open rates and user counts are zero)")
-		fillIdle(res, p, descs)
+	if !solve.HasLoad(m) {
+		solve.FillIdle(res, m)
 		res.Sim = &solve.SimInfo{Seed: cfg.seed, WallSeconds: time.Since(start).Seconds()}
 		return res, nil
 	}
@@ -402,16 +401,6 @@ func modelName(m *model.Model) string {
 		return m.Name
 	}
 	return "model"
-}
-
-// hasLoad reports whether some workload sends requests at all.
-func hasLoad(p *program) bool {
-	for _, w := range p.workloads {
-		if w.open && w.rate > 0 || !w.open && w.users > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // liveLimit is the number of tasks in the system beyond which a run has no
@@ -877,20 +866,6 @@ func (r *runner) fill(res *solve.Result) {
 	}
 	if top <= 0 {
 		res.Bottleneck = ""
-	}
-}
-
-// fillIdle writes the result of a model without load.
-func fillIdle(res *solve.Result, p *program, descs []resDesc) {
-	for _, w := range p.workloads {
-		res.Workloads[w.name] = &solve.WorkloadResult{}
-	}
-	for _, d := range descs {
-		rr := &solve.ResourceResult{}
-		if d.replicas > 1 {
-			rr.PerReplica = make([]float64, d.replicas)
-		}
-		res.Resources[d.name] = rr
 	}
 }
 
