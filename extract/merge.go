@@ -29,6 +29,8 @@ func (s *State) Merge(o *State) {
 			continue
 		}
 		mine.count += op.count
+		mine.countSq += op.countSq
+		mine.cpuSq += op.cpuSq
 		mine.resp.merge(op.resp)
 		mine.self.merge(op.self)
 		mine.solo.merge(op.solo)

@@ -139,6 +139,8 @@ type savedOp struct {
 	PreSpan   *savedSample                           `json:"pre_span"`
 	Variants  map[string][]*savedVariant             `json:"variants,omitempty"`
 	Params    map[string]map[string]*savedParamStats `json:"params,omitempty"`
+	CountSq   float64                                `json:"count_sq,omitempty"`
+	CPUSq     float64                                `json:"cpu_sq,omitempty"`
 }
 
 type savedVariant struct {
@@ -332,7 +334,7 @@ func saveSample(sm *sample) *savedSample {
 
 func saveOp(op *opStats) *savedOp {
 	v := &savedOp{
-		Component: op.component, Name: op.name, Count: op.count,
+		Component: op.component, Name: op.name, Count: op.count, CountSq: op.countSq, CPUSq: op.cpuSq,
 		Resp: saveSample(op.resp), Self: saveSample(op.self), Solo: saveSample(op.solo),
 		CPU: saveSample(op.cpu), OffCPU: saveSample(op.offCPU), PreSpan: saveSample(op.preSpan),
 	}
@@ -607,7 +609,10 @@ func (v *savedOp) restore(id string) (*opStats, error) {
 	if v.Component+"/"+v.Name != id {
 		return nil, fmt.Errorf("component %q and name %q do not make its id", v.Component, v.Name)
 	}
-	op := &opStats{component: v.Component, name: v.Name, count: v.Count,
+	if !(v.CountSq >= 0) || !(v.CPUSq >= 0) || math.IsInf(v.CountSq, 0) || math.IsInf(v.CPUSq, 0) {
+		return nil, fmt.Errorf("sums of squares %g and %g are not finite and non-negative", v.CountSq, v.CPUSq)
+	}
+	op := &opStats{component: v.Component, name: v.Name, count: v.Count, countSq: v.CountSq, cpuSq: v.CPUSq,
 		variants: map[string]map[string]*variant{}, params: map[string]map[string]*paramStats{}}
 	var errs [6]error
 	op.resp, errs[0] = v.Resp.restore()

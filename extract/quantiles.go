@@ -100,6 +100,37 @@ func (s *State) OperationCPU(id string) (t Times, ok bool) {
 	return Times{op.cpu}, true
 }
 
+// Bunching is how an operation's executions gather in requests.
+type Bunching struct {
+	// Requests counts the requests of the classes (entry operations) that
+	// ran the operation, whether or not each request did.
+	Requests int64
+	// CountSq and CPUSq are the sums over requests of the squares of the
+	// request's executions of the operation and of their CPU time in
+	// seconds; both are 0 for a state saved without them.
+	CountSq, CPUSq float64
+}
+
+// OperationBunching gives how an operation's executions gather in
+// requests. When requests arrive as a Poisson stream, CountSq and CPUSq are
+// the variances of the operation's count and total CPU time (compound
+// Poisson); given the number of requests, less the square of the sum over
+// Requests. An operation run several times per request varies more than
+// its count alone says.
+func (s *State) OperationBunching(id string) (b Bunching, ok bool) {
+	op := s.ops[id]
+	if op == nil {
+		return Bunching{}, false
+	}
+	for class := range op.variants {
+		if e := s.entries[class]; e != nil {
+			b.Requests += e.count
+		}
+	}
+	b.CountSq, b.CPUSq = op.countSq, op.cpuSq
+	return b, true
+}
+
 // Duration is the observed time over which the requests arrived, in
 // seconds, as the rates in models and in Measured are computed: from the
 // first to the last arrival, widened by one mean interarrival time, less the

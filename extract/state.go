@@ -61,6 +61,8 @@ type State struct {
 	// ownBuf and callBuf are scratch space for an execution's own
 	// intervals and its calls' (see ownIntervals).
 	ownBuf, callBuf []interval
+	// inRequest lists the operations the request being folded ran.
+	inRequest []*opStats
 }
 
 // Keys of concurrency profiles.
@@ -136,6 +138,13 @@ type opStats struct {
 	// params holds, per request parameter and value bucket, the demand and
 	// the variants seen.
 	params map[string]map[string]*paramStats
+	// countSq and cpuSq are the sums over requests of the squares of the
+	// request's executions of the operation and of their CPU time: with
+	// requests arriving as a Poisson stream, the variances of the
+	// operation's count and CPU time (compound Poisson). reqCount and
+	// reqCPU tally the request being folded.
+	countSq, cpuSq   float64
+	reqCount, reqCPU float64
 }
 
 // variant is one observed control flow of an operation: a sequence of
@@ -206,6 +215,7 @@ func (s *State) Fold(t *trace.Tree, cfg *Config) {
 			s.entry(entry, n).foldParams(params)
 			s.foldSession(entry, n, cfg)
 			s.operation(n, entry, params, cfg)
+			s.endRequest()
 		}
 	}
 }
@@ -256,6 +266,17 @@ func floorDiv(a, b int64) int64 {
 
 func seconds(ns int64) float64 { return float64(ns) / 1e9 }
 
+// endRequest adds the squares of the request's tallies (see
+// opStats.countSq).
+func (s *State) endRequest() {
+	for _, op := range s.inRequest {
+		op.countSq += op.reqCount * op.reqCount
+		op.cpuSq += op.reqCPU * op.reqCPU
+		op.reqCount, op.reqCPU = 0, 0
+	}
+	s.inRequest = s.inRequest[:0]
+}
+
 // operation folds one execution of an operation, rooted at node n, into the
 // state, then the operations it calls.
 func (s *State) operation(n *trace.Node, class string, params map[string]string, cfg *Config) {
@@ -293,6 +314,11 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 	if n.Span.HasCPUTime() {
 		cpu, hasCPU = n.Span.CPUTime, true
 	}
+	if op.reqCount == 0 {
+		s.inRequest = append(s.inRequest, op)
+	}
+	op.reqCount++
+	op.reqCPU += cpu
 	var walk func(parent *trace.Node)
 	walk = func(parent *trace.Node) {
 		for _, c := range parent.Children {

@@ -17,6 +17,11 @@ import (
 // by one mean interarrival time), over which rates were measured.
 const DurationKey = "duration"
 
+// RateNoiseKey is the key in the measured result's Extra that holds, per
+// operation, the 95 % half-width of its measured throughput: compound
+// Poisson, from the squares of its executions per request.
+const RateNoiseKey = "operation_throughput_half_widths"
+
 // z95 is the standard normal quantile of 0.975.
 const z95 = 1.959963984540054
 
@@ -182,6 +187,14 @@ func measure(c *model.Model, st *extract.State, dur float64) (*solve.Result, err
 		}
 		q.Workloads[w.Name] = [2]float64{t.Quantile(0.25), t.Quantile(0.75)}
 	}
+	// With open workloads only, the rates are set from the traces, and what
+	// varies is what each request does; with closed ones the number of
+	// requests varies too.
+	open := true
+	for _, w := range c.Workloads {
+		open = open && w.Open != nil
+	}
+	rateHW := map[string]float64{}
 	for id, or := range r.Operations {
 		t, ok := st.OperationTimes(id)
 		if !ok {
@@ -189,10 +202,20 @@ func measure(c *model.Model, st *extract.State, dur float64) (*solve.Result, err
 		}
 		or.ResponseTime.CI95 = meanCI(t)
 		q.Operations[id] = [2]float64{t.Quantile(0.25), t.Quantile(0.75)}
+		// The count is a sum over a Poisson number of requests of each
+		// one's executions, whose variance is the sum of their squares.
+		v := float64(t.Count())
+		if b, _ := st.OperationBunching(id); b.CountSq > 0 {
+			v = bunchedVariance(b.CountSq, v, b.Requests, open)
+		}
+		if dur > 0 {
+			rateHW[id] = z95 * math.Sqrt(v) / dur
+		}
 	}
-	// CPU utilization: the busy time is a sum of per-execution CPU times
-	// over a Poisson number of executions, whose variance is the sum of the
-	// squared CPU times.
+	// CPU utilization: the busy time is a sum of per-request CPU times
+	// over a Poisson number of requests, whose variance is the sum of the
+	// squared CPU times. Summed per operation, the squares leave out what
+	// two operations on one host add in one request: a lower bound then.
 	sum, sumSq := map[string]float64{}, map[string]float64{}
 	for _, id := range st.Operations() {
 		comp := c.Component(componentOf(id))
@@ -202,7 +225,11 @@ func measure(c *model.Model, st *extract.State, dur float64) (*solve.Result, err
 		t, _ := st.OperationCPU(id)
 		res := model.CPUResource(comp.Host)
 		sum[res] += t.Sum()
-		sumSq[res] += t.SumSquares()
+		if b, _ := st.OperationBunching(id); b.CPUSq > 0 {
+			sumSq[res] += bunchedVariance(b.CPUSq, t.Sum(), b.Requests, open)
+		} else {
+			sumSq[res] += t.SumSquares()
+		}
 	}
 	for res, rr := range r.Resources {
 		if sum[res] > 0 {
@@ -215,7 +242,18 @@ func measure(c *model.Model, st *extract.State, dur float64) (*solve.Result, err
 	}
 	r.Extra[DurationKey] = dur
 	r.Extra[QuartilesKey] = q
+	r.Extra[RateNoiseKey] = rateHW
 	return r, nil
+}
+
+// bunchedVariance is the variance of a total over requests whose squares
+// per request sum to sq: the compound Poisson sq, or, given the number of
+// requests (given, with n of them), sq less sum²/n.
+func bunchedVariance(sq, sum float64, n int64, given bool) float64 {
+	if !given || n <= 0 {
+		return sq
+	}
+	return max(sq-sum*sum/float64(n), 0)
 }
 
 // meanCI is the normal 95 % confidence interval of a sample's mean,

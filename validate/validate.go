@@ -283,7 +283,7 @@ func Compare(measured, predicted *solve.Result) (errs, noise *Errors) {
 		e.ResponseTime.IQR = iqr(func(q *Quartiles) ([2]float64, bool) { v, ok := q.Operations[id]; return v, ok })
 		errs.Operations[id] = e
 		noise.Operations[id] = &FlowErrors{
-			Throughput: relNoise(po.Throughput, po.Throughput*opRateNoise, mo.Throughput, measuredRateHalfWidth(mo.Throughput, measured)),
+			Throughput: relNoise(po.Throughput, po.Throughput*opRateNoise, mo.Throughput, operationRateHalfWidth(id, mo.Throughput, measured)),
 			ResponseTime: &TimesErrors{Mean: relNoise(po.ResponseTime.Mean, predictedHalfWidth(predicted, po.ResponseTime.CI95),
 				mo.ResponseTime.Mean, halfWidth(mo.ResponseTime.CI95))},
 		}
@@ -308,6 +308,18 @@ func measuredRateHalfWidth(x float64, measured *solve.Result) float64 {
 		return math.NaN()
 	}
 	return z95 * math.Sqrt(x/d)
+}
+
+// operationRateHalfWidth is the 95 % half-width of an operation's measured
+// rate x: the measurement's own (RateNoiseKey) or, without it, a Poisson
+// count's.
+func operationRateHalfWidth(id string, x float64, measured *solve.Result) float64 {
+	if hw, ok := measured.Extra[RateNoiseKey].(map[string]float64); ok {
+		if h, ok := hw[id]; ok {
+			return h
+		}
+	}
+	return measuredRateHalfWidth(x, measured)
 }
 
 func timesErrors(p, m *solve.Times) *TimesErrors {

@@ -702,3 +702,58 @@ workload:
 		}
 	}
 }
+
+// TestNoiseCoversBunchedCalls validates a model against thirty sets of its
+// own traces. Its page calls an item 1 time in 80 % of requests and 20
+// times in the rest, so the item's count and its host's CPU vary far more
+// than a Poisson count of executions says (twelve times the variance).
+// The noise, from the executions' squares per request, must cover the
+// error in about 95 % of the sets; a Poisson count's covers about 45 %.
+func TestNoiseCoversBunchedCalls(t *testing.T) {
+	m := parse(t, `perfcast: 1
+hosts: {web: {}, app: {}}
+components:
+  front:
+    host: web
+    operations:
+      get:
+        steps:
+          - cpu: exp(1ms)
+          - loop: {times: {pmf: {"1": 0.8, "20": 0.2}}, steps: [{call: back/item}]}
+  back:
+    host: app
+    operations:
+      item: {steps: [{cpu: exp(2ms)}]}
+workload:
+  page: {open: {rate: 20/s}, steps: [{call: front/get}]}
+`)
+	const sets = 30
+	rate, util := 0, 0
+	for seed := uint64(1); seed <= sets; seed++ {
+		opts := &tracegen.Options{Seed: seed}
+		var spans []*ingest.Span
+		if _, err := sim.Record(context.Background(), m, sim.RecordOptions{Seed: seed, Requests: 1500}, func(s *sim.Span) error {
+			spans = append(spans, tracegen.Convert(s, opts))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Validate(context.Background(), m, fold(t, spans), withSolver(mva.New()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, n := rep.Errors.Operations["back/item"].Throughput, rep.Noise.Operations["back/item"].Throughput
+		if e != nil && n != nil && math.Abs(*e) <= *n {
+			rate++
+		}
+		e, n = rep.Errors.Resources["app.cpu"].Utilization, rep.Noise.Resources["app.cpu"].Utilization
+		if e != nil && n != nil && math.Abs(*e) <= *n {
+			util++
+		}
+	}
+	t.Logf("covered: item throughput %d of %d, app.cpu utilization %d of %d", rate, sets, util, sets)
+	// Binomial(30, 0.95) falls below 24 with probability 0.003.
+	if rate < 24 || util < 24 {
+		t.Errorf("the noise covers the error in %d (throughput) and %d (utilization) of %d sets, want about 95 %%", rate, util, sets)
+	}
+}
