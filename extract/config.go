@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/perfcast/perfcast/ingest"
+	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/model"
 )
 
@@ -318,4 +319,46 @@ func (c *Config) Attributes() []string {
 		return append(slices.Clone(c.Params), c.Session)
 	}
 	return c.Params
+}
+
+// warnUnusedConfig warns about the parts of the configuration that the
+// traces gave nothing to: most often a typo, which would otherwise change
+// the model without a word. (Hosts, cpu_slots and passive resources are
+// checked where they are applied.)
+func (g *generator) warnUnusedConfig() {
+	cfg := g.cfg
+	if cfg == nil {
+		return
+	}
+	var comps []string
+	for _, c := range g.m.Components {
+		comps = append(comps, c.Name)
+	}
+	slices.Sort(comps)
+	for _, from := range slices.Sorted(maps.Keys(cfg.Rename)) {
+		if to := cfg.Rename[from]; !slices.Contains(comps, to) {
+			g.rep.warnf("configuration: rename: %s: no service of that name in the traces, so no component is named %s (components: %s)", from, to, textout.Abbreviate(comps, 8))
+		}
+	}
+	carried := map[string]bool{}
+	for _, e := range g.s.entries {
+		for p, byBucket := range e.params {
+			if len(byBucket) > 0 {
+				carried[p] = true
+			}
+		}
+	}
+	for _, p := range cfg.Params {
+		if !carried[p] {
+			g.rep.warnf("configuration: params: %s: no request carries that attribute (on its entry span or below), so no operation depends on it", p)
+		}
+	}
+	if cfg.Session != "" {
+		switch ss := g.s.sessions; {
+		case ss == nil || ss.requests == 0:
+			g.rep.warnf("configuration: session: no request carries the attribute %s (on its entry span or below), so every workload is open", cfg.Session)
+		case g.m.Workload(sessionWorkload) == nil:
+			g.rep.warnf("configuration: session: %d requests carry %s, but at no entry operation do %.0f %% of the requests, so every workload is open", ss.requests, cfg.Session, 100*sessionShare)
+		}
+	}
 }

@@ -86,7 +86,8 @@ func TestHostScheduling(t *testing.T) {
 // (a typo, most often) is warned about, with the names there are.
 func TestConfigNamesNothing(t *testing.T) {
 	spans := generate(1, 200, true)
-	cfg := &Config{Hosts: map[string]HostConfig{"wbe": {Cores: 2}}, CPUSlots: map[string]int{"catalgo": 1, "*": 1}}
+	cfg := &Config{Hosts: map[string]HostConfig{"wbe": {Cores: 2}}, CPUSlots: map[string]int{"catalgo": 1, "*": 1},
+		Rename: map[string]string{"frontend": "web", "catalog": "items"}, Params: []string{"size"}, Session: "user.id"}
 	_, rep := foldWith(t, spans, cfg).Model("shop", cfg)
 	var found []string
 	for _, w := range rep.Warnings {
@@ -94,8 +95,24 @@ func TestConfigNamesNothing(t *testing.T) {
 			found = append(found, w)
 		}
 	}
-	if len(found) != 2 || !strings.Contains(found[0], "hosts: wbe: no host of that name") || !strings.Contains(found[0], "web") ||
-		!strings.Contains(found[1], "cpu_slots: catalgo: no component of that name") || !strings.Contains(found[1], "catalog") {
-		t.Errorf("warnings %q", found)
+	for i, want := range [][]string{
+		{"hosts: wbe: no host of that name", "web"},
+		{"cpu_slots: catalgo: no component of that name", "items"},
+		{"rename: frontend: no service of that name", "items, "},
+		{"params: size: no request carries that attribute"},
+		{"session: no request carries the attribute user.id", "every workload is open"},
+	} {
+		if i >= len(found) {
+			t.Errorf("no warning %q in %q", want[0], found)
+			continue
+		}
+		for _, w := range want {
+			if !strings.Contains(found[i], w) {
+				t.Errorf("warning %q lacks %q", found[i], w)
+			}
+		}
+	}
+	if len(found) != 5 {
+		t.Errorf("%d warnings, want 5: %q", len(found), found)
 	}
 }

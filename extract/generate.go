@@ -130,6 +130,7 @@ func (s *State) ModelWith(name string, cfg *Config, est *Estimates) (*model.Mode
 	g.operations()
 	g.warnSpells()
 	g.workloads()
+	g.warnUnusedConfig()
 	g.rep.Components = len(g.m.Components)
 	g.rep.Workloads = len(g.m.Workloads)
 	if s.Partial > 0 {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/perfcast/perfcast/ingest"
@@ -165,4 +166,43 @@ func TestSessionsFoldedOutOfOrder(t *testing.T) {
 		t.Errorf("split and merged: %g think times (want %g), %d counted as concurrent", got, want, a2.sessions.outOfOrder)
 	}
 	within(t, "split and merged think mean", m2.Workloads[0].Closed.Think.Mean(), 2, 2/math.Sqrt(n))
+}
+
+// TestSessionsTooFew: when requests carry the session attribute at no
+// entry operation often enough, the workloads stay open and a warning says
+// why.
+func TestSessionsTooFew(t *testing.T) {
+	cfg := &Config{Session: "session.id"}
+	spans := sessionTraces(20, 200, 8)
+	for i, s := range spans {
+		if i%2 == 0 {
+			s.Extra = nil
+		}
+	}
+	st := NewState()
+	a := trace.New(trace.Options{}, func(tr *trace.Tree) error {
+		st.Fold(tr, cfg)
+		return nil
+	})
+	for _, s := range spans {
+		if err := a.Add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m, rep := st.Model("sessions", cfg)
+	for _, w := range m.Workloads {
+		if w.Closed != nil {
+			t.Errorf("closed workload %s from half the requests", w.Name)
+		}
+	}
+	found := false
+	for _, w := range rep.Warnings {
+		found = found || strings.Contains(w, "session: ") && strings.Contains(w, "at no entry operation do 90 %")
+	}
+	if !found {
+		t.Errorf("no warning that too few requests carry the session: %q", rep.Warnings)
+	}
 }
