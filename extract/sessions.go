@@ -232,8 +232,12 @@ func (g *generator) sessionWorkloadModel(entries map[string]bool) *model.Workloa
 	if ss.outOfOrder > 0 {
 		g.rep.warnf("%d session requests started before their session's previous request ended (concurrent requests of a session); no think time was taken from them", ss.outOfOrder)
 	}
-	if ss.think.n < 30 {
+	switch {
+	case ss.think.n < 30:
 		g.rep.warnf("only %d think times measured: the session workload's think time is uncertain", ss.think.n)
+	case ss.think.n < ss.sessions:
+		g.rep.warnf("%d think times from %d sessions: most sessions show one request, so the traces (%.3gs) are likely too short for the think time, and the think time and the users are underestimated; or %s identifies something other than a user",
+			ss.think.n, ss.sessions, span, g.cfg.Session)
 	}
 	return w
 }

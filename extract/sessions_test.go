@@ -113,23 +113,7 @@ func TestSessionsFoldedOutOfOrder(t *testing.T) {
 	for i := 0; i < len(spans); i += 64 {
 		slices.Reverse(spans[i:min(i+64, len(spans))])
 	}
-	fold := func(st *State, spans []*ingest.Span) {
-		t.Helper()
-		a := trace.New(trace.Options{}, func(tr *trace.Tree) error {
-			st.Fold(tr, cfg)
-			return nil
-		})
-		for _, s := range spans {
-			if err := a.Add(s); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := a.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	st := NewState()
-	fold(st, spans)
+	st := foldWith(t, spans, cfg)
 	m, rep := st.Model("sessions", cfg)
 	ss := st.sessions
 	if ss.outOfOrder != 0 {
@@ -147,9 +131,8 @@ func TestSessionsFoldedOutOfOrder(t *testing.T) {
 
 	// Folded in two halves into two states, the second saved and loaded,
 	// then merged.
-	a, b := NewState(), NewState()
 	half := len(spans) / 2
-	fold(a, spans[:half])
+	a := foldWith(t, spans[:half], cfg)
 	var buf bytes.Buffer
 	if err := a.Save(&buf); err != nil {
 		t.Fatal(err)
@@ -158,8 +141,7 @@ func TestSessionsFoldedOutOfOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fold(b, spans[half:])
-	a2.Merge(b)
+	a2.Merge(foldWith(t, spans[half:], cfg))
 	m2, _ := a2.Model("sessions", cfg)
 	// Each session loses the think time across the split, and no more.
 	if got, want := float64(a2.sessions.think.n), n-users; got != want || a2.sessions.outOfOrder != 0 {
@@ -179,20 +161,7 @@ func TestSessionsTooFew(t *testing.T) {
 			s.Extra = nil
 		}
 	}
-	st := NewState()
-	a := trace.New(trace.Options{}, func(tr *trace.Tree) error {
-		st.Fold(tr, cfg)
-		return nil
-	})
-	for _, s := range spans {
-		if err := a.Add(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := a.Close(); err != nil {
-		t.Fatal(err)
-	}
-	m, rep := st.Model("sessions", cfg)
+	m, rep := foldWith(t, spans, cfg).Model("sessions", cfg)
 	for _, w := range m.Workloads {
 		if w.Closed != nil {
 			t.Errorf("closed workload %s from half the requests", w.Name)
@@ -204,5 +173,29 @@ func TestSessionsTooFew(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no warning that too few requests carry the session: %q", rep.Warnings)
+	}
+}
+
+// TestSessionsTooShort: traces shorter than the think time show most
+// sessions once; the think time and users come out short, and a warning
+// says so.
+func TestSessionsTooShort(t *testing.T) {
+	cfg := &Config{Session: "session.id"}
+	st := foldWith(t, sessionTraces(3000, 1.0, 3), cfg)
+	_, rep := st.Model("sessions", cfg)
+	found := false
+	for _, w := range rep.Warnings {
+		found = found || strings.Contains(w, "most sessions show one request")
+	}
+	if !found {
+		t.Errorf("no warning that the traces are too short for the sessions: %q", rep.Warnings)
+	}
+	// Two hours of the same users: no such warning.
+	st = foldWith(t, sessionTraces(30, 7200, 3), cfg)
+	_, rep = st.Model("sessions", cfg)
+	for _, w := range rep.Warnings {
+		if strings.Contains(w, "most sessions show one request") {
+			t.Errorf("warning on long sessions: %s", w)
+		}
 	}
 }
