@@ -61,9 +61,9 @@ func simulate(t testing.TB, requests int64, external bool) []*sim.Span {
 	return spans
 }
 
-func readAll(t *testing.T, path string) []*ingest.Span {
+func readAll(t *testing.T, path string, attrs ...string) []*ingest.Span {
 	t.Helper()
-	r, err := ingest.Open([]string{path}, ingest.Options{})
+	r, err := ingest.Open([]string{path}, ingest.Options{Attributes: attrs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,19 +312,8 @@ workload:
 	}
 	for _, f := range []Format{OTLPJSON, OTLPProto} {
 		path, _ := write(t, spans, Options{Format: f})
-		r, err := ingest.Open([]string{path}, ingest.Options{Attributes: []string{"size", sim.SessionAttr}})
-		if err != nil {
-			t.Fatal(err)
-		}
 		users, sizes, bots := map[string]int{}, map[string]int{}, 0
-		for {
-			s, err := r.Next(context.Background())
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+		for _, s := range readAll(t, path, "size", sim.SessionAttr) {
 			user, hasUser := s.Lookup(sim.SessionAttr)
 			size, hasSize := s.Lookup("size")
 			switch {
@@ -345,7 +334,6 @@ workload:
 				bots++
 			}
 		}
-		r.Close()
 		if len(users) != 5 || users["people-1"] == 0 || users["people-5"] == 0 {
 			t.Errorf("%s: users %v, want people-1 to people-5", f, users)
 		}
