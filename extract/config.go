@@ -24,6 +24,8 @@ import (
 //	hosts:                  # cores (and speed) of the machines, by host name
 //	  web-1: {cores: 4}
 //	  web-2: {cores: 2, scheduling: rr, quantum: 1.5ms}  # the CPU as Linux runs it
+//	components:             # component names by rules, the first match winning
+//	  - {component: admin, service: shop, span: "* /admin/*"}
 //	rename:                 # component names, by service.name
 //	  checkout-service: checkout
 //	no_id_folding: false    # keep /item/42 as it is
@@ -41,6 +43,10 @@ import (
 //	speed_window: false     # simulate it as a speed redrawn every window measured
 type Config struct {
 	Hosts map[string]HostConfig `yaml:"hosts"`
+	// Components are rules that name the component of the operations
+	// whose spans match, in order, the first match winning; the spans no
+	// rule matches are named by Rename, else by their service.name.
+	Components []ComponentRule `yaml:"components"`
 	// Rename maps service names to component names.
 	Rename map[string]string `yaml:"rename"`
 	// NoIDFolding keeps identifiers in operation names.
@@ -96,6 +102,8 @@ type Config struct {
 	// span export and the runtime's own goroutines; inline suits work done
 	// for the request itself (reading it, writing the response).
 	OutsideSpans string `yaml:"outside_spans"`
+
+	compiled ruleSet // Components, compiled on first use
 }
 
 // Values of Config.OutsideSpans.
@@ -188,6 +196,9 @@ func LoadConfig(path string) (*Config, error) {
 		return nil, decodeError(path, err)
 	}
 	if err := c.check(); err != nil {
+		if le, ok := err.(*lineError); ok && le.line > 0 {
+			return nil, fmt.Errorf("%s:%d: %w", path, le.line, err)
+		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &c, nil
@@ -253,6 +264,9 @@ func goTypeWords(typ string) string {
 
 // check reports values the configuration does not allow.
 func (c *Config) check() error {
+	if err := checkRules(c.Components); err != nil {
+		return err
+	}
 	for _, name := range slices.Sorted(maps.Keys(c.Hosts)) {
 		if _, _, err := c.Hosts[name].cpu(); err != nil {
 			return fmt.Errorf("hosts: %s: %w", name, err)
@@ -265,8 +279,12 @@ func (c *Config) check() error {
 	return fmt.Errorf("outside_spans: %q is neither %s nor %s", c.OutsideSpans, OutsideInline, OutsideBackground)
 }
 
-// component is the component a span belongs to.
-func (c *Config) component(sp *ingest.Span) string {
+// component is the component of an operation's span, whose operation
+// extraction names op.
+func (c *Config) component(sp *ingest.Span, op string) string {
+	if name, ok := c.ruleComponent(sp, op); ok {
+		return strings.ReplaceAll(name, "/", "-")
+	}
 	return c.serviceComponent(sp.Service)
 }
 
@@ -305,20 +323,30 @@ func (c *Config) operation(sp *ingest.Span) string {
 
 // opID is `component/operation` for a span that starts an operation.
 func (c *Config) opID(sp *ingest.Span) string {
-	return c.component(sp) + "/" + c.operation(sp)
+	op := c.operation(sp)
+	return c.component(sp, op) + "/" + op
 }
 
 // Attributes lists the span attributes readers must keep for folding
-// (ingest.Options.Attributes): the parameters
-// and the session id.
+// (ingest.Options.Attributes): the parameters, the session id and those
+// the component rules match, each once.
 func (c *Config) Attributes() []string {
 	if c == nil {
 		return nil
 	}
-	if c.Session != "" {
-		return append(slices.Clone(c.Params), c.Session)
+	out := slices.Clone(c.Params)
+	add := func(k string) {
+		if k != "" && !slices.Contains(out, k) {
+			out = append(out, k)
+		}
 	}
-	return c.Params
+	add(c.Session)
+	for _, r := range c.Components {
+		for _, k := range slices.Sorted(maps.Keys(r.Attributes)) {
+			add(k)
+		}
+	}
+	return out
 }
 
 // warnUnusedConfig warns about the parts of the configuration that the
@@ -335,6 +363,11 @@ func (g *generator) warnUnusedConfig() {
 		comps = append(comps, c.Name)
 	}
 	slices.Sort(comps)
+	for i, r := range cfg.Components {
+		if !slices.Contains(comps, strings.ReplaceAll(r.Component, "/", "-")) {
+			g.rep.warnf("configuration: components[%d]: no operation's span matches it, so there is no component %s (components: %s)", i, r.Component, textout.Abbreviate(comps, 8))
+		}
+	}
 	for _, from := range slices.Sorted(maps.Keys(cfg.Rename)) {
 		if to := cfg.Rename[from]; !slices.Contains(comps, to) {
 			g.rep.warnf("configuration: rename: %s: no service of that name in the traces, so no component is named %s (components: %s)", from, to, textout.Abbreviate(comps, 8))
