@@ -94,6 +94,7 @@ func FuzzLoadConfig(f *testing.F) {
 		"outside: inline\n",
 		"cpu_slots: {\"*\": 1}\npassive:\n  pool: {capacity: 2, calls: [back/get]}\noutside_spans: inline\n",
 		"hosts: [1, 2]\nrename: 3\n",
+		"components:\n  - {component: admin, span: \"* /admin/*\"}\n  - {component: x-y, service: \"fr?nt\", attributes: {k: \"*\"}}\nsession: s\nparams: [k]\n",
 	} {
 		f.Add([]byte(seed))
 	}
