@@ -698,26 +698,73 @@ func splitID(id string) (component, operation string) {
 	return id[:i], id[i+1:]
 }
 
-var (
-	numberSegment = regexp.MustCompile(`/[0-9]+(/|$)`)
-	uuidSegment   = regexp.MustCompile(`/[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(/|$)`)
-	hexSegment    = regexp.MustCompile(`/[0-9a-fA-F]{16,}(/|$)`)
-)
 
-// foldIDs replaces path segments that are identifiers (numbers, UUIDs, long
-// hex strings) by `{id}`, so that `/item/42` and `/item/43` are one
-// operation.
+// foldIDs makes one operation of requests that differ only in the
+// identifiers in their path: it drops a query string or fragment, and
+// replaces by `{id}` the path segments that are identifiers (see isID),
+// so that `/item/42` and `/item/43?ref=mail` are one operation.
 func foldIDs(name string) string {
-	if !strings.Contains(name, "/") {
+	slash := strings.IndexByte(name, '/')
+	if slash < 0 {
 		return name
 	}
-	for _, re := range []*regexp.Regexp{uuidSegment, hexSegment, numberSegment} {
-		for re.MatchString(name) {
-			name = re.ReplaceAllString(name, "/{id}$1")
+	// A URL path ("GET /item/42", "/item/42"), not an RPC name such as
+	// "shop.Catalog/GetItem", whose parts are never tokens or queries.
+	path := slash == 0 || name[slash-1] == ' '
+	if q := strings.IndexAny(name[slash:], "?#"); q >= 0 && path {
+		name = name[:slash+q]
+	}
+	segs := strings.Split(name[slash+1:], "/")
+	changed := false
+	for i, seg := range segs {
+		if isID(seg, path) {
+			segs[i], changed = "{id}", true
 		}
 	}
-	return name
+	if !changed {
+		return name
+	}
+	return name[:slash+1] + strings.Join(segs, "/")
 }
+
+// isID reports whether a segment is an identifier rather than a name: a
+// number, a UUID, 16 or more hex digits, or, in a URL path, an e-mail
+// address or a token of 8 or more letters, digits and -_.~: with at least
+// 3 digits among them (a date, a ULID, a database key such as
+// order_12345); not "v2", "oauth2" or "index.html".
+func isID(seg string, path bool) bool {
+	if seg == "" {
+		return false
+	}
+	digits, hex, other := 0, 0, 0
+	for i := 0; i < len(seg); i++ {
+		c := seg[i]
+		switch {
+		case c >= '0' && c <= '9':
+			digits++
+		case c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F':
+			hex++
+		case c >= 'g' && c <= 'z' || c >= 'G' && c <= 'Z' || c == '-' || c == '_' || c == '.' || c == '~' || c == ':':
+		case c == '@':
+			return path && len(seg) > 2
+		default:
+			other++
+		}
+	}
+	switch {
+	case other > 0:
+		return false
+	case digits == len(seg):
+		return true
+	case digits+hex == len(seg) && len(seg) >= 16:
+		return true
+	case uuidRE.MatchString(seg):
+		return true
+	}
+	return path && len(seg) >= 8 && digits >= 3
+}
+
+var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
 // opID is the reference of an aggregated operation.
 func (s *State) opID(op *opStats) string { return op.component + "/" + op.name }
