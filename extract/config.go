@@ -26,6 +26,8 @@ import (
 //	  web-2: {cores: 2, scheduling: rr, quantum: 1.5ms}  # the CPU as Linux runs it
 //	components:             # component names by rules, the first match winning
 //	  - {component: admin, service: shop, span: "* /admin/*"}
+//	operations:             # operation names by rules, the first match winning
+//	  - {name: "GET /p/{slug}", span: "GET /p/*"}
 //	rename:                 # component names, by service.name
 //	  checkout-service: checkout
 //	no_id_folding: false    # keep /item/42 as it is
@@ -46,7 +48,11 @@ type Config struct {
 	// Components are rules that name the component of the operations
 	// whose spans match, in order, the first match winning; the spans no
 	// rule matches are named by Rename, else by their service.name.
-	Components []ComponentRule `yaml:"components"`
+	Components []Rule `yaml:"components"`
+	// Operations are rules that name the operations whose spans match, in
+	// order, the first match winning: span names that carry values
+	// ("GET /p/blue-shoes") become one operation ("GET /p/{slug}").
+	Operations []Rule `yaml:"operations"`
 	// Rename maps service names to component names.
 	Rename map[string]string `yaml:"rename"`
 	// NoIDFolding keeps identifiers in operation names.
@@ -103,7 +109,8 @@ type Config struct {
 	// for the request itself (reading it, writing the response).
 	OutsideSpans string `yaml:"outside_spans"`
 
-	compiled ruleSet // Components, compiled on first use
+	// Components and Operations, compiled on first use.
+	componentRules, operationRules ruleSet
 }
 
 // Values of Config.OutsideSpans.
@@ -264,7 +271,10 @@ func goTypeWords(typ string) string {
 
 // check reports values the configuration does not allow.
 func (c *Config) check() error {
-	if err := checkRules(c.Components); err != nil {
+	if err := checkRules("components", c.Components); err != nil {
+		return err
+	}
+	if err := checkRules("operations", c.Operations); err != nil {
 		return err
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Hosts)) {
@@ -315,6 +325,9 @@ func (c *Config) operation(sp *ingest.Span) string {
 	if c == nil || !c.NoIDFolding {
 		name = foldIDs(name)
 	}
+	if r, ok := c.ruleOperation(sp, name); ok {
+		name = r
+	}
 	if name == "" {
 		name = "unnamed"
 	}
@@ -341,7 +354,7 @@ func (c *Config) Attributes() []string {
 		}
 	}
 	add(c.Session)
-	for _, r := range c.Components {
+	for _, r := range slices.Concat(c.Components, c.Operations) {
 		for _, k := range slices.Sorted(maps.Keys(r.Attributes)) {
 			add(k)
 		}
@@ -366,6 +379,15 @@ func (g *generator) warnUnusedConfig() {
 	for i, r := range cfg.Components {
 		if !slices.Contains(comps, strings.ReplaceAll(r.Component, "/", "-")) {
 			g.rep.warnf("configuration: components[%d]: no operation's span matches it, so there is no component %s (components: %s)", i, r.Component, textout.Abbreviate(comps, 8))
+		}
+	}
+	names := map[string]bool{}
+	for _, op := range g.s.ops {
+		names[op.name] = true
+	}
+	for i, r := range cfg.Operations {
+		if !names[r.Name] {
+			g.rep.warnf("configuration: operations[%d]: no operation's span matches it, so no operation is named %s", i, r.Name)
 		}
 	}
 	for _, from := range slices.Sorted(maps.Keys(cfg.Rename)) {
@@ -393,5 +415,28 @@ func (g *generator) warnUnusedConfig() {
 		case g.m.Workload(sessionWorkload) == nil:
 			g.rep.warnf("configuration: session: %d requests carry %s, but at no entry operation do %.0f %% of the requests, so every workload is open", ss.requests, cfg.Session, 100*sessionShare)
 		}
+	}
+}
+
+// rareOperations is the number of operations from which extraction looks
+// at how many were seen at most twice.
+const rareOperations = 50
+
+// warnRareOperations warns when most of many operations were seen at most
+// twice: their span names most likely carry values (a product's slug, a
+// user's name) that make one operation of each request.
+func (g *generator) warnRareOperations() {
+	if len(g.s.ops) < rareOperations {
+		return
+	}
+	var rare []string
+	for _, id := range slices.Sorted(maps.Keys(g.s.ops)) {
+		if g.s.ops[id].count <= 2 {
+			rare = append(rare, id)
+		}
+	}
+	if 2*len(rare) > len(g.s.ops) {
+		g.rep.warnf("%d of %d operations were seen at most twice, such as %s: their span names most likely carry values, which make an operation and a workload of almost every request; instrumentation that sets http.route, or rules in --config (operations: [{name: \"GET /p/{slug}\", span: \"GET /p/*\"}]), make them one",
+			len(rare), len(g.s.ops), textout.Abbreviate(rare, 3))
 	}
 }

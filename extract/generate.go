@@ -124,6 +124,7 @@ func (s *State) ModelWith(name string, cfg *Config, est *Estimates) (*model.Mode
 	}
 	g.rep.CPUCoverage = est.Coverage
 	g.rep.SpeedCurves = est.SpeedCurves
+	g.warnRareOperations()
 	g.placeComponents()
 	g.cores()
 	g.speedCurves()
@@ -186,6 +187,9 @@ type generator struct {
 	bins map[string]map[string]string
 	// inSessions holds the entry operations of the session workload.
 	inSessions map[string]bool
+	// entryComps counts, per entry operation name, the components that
+	// have an entry operation of that name.
+	entryComps map[string]int
 	// busy holds the busy cores seen on each host, over all replicas.
 	busy map[*model.Host]float64
 	// est holds demands estimated from utilization metrics.
@@ -231,11 +235,13 @@ func (g *generator) inferLimits() {
 	// Call sites: a lock the caller holds around its calls to one
 	// operation, waited for before the client span starts.
 	g.siteLimits = map[string]map[string]limit{}
+	callers := map[string][]string{} // by target, every call site's caller
 	for _, key := range slices.Sorted(maps.Keys(g.s.conc)) {
 		parts := strings.Split(key, "\x00")
 		if parts[0] != "site" || len(parts) != 3 {
 			continue
 		}
+		callers[parts[2]] = append(callers[parts[2]], parts[1])
 		lim, ok := g.s.conc[key].inferLimit()
 		if !ok {
 			continue
@@ -253,7 +259,7 @@ func (g *generator) inferLimits() {
 		if !ok {
 			continue
 		}
-		if g.onlyLockedCalls(id) {
+		if g.onlyLockedCalls(id, callers[id]) {
 			// Its bound comes from the callers' locks.
 			continue
 		}
@@ -312,20 +318,14 @@ func (g *generator) declared() {
 }
 
 // onlyLockedCalls reports whether every call to an operation comes from a
-// call site with an inferred lock.
-func (g *generator) onlyLockedCalls(target string) bool {
-	sites := 0
-	for _, key := range slices.Sorted(maps.Keys(g.s.conc)) {
-		parts := strings.Split(key, "\x00")
-		if parts[0] != "site" || len(parts) != 3 || parts[2] != target {
-			continue
-		}
-		sites++
-		if _, ok := g.siteLimits[parts[1]][target]; !ok {
+// call site with an inferred lock; callers are the sites' callers.
+func (g *generator) onlyLockedCalls(target string, callers []string) bool {
+	for _, caller := range callers {
+		if _, ok := g.siteLimits[caller][target]; !ok {
 			return false
 		}
 	}
-	return sites > 0
+	return len(callers) > 0
 }
 
 // siteLockName names the passive resource of an inferred call-site lock.
@@ -1005,12 +1005,16 @@ func (g *generator) classWorkload(entry string) string {
 // name, or `component operation` when two components have an operation of
 // that name.
 func (g *generator) workloadName(entry string) string {
-	comp, name := splitID(entry)
-	for id := range g.s.entries {
-		c, n := splitID(id)
-		if n == name && c != comp {
-			return comp + " " + name
+	if g.entryComps == nil {
+		g.entryComps = map[string]int{}
+		for id := range g.s.entries {
+			_, n := splitID(id)
+			g.entryComps[n]++
 		}
+	}
+	comp, name := splitID(entry)
+	if g.entryComps[name] > 1 {
+		return comp + " " + name
 	}
 	return name
 }

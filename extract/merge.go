@@ -54,6 +54,7 @@ func (s *State) Merge(o *State) {
 			}
 		}
 	}
+	s.requests += o.requests
 	for id, e := range o.entries {
 		mine := s.entries[id]
 		if mine == nil {
@@ -176,10 +177,7 @@ func (a *activity) across(from, to int64) bool {
 // repeated until no further stretch qualifies. The result is cached until
 // the state changes.
 func (s *State) activity() *activity {
-	var n int64
-	for _, e := range s.entries {
-		n += e.count
-	}
+	n := s.requests
 	if a := s.active; a != nil && a.n == n && a.first == s.First && a.last == s.Last {
 		return a
 	}

@@ -470,6 +470,7 @@ func (v *savedState) restore() (*State, error) {
 			return nil, fmt.Errorf("entry %q: %w", id, err)
 		}
 		s.entries[id] = e
+		s.requests += e.count
 	}
 	for c, p := range v.Placement {
 		if p == nil {

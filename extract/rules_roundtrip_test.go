@@ -33,11 +33,11 @@ workload:
     steps: [{call: web/GET /admin/users}]
 `
 
-// TestComponentRulesRoundTrip extracts traces of oneServiceModel with
+// TestRulesRoundTrip extracts traces of oneServiceModel with
 // rules that split its service by span name and by attribute: the three
 // components come out on the one host, each with its own operations and
 // rate.
-func TestComponentRulesRoundTrip(t *testing.T) {
+func TestRulesRoundTrip(t *testing.T) {
 	m0, err := model.Parse([]byte(oneServiceModel), "one.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +45,7 @@ func TestComponentRulesRoundTrip(t *testing.T) {
 	obs := generate(t, m0, 4, 12000, t.TempDir())
 	cfg := &extract.Config{
 		Hosts: map[string]extract.HostConfig{"app": {Cores: 2}},
-		Components: []extract.ComponentRule{
+		Components: []extract.Rule{
 			{Component: "admin", Span: "GET /admin/*"},
 			{Component: "web-canary", Attributes: map[string]string{"tier": "canary"}},
 		},

@@ -37,6 +37,8 @@ type State struct {
 
 	ops     map[string]*opStats
 	entries map[string]*entryStats
+	// requests is the sum of the entries' counts.
+	requests int64
 	// placement records, per component, on which hosts and instances its
 	// operations ran.
 	placement map[string]*placement
@@ -248,6 +250,7 @@ func (s *State) entry(id string, root *trace.Node) *entryStats {
 		s.entries[id] = e
 	}
 	e.count++
+	s.requests++
 	e.resp.add(seconds(root.Duration()))
 	e.perSecond[floorDiv(root.Span.Start, 1e9)]++
 	e.arrivals.add(root.Span.Start)
