@@ -120,7 +120,7 @@ func TestRareOperations(t *testing.T) {
 		sid[6], sid[7] = byte(i>>8), byte(i)+1
 		start := int64(1_700_000_000_000_000_000) + int64(i)*50e6
 		spans = append(spans, &ingest.Span{TraceID: tid, SpanID: sid, Kind: ingest.KindServer, Service: "web", Host: "h",
-			Name: "GET /p/shoe-" + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + string(rune('a'+i/26%26)),
+			Name:  "GET /p/shoe-" + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + string(rune('a'+i/26%26)),
 			Start: start, End: start + 2e6, CPUTime: 1e-3})
 	}
 	rare := func(rep *Report) bool {

@@ -701,7 +701,6 @@ func splitID(id string) (component, operation string) {
 	return id[:i], id[i+1:]
 }
 
-
 // foldIDs makes one operation of requests that differ only in the
 // identifiers in their path: it drops a query string or fragment, and
 // replaces by `{id}` the path segments that are identifiers (see isID),
