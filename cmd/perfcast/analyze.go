@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -187,8 +186,12 @@ func writeHTML(path string, m *model.Model, r *report.Results) error {
 	return atomicfile.Write(path, func(w io.Writer) error { return report.Write(w, m, r) })
 }
 
+// findingsWorkloads is how many workloads the findings name.
+const findingsWorkloads = 10
+
 // writeFindings prints the answers in a few lines: the bottleneck, where it
-// saturates, and each workload's predicted response time.
+// saturates, and each workload's predicted response time (of the first
+// findingsWorkloads).
 func writeFindings(w io.Writer, m *model.Model, r *report.Results) {
 	if s := r.Saturation; s != nil {
 		u := 0.0
@@ -206,7 +209,7 @@ func writeFindings(w io.Writer, m *model.Model, r *report.Results) {
 			}
 		}
 		if len(at) > 0 {
-			fmt.Fprintf(w, " (%s)", strings.Join(at, ", "))
+			fmt.Fprintf(w, " (%s)", textout.Abbreviate(at, findingsWorkloads))
 		}
 		fmt.Fprintln(w)
 	}
@@ -215,7 +218,11 @@ func writeFindings(w io.Writer, m *model.Model, r *report.Results) {
 		fmt.Fprintln(w, "the model is unstable at the observed load")
 		return
 	}
-	for _, wl := range m.Workloads {
+	for i, wl := range m.Workloads {
+		if i == findingsWorkloads {
+			fmt.Fprintf(w, "and %s more: results.json and the report have every one\n", textout.Plural(len(m.Workloads)-i, "workload"))
+			break
+		}
 		wr := pred.Workloads[wl.Name]
 		if wr == nil {
 			continue

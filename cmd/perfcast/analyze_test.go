@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/report"
+	"github.com/perfcast/perfcast/solve"
 )
 
 func TestAnalyzeExampleData(t *testing.T) {
@@ -151,5 +153,23 @@ func TestAnalyzeUsage(t *testing.T) {
 		if code != tc.code || !strings.Contains(errs, tc.err) {
 			t.Errorf("%v: exit %d (%s), want %d and %q", tc.args, code, errs, tc.code, tc.err)
 		}
+	}
+}
+
+// TestFindingsNameTenWorkloads: a model with many workloads gets the first
+// ten in the findings and a count of the rest.
+func TestFindingsNameTenWorkloads(t *testing.T) {
+	m := &model.Model{}
+	pred := &solve.Result{Stable: true, Workloads: map[string]*solve.WorkloadResult{}}
+	for i := range 12 {
+		name := fmt.Sprintf("w%02d", i)
+		m.Workloads = append(m.Workloads, &model.Workload{Name: name})
+		pred.Workloads[name] = &solve.WorkloadResult{Throughput: 1, ResponseTime: solve.Times{Mean: 0.01}}
+	}
+	var b strings.Builder
+	writeFindings(&b, m, &report.Results{Predicted: pred})
+	out := b.String()
+	if n := strings.Count(out, ": predicted mean"); n != 10 || !strings.Contains(out, "and 2 workloads more") {
+		t.Errorf("%d workload lines:\n%s", n, out)
 	}
 }
