@@ -332,3 +332,37 @@ func scoreOf(c *Choice, method string) Score {
 	}
 	return Score{}
 }
+
+// TestBoundTwinNotIdentified: a fit that holds one operation at demand 0
+// while an operation whose throughput goes with its own (every checkout
+// reserves and notifies) carries the busy time of both has not separated
+// them; an operation at 0 whose throughput goes its own way is no such
+// case.
+func TestBoundTwinNotIdentified(t *testing.T) {
+	var ws []*Window
+	for i := range 60 {
+		n := float64(20 + 15*(i%7))
+		carry := float64(i % 2) // a pair split by the window's end
+		other := float64(100 + 40*((i*5)%11))
+		ws = append(ws, &Window{Length: 5, Count: []float64{n + carry, n - carry + 1, other}, Own: make([]float64, 3), Busy: 1})
+	}
+	ops := []string{"reserve", "notify", "getitem"}
+	f := &Fit{Demands: []float64{0, 0.0025, 0.0012}, StdErr: []float64{math.NaN(), 0.0001, 0.00001}}
+	sc := func() *mat.Dense {
+		a, _ := design(ws, len(ops))
+		m, _ := scaleColumns(a)
+		return m
+	}
+	ok, note := identified(f, ops, ws, sc(), []bool{false, true, true})
+	if ok || !strings.Contains(note, "reserve and notify not separable") {
+		t.Errorf("identified %v: %s", ok, note)
+	}
+	// The operation at 0 is getitem's twin in nothing: its throughput
+	// swings on its own period.
+	for i, w := range ws {
+		w.Count[0] = float64(10 + 30*((i*3)%5))
+	}
+	if ok, note := identified(f, ops, ws, sc(), []bool{false, true, true}); !ok {
+		t.Errorf("not identified: %s", note)
+	}
+}

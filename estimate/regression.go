@@ -199,7 +199,11 @@ func identified(f *Fit, ops []string, ws []*Window, sc *mat.Dense, free []bool) 
 		if free != nil && !free[j] && share == 0 {
 			// At the bound: an operation whose completions explain no
 			// busy time. Its upper uncertainty is not measured; it
-			// matters only if it runs often.
+			// matters only if it runs often, or if an operation whose
+			// throughput follows its own took its busy time.
+			if l, r := boundTwin(f, ws, free, count, explained, j); l >= 0 {
+				return false, fmt.Sprintf("demands of %s and %s not separable: their throughputs go together (r = %.3f) and the fit gave %s all their busy time", ops[j], ops[l], r, ops[l])
+			}
 			continue
 		}
 		if share >= MinShare && !(f.StdErr[j] <= MaxRelativeError*d) {
@@ -207,6 +211,37 @@ func identified(f *Fit, ops []string, ws []*Window, sc *mat.Dense, free []bool) 
 		}
 	}
 	return true, ""
+}
+
+// twinShare is the part of the explained busy time from which an
+// operation's demand counts in boundTwin.
+const twinShare = MinShare / 5
+
+// boundTwin finds, for operation j held at demand 0, a free operation
+// carrying at least twinShare of the explained busy time whose throughput
+// correlates with j's beyond collinearCorrelation: the fit may have given
+// it the busy time of both. It returns that operation and the correlation,
+// or -1.
+func boundTwin(f *Fit, ws []*Window, free []bool, count []float64, explained float64, j int) (int, float64) {
+	rate := func(op int) []float64 {
+		x := make([]float64, len(ws))
+		for i, w := range ws {
+			if w.Length > 0 {
+				x[i] = w.Count[op] / w.Length
+			}
+		}
+		return x
+	}
+	xj := rate(j)
+	for l, d := range f.Demands {
+		if l == j || !free[l] || !(d*count[l] >= twinShare*explained) {
+			continue
+		}
+		if r := correlation(xj, rate(l)); math.Abs(r) > collinearCorrelation {
+			return l, r
+		}
+	}
+	return -1, 0
 }
 
 func sumLength(ws []*Window) float64 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,6 +19,8 @@ import (
 func newGenerateCmd(g *globalFlags) *cobra.Command {
 	var (
 		out, format        string
+		metricsOut         string
+		metricsEvery       time.Duration
 		requests           int64
 		seed               uint64
 		noCPU, externalSpn bool
@@ -41,6 +44,9 @@ operation. Server and consumer spans carry perfcast.cpu.time, the CPU time of
 their cpu steps, unless --no-cpu-time; with --external-spans, delay steps
 appear as CLIENT spans with peer.service "external" and no server span.
 Replicas are hosts HOST-1, HOST-2, ...; service.instance.id is COMPONENT-N.
+With --metrics, the hosts' CPU time, each span's spread over its duration,
+is also written as a metrics file that "perfcast extract --metrics" reads:
+with --no-cpu-time, test data for estimating CPU demands from utilization.
 A trace's root span carries the request's parameters (the workload's params,
 by name) and, for a closed workload, session.id naming the user
 (WORKLOAD-N): "perfcast extract --config" with params: and session: reads
@@ -57,6 +63,17 @@ and seed give the same file, byte for byte.`,
 			if err := outputDir(out); err != nil {
 				return err
 			}
+			if metricsOut != "" {
+				if metricsOut == "-" || metricsOut == out {
+					return usagef("--metrics needs a file of its own, not %q", metricsOut)
+				}
+				if err := outputDir(metricsOut); err != nil {
+					return err
+				}
+			}
+			if !(metricsEvery > 0) {
+				return usagef("--metrics-interval must be positive, not %s", metricsEvery)
+			}
 			if requests <= 0 {
 				return usagef("--requests must be positive, not %d", requests)
 			}
@@ -72,7 +89,9 @@ and seed give the same file, byte for byte.`,
 			if err != nil {
 				return err
 			}
-			tw := tracegen.NewWriter(dst.w, tracegen.Options{Format: fmtOpt, NoCPUTime: noCPU, Seed: seed})
+			opts := tracegen.Options{Format: fmtOpt, NoCPUTime: noCPU, Seed: seed}
+			tw := tracegen.NewWriter(dst.w, opts)
+			mw := tracegen.NewMetrics(metricsEvery.Seconds(), opts)
 			spans, traces := int64(0), map[uint64]struct{}{}
 			var last float64
 			res, err := sim.Record(cmd.Context(), m, sim.RecordOptions{Seed: seed, Requests: requests, ExternalSpans: externalSpn},
@@ -82,6 +101,7 @@ and seed give the same file, byte for byte.`,
 						traces[s.Trace] = struct{}{}
 					}
 					last = max(last, s.End)
+					mw.Add(s)
 					return tw.Add(s)
 				})
 			if err == nil {
@@ -96,6 +116,9 @@ and seed give the same file, byte for byte.`,
 			}
 			if err == nil && spans == 0 {
 				err = fmt.Errorf("%s: no spans generated: %s", a[0], strings.Join(res.Warnings, "; "))
+			}
+			if err == nil && metricsOut != "" {
+				err = atomicfile.Write(metricsOut, func(w io.Writer) error { return mw.Write(w, tracegen.MachineCores(m)) })
 			}
 			if err != nil {
 				dst.abort()
@@ -121,6 +144,8 @@ and seed give the same file, byte for byte.`,
 	cmd.Flags().BoolVar(&noCPU, "no-cpu-time", false, "leave out perfcast.cpu.time, as traces of systems that do not measure it")
 	cmd.Flags().BoolVar(&externalSpn, "external-spans", false, "write delay steps as client spans to an uninstrumented peer \"external\"")
 	cmd.Flags().StringVar(&format, "format", "otlp-json", "`otlp-json` or otlp-proto")
+	cmd.Flags().StringVar(&metricsOut, "metrics", "", "also write the hosts' CPU time as a metrics `file` (CSV, cumulative cpu_seconds), as a host agent would have sampled it")
+	cmd.Flags().DurationVar(&metricsEvery, "metrics-interval", 5*time.Second, "interval between the metrics' readings")
 	return cmd
 }
 

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/perfcast/perfcast/metrics"
 )
 
 const shopModel = "../../examples/models/shop.yaml"
@@ -148,6 +151,10 @@ func TestGenerateErrors(t *testing.T) {
 		{[]string{"generate", "no-such-model.yaml", "-o", out}, 1, "no-such-model.yaml"},
 		{[]string{"generate", "../../examples/models/pipeline.yaml", "-o", out, "--set", "workload.*.load=100"}, 1, "steady state"},
 		{[]string{"generate", shopModel, "-o", filepath.Join(dir, "missing", "t.jsonl")}, 1, "missing"},
+		{[]string{"generate", shopModel, "-o", out, "--metrics", "-"}, 2, "--metrics needs a file"},
+		{[]string{"generate", shopModel, "-o", out, "--metrics", out}, 2, "--metrics needs a file"},
+		{[]string{"generate", shopModel, "-o", out, "--metrics", filepath.Join(dir, "missing", "m.csv")}, 1, "missing"},
+		{[]string{"generate", shopModel, "-o", out, "--metrics", filepath.Join(dir, "m.csv"), "--metrics-interval", "0s"}, 2, "--metrics-interval"},
 	}
 	for _, tc := range cases {
 		code, _, errs := perfcast(t, tc.args...)
@@ -178,5 +185,32 @@ workload:
 	want := "no steady state at this load (bottleneck a.cpu, asked 2 times what it can serve): generate at a lower one"
 	if code != 1 || !strings.Contains(errs, want) || strings.Count(errs, "steady state") != 1 {
 		t.Errorf("exit %d, %q; want 1 and %q", code, errs, want)
+	}
+}
+
+// TestGenerateMetrics: --metrics writes the hosts' CPU as a metrics file
+// that extract reads, for every machine with CPU time, and the busy time
+// it gives the CPU of the spans.
+func TestGenerateMetrics(t *testing.T) {
+	dir := t.TempDir()
+	traces, cpu := filepath.Join(dir, "t.jsonl"), filepath.Join(dir, "cpu.csv")
+	if code, _, errs := perfcast(t, "generate", shopModel, "-o", traces, "--requests", "3000", "--metrics", cpu, "--metrics-interval", "2s"); code != 0 {
+		t.Fatalf("generate: exit %d: %s", code, errs)
+	}
+	set, err := metrics.Read([]string{cpu})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hosts []string
+	for _, s := range set.Series {
+		hosts = append(hosts, s.Host)
+	}
+	slices.Sort(hosts)
+	if strings.Join(hosts, ",") != "backend,db,web-1,web-2" {
+		t.Errorf("series of %v", hosts)
+	}
+	code, _, errs := perfcast(t, "extract", traces, "--metrics", cpu, "-o", filepath.Join(dir, "m.yaml"))
+	if code != 0 || strings.Contains(errs, "no span comes from it") || strings.Contains(errs, "do not overlap its spans") {
+		t.Errorf("extract with the metrics: exit %d: %s", code, errs)
 	}
 }

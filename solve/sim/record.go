@@ -200,6 +200,16 @@ func Record(ctx context.Context, m *model.Model, opts RecordOptions, emit func(*
 	return res, nil
 }
 
+// ReplicaHost is the machine name recorded spans give replica i (from 0)
+// of a host with the given replicas: the host's name, followed by -1, -2,
+// ... when it has several.
+func ReplicaHost(host string, replicas, i int) string {
+	if replicas == 1 {
+		return host
+	}
+	return host + "-" + strconv.Itoa(i+1)
+}
+
 // recorder turns the engine's progress into spans. The engine calls it
 // through the hooks marked "span recording"; it is nil when not recording.
 type recorder struct {
@@ -253,11 +263,7 @@ func newRecorder(p *program, opts RecordOptions, emit func(*Span) error) *record
 	for _, h := range p.hosts {
 		names := make([]string, h.replicas)
 		for i := range names {
-			if h.replicas == 1 {
-				names[i] = h.name
-			} else {
-				names[i] = h.name + "-" + strconv.Itoa(i+1)
-			}
+			names[i] = ReplicaHost(h.name, int(h.replicas), i)
 		}
 		r.hostNames = append(r.hostNames, names)
 	}

@@ -1,0 +1,123 @@
+package extract_test
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/perfcast/perfcast/extract"
+	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/solve/sim"
+	"github.com/perfcast/perfcast/tracegen"
+)
+
+// twoOpsModel has two operations on one core and a third on another host,
+// at 36 % and 24 % utilization. Arrivals are bursty (cv 4), so that the
+// throughputs of the metrics' windows vary: with Poisson arrivals a
+// regression's standard errors are 15 to 20 % of the demands.
+const twoOpsModel = `perfcast: 1
+name: twoops
+hosts:
+  app: {cpu: {cores: 1}}
+  db: {cpu: {cores: 1}}
+components:
+  web:
+    host: app
+    operations:
+      GET /a: {steps: [{cpu: exp(4ms)}, {call: store/get}]}
+      GET /b: {steps: [{cpu: exp(10ms)}]}
+  store:
+    host: db
+    operations:
+      get: {steps: [{cpu: exp(6ms)}]}
+workload:
+  a: {open: {rate: 40/s, cv: 4}, steps: [{call: web/GET /a}]}
+  b: {open: {rate: 20/s, cv: 4}, steps: [{call: web/GET /b}]}
+`
+
+// TestMetricsRoundTrip generates traces without CPU times and the hosts'
+// CPU as metrics, as perfcast generate --no-cpu-time --metrics writes
+// them, and extracts with the metrics: each operation's CPU demand comes
+// back within four of the estimator's standard errors of the truth (4 to
+// 5 % here), or modelError where it gives none.
+func TestMetricsRoundTrip(t *testing.T) {
+	m0, err := model.Parse([]byte(twoOpsModel), "twoops.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	tracesPath, metricsPath := filepath.Join(dir, "traces.jsonl"), filepath.Join(dir, "cpu.csv")
+	f, err := os.Create(tracesPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := tracegen.Options{NoCPUTime: true, Seed: 6}
+	w, mw := tracegen.NewWriter(f, opts), tracegen.NewMetrics(5, opts)
+	res, err := sim.Record(context.Background(), m0, sim.RecordOptions{Seed: 6, Requests: 30000}, func(s *sim.Span) error {
+		mw.Add(s)
+		return w.Add(s)
+	})
+	if err != nil || !res.Stable {
+		t.Fatalf("record: %v %v", err, res)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	mf, err := os.Create(metricsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mw.Write(mf, tracegen.MachineCores(m0)); err != nil {
+		t.Fatal(err)
+	}
+	mf.Close()
+
+	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"app": {Cores: 1}, "db": {Cores: 1}}, Metrics: []string{metricsPath}}
+	out, err := extract.Run(context.Background(), []string{tracesPath}, "twoops", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("extracted model:\n%s", out.Model.Marshal())
+	if out.Report.Demands == nil {
+		t.Fatal("no report of the demands estimated from metrics")
+	}
+	var b strings.Builder
+	out.Report.Demands.WriteText(&b)
+	t.Logf("demands:\n%s", b.String())
+	// The estimators' standard errors, where they give one.
+	stdErr := map[string]float64{}
+	for _, h := range out.Report.Demands.Hosts {
+		for i, op := range h.Ops {
+			if i < len(h.Result) && h.Result[i].StdErr > 0 {
+				stdErr[op] = h.Result[i].StdErr
+			}
+		}
+	}
+	for id, want := range map[string]float64{"web/GET /a": 4e-3, "web/GET /b": 10e-3, "store/get": 6e-3} {
+		op := out.Model.Operation(id)
+		if op == nil {
+			t.Errorf("no operation %s", id)
+			continue
+		}
+		cpu := 0.0
+		for _, s := range op.Steps {
+			if s.Kind == model.StepCPU {
+				cpu += s.Demand.Mean()
+			}
+		}
+		// Four standard errors where the estimator gives one, else the
+		// model error allowed to extraction.
+		tol := modelError * want
+		if se, ok := stdErr[id]; ok {
+			tol = 4 * se
+		}
+		t.Logf("%-12s CPU %.4g ms, truth %.4g ms, tolerance %.3g ms", id, cpu*1e3, want*1e3, tol*1e3)
+		if math.Abs(cpu-want) > tol {
+			t.Errorf("%s: CPU %.4g ms, want %.4g ms ± %.3g", id, cpu*1e3, want*1e3, tol*1e3)
+		}
+	}
+}
