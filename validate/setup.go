@@ -103,7 +103,7 @@ func SetupWith(m *model.Model, st *extract.State, opts Options) (*Prepared, erro
 		}
 		claimed[entry] = w.Name
 		if more := stepsAfterEntry(w); more > 0 {
-			warnf("workload %s has %d steps after its entry call to %s: the traces measure %s alone, so its response times are not comparable", w.Name, more, entry, entry)
+			warnf("workload %s has %s after its entry call to %s: the traces measure %s alone, so its response times are not comparable", w.Name, textout.Plural(more, "step"), entry, entry)
 		}
 		x := float64(t.Count()) / dur
 		switch {
@@ -113,8 +113,8 @@ func SetupWith(m *model.Model, st *extract.State, opts Options) (*Prepared, erro
 			z := w.Closed.Think.Mean()
 			implied := x * (t.Mean() + z)
 			if u := float64(w.Closed.Users); math.Abs(implied-u) > impliedUsersTolerance*u {
-				warnf("workload %s: the measured throughput %.4g/s and mean response time %.4g s imply about %.0f users thinking %.4g s (Little's law), the model has %d; its users are kept",
-					w.Name, x, t.Mean(), implied, z, w.Closed.Users)
+				warnf("workload %s: the measured throughput %s and mean response time %s imply about %.0f users thinking %s (Little's law), the model has %d; its users are kept",
+					w.Name, textout.Rate(x), textout.Duration(t.Mean()), implied, textout.Duration(z), w.Closed.Users)
 			}
 		}
 		kept = append(kept, w)

@@ -455,7 +455,7 @@ func TestSetupMatching(t *testing.T) {
 		t.Errorf("users %d, want the model's 7", u)
 	}
 	text = strings.Join(p2.Warnings, "\n")
-	for _, want := range []string{"users thinking 1 s (Little's law), the model has 7", "1 steps after its entry call"} {
+	for _, want := range []string{"users thinking 1.00 s (Little's law), the model has 7", "1 step after its entry call"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("warnings lack %q:\n%s", want, text)
 		}

@@ -108,8 +108,9 @@ func writeReport(w io.Writer, r *extract.Report, out string) {
 	if r.Spans > 0 {
 		share = float64(r.Modeled) / float64(r.Spans)
 	}
-	fmt.Fprintf(w, "extracted %s: %d components, %d operations, %d workloads from %d traces (%d spans, %.0f%% modeled) over %s\n",
-		out, r.Components, r.Operations, r.Workloads, r.Traces, r.Spans, share*100, textout.Duration(r.Duration))
+	fmt.Fprintf(w, "extracted %s: %s, %s, %s from %s (%s, %.0f%% modeled) over %s\n",
+		out, textout.Plural(r.Components, "component"), textout.Plural(r.Operations, "operation"), textout.Plural(r.Workloads, "workload"),
+		textout.Plural(int(r.Traces), "trace"), textout.Plural(int(r.Spans), "span"), share*100, textout.Duration(r.Duration))
 	for _, e := range r.Evidence {
 		fmt.Fprintf(w, "  found: %s\n", e)
 	}
