@@ -14,8 +14,9 @@ import (
 // per operation the throughput and the response-time mean and percentiles;
 // per host CPU, when spans carry CPU times, the utilization the measured CPU
 // demand implies on the hosts and cores of m (with the CPU time outside spans
-// that metrics measured, when m models it). Entry operations that m has no
-// workload for are left out of the workloads.
+// that metrics measured, when m models it). A workload is measured on the
+// requests that entered at its entries (WorkloadEntries); entry operations
+// that m has no workload for are left out of the workloads.
 func (s *State) Measured(m *model.Model) *solve.Result {
 	r := solve.NewResult(m, "measured")
 	span := s.span()
@@ -23,24 +24,16 @@ func (s *State) Measured(m *model.Model) *solve.Result {
 		r.Warnings = append(r.Warnings, "fewer than two requests: no rates measured")
 		return r
 	}
-	byEntry := map[string]string{}
-	for _, w := range m.Workloads {
-		if len(w.Steps) > 0 && w.Steps[0].Kind == model.StepCall {
-			byEntry[w.Steps[0].Target] = w.Name
-		}
-	}
-	for id, e := range s.entries {
-		name, ok := byEntry[id]
-		if !ok {
-			continue
-		}
-		if prev := r.Workloads[name]; prev != nil {
-			continue
-		}
-		r.Workloads[name] = &solve.WorkloadResult{Throughput: float64(e.count) / span, ResponseTime: times(e.resp)}
-	}
-	if ss := s.sessions; ss != nil && m.Workload(sessionWorkload) != nil && r.Workloads[sessionWorkload] == nil {
+	if ss := s.sessions; ss != nil && m.Workload(sessionWorkload) != nil {
 		r.Workloads[sessionWorkload] = &solve.WorkloadResult{Throughput: float64(ss.requests) / span, ResponseTime: times(ss.resp)}
+	}
+	for _, w := range m.Workloads {
+		if r.Workloads[w.Name] != nil {
+			continue
+		}
+		if t, ok := s.EntriesTimes(WorkloadEntries(w)); ok {
+			r.Workloads[w.Name] = &solve.WorkloadResult{Throughput: float64(t.Count()) / span, ResponseTime: times(t.s)}
+		}
 	}
 	busy := map[string]float64{}
 	cpuKnown := map[string]bool{}

@@ -4,6 +4,8 @@ import (
 	"maps"
 	"math"
 	"slices"
+
+	"github.com/perfcast/perfcast/model"
 )
 
 // Times is a read-only view of one measured quantity of a state (a response
@@ -77,6 +79,55 @@ func (s *State) EntryTimes(entry string) (t Times, ok bool) {
 		return Times{}, false
 	}
 	return Times{e.resp}, true
+}
+
+// EntriesTimes returns the response times of the requests that entered at
+// any of the given operations, merged; ok is false when none did.
+func (s *State) EntriesTimes(entries []string) (t Times, ok bool) {
+	if len(entries) == 1 {
+		return s.EntryTimes(entries[0])
+	}
+	merged := newSample()
+	for _, id := range entries {
+		if e := s.entries[id]; e != nil {
+			merged.merge(e.resp)
+			ok = true
+		}
+	}
+	if !ok {
+		return Times{}, false
+	}
+	return Times{merged}, true
+}
+
+// WorkloadEntries returns the operations at which a workload's requests
+// enter, as traces show them: the target of its first call, or, when it
+// starts with a branch whose every branch starts with a call, the targets
+// of those calls (a mix of requests, as the session workload is). Leading
+// delay steps are passed over. It returns nil for a workload that starts
+// otherwise.
+func WorkloadEntries(w *model.Workload) []string {
+	for _, st := range w.Steps {
+		switch st.Kind {
+		case model.StepDelay:
+			continue
+		case model.StepCall:
+			return []string{st.Target}
+		case model.StepBranch:
+			var out []string
+			for _, b := range st.Branches {
+				if len(b.Steps) == 0 || b.Steps[0].Kind != model.StepCall {
+					return nil
+				}
+				if !slices.Contains(out, b.Steps[0].Target) {
+					out = append(out, b.Steps[0].Target)
+				}
+			}
+			return out
+		}
+		return nil
+	}
+	return nil
 }
 
 // OperationTimes returns the response times of every execution of the

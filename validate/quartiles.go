@@ -53,7 +53,7 @@ func AddSimulatedQuartiles(ctx context.Context, m *model.Model, res *solve.Resul
 		if !ok {
 			continue
 		}
-		if t, found := st.EntryTimes(EntryOf(w)); found && t.Count() > 0 {
+		if t, found := st.EntriesTimes(extract.WorkloadEntries(w)); found && t.Count() > 0 {
 			q.Workloads[w.Name] = [2]float64{shift + t.Quantile(0.25), shift + t.Quantile(0.75)}
 		}
 	}

@@ -44,16 +44,11 @@ type Prepared struct {
 
 // EntryOf returns the entry operation of a workload: the target of its
 // first step that is a call, after any leading delay steps (which
-// calibration adds); "" when the workload starts otherwise.
+// calibration adds), or the first of a mix's (extract.WorkloadEntries);
+// "" when the workload starts otherwise.
 func EntryOf(w *model.Workload) string {
-	for _, s := range w.Steps {
-		switch s.Kind {
-		case model.StepDelay:
-			continue
-		case model.StepCall:
-			return s.Target
-		}
-		return ""
+	if e := extract.WorkloadEntries(w); len(e) > 0 {
+		return e[0]
 	}
 	return ""
 }
@@ -86,22 +81,28 @@ func SetupWith(m *model.Model, st *extract.State, opts Options) (*Prepared, erro
 
 	claimed := map[string]string{}
 	var kept []*model.Workload
+workloads:
 	for _, w := range c.Workloads {
-		entry := EntryOf(w)
-		switch {
-		case entry == "":
-			warnf("workload %s does not start with a call: it matches no traces and is left out", w.Name)
-			continue
-		case claimed[entry] != "":
-			warnf("workload %s enters at %s like workload %s: traces cannot tell them apart; %s is left out", w.Name, entry, claimed[entry], w.Name)
+		entries := extract.WorkloadEntries(w)
+		if len(entries) == 0 {
+			warnf("workload %s does not start with a call, or a branch of calls: it matches no traces and is left out", w.Name)
 			continue
 		}
-		t, ok := st.EntryTimes(entry)
+		for _, entry := range entries {
+			if claimed[entry] != "" {
+				warnf("workload %s enters at %s like workload %s: traces cannot tell them apart; %s is left out", w.Name, entry, claimed[entry], w.Name)
+				continue workloads
+			}
+		}
+		entry := strings.Join(entries, ", ")
+		t, ok := st.EntriesTimes(entries)
 		if !ok || t.Count() == 0 {
 			warnf("workload %s (entry %s) matches no traces and is left out", w.Name, entry)
 			continue
 		}
-		claimed[entry] = w.Name
+		for _, e := range entries {
+			claimed[e] = w.Name
+		}
 		if more := stepsAfterEntry(w); more > 0 {
 			warnf("workload %s has %s after its entry call to %s: the traces measure %s alone, so its response times are not comparable", w.Name, textout.Plural(more, "step"), entry, entry)
 		}
@@ -149,8 +150,17 @@ func SetupWith(m *model.Model, st *extract.State, opts Options) (*Prepared, erro
 // stepsAfterEntry counts the steps of a workload after its entry call.
 func stepsAfterEntry(w *model.Workload) int {
 	for i, s := range w.Steps {
-		if s.Kind == model.StepCall {
+		switch s.Kind {
+		case model.StepCall:
 			return len(w.Steps) - i - 1
+		case model.StepBranch:
+			// A mix: the steps after the branch, and those after the
+			// call in its longest branch.
+			more := 0
+			for _, b := range s.Branches {
+				more = max(more, len(b.Steps)-1)
+			}
+			return len(w.Steps) - i - 1 + more
 		}
 	}
 	return 0
@@ -179,7 +189,7 @@ func measure(c *model.Model, st *extract.State, dur float64) (*solve.Result, err
 		if wr == nil {
 			continue
 		}
-		t, _ := st.EntryTimes(EntryOf(w))
+		t, _ := st.EntriesTimes(extract.WorkloadEntries(w))
 		wr.ResponseTime.CI95 = meanCI(t)
 		if n := t.Count(); n > 0 {
 			h := z95 * math.Sqrt(float64(n)) / dur

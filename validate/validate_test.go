@@ -757,3 +757,45 @@ workload:
 		t.Errorf("the noise covers the error in %d (throughput) and %d (utilization) of %d sets, want about 95 %%", rate, util, sets)
 	}
 }
+
+// TestValidateMix validates a model whose closed workload is a mix of two
+// entry operations (a branch of calls, as extraction makes of sessions)
+// against traces of itself: the workload matches the requests of both
+// entries, and its throughput and mean agree within the noise.
+func TestValidateMix(t *testing.T) {
+	m := parse(t, `perfcast: 1
+hosts: {h: {cpu: {cores: 1}}}
+components:
+  web:
+    host: h
+    operations:
+      GET /a: {steps: [{cpu: exp(5ms)}]}
+      GET /b: {steps: [{cpu: exp(20ms)}]}
+workload:
+  sessions:
+    closed: {users: 20, think: exp(500ms)}
+    steps:
+      - branch:
+          - {p: 0.7, steps: [{call: web/GET /a}]}
+          - {p: 0.3, steps: [{call: web/GET /b}]}
+`)
+	spans, _ := recordTraces(t, m, 8000, "")
+	rep, err := Validate(context.Background(), m, fold(t, spans), withSolver(mva.New()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range rep.Warnings {
+		if strings.Contains(w, "match") {
+			t.Errorf("warning: %s", w)
+		}
+	}
+	e, n := rep.Errors.Workloads["sessions"], rep.Noise.Workloads["sessions"]
+	if e == nil || n == nil {
+		t.Fatalf("workload sessions not compared: %+v", rep.Errors.Workloads)
+	}
+	if mw := rep.Measured.Workloads["sessions"]; mw == nil || mw.Throughput < 20 {
+		t.Fatalf("measured %+v", mw)
+	}
+	within(t, "sessions throughput error", e.Throughput, 0, n.Throughput)
+	within(t, "sessions response time error", e.ResponseTime.Mean, 0, n.ResponseTime.Mean)
+}
