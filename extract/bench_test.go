@@ -5,6 +5,8 @@ package extract_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/perfcast/perfcast/extract"
+	"github.com/perfcast/perfcast/ingest"
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/solve/sim"
 	"github.com/perfcast/perfcast/trace"
@@ -162,4 +165,39 @@ func benchState(b *testing.B) *extract.State {
 		st.Fold(t, extractConfig)
 	}
 	return st
+}
+
+// BenchmarkExtractManyOperations folds 6000 requests whose span names all
+// differ (a value in the path that identifier folding does not catch) and
+// generates the model: 6000 operations and as many workloads.
+func BenchmarkExtractManyOperations(b *testing.B) {
+	const n = 6000
+	base := int64(1_700_000_000_000_000_000)
+	var trees []*trace.Tree
+	a := trace.New(trace.Options{}, func(t *trace.Tree) error { trees = append(trees, t); return nil })
+	for i := range n {
+		var tid ingest.TraceID
+		binary.BigEndian.PutUint64(tid[8:], uint64(i+1))
+		var sid ingest.SpanID
+		binary.BigEndian.PutUint64(sid[:], uint64(i+1))
+		start := base + int64(i)*10e6
+		name := fmt.Sprintf("GET /p/item-%c%c%c", 'a'+i%26, 'a'+i/26%26, 'a'+i/676%26)
+		if err := a.Add(&ingest.Span{TraceID: tid, SpanID: sid, Kind: ingest.KindServer, Service: "web", Host: "h",
+			Name: name, Start: start, End: start + 2e6, CPUTime: 1e-3}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := a.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		st := extract.NewState()
+		for _, t := range trees {
+			st.Fold(t, nil)
+		}
+		if m, _ := st.Model("many", nil); len(m.Workloads) != n {
+			b.Fatalf("extracted %d workloads", len(m.Workloads))
+		}
+	}
 }

@@ -716,17 +716,35 @@ func foldIDs(name string) string {
 	if q := strings.IndexAny(name[slash:], "?#"); q >= 0 && path {
 		name = name[:slash+q]
 	}
-	segs := strings.Split(name[slash+1:], "/")
-	changed := false
-	for i, seg := range segs {
-		if isID(seg, path) {
-			segs[i], changed = "{id}", true
+	// Segments are scanned in place; a name is built only when one of
+	// them is an identifier (this runs for every span).
+	var b *strings.Builder
+	rest, done := name[slash+1:], slash+1
+	for start := slash + 1; ; {
+		end := strings.IndexByte(rest, '/')
+		seg := rest
+		if end >= 0 {
+			seg = rest[:end]
 		}
+		if isID(seg, path) {
+			if b == nil {
+				b = &strings.Builder{}
+				b.Grow(len(name))
+			}
+			b.WriteString(name[done:start])
+			b.WriteString("{id}")
+			done = start + len(seg)
+		}
+		if end < 0 {
+			break
+		}
+		rest, start = rest[end+1:], start+end+1
 	}
-	if !changed {
+	if b == nil {
 		return name
 	}
-	return name[:slash+1] + strings.Join(segs, "/")
+	b.WriteString(name[done:])
+	return name[:slash+1] + b.String()
 }
 
 // isID reports whether a segment is an identifier rather than a name: a
