@@ -43,20 +43,13 @@ func TestRules(t *testing.T) {
 	sp := func(service, name string, attrs ...ingest.Attr) *ingest.Span {
 		return &ingest.Span{Service: service, Name: name, Kind: ingest.KindServer, Extra: attrs}
 	}
-	for _, c := range []struct {
-		span *ingest.Span
-		want string
-	}{
+	checkOpIDs(t, cfg, []opIDCase{
 		{sp("shop", "GET /admin/users/42"), "admin/GET /admin/users/{id}"},
 		{sp("shop", "GET /page"), "storefront/GET /page"},
 		{sp("other", "GET /admin/users"), "other/GET /admin/users"},
 		{sp("shop", "GET /page", ingest.Attr{Key: "k8s.deployment.name", Value: "shop-canary"}), "canary/GET /page"},
 		{sp("shop", "GET /page", ingest.Attr{Key: "k8s.deployment.name", Value: "shop"}), "storefront/GET /page"},
-	} {
-		if got := cfg.opID(c.span); got != c.want {
-			t.Errorf("%s %q: %s, want %s", c.span.Service, c.span.Name, got, c.want)
-		}
-	}
+	})
 	if got := strings.Join(cfg.Attributes(), ","); got != "size,k8s.deployment.name,missing" {
 		t.Errorf("attributes %s", got)
 	}
@@ -70,15 +63,23 @@ func TestRules(t *testing.T) {
 		},
 		Components: []Rule{{Component: "pages", Span: "GET /p/{slug}"}},
 	}
-	for _, c := range []struct {
-		span *ingest.Span
-		want string
-	}{
+	checkOpIDs(t, cfg, []opIDCase{
 		{sp("shop", "GET /p/blue-shoes"), "pages/GET /p/{slug}"},
 		{sp("shop", "GET /page"), "shop/GET /page"},
 		{sp("db", "SELECT items", ingest.Attr{Key: "db.operation", Value: "SELECT"}), "db/query"},
 		{sp("db", "UPDATE items", ingest.Attr{Key: "db.operation", Value: "UPDATE"}), "db/UPDATE items"},
-	} {
+	})
+}
+
+// opIDCase is a span and the operation id it should get.
+type opIDCase struct {
+	span *ingest.Span
+	want string
+}
+
+func checkOpIDs(t *testing.T, cfg *Config, cases []opIDCase) {
+	t.Helper()
+	for _, c := range cases {
 		if got := cfg.opID(c.span); got != c.want {
 			t.Errorf("%s %q: %s, want %s", c.span.Service, c.span.Name, got, c.want)
 		}
