@@ -110,10 +110,29 @@ func TestSessionsFoldedOutOfOrder(t *testing.T) {
 	const users = 50
 	cfg := &Config{Session: "session.id"}
 	spans := sessionTraces(users, 2000, 5)
-	for i := 0; i < len(spans); i += 64 {
-		slices.Reverse(spans[i:min(i+64, len(spans))])
+	// The assembler delivers trees in order of start; fold them in
+	// another.
+	var trees []*trace.Tree
+	a := trace.New(trace.Options{}, func(tr *trace.Tree) error { trees = append(trees, tr); return nil })
+	for _, s := range spans {
+		if err := a.Add(s); err != nil {
+			t.Fatal(err)
+		}
 	}
-	st := foldWith(t, spans, cfg)
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < len(trees); i += 64 {
+		slices.Reverse(trees[i:min(i+64, len(trees))])
+	}
+	fold := func(trees []*trace.Tree) *State {
+		st := NewState()
+		for _, tr := range trees {
+			st.Fold(tr, cfg)
+		}
+		return st
+	}
+	st := fold(trees)
 	m, rep := st.Model("sessions", cfg)
 	ss := st.sessions
 	if ss.outOfOrder != 0 {
@@ -131,17 +150,16 @@ func TestSessionsFoldedOutOfOrder(t *testing.T) {
 
 	// Folded in two halves into two states, the second saved and loaded,
 	// then merged.
-	half := len(spans) / 2
-	a := foldWith(t, spans[:half], cfg)
+	half := len(trees) / 2
 	var buf bytes.Buffer
-	if err := a.Save(&buf); err != nil {
+	if err := fold(trees[:half]).Save(&buf); err != nil {
 		t.Fatal(err)
 	}
 	a2, err := LoadState(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a2.Merge(foldWith(t, spans[half:], cfg))
+	a2.Merge(fold(trees[half:]))
 	m2, _ := a2.Model("sessions", cfg)
 	// Each session loses the think time across the split, and no more.
 	if got, want := float64(a2.sessions.think.n), n-users; got != want || a2.sessions.outOfOrder != 0 {
