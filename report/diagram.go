@@ -41,7 +41,7 @@ func buildDiagram(m *model.Model, r *Results) *diagram {
 			}
 		}
 		if pred != nil && pred.Stable {
-			if wr := pred.Workloads[w.Name]; wr != nil {
+			if wr := pred.Workloads[w.Name]; wr != nil && !noRequests(wr) {
 				line := "mean " + textout.Duration(wr.ResponseTime.Mean)
 				if wr.ResponseTime.P95 != nil {
 					line += " · p95 " + textout.Duration(*wr.ResponseTime.P95)

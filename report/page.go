@@ -149,10 +149,14 @@ func newPage(m *model.Model, r *Results) *page {
 	p.Cards, p.Summary = summarize(m, r)
 	p.Diagram = template.HTML(buildDiagram(m, r).svg())
 	for i, w := range m.Workloads {
-		p.RTCharts = append(p.RTCharts, template.HTML(responseChart(m, r, w, i)))
+		if observedLoad(w) > 0 {
+			p.RTCharts = append(p.RTCharts, template.HTML(responseChart(m, r, w, i)))
+		}
 	}
 	p.RTNote = "Lines: the model's prediction as load grows (all workloads scaled together)."
-	if !hasPercentiles(r) {
+	if len(p.RTCharts) == 0 {
+		p.RTNote = "No workload sends requests, so there is no load to grow and nothing to chart."
+	} else if !hasPercentiles(r) {
 		p.RTNote += " The analytical solver gives means only; percentiles come from simulation (--solver sim)."
 	}
 	p.UtilBars = template.HTML(utilizationBars(m, r))
@@ -316,11 +320,14 @@ func summarize(m *model.Model, r *Results) ([]card, []template.HTML) {
 	}
 
 	// Response times per workload and entry operation.
+	if !solve.HasLoad(m) {
+		paras = append(paras, template.HTML(esc("No workload sends requests (every open rate and user count is zero): there is no response time to predict, and every resource is idle.")))
+	}
 	var items []string
 	first := true
 	for _, w := range m.Workloads {
 		wr := pred.Workloads[w.Name]
-		if wr == nil || !pred.Stable {
+		if wr == nil || !pred.Stable || noRequests(wr) {
 			continue
 		}
 		s := fmt.Sprintf("%s: mean %s", b(w.Name), esc(textout.Duration(wr.ResponseTime.Mean)))
@@ -383,6 +390,12 @@ func summarize(m *model.Model, r *Results) ([]card, []template.HTML) {
 			esc(textout.Plural(len(e.Warnings), "assumption or warning")))))
 	}
 	return cards, paras
+}
+
+// noRequests reports whether a workload's result served no request, so
+// that it has no response time to show.
+func noRequests(wr *solve.WorkloadResult) bool {
+	return wr.Throughput == 0 && wr.ResponseTime.Mean == 0
 }
 
 // speedAtSaturation explains, for a CPU whose speed changes, why the load

@@ -478,3 +478,31 @@ workload:
 		t.Error("the page speaks of a measured system for a model without measurements")
 	}
 }
+
+// TestNoLoadModel: a model whose workloads send nothing gets a report that
+// says so, with no response time and no chart of load that cannot grow.
+func TestNoLoadModel(t *testing.T) {
+	m, err := model.Parse([]byte(`perfcast: 1
+hosts: {a: {}}
+components:
+  c: {host: a, operations: {o: {steps: [{cpu: 1ms}]}}}
+workload:
+  w: {closed: {users: 0, think: 1s}, steps: [{call: c/o}]}
+`), "idle.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Analyze(context.Background(), m, Options{Solve: solveMVA, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := render(t, m, r)
+	if !strings.Contains(page, "No workload sends requests") {
+		t.Error("the page does not say that nothing is sent")
+	}
+	for _, bad := range []string{"mean 0 s", "Mean response", "The dotted line marks"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("the page has %q", bad)
+		}
+	}
+}

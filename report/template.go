@@ -154,7 +154,7 @@ svg text { font-family: system-ui, -apple-system, "Segoe UI", Roboto, Arial, san
 
 <section id="response-time">
 <h2>Response time against load</h2>
-<p class="note">{{.RTNote}} The dotted line marks the observed load, the red dashed line the load at which the bottleneck saturates. Circles are the prediction at the observed load{{if .HasMeasured}}, diamonds what the traces measured{{end}}; filled for the mean, hollow for the 95th percentile.</p>
+<p class="note">{{.RTNote}}{{if .RTCharts}} The dotted line marks the observed load, the red dashed line the load at which the bottleneck saturates. Circles are the prediction at the observed load{{if .HasMeasured}}, diamonds what the traces measured{{end}}; filled for the mean, hollow for the 95th percentile.{{end}}</p>
 <div class="charts">{{range .RTCharts}}<figure>{{.}}</figure>{{end}}</div>
 </section>
 
