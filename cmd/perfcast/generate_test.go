@@ -214,3 +214,33 @@ func TestGenerateMetrics(t *testing.T) {
 		t.Errorf("extract with the metrics: exit %d: %s", code, errs)
 	}
 }
+
+// TestStatsWithConfig: stats --config lists the operations as extraction
+// names them and the traces that carry the configuration's attributes.
+func TestStatsWithConfig(t *testing.T) {
+	dir := t.TempDir()
+	traces, cfg := filepath.Join(dir, "t.jsonl"), filepath.Join(dir, "cfg.yaml")
+	if code, _, errs := perfcast(t, "generate", shopModel, "-o", traces, "--requests", "500"); code != 0 {
+		t.Fatalf("generate: exit %d: %s", code, errs)
+	}
+	if err := os.WriteFile(cfg, []byte("session: session.id\nparams: [size]\noperations:\n  - {name: browse, span: \"GET /browse\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := perfcast(t, "stats", traces, "--config", cfg)
+	if code != 0 {
+		t.Fatalf("stats: exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"OPERATION AS EXTRACTED", "frontend/browse", "session.id", "size        0 of "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = perfcast(t, "stats", traces, "--config", cfg, "--json")
+	var rep statsReport
+	if err := json.Unmarshal([]byte(out), &rep); code != 0 || err != nil {
+		t.Fatalf("stats --json: exit %d, %v", code, err)
+	}
+	if rep.Attributes["session.id"] != rep.Traces || rep.Attributes["size"] != 0 || len(rep.Extracted) == 0 {
+		t.Errorf("attributes %v of %d traces, %d operations", rep.Attributes, rep.Traces, len(rep.Extracted))
+	}
+}

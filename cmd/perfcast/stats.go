@@ -1,15 +1,19 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/perfcast/perfcast/extract"
 	"github.com/perfcast/perfcast/ingest"
 	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/trace"
@@ -30,13 +34,25 @@ type statsReport struct {
 	Operations    int                `json:"operations"`
 	TopOperations []trace.OpCount    `json:"top_operations"`
 	Damage        ingest.Damage      `json:"damage"`
+	// With --config: the operations as extraction names them (rules,
+	// renames and identifier folding applied), most executed first, and per
+	// attribute the configuration reads, the traces that carry it.
+	Extracted  []extractedOp    `json:"extracted_operations,omitempty"`
+	Attributes map[string]int64 `json:"attributes,omitempty"`
+}
+
+// extractedOp is an operation as extraction names it, with its executions.
+type extractedOp struct {
+	Operation  string `json:"operation"`
+	Executions int64  `json:"executions"`
 }
 
 func newStatsCmd() *cobra.Command {
 	var (
-		jsonOut bool
-		top     int
-		opts    trace.Options
+		jsonOut    bool
+		top        int
+		opts       trace.Options
+		configPath string
 	)
 	cmd := &cobra.Command{
 		Use:   "stats TRACES...",
@@ -50,18 +66,52 @@ split because their spans arrived too far apart), with where it was found.
 
 TRACES are files or directories (read recursively, in name order) in any
 format perfcast reads: OTLP JSON or protobuf, Zipkin v2 JSON, Jaeger JSON,
-gzip included; - reads standard input.`,
+gzip included; - reads standard input.
+
+With --config, it also lists the operations as extraction would name them
+(component and operation rules, renames and identifier folding applied) and,
+for every attribute the configuration reads (params, session, the rules'
+attributes), how many traces carry it: a way to try a configuration
+before extracting.`,
 		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, paths []string) error {
 			if top < 0 {
 				return usagef("--top must not be negative")
 			}
-			r, err := ingest.Open(paths, ingest.Options{Stdin: cmd.InOrStdin()})
+			var cfg *extract.Config
+			if configPath != "" {
+				var err error
+				if cfg, err = extract.LoadConfig(configPath); err != nil {
+					return err
+				}
+			}
+			attrs := cfg.Attributes()
+			r, err := ingest.Open(paths, ingest.Options{Stdin: cmd.InOrStdin(), Attributes: attrs})
 			if err != nil {
 				return err
 			}
 			defer r.Close()
-			ast, err := trace.Run(cmd.Context(), r, opts, func(*trace.Tree) error { return nil })
+			st := extract.NewState()
+			carried := map[string]int64{}
+			ast, err := trace.Run(cmd.Context(), r, opts, func(t *trace.Tree) error {
+				if cfg == nil {
+					return nil
+				}
+				st.Fold(t, cfg)
+				for _, k := range attrs {
+					found := false
+					t.Walk(func(n *trace.Node, _ int) bool {
+						if _, ok := n.Span.Lookup(k); ok {
+							found = true
+						}
+						return !found
+					})
+					if found {
+						carried[k]++
+					}
+				}
+				return nil
+			})
 			if err != nil {
 				return err
 			}
@@ -74,6 +124,18 @@ gzip included; - reads standard input.`,
 			}
 			rep.Damage.Merge(rst.Damage)
 			rep.Damage.Merge(ast.Damage)
+			if cfg != nil {
+				for _, id := range st.Operations() {
+					t, _ := st.OperationTimes(id)
+					rep.Extracted = append(rep.Extracted, extractedOp{id, t.Count()})
+				}
+				slices.SortStableFunc(rep.Extracted, func(a, b extractedOp) int { return cmp.Compare(b.Executions, a.Executions) })
+				rep.Extracted = rep.Extracted[:min(top, len(rep.Extracted))]
+				rep.Attributes = map[string]int64{}
+				for _, k := range attrs {
+					rep.Attributes[k] = carried[k]
+				}
+			}
 			if rep.TopOperations == nil {
 				rep.TopOperations = []trace.OpCount{}
 			}
@@ -93,6 +155,7 @@ gzip included; - reads standard input.`,
 	f.IntVar(&opts.MaxOpenTraces, "max-open-traces", trace.DefaultMaxOpenTraces, "keep at most this many incomplete `traces` in memory")
 	f.BoolVar(&opts.DropOrphans, "drop-orphans", false, "leave out spans whose parent is missing, instead of making partial trees")
 	f.BoolVar(&opts.NoSkewCorrection, "no-skew-correction", false, "keep span times as read, even where hosts' clocks disagree")
+	f.StringVar(&configPath, "config", "", "an extraction configuration `file`: also list the operations as extraction would name them, and the traces that carry its attributes")
 	return cmd
 }
 
@@ -127,6 +190,22 @@ func writeStats(w io.Writer, rep *statsReport) error {
 		fmt.Fprintln(tw, "SPANS\tSERVICE\tOPERATION")
 		for _, op := range rep.TopOperations {
 			fmt.Fprintf(tw, "%d\t%s\t%s\n", op.Count, orDash(op.Service), orDash(op.Name))
+		}
+		tw.Flush()
+	}
+	if len(rep.Extracted) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(tw, "EXECUTIONS\tOPERATION AS EXTRACTED")
+		for _, op := range rep.Extracted {
+			fmt.Fprintf(tw, "%d\t%s\n", op.Executions, op.Operation)
+		}
+		tw.Flush()
+	}
+	if len(rep.Attributes) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(tw, "ATTRIBUTE\tTRACES CARRYING IT")
+		for _, k := range slices.Sorted(maps.Keys(rep.Attributes)) {
+			fmt.Fprintf(tw, "%s\t%d of %d\n", k, rep.Attributes[k], rep.Traces)
 		}
 		tw.Flush()
 	}
