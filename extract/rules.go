@@ -33,7 +33,8 @@ type Rule struct {
 	// operation rules applied).
 	Span string `yaml:"span"`
 	// Attributes match span or resource attributes by name; a span that
-	// lacks one does not match.
+	// lacks one does not match, and an empty pattern asks only that it be
+	// there.
 	Attributes map[string]string `yaml:"attributes"`
 
 	line int // in the configuration file, 0 when not read from one
