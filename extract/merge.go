@@ -10,6 +10,10 @@ import (
 // s. Afterwards s is the state of all their traces. o must not be used
 // afterwards: Merge may take parts of it over.
 func (s *State) Merge(o *State) {
+	// Whether the two states' requests interleave in time, beyond the
+	// lateness sessions allow for (see sessionStats.merge).
+	interleaved := s.Traces > 0 && o.Traces > 0 &&
+		min(s.Last, o.Last)-max(s.First, o.First) > sessionLag
 	s.Traces += o.Traces
 	s.Spans += o.Spans
 	s.Modeled += o.Modeled
@@ -85,7 +89,7 @@ func (s *State) Merge(o *State) {
 		if s.sessions == nil {
 			s.sessions = newSessionStats()
 		}
-		s.sessions.merge(o.sessions)
+		s.sessions.merge(o.sessions, interleaved)
 	}
 	for p, vals := range o.categories {
 		if s.categories[p] == nil {

@@ -207,6 +207,7 @@ type savedSessions struct {
 	Latest     int64                       `json:"latest"`
 	Sessions   int64                       `json:"sessions"`
 	OutOfOrder int64                       `json:"out_of_order"`
+	Split      int64                       `json:"split,omitempty"`
 }
 
 type savedHostWindows struct {
@@ -288,7 +289,7 @@ func (s *State) snapshot() *savedState {
 	if ss := s.sessions; ss != nil {
 		v.Sessions = &savedSessions{
 			Requests: ss.requests, Resp: saveSample(ss.resp), Think: saveSample(ss.think),
-			ByEntry: ss.byEntry, Last: ss.last, Pending: ss.pending, Latest: ss.latest, Sessions: ss.sessions, OutOfOrder: ss.outOfOrder,
+			ByEntry: ss.byEntry, Last: ss.last, Pending: ss.pending, Latest: ss.latest, Sessions: ss.sessions, OutOfOrder: ss.outOfOrder, Split: ss.split,
 		}
 	}
 	if len(s.siteTimes) > 0 {
@@ -500,7 +501,7 @@ func (v *savedState) restore() (*State, error) {
 		}
 		s.sessions = &sessionStats{
 			requests: ss.Requests, resp: resp, think: think, byEntry: orEmpty(ss.ByEntry), last: orEmpty(ss.Last),
-			pending: orEmpty(ss.Pending), latest: ss.Latest, sessions: ss.Sessions, outOfOrder: ss.OutOfOrder,
+			pending: orEmpty(ss.Pending), latest: ss.Latest, sessions: ss.Sessions, outOfOrder: ss.OutOfOrder, split: ss.Split,
 		}
 		for id, rs := range s.sessions.pending {
 			if !slices.IsSortedFunc(rs, func(a, b sessionRequest) int { return cmp.Compare(a.Start, b.Start) }) {

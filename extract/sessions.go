@@ -59,6 +59,11 @@ type sessionStats struct {
 	// previous request ended: concurrent requests of one session, or trees
 	// delivered more than sessionLag late; no think time is taken from them.
 	outOfOrder int64
+	// split counts the sessions found open in two merged states whose
+	// requests interleave in time: receivers fed by trace id each see
+	// some of a session's requests, and take the time between two of them
+	// as one think time where other requests came between.
+	split int64
 }
 
 // sessionRequest is when a request of a session started and ended.
@@ -154,10 +159,19 @@ func (ss *sessionStats) sweep(before int64) {
 
 // merge adds the sessions of o. Each state's pending requests are placed
 // first, in that state's own order; a session split between the two
-// states loses the think time across the split.
-func (ss *sessionStats) merge(o *sessionStats) {
+// states loses the think time across the split. When the states' requests
+// interleave in time, a session open in both is counted as split.
+func (ss *sessionStats) merge(o *sessionStats, interleaved bool) {
 	ss.sweep(math.MaxInt64)
 	o.sweep(math.MaxInt64)
+	if interleaved {
+		for sid := range o.last {
+			if _, ok := ss.last[sid]; ok {
+				ss.split++
+			}
+		}
+	}
+	ss.split += o.split
 	ss.requests += o.requests
 	ss.resp.merge(o.resp)
 	ss.think.merge(o.think)
@@ -229,6 +243,9 @@ func (g *generator) sessionWorkloadModel(entries map[string]bool) *model.Workloa
 	}
 	g.rep.evidencef("workload %s: %d requests of %d sessions (attribute %s); think time %.3gs on average between a request's end and the next's start; %.4g requests/s and %.3gs per request give %d users by Little's law",
 		sessionWorkload, n, ss.sessions, g.cfg.Session, think, x, ss.resp.mean(), users)
+	if ss.split > 0 {
+		g.rep.warnf("%d sessions had requests in several of the merged states at once: each state took the time between the requests it saw as think time, though the others' came between, so the think time is overstated and the users with it; a session's traces must reach one receiver (a single receiver, or routing by an attribute every span of the session carries, such as %s set on every span)", ss.split, g.cfg.Session)
+	}
 	if ss.outOfOrder > 0 {
 		g.rep.warnf("%d session requests started before their session's previous request ended (concurrent requests of a session); no think time was taken from them", ss.outOfOrder)
 	}

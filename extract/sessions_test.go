@@ -217,3 +217,39 @@ func TestSessionsTooShort(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionsSplitAcrossStates: two receivers fed by trace id each see
+// every other request of a session; merged, their think times are
+// overstated, and a warning says so. States split by time are not.
+func TestSessionsSplitAcrossStates(t *testing.T) {
+	cfg := &Config{Session: "session.id"}
+	spans := sessionTraces(20, 600, 6)
+	var even, odd []*ingest.Span
+	for i, s := range spans {
+		if i%2 == 0 {
+			even = append(even, s)
+		} else {
+			odd = append(odd, s)
+		}
+	}
+	split := func(st *State) bool {
+		_, rep := st.Model("sessions", cfg)
+		for _, w := range rep.Warnings {
+			if strings.Contains(w, "several of the merged states") {
+				return true
+			}
+		}
+		return false
+	}
+	a := foldWith(t, even, cfg)
+	a.Merge(foldWith(t, odd, cfg))
+	if !split(a) || a.sessions.split != 20 {
+		t.Errorf("interleaved states: %d sessions counted as split, want 20", a.sessions.split)
+	}
+	half := len(spans) / 2
+	b := foldWith(t, spans[:half], cfg)
+	b.Merge(foldWith(t, spans[half:], cfg))
+	if split(b) {
+		t.Errorf("states split by time: %d sessions counted as split", b.sessions.split)
+	}
+}
