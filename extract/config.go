@@ -203,7 +203,7 @@ func LoadConfig(path string) (*Config, error) {
 		return nil, decodeError(path, err)
 	}
 	if err := c.check(); err != nil {
-		if le, ok := err.(*lineError); ok && le.line > 0 {
+		if le := (*lineError)(nil); errors.As(err, &le) && le.line > 0 {
 			return nil, fmt.Errorf("%s:%d: %w", path, le.line, err)
 		}
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -342,7 +342,7 @@ func (c *Config) opID(sp *ingest.Span) string {
 
 // Attributes lists the span attributes readers must keep for folding
 // (ingest.Options.Attributes): the parameters, the session id and those
-// the component rules match, each once.
+// the component and operation rules match, each once.
 func (c *Config) Attributes() []string {
 	if c == nil {
 		return nil
