@@ -454,21 +454,7 @@ workload:
 // the page takes its name from the file, says that nothing was solved at
 // the observed load, and does not speak of a measured system it never saw.
 func TestUnnamedUnstableModel(t *testing.T) {
-	m, err := model.Parse([]byte(`perfcast: 1
-hosts: {a: {}}
-components:
-  c: {host: a, operations: {o: {steps: [{cpu: 1ms}]}}}
-workload:
-  w: {open: {rate: 2000/s}, steps: [{call: c/o}]}
-`), "dir/overload.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := Analyze(context.Background(), m, Options{Solve: solveMVA, Workers: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	page := render(t, m, r)
+	page := renderOneOperation(t, "{open: {rate: 2000/s}, steps: [{call: c/o}]}", "dir/overload.yaml")
 	for _, want := range []string{"<h1>Performance report: overload</h1>", "Model <strong>overload</strong>:", "unstable at the observed load, where mean-value analysis has nothing to solve", "saturates at <strong>0.5×</strong>"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %q", want)
@@ -482,21 +468,7 @@ workload:
 // TestNoLoadModel: a model whose workloads send nothing gets a report that
 // says so, with no response time and no chart of load that cannot grow.
 func TestNoLoadModel(t *testing.T) {
-	m, err := model.Parse([]byte(`perfcast: 1
-hosts: {a: {}}
-components:
-  c: {host: a, operations: {o: {steps: [{cpu: 1ms}]}}}
-workload:
-  w: {closed: {users: 0, think: 1s}, steps: [{call: c/o}]}
-`), "idle.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := Analyze(context.Background(), m, Options{Solve: solveMVA, Workers: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	page := render(t, m, r)
+	page := renderOneOperation(t, "{closed: {users: 0, think: 1s}, steps: [{call: c/o}]}", "idle.yaml")
 	if !strings.Contains(page, "No workload sends requests") {
 		t.Error("the page does not say that nothing is sent")
 	}
@@ -505,4 +477,25 @@ workload:
 			t.Errorf("the page has %q", bad)
 		}
 	}
+}
+
+// renderOneOperation analyzes, with the analytical solver, an unnamed
+// model of one 1 ms operation on one core with the workload w given, read
+// from file, and renders its page.
+func renderOneOperation(t *testing.T, w, file string) string {
+	t.Helper()
+	m, err := model.Parse([]byte(`perfcast: 1
+hosts: {a: {}}
+components:
+  c: {host: a, operations: {o: {steps: [{cpu: 1ms}]}}}
+workload:
+  w: `+w+"\n"), file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Analyze(context.Background(), m, Options{Solve: solveMVA, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return render(t, m, r)
 }
