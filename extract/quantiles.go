@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/solve"
 )
 
 // Times is a read-only view of one measured quantity of a state (a response
@@ -60,6 +61,15 @@ func (t Times) Quantile(q float64) float64 {
 		return 0
 	}
 	return t.s.quantile(q)
+}
+
+// Summary gives the mean and the percentiles as a result's Times (0 when
+// empty).
+func (t Times) Summary() solve.Times {
+	if t.s == nil {
+		return solve.Times{}
+	}
+	return times(t.s)
 }
 
 // Entries returns the entry operations (`component/operation`) of the

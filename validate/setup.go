@@ -189,7 +189,11 @@ func measure(c *model.Model, st *extract.State, dur float64) (*solve.Result, err
 		if wr == nil {
 			continue
 		}
+		// What the workload stands for: the requests entering at its
+		// entries (for the session workload, Measured counts the requests
+		// carrying a session id alone).
 		t, _ := st.EntriesTimes(extract.WorkloadEntries(w))
+		wr.Throughput, wr.ResponseTime = float64(t.Count())/dur, t.Summary()
 		wr.ResponseTime.CI95 = meanCI(t)
 		if n := t.Count(); n > 0 {
 			h := z95 * math.Sqrt(float64(n)) / dur
