@@ -29,6 +29,8 @@ const (
 	keySpanKind   // Jaeger and Zipkin tag "span.kind"
 	keyStatusCode // otel.status_code tag of Jaeger and Zipkin
 	keyError      // Jaeger and Zipkin tag "error"
+	keySamplerType
+	keySamplerParam
 )
 
 var knownKeys = map[string]attrKey{
@@ -51,6 +53,8 @@ var knownKeys = map[string]attrKey{
 	"span.kind":           keySpanKind,
 	"otel.status_code":    keyStatusCode,
 	"error":               keyError,
+	"sampler.type":        keySamplerType,
+	"sampler.param":       keySamplerParam,
 }
 
 // valueKind is the type of an attribute value.
@@ -165,6 +169,10 @@ type spanState struct {
 	statusTag string
 	errorTag  bool
 	badValue  string // key of a known attribute whose value had the wrong type
+	// samplerType and samplerParam are Jaeger's sampler tags.
+	samplerType  string
+	samplerParam float64
+	hasParam     bool
 }
 
 // istr returns the value as an interned string.
@@ -237,6 +245,21 @@ func (a *attrSet) apply(sp *Span, st *spanState, k attrKey, v value) {
 	case keyStatusCode:
 		if st != nil {
 			st.statusTag = v.text()
+		}
+	case keySamplerType:
+		if st != nil {
+			st.samplerType = v.text()
+		}
+	case keySamplerParam:
+		if st != nil {
+			if v.kind == valBool {
+				st.samplerParam, st.hasParam = 0, true
+				if v.b {
+					st.samplerParam = 1
+				}
+			} else {
+				st.samplerParam, st.hasParam = v.number()
+			}
 		}
 	case keyError:
 		if st != nil {

@@ -182,6 +182,9 @@ func convertSpan(sk *sink, ps ptrace.Span, res *Span) {
 	sp.Start = clampTime(uint64(ps.StartTimestamp()))
 	sp.End = clampTime(uint64(ps.EndTimestamp()))
 	sp.Status = otlpStatus(int32(ps.Status().Code()))
+	if ts := ps.TraceState().AsRaw(); ts != "" {
+		sp.Sampling.Probability = traceStateSampling(ts)
+	}
 	sp.Service, sp.Host, sp.Instance = res.Service, res.Host, res.Instance
 	var st spanState
 	ps.Attributes().Range(func(key string, v pcommon.Value) bool {

@@ -160,6 +160,8 @@ func (w *wireDecoder) span(b []byte, res *Span) error {
 			badID = !copyID(sp.TraceID[:], val) || badID
 		case num == 2 && typ == protowire.BytesType:
 			badID = !copyID(sp.SpanID[:], val) || badID
+		case num == 3 && typ == protowire.BytesType && len(val) > 0:
+			sp.Sampling.Probability = traceStateSampling(string(val))
 		case num == 4 && typ == protowire.BytesType:
 			badID = !copyID(sp.ParentID[:], val) || badID
 		case num == 5 && typ == protowire.BytesType:

@@ -326,6 +326,9 @@ func (k *sink) push(s *Span, st *spanState) {
 	if st != nil && st.badValue != "" {
 		k.damagef(DamageBadValue, "%s: trace %s span %s: %s is not a non-negative number", k.file, s.TraceID, s.SpanID, st.badValue)
 	}
+	if st != nil && st.samplerType != "" && s.Sampling.Probability == 0 {
+		s.Sampling = samplerSampling(st.samplerType, st.samplerParam, st.hasParam)
+	}
 	k.stats.Spans++
 	k.out = append(k.out, s)
 }

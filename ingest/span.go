@@ -184,6 +184,8 @@ type Span struct {
 	PeerService   string // peer.service (Zipkin: remote endpoint service name as a fallback)
 
 	Links []Link // links to other spans; Jaeger references that are not the parent
+	// Sampling is how the span's trace came to be kept, where it says.
+	Sampling Sampling
 	Extra []Attr // attributes named in Options.Attributes, in that order
 
 	Kind   Kind

@@ -84,6 +84,10 @@ type Options struct {
 	// have passed since its first span ended. Zero means the defaults.
 	BatchSeconds float64
 	BatchSpans   int
+	// Sample, when in (0, 1), keeps each trace with that probability, as
+	// an OpenTelemetry probability sampler does (by the trace id's
+	// randomness), and writes its threshold in every span's trace state.
+	Sample float64
 }
 
 func (o *Options) base() int64 {
@@ -200,7 +204,14 @@ func (w *Writer) Add(s *sim.Span) error {
 	if len(w.batch) == 0 {
 		w.open = w.clock
 	}
-	w.batch = append(w.batch, Convert(s, &w.opts))
+	sp := Convert(s, &w.opts)
+	if w.opts.Sample > 0 && w.opts.Sample < 1 {
+		if ingest.TraceRandomness(sp.TraceID) < ingest.SamplingThreshold(w.opts.Sample) {
+			return nil
+		}
+		sp.Sampling.Probability = w.opts.Sample
+	}
+	w.batch = append(w.batch, sp)
 	return nil
 }
 
@@ -287,6 +298,9 @@ func Traces(spans []*ingest.Span) ptrace.Traces {
 		ps.SetKind(spanKind(s.Kind))
 		ps.SetStartTimestamp(pcommon.Timestamp(s.Start))
 		ps.SetEndTimestamp(pcommon.Timestamp(s.End))
+		if p := s.Sampling.Probability; p > 0 && p < 1 {
+			ps.TraceState().FromRaw(ingest.SamplingTraceState(p))
+		}
 		if s.Status == ingest.StatusError {
 			ps.Status().SetCode(ptrace.StatusCodeError)
 		}
