@@ -186,7 +186,7 @@ type Span struct {
 	Links []Link // links to other spans; Jaeger references that are not the parent
 	// Sampling is how the span's trace came to be kept, where it says.
 	Sampling Sampling
-	Extra []Attr // attributes named in Options.Attributes, in that order
+	Extra    []Attr // attributes named in Options.Attributes, in that order
 
 	Kind   Kind
 	Status Status
