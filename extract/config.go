@@ -34,6 +34,7 @@ import (
 //	params: [http.request.body.size]   # request parameters, binned
 //	param_bins: 3
 //	session: session.id     # users and think times, a closed workload
+//	sampling: 0.1           # traces were kept with this probability
 //	metrics: [cpu.csv]      # utilization, for CPU demands without span CPU times
 //	passive:                # pools and locks the traces do not show
 //	  dbpool: {capacity: 10, calls: [db/query]}
@@ -67,6 +68,12 @@ type Config struct {
 	// as session.id or enduser.id: requests that carry it become a closed
 	// workload with think times measured between them.
 	Session string `yaml:"session"`
+	// Sampling is the probability with which the traces were kept, for
+	// the traces whose spans do not say (an OpenTelemetry trace state's
+	// ot=th, Jaeger's sampler tags): the ratio of a head sampler that
+	// records nothing, or of a collector's probabilistic sampler. Each
+	// such trace stands for 1/Sampling requests.
+	Sampling float64 `yaml:"sampling"`
 	// Metrics lists utilization metrics files (CSV, Prometheus range
 	// query JSON, OTLP metrics JSON) from which CPU demands are estimated
 	// for operations whose spans carry no CPU time.
@@ -282,6 +289,9 @@ func (c *Config) check() error {
 			return fmt.Errorf("hosts: %s: %w", name, err)
 		}
 	}
+	if c.Sampling < 0 || c.Sampling > 1 || c.Sampling != c.Sampling {
+		return fmt.Errorf("sampling: %g is not a probability in (0, 1]", c.Sampling)
+	}
 	switch c.OutsideSpans {
 	case "", OutsideInline, OutsideBackground:
 		return nil
@@ -408,7 +418,7 @@ func (g *generator) warnUnusedConfig() {
 			g.rep.warnf("configuration: params: %s: no request carries that attribute (on its entry span or below), so no operation depends on it", p)
 		}
 	}
-	if cfg.Session != "" {
+	if cfg.Session != "" && g.s.Sampled < g.s.Traces { // else warnSampled says why
 		switch ss := g.s.sessions; {
 		case ss == nil || ss.requests == 0:
 			g.rep.warnf("configuration: session: no request carries the attribute %s (on its entry span or below), so every workload is open", cfg.Session)

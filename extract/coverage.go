@@ -211,7 +211,7 @@ func (g *generator) unattributedCPU(span float64) {
 		d := round(sum[comp]/n[comp], 4)
 		g.unattributed[comp] = d
 		if h := g.hostOf[comp]; h != nil {
-			g.busy[h] += d * n[comp] / span
+			g.busy[h] += d * n[comp] / g.s.covered() // the windows count what sampled traces stand for
 		}
 	}
 }

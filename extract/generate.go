@@ -108,7 +108,7 @@ func (s *State) ModelWith(name string, cfg *Config, est *Estimates) (*model.Mode
 	g := &generator{s: s, cfg: cfg, est: est, fittedDelays: map[string]bool{}, m: &model.Model{Version: model.Version, Name: name},
 		rep: &Report{Traces: s.Traces, Spans: s.Spans, Modeled: s.Modeled, Partial: s.Partial,
 			Evidence: []string{}, Warnings: []string{}, Fits: map[string]map[string]float64{}}}
-	g.rep.Duration = s.span()
+	g.rep.Duration = s.covered()
 	if a := s.activity(); len(a.gaps) > 0 {
 		g.rep.IdleSeconds = a.idle
 		longest := 0.0
@@ -125,6 +125,7 @@ func (s *State) ModelWith(name string, cfg *Config, est *Estimates) (*model.Mode
 	g.rep.CPUCoverage = est.Coverage
 	g.rep.SpeedCurves = est.SpeedCurves
 	g.warnRareOperations()
+	g.warnSampled()
 	g.placeComponents()
 	g.cores()
 	g.speedCurves()
@@ -210,6 +211,10 @@ type generator struct {
 func (g *generator) inferLimits() {
 	g.threads = map[string]int{}
 	g.opLimits = map[string]limit{}
+	g.siteLimits = map[string]map[string]limit{}
+	if g.s.Sampled > 0 {
+		return // the executions that overlapped are not all in the traces
+	}
 	byComp := map[string][]limit{}
 	compMax := map[string]int{}
 	for _, key := range slices.Sorted(maps.Keys(g.s.conc)) {
@@ -234,7 +239,6 @@ func (g *generator) inferLimits() {
 	}
 	// Call sites: a lock the caller holds around its calls to one
 	// operation, waited for before the client span starts.
-	g.siteLimits = map[string]map[string]limit{}
 	callers := map[string][]string{} // by target, every call site's caller
 	for _, key := range slices.Sorted(maps.Keys(g.s.conc)) {
 		parts := strings.Split(key, "\x00")
@@ -1033,13 +1037,18 @@ func (g *generator) workloads() {
 		w := &model.Workload{Name: g.workloadName(id), Steps: []model.Step{{Kind: model.StepCall, Target: id}},
 			Params: g.workloadParams([]*entryStats{e}, g.bins)}
 		rate := 0.0
-		if span > 0 {
-			rate = round(float64(e.count)/span, 4)
+		if covered := g.s.covered(); covered > 0 {
+			// The requests its traces stand for (see State.weights).
+			rate = round(e.weight/covered, 4)
 		}
 		cv, gaps := arrivalCV(e, g.s.activity())
 		w.Open = &model.Open{Rate: rate, CV: cv}
 		if cv != 1 {
 			g.rep.evidencef("workload %s: the gaps between arrivals, each over the mean gap around it, have a coefficient of variation of %.2g over %d gaps (Poisson arrivals: 1): interarrival cv %.2g", w.Name, cv, gaps, cv)
+		}
+		if p := float64(e.count) / e.weight; p < 1 && cv != 1 {
+			w.Open.CV = thinnedCV(cv, p, gaps)
+			g.rep.evidencef("workload %s: its traces were kept with probability %.3g, which makes arrivals look more like Poisson's than they are: the kept arrivals' cv %.2g stands for the system's, taken as %.2g (the value nearest Poisson's within their 95 %% interval)", w.Name, p, cv, w.Open.CV)
 		}
 		g.m.Workloads = append(g.m.Workloads, w)
 	}
@@ -1379,7 +1388,7 @@ func erlangC(c int, a float64) float64 {
 // soloMin did, else that of all its own times, whose spread includes the
 // waits the model makes again.
 func (g *generator) ownShape(id string, op *opStats) model.Dist {
-	if op.solo.n >= soloMin && op.solo.mean() > 0 {
+	if op.solo.n >= soloMin && op.solo.mean() > 0 && g.s.Sampled == 0 {
 		return g.fit(id+" own time alone", op.solo)
 	}
 	return g.fit(id+" own time", op.self)

@@ -19,6 +19,13 @@ func (s *State) Merge(o *State) {
 	s.Modeled += o.Modeled
 	s.Partial += o.Partial
 	s.WithCPU += o.WithCPU
+	s.Sampled += o.Sampled
+	s.RateLimited += o.RateLimited
+	if o.keptMin > 0 && (s.keptMin == 0 || o.keptMin < s.keptMin) {
+		s.keptMin = o.keptMin
+	}
+	s.keptMax = max(s.keptMax, o.keptMax)
+	s.weights += o.weights
 	s.First = min(s.First, o.First)
 	s.Last = max(s.Last, o.Last)
 	// Executions that ran alone in o may have overlapped executions of s,
@@ -66,6 +73,7 @@ func (s *State) Merge(o *State) {
 			continue
 		}
 		mine.count += e.count
+		mine.weight += e.weight
 		mine.resp.merge(e.resp)
 		for sec, n := range e.perSecond {
 			mine.perSecond[sec] += n
@@ -133,14 +141,17 @@ func mergeElems(a, b []*elem) {
 	}
 }
 
-// span is the time the traces cover, in seconds, as rates and loads are
-// computed: from the first to the last arrival, widened by one mean
-// interarrival time so that n arrivals measure n intervals, less the idle
-// stretches (see activity).
-func (s *State) span() float64 {
-	a := s.activity()
-	return a.span
-}
+// covered is the time the traces cover, in seconds: from the first to the
+// last arrival, widened by one mean interarrival time so that n arrivals
+// measure n intervals, less the idle stretches (see activity).
+func (s *State) covered() float64 { return s.activity().span }
+
+// span is the time over which the traces' counts of requests, executions
+// and calls are the system's rates: the covered time times the fraction of
+// the requests the traces kept (see Kept). Sums the windows hold, which
+// count each execution as often as it stands for, are rates over the
+// covered time.
+func (s *State) span() float64 { return s.covered() * s.Kept() }
 
 // Idle stretches: at least idleMinSeconds whole seconds without an arrival,
 // in which the traces' rate would have brought idleArrivals or more. At any

@@ -101,6 +101,10 @@ type savedState struct {
 	Modeled     int64                        `json:"modeled"`
 	Partial     int64                        `json:"partial"`
 	WithCPU     int64                        `json:"with_cpu"`
+	Sampled     int64                        `json:"sampled,omitempty"`
+	RateLimited int64                        `json:"rate_limited,omitempty"`
+	KeptMin     float64                      `json:"kept_min,omitempty"`
+	KeptMax     float64                      `json:"kept_max,omitempty"`
 	First       int64                        `json:"first"`
 	Last        int64                        `json:"last"`
 	Ops         map[string]*savedOp          `json:"operations,omitempty"`
@@ -163,8 +167,11 @@ type savedParamStats struct {
 }
 
 type savedEntry struct {
-	Op        string                      `json:"op"`
-	Count     int64                       `json:"count"`
+	Op    string `json:"op"`
+	Count int64  `json:"count"`
+	// Weight is the requests Count stands for, when the traces were
+	// sampled; absent, Count.
+	Weight    float64                     `json:"weight,omitempty"`
 	Resp      *savedSample                `json:"resp"`
 	PerSecond map[string]int64            `json:"per_second"`
 	Arrivals  []*savedArrivalBlock        `json:"arrivals,omitempty"`
@@ -252,6 +259,7 @@ func (s *State) snapshot() *savedState {
 	v := &savedState{
 		Format: StateFormat, Traces: s.Traces, Spans: s.Spans, Modeled: s.Modeled,
 		Partial: s.Partial, WithCPU: s.WithCPU, First: s.First, Last: s.Last,
+		Sampled: s.Sampled, RateLimited: s.RateLimited, KeptMin: s.keptMin, KeptMax: s.keptMax,
 	}
 	if s.Traces == 0 {
 		v.First, v.Last = 0, 0
@@ -386,6 +394,9 @@ func saveElems(es []*elem) []*savedElem {
 
 func saveEntry(e *entryStats) *savedEntry {
 	v := &savedEntry{Op: e.op, Count: e.count, Resp: saveSample(e.resp), PerSecond: map[string]int64{}, Params: e.params}
+	if e.weight != float64(e.count) {
+		v.Weight = e.weight
+	}
 	for sec, n := range e.perSecond {
 		v.PerSecond[strconv.FormatInt(sec, 10)] = n
 	}
@@ -455,6 +466,10 @@ func saveSolo(w *soloSweep, owner map[*sample]string) *savedSolo {
 func (v *savedState) restore() (*State, error) {
 	s := NewState()
 	s.Traces, s.Spans, s.Modeled, s.Partial, s.WithCPU = v.Traces, v.Spans, v.Modeled, v.Partial, v.WithCPU
+	s.Sampled, s.RateLimited, s.keptMin, s.keptMax = v.Sampled, v.RateLimited, v.KeptMin, v.KeptMax
+	if unset := s.keptMin == 0 && s.keptMax == 0; !unset && !(s.keptMin > 0 && s.keptMin <= s.keptMax && s.keptMax < 1) {
+		return nil, fmt.Errorf("kept_min %g and kept_max %g: not probabilities in order", v.KeptMin, v.KeptMax)
+	}
 	if s.Traces > 0 {
 		s.First, s.Last = v.First, v.Last
 	}
@@ -472,6 +487,7 @@ func (v *savedState) restore() (*State, error) {
 		}
 		s.entries[id] = e
 		s.requests += e.count
+		s.weights += e.weight
 	}
 	for c, p := range v.Placement {
 		if p == nil {
@@ -737,7 +753,13 @@ func (v *savedEntry) restore(id string) (*entryStats, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &entryStats{op: v.Op, count: v.Count, resp: resp, perSecond: map[int64]int64{}, arrivals: newArrivalSample(), params: v.Params}
+	e := &entryStats{op: v.Op, count: v.Count, weight: float64(v.Count), resp: resp, perSecond: map[int64]int64{}, arrivals: newArrivalSample(), params: v.Params}
+	if v.Weight != 0 {
+		if !(v.Weight >= float64(v.Count)) || math.IsInf(v.Weight, 0) {
+			return nil, fmt.Errorf("weight %g: not at least its count %d", v.Weight, v.Count)
+		}
+		e.weight = v.Weight
+	}
 	for k, n := range v.PerSecond {
 		sec, err := strconv.ParseInt(k, 10, 64)
 		if err != nil {

@@ -193,11 +193,11 @@ func (s *State) OperationBunching(id string) (b Bunching, ok bool) {
 }
 
 // Duration is the observed time over which the requests arrived, in
-// seconds, as the rates in models and in Measured are computed: from the
-// first to the last arrival, widened by one mean interarrival time, less the
-// idle stretches (pauses far longer than the rate explains). It is 0 with
-// fewer than two requests.
-func (s *State) Duration() float64 { return s.span() }
+// seconds: from the first to the last arrival, widened by one mean
+// interarrival time, less the idle stretches (pauses far longer than the
+// rate explains). It is 0 with fewer than two requests. The rates in models
+// and in Measured are counts over Duration times Kept.
+func (s *State) Duration() float64 { return s.covered() }
 
 // Machines returns the machines (the host.name of its spans) the
 // operations of a component ran on, sorted; none when its spans name no

@@ -79,8 +79,8 @@ func newSessionStats() *sessionStats {
 
 // foldSession records a request of a session entering at n.
 func (s *State) foldSession(entry string, n *trace.Node, cfg *Config) {
-	if cfg == nil || cfg.Session == "" {
-		return
+	if cfg == nil || cfg.Session == "" || s.weight > 1 {
+		return // a sampled trace leaves out some of its session's requests
 	}
 	id, ok := findAttr(n, cfg.Session, 0)
 	if !ok || id == "" {

@@ -123,7 +123,9 @@ func (g *generator) computeSlotWindows(comp string) ([]slotWin, int64) {
 				busy -= (1 - ownShare) * float64(op.count) * g.meanDemand(id) / span
 			}
 		}
-		hostScale = math.Max(busy, 0) * span / hostBusy / perServer
+		// The windows count what sampled traces stand for: their busy
+		// time is over the covered time.
+		hostScale = math.Max(busy, 0) * g.s.covered() / hostBusy / perServer
 	}
 	out := make([]slotWin, 0, len(wins))
 	for _, key := range slices.Sorted(maps.Keys(wins)) {

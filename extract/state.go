@@ -27,6 +27,17 @@ type State struct {
 	Partial int64
 	// WithCPU counts operation executions that carried a measured CPU time.
 	WithCPU int64
+	// Sampled counts the traces kept with a probability below 1 (their
+	// spans said so, or Config.Sampling did); RateLimited those a
+	// rate-limiting sampler kept, whose probability is unknown.
+	Sampled, RateLimited int64
+	// keptMin and keptMax bound the probabilities of the sampled traces.
+	keptMin, keptMax float64
+	// weights sums, over the requests, the inverse of the probability
+	// with which their trace was kept: the requests they stand for.
+	weights float64
+	// weight is that of the trace being folded.
+	weight float64
 	// unattributed is, per component, the CPU time per execution outside
 	// the spans that the last model generated added (see unattributedCPU);
 	// Measured counts it.
@@ -186,7 +197,9 @@ type elem struct {
 type entryStats struct {
 	op    string
 	count int64
-	resp  *sample
+	// weight is the requests count stands for (see State.weights).
+	weight float64
+	resp   *sample
 	// perSecond counts arrivals per second since the Unix epoch, to find
 	// idle stretches and measure the rate.
 	perSecond map[int64]int64
@@ -210,6 +223,7 @@ func (s *State) Fold(t *trace.Tree, cfg *Config) {
 	if t.Partial {
 		s.Partial++
 	}
+	s.weight = 1 / s.keptWith(t, cfg)
 	for _, root := range t.Roots {
 		for _, n := range entryNodes(root) {
 			entry := cfg.opID(n.Span)
@@ -250,7 +264,9 @@ func (s *State) entry(id string, root *trace.Node) *entryStats {
 		s.entries[id] = e
 	}
 	e.count++
+	e.weight += s.weight
 	s.requests++
+	s.weights += s.weight
 	e.resp.add(seconds(root.Duration()))
 	e.perSecond[floorDiv(root.Span.Start, 1e9)]++
 	e.arrivals.add(root.Span.Start)
@@ -416,7 +432,7 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 	if hasCPU || cpu > 0 {
 		spanCPU = cpu
 	}
-	s.Windows.Add(WindowHost(n.Span, comp), id, n.Span.End, self, spanCPU)
+	s.Windows.Add(WindowHost(n.Span, comp), id, n.Span.End, self, spanCPU, s.weight)
 	if hasCPU || cpu > 0 {
 		s.WithCPU++
 		op.cpu.add(cpu)
@@ -790,12 +806,16 @@ var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[
 func (s *State) opID(op *opStats) string { return op.component + "/" + op.name }
 
 // cpuVariances returns, per operation whose spans carried CPU times, the
-// variance of its CPU time per execution.
+// variance of its CPU time per execution as the windows count executions:
+// one of a trace kept with probability p counts 1/p times and adds 1/p²
+// times the variance, so per execution counted the variance is over p
+// (over Kept, the mean fraction kept).
 func (s *State) cpuVariances() map[string]float64 {
 	out := map[string]float64{}
+	kept := s.Kept()
 	for id, op := range s.ops {
 		if op.cpu.n > 0 {
-			out[id] = op.cpu.variance()
+			out[id] = op.cpu.variance() / kept
 		}
 	}
 	return out

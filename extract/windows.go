@@ -71,8 +71,10 @@ func WindowHost(sp *ingest.Span, component string) string {
 // Add counts one execution of op (`component/operation`) on host that
 // completed at end (Unix nanoseconds) with the given own time in seconds
 // (its duration minus the time it waited for synchronous calls) and the CPU
-// time its spans carried (NaN when they carried none).
-func (w *Windows) Add(host, op string, end int64, ownTime, cpu float64) {
+// time its spans carried (NaN when they carried none). The execution
+// stands for weight of the system's (1/p for a trace kept with
+// probability p): it counts that many times.
+func (w *Windows) Add(host, op string, end int64, ownTime, cpu, weight float64) {
 	h := w.hosts[host]
 	if h == nil {
 		h = &hostWindows{width: windowWidth, index: map[string]int{}, cells: map[int64][]cell{}}
@@ -81,9 +83,12 @@ func (w *Windows) Add(host, op string, end int64, ownTime, cpu float64) {
 	if !(ownTime >= 0) || math.IsInf(ownTime, 0) {
 		ownTime = 0
 	}
-	c := cell{n: 1, own: ownTime}
+	if !(weight > 0) || math.IsInf(weight, 0) {
+		weight = 1
+	}
+	c := cell{n: weight, own: weight * ownTime}
 	if cpu >= 0 && !math.IsInf(cpu, 0) {
-		c.cpuN, c.cpu = 1, cpu
+		c.cpuN, c.cpu = weight, weight*cpu
 	}
 	h.add(h.opIndex(op), floorDiv(end, h.width), c)
 	h.bound()

@@ -62,7 +62,7 @@ func simulateHost(seed uint64, w *Windows, host string, cores, background float6
 				own := cpu/(1-math.Min(util, 0.9)) + rng.ExpFloat64()*o.wait
 				end := start + int64(own*1e9) + 1
 				spread(start, end, cpu)
-				w.Add(host, o.name, end, own, math.NaN())
+				w.Add(host, o.name, end, own, math.NaN(), 1)
 				used += cpu
 			}
 		}
@@ -166,8 +166,8 @@ func TestEstimateDemandsRecoversTruth(t *testing.T) {
 func TestEstimateDemandsSkips(t *testing.T) {
 	w := NewWindows()
 	for i := 0; i < 100; i++ {
-		w.Add("lonely", "a/x", int64(1e18)+int64(i)*1e9, 0.01, math.NaN())
-		w.Add("Web-1.example.com", "b/y", int64(1e18)+int64(i)*1e9, 0.01, math.NaN())
+		w.Add("lonely", "a/x", int64(1e18)+int64(i)*1e9, 0.01, math.NaN(), 1)
+		w.Add("Web-1.example.com", "b/y", int64(1e18)+int64(i)*1e9, 0.01, math.NaN(), 1)
 	}
 	series := map[string]*metrics.Series{"web-1": {Host: "web-1", Unit: metrics.Fraction, Samples: []metrics.Sample{{Start: 0, End: 1e9, Value: 0.5}}}}
 	res, rep := EstimateDemands(w, &metrics.Set{Series: series}, nil, DemandOptions{})
@@ -208,13 +208,13 @@ func TestWindowsMerge(t *testing.T) {
 	a, b := NewWindows(), NewWindows()
 	a2, b2 := NewWindows(), NewWindows()
 	for i, e := range all {
-		whole.Add(e.host, e.op, e.end, e.own, e.own/2)
+		whole.Add(e.host, e.op, e.end, e.own, e.own/2, 1)
 		if i < 1000 {
-			a.Add(e.host, e.op, e.end, e.own, e.own/2)
-			a2.Add(e.host, e.op, e.end, e.own, e.own/2)
+			a.Add(e.host, e.op, e.end, e.own, e.own/2, 1)
+			a2.Add(e.host, e.op, e.end, e.own, e.own/2, 1)
 		} else {
-			b.Add(e.host, e.op, e.end, e.own, e.own/2)
-			b2.Add(e.host, e.op, e.end, e.own, e.own/2)
+			b.Add(e.host, e.op, e.end, e.own, e.own/2, 1)
+			b2.Add(e.host, e.op, e.end, e.own, e.own/2, 1)
 		}
 	}
 	a.Merge(b)

@@ -105,12 +105,14 @@ func mix(x uint64) uint64 {
 	return x ^ x>>31
 }
 
-// TraceID is the id of trace number n: a hash of the seed and n in the
-// high half, n in the low half, so that ids are unique per seed.
+// TraceID is the id of trace number n: n in the high half, a hash of the
+// seed and n in the low half, so that ids are unique per seed and their
+// rightmost seven bytes are random, as W3C trace context asks and
+// OpenTelemetry's samplers take them.
 func TraceID(seed, n uint64) ingest.TraceID {
 	var id ingest.TraceID
-	binary.BigEndian.PutUint64(id[:8], mix(mix(seed)^n))
-	binary.BigEndian.PutUint64(id[8:], n)
+	binary.BigEndian.PutUint64(id[:8], n)
+	binary.BigEndian.PutUint64(id[8:], mix(mix(seed)^n))
 	return id
 }
 
@@ -177,7 +179,12 @@ type Writer struct {
 	open  float64 // when the batch's first span ended
 	clock float64 // the latest end seen
 	err   error
+	// spans and traces count what was written (kept, when sampling).
+	spans, traces int64
 }
+
+// Written returns how many spans and traces (root spans) the writer kept.
+func (w *Writer) Written() (spans, traces int64) { return w.spans, w.traces }
 
 // NewWriter returns a writer of spans to w.
 func NewWriter(w io.Writer, opts Options) *Writer {
@@ -210,6 +217,10 @@ func (w *Writer) Add(s *sim.Span) error {
 			return nil
 		}
 		sp.Sampling.Probability = w.opts.Sample
+	}
+	w.spans++
+	if s.Parent == 0 {
+		w.traces++
 	}
 	w.batch = append(w.batch, sp)
 	return nil

@@ -68,7 +68,9 @@ func Setup(m *model.Model, st *extract.State) (*Prepared, error) {
 // SetupWith is Setup with options: with metrics, the measured CPU
 // utilization of the hosts they cover comes from them.
 func SetupWith(m *model.Model, st *extract.State, opts Options) (*Prepared, error) {
-	dur := st.Duration()
+	// Counts over the traces' time times the share of the requests they
+	// kept (sampling) are the system's rates.
+	dur := st.Duration() * st.Kept()
 	if dur <= 0 {
 		return nil, fmt.Errorf("traces hold fewer than two requests (%d traces): no rates can be measured", st.Traces)
 	}
@@ -168,7 +170,8 @@ func stepsAfterEntry(w *model.Workload) int {
 
 // measure builds the measured result for the prepared model c: the state's
 // own figures, with 95 % confidence intervals of the means, the quartiles
-// and the measured duration in Extra.
+// and the measured duration in Extra. Counts over dur are rates: it is the
+// traces' time times the share of the requests they kept.
 func measure(c *model.Model, st *extract.State, dur float64) (*solve.Result, error) {
 	// The state matches workloads by a first step that is a call: hand it
 	// the workloads without their leading delays.
@@ -254,7 +257,7 @@ func measure(c *model.Model, st *extract.State, dur float64) (*solve.Result, err
 	if r.Extra == nil {
 		r.Extra = map[string]any{}
 	}
-	r.Extra[DurationKey] = dur
+	r.Extra[DurationKey] = st.Duration()
 	r.Extra[QuartilesKey] = q
 	r.Extra[RateNoiseKey] = rateHW
 	return r, nil

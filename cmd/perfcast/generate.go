@@ -24,6 +24,7 @@ func newGenerateCmd(g *globalFlags) *cobra.Command {
 		requests           int64
 		seed               uint64
 		noCPU, externalSpn bool
+		sample             float64
 		f                  solveFlags
 	)
 	cmd := &cobra.Command{
@@ -50,7 +51,9 @@ with --no-cpu-time, test data for estimating CPU demands from utilization.
 A trace's root span carries the request's parameters (the workload's params,
 by name) and, for a closed workload, session.id naming the user
 (WORKLOAD-N): "perfcast extract --config" with params: and session: reads
-them back.
+them back. With --sample P, each trace is kept with probability P, as an
+OpenTelemetry probability sampler keeps it (by its trace id), and its spans'
+trace state says so (ot=th:…); --metrics still counts every span's CPU.
 
 The run starts with an empty system and no warm-up is cut. It writes the
 first --requests requests to complete, every one whole. The same model, flags
@@ -74,6 +77,9 @@ and seed give the same file, byte for byte.`,
 			if !(metricsEvery > 0) {
 				return usagef("--metrics-interval must be positive, not %s", metricsEvery)
 			}
+			if !(sample > 0 && sample <= 1) {
+				return usagef("--sample must be a probability in (0, 1], not %g", sample)
+			}
 			if requests <= 0 {
 				return usagef("--requests must be positive, not %d", requests)
 			}
@@ -89,7 +95,7 @@ and seed give the same file, byte for byte.`,
 			if err != nil {
 				return err
 			}
-			opts := tracegen.Options{Format: fmtOpt, NoCPUTime: noCPU, Seed: seed}
+			opts := tracegen.Options{Format: fmtOpt, NoCPUTime: noCPU, Seed: seed, Sample: sample}
 			tw := tracegen.NewWriter(dst.w, opts)
 			mw := tracegen.NewMetrics(metricsEvery.Seconds(), opts)
 			spans, traces := int64(0), map[uint64]struct{}{}
@@ -114,6 +120,9 @@ and seed give the same file, byte for byte.`,
 				}
 				err = fmt.Errorf("%s: no steady state at this load (bottleneck %s%s): generate at a lower one, with --set 'workload.*.load=F'", a[0], res.Bottleneck, asked)
 			}
+			if n, _ := tw.Written(); err == nil && spans > 0 && n == 0 {
+				err = fmt.Errorf("%s: --sample %g kept none of the %d traces", a[0], sample, len(traces))
+			}
 			if err == nil && spans == 0 {
 				err = fmt.Errorf("%s: no spans generated: %s", a[0], strings.Join(res.Warnings, "; "))
 			}
@@ -131,8 +140,13 @@ and seed give the same file, byte for byte.`,
 				for _, w := range res.Warnings {
 					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "generated %s: %d requests, %d traces, %d spans over %s of simulated time\n",
-					out, requests, len(traces), spans, textout.Duration(last))
+				keptSpans, keptTraces := tw.Written()
+				kept := ""
+				if keptTraces < int64(len(traces)) {
+					kept = fmt.Sprintf(" kept of %d (--sample %g)", len(traces), sample)
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "generated %s: %d requests, %d traces%s, %d spans over %s of simulated time\n",
+					out, requests, keptTraces, kept, keptSpans, textout.Duration(last))
 			}
 			return nil
 		},
@@ -144,6 +158,7 @@ and seed give the same file, byte for byte.`,
 	cmd.Flags().BoolVar(&noCPU, "no-cpu-time", false, "leave out perfcast.cpu.time, as traces of systems that do not measure it")
 	cmd.Flags().BoolVar(&externalSpn, "external-spans", false, "write delay steps as client spans to an uninstrumented peer \"external\"")
 	cmd.Flags().StringVar(&format, "format", "otlp-json", "`otlp-json` or otlp-proto")
+	cmd.Flags().Float64Var(&sample, "sample", 1, "keep each trace with this `probability`, as a probability sampler does")
 	cmd.Flags().StringVar(&metricsOut, "metrics", "", "also write the hosts' CPU time as a metrics `file` (CSV, cumulative cpu_seconds), as a host agent would have sampled it")
 	cmd.Flags().DurationVar(&metricsEvery, "metrics-interval", 5*time.Second, "interval between the metrics' readings")
 	return cmd
