@@ -135,6 +135,11 @@ func seriesCores(s *metrics.Series, host float64) float64 {
 // spans' CPU seconds.
 type windowCPU struct{ busy, spans float64 }
 
+// lowCoverage is the share of the metrics' CPU time in the spans' below
+// which the traces may be a sample: the testbed's Go services, traced
+// whole, keep 80 % and more of their CPU time in their spans.
+const lowCoverage = 0.4
+
 // unattributedCPU spreads, per host the metrics compared, the CPU time the
 // spans missed evenly over the executions of the host's operations, as
 // per-request overhead done around the spans: reading the request and
@@ -168,6 +173,16 @@ func (g *generator) unattributedCPU(span float64) {
 		}
 		g.rep.evidencef("%s: the spans' CPU times account for %.0f %% (± %.1f %%) of the CPU time the metrics (%s) measured; the rest, %s per execution, %s",
 			what, 100*c.Share, 200*c.ShareSE, c.Metrics, textout.Duration(c.PerExecution), where)
+	}
+	var low []string
+	for _, c := range g.est.Coverage {
+		if c.Skipped == "" && c.Share+2*c.ShareSE < lowCoverage && g.s.Sampled == 0 {
+			low = append(low, fmt.Sprintf("%s (%.0f %%)", c.Host, 100*c.Share))
+		}
+	}
+	if len(low) > 0 {
+		g.rep.warnf("the spans' CPU times account for less than %.0f %% of the CPU the metrics measured on %s: if the traces were sampled, say with what probability (sampling: P in --config), or the rest is taken as CPU outside the spans",
+			100*lowCoverage, textout.Abbreviate(low, 5))
 	}
 	if len(g.est.Coverage) == 0 || span <= 0 {
 		return

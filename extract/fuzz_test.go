@@ -47,6 +47,7 @@ func FuzzLoadState(f *testing.F) {
 		foldWith(f, generate(31, 40, true), nil),
 		foldWith(f, paramTraces(40, 32), &Config{Params: []string{"http.request.body.size"}}),
 		foldWith(f, sessionTraces(3, 60, 33), &Config{Session: "session.id"}),
+		foldWith(f, generate(35, 40, true), &Config{Sampling: 0.5}),
 	} {
 		f.Add(saved(f, st))
 	}

@@ -1047,8 +1047,12 @@ func (g *generator) workloads() {
 			g.rep.evidencef("workload %s: the gaps between arrivals, each over the mean gap around it, have a coefficient of variation of %.2g over %d gaps (Poisson arrivals: 1): interarrival cv %.2g", w.Name, cv, gaps, cv)
 		}
 		if p := float64(e.count) / e.weight; p < 1 && cv != 1 {
-			w.Open.CV = thinnedCV(cv, p, gaps)
-			g.rep.evidencef("workload %s: its traces were kept with probability %.3g, which makes arrivals look more like Poisson's than they are: the kept arrivals' cv %.2g stands for the system's, taken as %.2g (the value nearest Poisson's within their 95 %% interval)", w.Name, p, cv, w.Open.CV)
+			if c, ok := thinnedCV(cv, p, gaps); ok {
+				w.Open.CV = c
+				g.rep.evidencef("workload %s: its traces were kept with probability %.3g, which makes arrivals look more like Poisson's than they are: the kept arrivals' cv %.2g stands for the system's, taken as %.2g (the value nearest Poisson's within their 95 %% interval)", w.Name, p, cv, c)
+			} else {
+				g.rep.warnf("workload %s: its traces were kept with probability %.3g, but their arrivals are more regular (cv %.2g) than any kept at random could be: a sampler that keeps every k-th request? The cv stands as measured", w.Name, p, cv)
+			}
 		}
 		g.m.Workloads = append(g.m.Workloads, w)
 	}

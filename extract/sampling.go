@@ -23,9 +23,10 @@ import (
 // the configuration's sampling, else 1. It counts the sampled and the
 // rate-limited traces.
 func (s *State) keptWith(t *trace.Tree, cfg *Config) float64 {
-	p, limited := treeSampling(t)
+	said := t.Sampling()
+	p := said.Probability
 	if p == 0 {
-		if limited {
+		if said.RateLimited {
 			s.RateLimited++
 		}
 		p = cfg.sampling()
@@ -38,29 +39,6 @@ func (s *State) keptWith(t *trace.Tree, cfg *Config) float64 {
 		s.keptMax = max(s.keptMax, p)
 	}
 	return p
-}
-
-// treeSampling is the probability the first span of t that says one
-// gives, 0 when none says; limited tells whether a span said a
-// rate-limiting sampler kept the trace.
-func treeSampling(t *trace.Tree) (p float64, limited bool) {
-	var stack []*trace.Node
-	for i := len(t.Roots) - 1; i >= 0; i-- {
-		stack = append(stack, t.Roots[i])
-	}
-	for len(stack) > 0 {
-		n := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if sp := n.Span.Sampling; sp.Probability > 0 {
-			return sp.Probability, false
-		} else if sp.RateLimited {
-			limited = true
-		}
-		for i := len(n.Children) - 1; i >= 0; i-- {
-			stack = append(stack, n.Children[i])
-		}
-	}
-	return 0, limited
 }
 
 // Kept is the fraction of the system's requests the traces hold: 1 unless
@@ -117,14 +95,19 @@ func (g *generator) warnSampled() {
 // Keeping arrivals with probability p turns squared cv c² into
 // p·c² + 1 − p, so c² is (cv² − 1 + p)/p, and the standard error with it
 // grows by 1/p: the value taken is the one nearest Poisson's (1) within two
-// standard errors.
-func thinnedCV(cv, p float64, n int) float64 {
+// standard errors. ok is false when the kept arrivals are more regular
+// than arrivals kept at random could be (a sampler that keeps every k-th
+// request): then cv stands as measured.
+func thinnedCV(cv, p float64, n int) (float64, bool) {
 	c2 := (cv*cv - 1 + p) / p
 	slack := 2 * poissonRescaledSD(arrivalWindow) / math.Sqrt(float64(max(n, 1))) / p
-	if c2 < 1 {
+	switch {
+	case c2+slack <= 0:
+		return cv, false
+	case c2 < 1:
 		c2 = math.Min(c2+slack, 1)
-	} else {
+	default:
 		c2 = math.Max(c2-slack, 1)
 	}
-	return round(math.Min(math.Max(math.Sqrt(c2), 0.2), 5), 2)
+	return round(math.Min(math.Max(math.Sqrt(c2), 0.2), 5), 2), true
 }

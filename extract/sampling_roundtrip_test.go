@@ -245,3 +245,75 @@ func TestSamplingConfigured(t *testing.T) {
 		t.Errorf("no warning of probabilities that differ: %q", mixed.Report.Warnings)
 	}
 }
+
+// TestSamplingUnsaid keeps a fifth of the traces without saying so, with
+// the hosts' CPU metrics of every request: the spans' CPU covers a fifth of
+// the metrics', and extraction warns that the traces may be sampled.
+// Told the probability in the configuration, it finds the spans cover the
+// metrics' CPU, adds no CPU outside the spans, and gets the rates right.
+func TestSamplingUnsaid(t *testing.T) {
+	m0, err := model.Parse([]byte(sampledModel), "sampled.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	tracesPath, metricsPath := filepath.Join(dir, "traces.jsonl"), filepath.Join(dir, "cpu.csv")
+	f, err := os.Create(tracesPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := tracegen.Options{Seed: 12}
+	w, mw := tracegen.NewWriter(f, opts), tracegen.NewMetrics(5, opts)
+	var first, last float64 = math.Inf(1), 0
+	res, err := sim.Record(context.Background(), m0, sim.RecordOptions{Seed: 12, Requests: 20000}, func(s *sim.Span) error {
+		mw.Add(s)
+		if s.Parent == 0 {
+			first, last = math.Min(first, s.Start), math.Max(last, s.Start)
+		}
+		if s.Trace%5 != 0 {
+			return nil
+		}
+		return w.Add(s)
+	})
+	if err != nil || !res.Stable {
+		t.Fatalf("record: %v %v", err, res)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	mf, err := os.Create(metricsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mw.Write(mf, tracegen.MachineCores(m0)); err != nil {
+		t.Fatal(err)
+	}
+	mf.Close()
+
+	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"app": {Cores: 2}, "data": {Cores: 1}}, Metrics: []string{metricsPath}}
+	unsaid, err := extract.Run(context.Background(), []string{tracesPath}, "unsaid", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(unsaid.Report.Warnings, "\n"), "if the traces were sampled") {
+		t.Errorf("no warning that the traces may be sampled: %q", unsaid.Report.Warnings)
+	}
+	cfg.Sampling = 0.2
+	said, err := extract.Run(context.Background(), []string{tracesPath}, "said", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(said.Report.Warnings, "\n"); strings.Contains(w, "if the traces were sampled") {
+		t.Errorf("warned of sampling with sampling configured: %q", w)
+	}
+	for _, c := range said.Report.CPUCoverage {
+		t.Logf("%s: spans cover %.3f ± %.3f of the metrics' CPU", c.Host, c.Share, c.ShareSE)
+		if c.Skipped == "" && math.Abs(c.Share-1) > 4*c.ShareSE+0.02 {
+			t.Errorf("%s: the spans cover %.3f ± %.3f of the metrics' CPU, want 1", c.Host, c.Share, c.ShareSE)
+		}
+	}
+	if r := said.Model.Workload("GET /a").Open.Rate; math.Abs(r-30) > 4*math.Sqrt(30/(0.2*(last-first))) {
+		t.Errorf("rate of GET /a %g, want 30", r)
+	}
+}

@@ -133,3 +133,38 @@ func compareNodes(a, b *Node) int {
 }
 
 func sortNodes(ns []*Node) { slices.SortFunc(ns, compareNodes) }
+
+// Sampling is how the trace came to be kept, as its spans say: the
+// probability the first span that gives one gives (the roots first, then
+// depth first), else whether a span said a rate limiter kept it; the zero
+// value when no span says.
+func (t *Tree) Sampling() ingest.Sampling {
+	for _, r := range t.Roots {
+		if r.Span.Sampling.Probability > 0 {
+			return r.Span.Sampling
+		}
+	}
+	var out ingest.Sampling
+	for _, r := range t.Roots {
+		if p := firstProbability(r, &out.RateLimited); p > 0 {
+			return ingest.Sampling{Probability: p}
+		}
+	}
+	return out
+}
+
+// firstProbability is the first sampling probability in n's subtree,
+// depth first, 0 when none says one; it sets limited when a span it passed
+// said a rate limiter kept the trace.
+func firstProbability(n *Node, limited *bool) float64 {
+	if p := n.Span.Sampling.Probability; p > 0 {
+		return p
+	}
+	*limited = *limited || n.Span.Sampling.RateLimited
+	for _, c := range n.Children {
+		if p := firstProbability(c, limited); p > 0 {
+			return p
+		}
+	}
+	return 0
+}

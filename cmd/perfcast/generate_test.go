@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -242,5 +243,58 @@ func TestStatsWithConfig(t *testing.T) {
 	}
 	if rep.Attributes["session.id"] != rep.Traces || rep.Attributes["size"] != 0 || len(rep.Extracted) == 0 {
 		t.Errorf("attributes %v of %d traces, %d operations", rep.Attributes, rep.Traces, len(rep.Extracted))
+	}
+}
+
+// TestGenerateSampled keeps about a tenth of the traces; stats says so,
+// and extract scales the rates back up.
+func TestGenerateSampled(t *testing.T) {
+	dir := t.TempDir()
+	full, sampled := filepath.Join(dir, "full.jsonl"), filepath.Join(dir, "sampled.jsonl")
+	if code, _, errs := perfcast(t, "generate", shopModel, "-o", full, "--requests", "3000"); code != 0 {
+		t.Fatalf("generate: exit %d: %s", code, errs)
+	}
+	code, _, errs := perfcast(t, "generate", shopModel, "-o", sampled, "--requests", "3000", "--sample", "0.1")
+	if code != 0 || !strings.Contains(errs, "kept of") {
+		t.Fatalf("generate --sample: exit %d: %s", code, errs)
+	}
+	if code, _, errs := perfcast(t, "generate", shopModel, "-o", sampled, "--sample", "1.5"); code != 2 {
+		t.Errorf("generate --sample 1.5: exit %d, want 2: %s", code, errs)
+	}
+	code, out, _ := perfcast(t, "stats", sampled, "--json")
+	var rep statsReport
+	if err := json.Unmarshal([]byte(out), &rep); code != 0 || err != nil {
+		t.Fatalf("stats --json: exit %d, %v", code, err)
+	}
+	if rep.Sampling.Sampled != rep.Traces || math.Abs(rep.Sampling.MinKept-0.1) > 1e-12 || rep.Sampling.MaxKept != rep.Sampling.MinKept {
+		t.Errorf("sampling %+v of %d traces, want all at 0.1", rep.Sampling, rep.Traces)
+	}
+	if _, out, _ := perfcast(t, "stats", sampled); !strings.Contains(out, "sampled traces") {
+		t.Errorf("stats does not say the traces were sampled:\n%s", out)
+	}
+	rates := func(path string) float64 {
+		model := filepath.Join(dir, filepath.Base(path)+".yaml")
+		if code, _, errs := perfcast(t, "extract", path, "-o", model); code != 0 {
+			t.Fatalf("extract %s: exit %d: %s", path, code, errs)
+		}
+		code, out, errs := perfcast(t, "predict", model, "--json", "--solver", "mva")
+		var res struct {
+			Workloads map[string]struct {
+				Throughput float64 `json:"throughput"`
+			} `json:"workloads"`
+		}
+		if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil {
+			t.Fatalf("predict %s: exit %d, %v: %s", model, code, err, errs)
+		}
+		sum := 0.0
+		for _, w := range res.Workloads {
+			sum += w.Throughput
+		}
+		return sum
+	}
+	// About 300 traces kept: the rate is within ±6 % (one standard error)
+	// of the full traces'; a tenth of it would be far off.
+	if f, s := rates(full), rates(sampled); math.Abs(s/f-1) > 0.25 {
+		t.Errorf("total rate %g from the sampled traces, %g from all", s, f)
 	}
 }

@@ -34,11 +34,37 @@ type statsReport struct {
 	Operations    int                `json:"operations"`
 	TopOperations []trace.OpCount    `json:"top_operations"`
 	Damage        ingest.Damage      `json:"damage"`
+	// Sampling counts the traces whose spans say how they were kept: by
+	// probability (the smallest and largest) or by a rate limiter.
+	Sampling samplingStats `json:"sampling"`
 	// With --config: the operations as extraction names them (rules,
 	// renames and identifier folding applied), most executed first, and per
 	// attribute the configuration reads, the traces that carry it.
 	Extracted  []extractedOp    `json:"extracted_operations,omitempty"`
 	Attributes map[string]int64 `json:"attributes,omitempty"`
+}
+
+// samplingStats counts the traces whose spans say they were sampled.
+type samplingStats struct {
+	Sampled     int64   `json:"sampled_traces"`
+	MinKept     float64 `json:"min_probability,omitempty"`
+	MaxKept     float64 `json:"max_probability,omitempty"`
+	RateLimited int64   `json:"rate_limited_traces"`
+}
+
+// add counts one trace.
+func (s *samplingStats) add(t *trace.Tree) {
+	said := t.Sampling()
+	switch p := said.Probability; {
+	case p > 0 && p < 1:
+		s.Sampled++
+		if s.MinKept == 0 || p < s.MinKept {
+			s.MinKept = p
+		}
+		s.MaxKept = max(s.MaxKept, p)
+	case p == 0 && said.RateLimited:
+		s.RateLimited++
+	}
 }
 
 // extractedOp is an operation as extraction names it, with its executions.
@@ -93,7 +119,9 @@ before extracting.`,
 			defer r.Close()
 			st := extract.NewState()
 			carried := map[string]int64{}
+			var sampling samplingStats
 			ast, err := trace.Run(cmd.Context(), r, opts, func(t *trace.Tree) error {
+				sampling.add(t)
 				if cfg == nil {
 					return nil
 				}
@@ -121,6 +149,7 @@ before extracting.`,
 				Evicted: ast.Evicted, DroppedSpans: ast.DroppedSpans, SkewAdjusted: ast.SkewAdjusted,
 				AsyncEdges: ast.AsyncEdges, ExternalLinks: ast.ExternalLinks, Services: ast.Services,
 				Operations: len(ast.Operations), TopOperations: ast.Operations[:min(top, len(ast.Operations))],
+				Sampling: sampling,
 			}
 			rep.Damage.Merge(rst.Damage)
 			rep.Damage.Merge(ast.Damage)
@@ -185,6 +214,16 @@ func writeStats(w io.Writer, rep *statsReport) error {
 	fmt.Fprintf(w, "\ntraces %d, spans %d, services %d, operations %d\n", rep.Traces, rep.Spans, rep.Services, rep.Operations)
 	fmt.Fprintf(w, "partial traces %d, evicted early %d, dropped spans %d\n", rep.PartialTraces, rep.Evicted, rep.DroppedSpans)
 	fmt.Fprintf(w, "skew-corrected spans %d, asynchronous calls %d, links to other traces %d\n", rep.SkewAdjusted, rep.AsyncEdges, rep.ExternalLinks)
+	if s := rep.Sampling; s.Sampled > 0 {
+		kept := fmt.Sprintf("probability %.3g", s.MinKept)
+		if s.MinKept != s.MaxKept {
+			kept = fmt.Sprintf("probabilities %.3g to %.3g", s.MinKept, s.MaxKept)
+		}
+		fmt.Fprintf(w, "sampled traces %d, kept with %s: each stands for 1/p requests\n", s.Sampled, kept)
+	}
+	if s := rep.Sampling; s.RateLimited > 0 {
+		fmt.Fprintf(w, "traces a rate-limiting sampler kept %d: how many requests they stand for is unknown (give sampling: P in --config)\n", s.RateLimited)
+	}
 	if len(rep.TopOperations) > 0 {
 		fmt.Fprintln(w)
 		fmt.Fprintln(tw, "SPANS\tSERVICE\tOPERATION")
