@@ -116,6 +116,12 @@ type Config struct {
 	// for the request itself (reading it, writing the response).
 	OutsideSpans string `yaml:"outside_spans"`
 
+	// From and To, when not zero, keep only the traces whose requests
+	// arrived in [From, To), in Unix nanoseconds: the steady phase of a
+	// longer recording. They come from the command line (--from, --to),
+	// not the file.
+	From, To int64 `yaml:"-"`
+
 	// Components and Operations, compiled on first use.
 	componentRules, operationRules ruleSet
 }
@@ -129,6 +135,25 @@ const (
 // OutsideSpansOperation names the operation that carries a component's CPU
 // time outside spans when Config.OutsideSpans is "background".
 const OutsideSpansOperation = "outside spans"
+
+// inWindow reports whether a request that arrived at t (Unix nanoseconds)
+// lies in the configured time window.
+func (c *Config) inWindow(t int64) bool {
+	return c == nil || (c.From == 0 || t >= c.From) && (c.To == 0 || t < c.To)
+}
+
+// window says the configured time window in words.
+func (c *Config) window() string {
+	switch {
+	case c.From != 0 && c.To != 0:
+		return "from " + stamp(c.From) + " to " + stamp(c.To)
+	case c.From != 0:
+		return "from " + stamp(c.From)
+	case c.To != 0:
+		return "until " + stamp(c.To)
+	}
+	return "(none)"
+}
 
 // background reports whether the CPU outside spans is background work.
 func (c *Config) background() bool { return c == nil || c.OutsideSpans != OutsideInline }
@@ -288,6 +313,9 @@ func (c *Config) check() error {
 		if _, _, err := c.Hosts[name].cpu(); err != nil {
 			return fmt.Errorf("hosts: %s: %w", name, err)
 		}
+	}
+	if c.From != 0 && c.To != 0 && c.From >= c.To {
+		return fmt.Errorf("the time window ends (%s) before it starts (%s)", stamp(c.To), stamp(c.From))
 	}
 	if c.Sampling < 0 || c.Sampling > 1 || c.Sampling != c.Sampling {
 		return fmt.Errorf("sampling: %g is not a probability in (0, 1]", c.Sampling)

@@ -60,6 +60,9 @@ func RunWith(ctx context.Context, paths []string, states []*State, name string, 
 		if n := skippedFiles(read); read.Spans == 0 && len(n) > 0 {
 			where += fmt.Sprintf(" (%s skipped, none holds traces: %s)", textout.Plural(len(n), "file"), textout.Abbreviate(n, 3))
 		}
+		if st.OutsideWindow > 0 {
+			where += fmt.Sprintf(" %s (%s outside it)", cfg.window(), textout.Plural(int(st.OutsideWindow), "trace"))
+		}
 		if len(states) > 0 {
 			return nil, fmt.Errorf("no complete trace in %s nor in the %d states given", where, len(states))
 		}

@@ -124,6 +124,9 @@ func (s *State) ModelWith(name string, cfg *Config, est *Estimates) (*model.Mode
 	}
 	g.rep.CPUCoverage = est.Coverage
 	g.rep.SpeedCurves = est.SpeedCurves
+	if s.OutsideWindow > 0 {
+		g.rep.evidencef("%s outside the time window %s were left out", textout.Plural(int(s.OutsideWindow), "trace"), cfg.window())
+	}
 	g.warnRareOperations()
 	g.warnSampled()
 	g.placeComponents()

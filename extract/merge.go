@@ -18,6 +18,7 @@ func (s *State) Merge(o *State) {
 	s.Spans += o.Spans
 	s.Modeled += o.Modeled
 	s.Partial += o.Partial
+	s.OutsideWindow += o.OutsideWindow
 	s.WithCPU += o.WithCPU
 	s.Sampled += o.Sampled
 	s.RateLimited += o.RateLimited

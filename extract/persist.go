@@ -101,6 +101,7 @@ type savedState struct {
 	Modeled     int64                        `json:"modeled"`
 	Partial     int64                        `json:"partial"`
 	WithCPU     int64                        `json:"with_cpu"`
+	Outside     int64                        `json:"outside_window,omitempty"`
 	Sampled     int64                        `json:"sampled,omitempty"`
 	RateLimited int64                        `json:"rate_limited,omitempty"`
 	KeptMin     float64                      `json:"kept_min,omitempty"`
@@ -259,7 +260,7 @@ func (s *State) snapshot() *savedState {
 	v := &savedState{
 		Format: StateFormat, Traces: s.Traces, Spans: s.Spans, Modeled: s.Modeled,
 		Partial: s.Partial, WithCPU: s.WithCPU, First: s.First, Last: s.Last,
-		Sampled: s.Sampled, RateLimited: s.RateLimited, KeptMin: s.keptMin, KeptMax: s.keptMax,
+		Outside: s.OutsideWindow, Sampled: s.Sampled, RateLimited: s.RateLimited, KeptMin: s.keptMin, KeptMax: s.keptMax,
 	}
 	if s.Traces == 0 {
 		v.First, v.Last = 0, 0
@@ -466,7 +467,7 @@ func saveSolo(w *soloSweep, owner map[*sample]string) *savedSolo {
 func (v *savedState) restore() (*State, error) {
 	s := NewState()
 	s.Traces, s.Spans, s.Modeled, s.Partial, s.WithCPU = v.Traces, v.Spans, v.Modeled, v.Partial, v.WithCPU
-	s.Sampled, s.RateLimited, s.keptMin, s.keptMax = v.Sampled, v.RateLimited, v.KeptMin, v.KeptMax
+	s.OutsideWindow, s.Sampled, s.RateLimited, s.keptMin, s.keptMax = v.Outside, v.Sampled, v.RateLimited, v.KeptMin, v.KeptMax
 	if unset := s.keptMin == 0 && s.keptMax == 0; !unset && !(s.keptMin > 0 && s.keptMin <= s.keptMax && s.keptMax < 1) {
 		return nil, fmt.Errorf("kept_min %g and kept_max %g: not probabilities in order", v.KeptMin, v.KeptMax)
 	}

@@ -25,6 +25,10 @@ type State struct {
 	Modeled int64
 	// Partial counts partial traces (a parent missing).
 	Partial int64
+	// OutsideWindow counts the traces left out because their request
+	// arrived outside the configured time window (Config.From, To); the
+	// other counts leave them out.
+	OutsideWindow int64
 	// WithCPU counts operation executions that carried a measured CPU time.
 	WithCPU int64
 	// Sampled counts the traces kept with a probability below 1 (their
@@ -218,6 +222,10 @@ type placement struct {
 
 // Fold adds one call tree to the state.
 func (s *State) Fold(t *trace.Tree, cfg *Config) {
+	if len(t.Roots) > 0 && !cfg.inWindow(t.Roots[0].Span.Start) {
+		s.OutsideWindow++
+		return
+	}
 	s.Traces++
 	s.Spans += int64(t.Spans)
 	if t.Partial {

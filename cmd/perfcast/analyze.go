@@ -27,6 +27,7 @@ func newAnalyzeCmd(g *globalFlags) *cobra.Command {
 		out, configPath, name string
 		metrics, states       []string
 		points                int
+		window                windowFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "analyze [TRACES...] [--state DIR]... -o DIR",
@@ -63,6 +64,12 @@ the curves do not jump between methods). All workloads' loads grow together
 			}
 			cfg, err := extractConfig(configPath, metrics)
 			if err != nil {
+				return err
+			}
+			if window.set() && len(states) > 0 {
+				return usagef("--from and --to select traces as they are read; a --state holds traces already folded")
+			}
+			if err := window.apply(cfg); err != nil {
 				return err
 			}
 			if name == "" {
@@ -123,6 +130,7 @@ the curves do not jump between methods). All workloads' loads grow together
 	cmd.Flags().StringVar(&name, "name", "", "the model's name (default: the output directory's name)")
 	cmd.Flags().StringArrayVar(&states, "state", nil, "also the traces folded into this perfcast receive state `directory` (or state file); repeatable")
 	cmd.Flags().IntVar(&points, "points", report.DefaultPoints, "load levels of the sweep, from the observed load to near saturation")
+	window.register(cmd)
 	return cmd
 }
 

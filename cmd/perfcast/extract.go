@@ -20,6 +20,7 @@ func newExtractCmd(g *globalFlags) *cobra.Command {
 		out, configPath, name string
 		metrics, states       []string
 		jsonReport            bool
+		window                windowFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "extract [TRACES...] [--state DIR]... -o MODEL",
@@ -50,6 +51,12 @@ standard output as JSON with --json.`,
 			}
 			cfg, err := extractConfig(configPath, metrics)
 			if err != nil {
+				return err
+			}
+			if window.set() && len(states) > 0 {
+				return usagef("--from and --to select traces as they are read; a --state holds traces already folded")
+			}
+			if err := window.apply(cfg); err != nil {
 				return err
 			}
 			if name == "" {
@@ -87,6 +94,7 @@ standard output as JSON with --json.`,
 	cmd.Flags().StringVar(&name, "name", "", "the model's name (default: from the output file name)")
 	cmd.Flags().StringArrayVar(&states, "state", nil, "also the traces folded into this perfcast receive state `directory` (or state file); repeatable")
 	cmd.Flags().BoolVar(&jsonReport, "json", false, "print the extraction report as JSON on standard output")
+	window.register(cmd)
 	return cmd
 }
 

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/perfcast/perfcast/metrics"
 )
@@ -296,5 +297,59 @@ func TestGenerateSampled(t *testing.T) {
 	// of the full traces'; a tenth of it would be far off.
 	if f, s := rates(full), rates(sampled); math.Abs(s/f-1) > 0.25 {
 		t.Errorf("total rate %g from the sampled traces, %g from all", s, f)
+	}
+}
+
+// TestTimeWindow reads the requests of a part of a recording: stats gives
+// its range, --from and --to cut it.
+func TestTimeWindow(t *testing.T) {
+	dir := t.TempDir()
+	traces := filepath.Join(dir, "t.jsonl")
+	if code, _, errs := perfcast(t, "generate", shopModel, "-o", traces, "--requests", "2000"); code != 0 {
+		t.Fatalf("generate: exit %d: %s", code, errs)
+	}
+	code, out, _ := perfcast(t, "stats", traces, "--json")
+	var rep statsReport
+	if err := json.Unmarshal([]byte(out), &rep); code != 0 || err != nil {
+		t.Fatalf("stats --json: exit %d, %v", code, err)
+	}
+	first, err1 := time.Parse(time.RFC3339Nano, rep.FirstRequest)
+	last, err2 := time.Parse(time.RFC3339Nano, rep.LastRequest)
+	if err1 != nil || err2 != nil || !last.After(first) {
+		t.Fatalf("stats: requests from %q to %q", rep.FirstRequest, rep.LastRequest)
+	}
+	mid := first.Add(last.Sub(first) / 2).Format(time.RFC3339Nano)
+	traceCount := func(args ...string) (int, string) {
+		t.Helper()
+		code, out, errs := perfcast(t, append([]string{"extract", traces, "-o", filepath.Join(dir, "m.yaml"), "--json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("extract %v: exit %d: %s", args, code, errs)
+		}
+		var r struct {
+			Traces   int      `json:"traces"`
+			Evidence []string `json:"evidence"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		return r.Traces, strings.Join(r.Evidence, "\n")
+	}
+	all, _ := traceCount()
+	early, ev := traceCount("--to", mid)
+	late, _ := traceCount("--from", mid)
+	if early+late != all || early == 0 || late == 0 {
+		t.Errorf("%d traces before the middle and %d after, of %d", early, late, all)
+	}
+	if !strings.Contains(ev, "outside the time window") {
+		t.Errorf("the report does not say traces were left out: %s", ev)
+	}
+	after := last.Add(time.Hour).Format(time.RFC3339)
+	if code, _, errs := perfcast(t, "extract", traces, "-o", filepath.Join(dir, "m.yaml"), "--from", after); code != 1 || !strings.Contains(errs, "outside it") {
+		t.Errorf("extract after the last request: exit %d: %s", code, errs)
+	}
+	for _, bad := range [][]string{{"--from", "yesterday"}, {"--from", mid, "--to", mid}, {"--from", mid, "--state", dir}} {
+		if code, _, errs := perfcast(t, append([]string{"extract", traces, "-o", filepath.Join(dir, "m.yaml")}, bad...)...); code != 2 {
+			t.Errorf("extract %v: exit %d, want 2: %s", bad, code, errs)
+		}
 	}
 }

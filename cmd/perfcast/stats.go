@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -37,6 +39,11 @@ type statsReport struct {
 	// Sampling counts the traces whose spans say how they were kept: by
 	// probability (the smallest and largest) or by a rate limiter.
 	Sampling samplingStats `json:"sampling"`
+	// FirstRequest and LastRequest are when the earliest and the latest
+	// trace's request arrived (RFC 3339, UTC): the range --from and --to
+	// of extract, analyze and validate select from.
+	FirstRequest string `json:"first_request,omitempty"`
+	LastRequest  string `json:"last_request,omitempty"`
 	// With --config: the operations as extraction names them (rules,
 	// renames and identifier folding applied), most executed first, and per
 	// attribute the configuration reads, the traces that carry it.
@@ -120,8 +127,12 @@ before extracting.`,
 			st := extract.NewState()
 			carried := map[string]int64{}
 			var sampling samplingStats
+			first, last := int64(math.MaxInt64), int64(math.MinInt64)
 			ast, err := trace.Run(cmd.Context(), r, opts, func(t *trace.Tree) error {
 				sampling.add(t)
+				if len(t.Roots) > 0 {
+					first, last = min(first, t.Roots[0].Span.Start), max(last, t.Roots[0].Span.Start)
+				}
 				if cfg == nil {
 					return nil
 				}
@@ -150,6 +161,10 @@ before extracting.`,
 				AsyncEdges: ast.AsyncEdges, ExternalLinks: ast.ExternalLinks, Services: ast.Services,
 				Operations: len(ast.Operations), TopOperations: ast.Operations[:min(top, len(ast.Operations))],
 				Sampling: sampling,
+			}
+			if first <= last {
+				rep.FirstRequest = time.Unix(0, first).UTC().Format(time.RFC3339Nano)
+				rep.LastRequest = time.Unix(0, last).UTC().Format(time.RFC3339Nano)
 			}
 			rep.Damage.Merge(rst.Damage)
 			rep.Damage.Merge(ast.Damage)
@@ -212,6 +227,9 @@ func writeStats(w io.Writer, rep *statsReport) error {
 		}
 	}
 	fmt.Fprintf(w, "\ntraces %d, spans %d, services %d, operations %d\n", rep.Traces, rep.Spans, rep.Services, rep.Operations)
+	if rep.FirstRequest != "" {
+		fmt.Fprintf(w, "requests from %s to %s\n", rep.FirstRequest, rep.LastRequest)
+	}
 	fmt.Fprintf(w, "partial traces %d, evicted early %d, dropped spans %d\n", rep.PartialTraces, rep.Evicted, rep.DroppedSpans)
 	fmt.Fprintf(w, "skew-corrected spans %d, asynchronous calls %d, links to other traces %d\n", rep.SkewAdjusted, rep.AsyncEdges, rep.ExternalLinks)
 	if s := rep.Sampling; s.Sampled > 0 {

@@ -26,6 +26,7 @@ func newValidateCmd() *cobra.Command {
 		calibrate   bool
 		out         string
 		quartiles   int64
+		window      windowFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "validate MODEL --traces TRACES... [--calibrate -o CALIBRATED]",
@@ -82,6 +83,9 @@ validated again.`,
 			}
 			cfg, err := extractConfig(configPath, nil)
 			if err != nil {
+				return err
+			}
+			if err := window.apply(cfg); err != nil {
 				return err
 			}
 			m, err := f.loadModel(a[0])
@@ -164,6 +168,7 @@ validated again.`,
 	cmd.Flags().BoolVar(&calibrate, "calibrate", false, "fit CPU overhead factors and entry delays to the traces and write the calibrated model to -o")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "with --calibrate, write the calibrated model to this `file` (- for standard output)")
 	cmd.Flags().Int64Var(&quartiles, "quartile-requests", -1, "when simulating, record this many requests to predict the response-time quartiles (interquartile range); -1: as many as the traces hold; 0: no IQR")
+	window.register(cmd)
 	return cmd
 }
 
