@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -498,13 +499,11 @@ func (g *generator) placeComponents() {
 			}
 		case len(machines) > 1:
 			hostName = comp
-			replicas = len(machines)
-			g.rep.evidencef("component %s: ran on %d machines (%s): %d replicas", comp, replicas, textout.Abbreviate(machines, 8), replicas)
+			replicas = g.replicas(comp, "machines", pl.hosts, pl.hostLife)
 		default:
 			hostName = comp
-			if n := len(pl.instances); n > 1 {
-				replicas = n
-				g.rep.evidencef("component %s: %d instances (service.instance.id / k8s.pod.name): %d replicas", comp, n, n)
+			if len(pl.instances) > 1 {
+				replicas = g.replicas(comp, "instances", pl.instances, pl.instLife)
 			}
 		}
 		if replicas > model.MaxReplicas {
@@ -561,6 +560,73 @@ func (g *generator) placeComponents() {
 		}
 		seen[h.Name]++
 	}
+}
+
+// replicas is the number of replicas of component comp that ran on the
+// machines or instances (what) of counts, whose lifetimes lives holds: as
+// many as served at once on average (see activeReplicas), which is all of
+// them unless some came and went (a rolling update, autoscaling).
+func (g *generator) replicas(comp, what string, counts map[string]int64, lives map[string]lifetime) int {
+	names := slices.Sorted(maps.Keys(counts))
+	n := len(names)
+	avg, peak, ok := activeReplicas(names, counts, lives)
+	if r := max(1, int(math.Round(avg))); ok && r < n {
+		g.rep.evidencef("component %s: ran on %d %s (%s) over the traces, %.1f of them at once on average, at most %d: %d replicas (some came and went, as in a rolling update or autoscaling)",
+			comp, n, what, textout.Abbreviate(names, 8), avg, peak, r)
+		return r
+	}
+	g.rep.evidencef("component %s: ran on %d %s (%s): %d replicas", comp, n, what, textout.Abbreviate(names, 8), n)
+	return n
+}
+
+// activeReplicas is how many of the replicas names served at once: on
+// average, their lifetimes' sum over the time from the first one's start
+// to the last one's end, and at most. A lifetime runs from the start of a
+// replica's first execution to the end of its last; for n executions it is
+// widened by (n+1)/(n−1), which makes the range of n points falling at
+// random in a span an unbiased estimate of the span, and with a single
+// execution it is the whole time. ok is false when some replica has no
+// lifetime (a state saved before they were kept).
+func activeReplicas(names []string, counts map[string]int64, lives map[string]lifetime) (avg float64, peak int, ok bool) {
+	var all lifetime
+	for _, name := range names {
+		l, found := lives[name]
+		if !found {
+			return 0, 0, false
+		}
+		all = all.widen(l.First, l.Last)
+	}
+	total := float64(all.Last - all.First)
+	if !(total > 0) {
+		return float64(len(names)), len(names), true
+	}
+	type event struct {
+		at    int64
+		delta int
+	}
+	var sum float64
+	events := make([]event, 0, 2*len(names))
+	for _, name := range names {
+		l, n := lives[name], counts[name]
+		d := total
+		if n > 1 {
+			d = math.Min(float64(l.Last-l.First)*float64(n+1)/float64(n-1), total)
+		}
+		sum += d
+		events = append(events, event{l.First, 1}, event{l.Last, -1})
+	}
+	slices.SortFunc(events, func(a, b event) int {
+		if c := cmp.Compare(a.at, b.at); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.delta, b.delta) // ends before starts at one instant
+	})
+	open := 0
+	for _, e := range events {
+		open += e.delta
+		peak = max(peak, open)
+	}
+	return sum / total, peak, true
 }
 
 // hostSafe makes a machine name usable in resource names and --set paths,

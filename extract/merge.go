@@ -127,6 +127,12 @@ func (s *State) Merge(o *State) {
 		for i, n := range p.instances {
 			mine.instances[i] += n
 		}
+		for h, l := range p.hostLife {
+			mine.hostLife[h] = mine.hostLife[h].widen(l.First, l.Last)
+		}
+		for i, l := range p.instLife {
+			mine.instLife[i] = mine.instLife[i].widen(l.First, l.Last)
+		}
 	}
 }
 

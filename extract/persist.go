@@ -189,6 +189,11 @@ type savedArrivalBlock struct {
 type savedPlacement struct {
 	Hosts     map[string]int64 `json:"hosts"`
 	Instances map[string]int64 `json:"instances"`
+	// HostLife and InstanceLife are the lifetimes (first start, last end)
+	// of each machine and instance; absent in states saved before they
+	// were kept.
+	HostLife     map[string]lifetime `json:"host_life,omitempty"`
+	InstanceLife map[string]lifetime `json:"instance_life,omitempty"`
 }
 
 type savedConcurrency struct {
@@ -280,7 +285,7 @@ func (s *State) snapshot() *savedState {
 	if len(s.placement) > 0 {
 		v.Placement = map[string]*savedPlacement{}
 		for c, p := range s.placement {
-			v.Placement[c] = &savedPlacement{Hosts: p.hosts, Instances: p.instances}
+			v.Placement[c] = &savedPlacement{Hosts: p.hosts, Instances: p.instances, HostLife: p.hostLife, InstanceLife: p.instLife}
 		}
 	}
 	if len(s.conc) > 0 {
@@ -494,7 +499,15 @@ func (v *savedState) restore() (*State, error) {
 		if p == nil {
 			return nil, fmt.Errorf("placement %q: missing", c)
 		}
-		s.placement[c] = &placement{hosts: orEmpty(p.Hosts), instances: orEmpty(p.Instances)}
+		pl := &placement{hosts: orEmpty(p.Hosts), instances: orEmpty(p.Instances), hostLife: orEmpty(p.HostLife), instLife: orEmpty(p.InstanceLife)}
+		for _, lives := range []map[string]lifetime{pl.hostLife, pl.instLife} {
+			for name, l := range lives {
+				if l.Last < l.First {
+					return nil, fmt.Errorf("placement %q: %s ends before it starts", c, name)
+				}
+			}
+		}
+		s.placement[c] = pl
 	}
 	for _, k := range slices.Sorted(maps.Keys(v.Concurrency)) {
 		c, err := v.Concurrency[k].restore()

@@ -214,10 +214,35 @@ type entryStats struct {
 	params map[string]map[string]int64
 }
 
-// placement is where one component ran.
+// placement is where one component ran: executions per machine and per
+// instance, and when each machine and instance served its first and its
+// last.
 type placement struct {
 	hosts     map[string]int64
 	instances map[string]int64
+	hostLife  map[string]lifetime
+	instLife  map[string]lifetime
+}
+
+func newPlacement() *placement {
+	return &placement{hosts: map[string]int64{}, instances: map[string]int64{},
+		hostLife: map[string]lifetime{}, instLife: map[string]lifetime{}}
+}
+
+// lifetime is the time from the start of a replica's first execution to
+// the end of its last, in Unix nanoseconds.
+type lifetime struct {
+	First int64 `json:"first"`
+	Last  int64 `json:"last"`
+}
+
+// widen returns l widened to take in [start, end]; the zero lifetime is
+// empty.
+func (l lifetime) widen(start, end int64) lifetime {
+	if l == (lifetime{}) {
+		return lifetime{start, end}
+	}
+	return lifetime{min(l.First, start), max(l.Last, end)}
 }
 
 // Fold adds one call tree to the state.
@@ -320,14 +345,16 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 	s.Modeled++
 	pl := s.placement[comp]
 	if pl == nil {
-		pl = &placement{hosts: map[string]int64{}, instances: map[string]int64{}}
+		pl = newPlacement()
 		s.placement[comp] = pl
 	}
-	if n.Span.Host != "" {
-		pl.hosts[n.Span.Host]++
+	if h := n.Span.Host; h != "" {
+		pl.hosts[h]++
+		pl.hostLife[h] = pl.hostLife[h].widen(n.Span.Start, n.Span.End)
 	}
-	if n.Span.Instance != "" {
-		pl.instances[n.Span.Instance]++
+	if i := n.Span.Instance; i != "" {
+		pl.instances[i]++
+		pl.instLife[i] = pl.instLife[i].widen(n.Span.Start, n.Span.End)
 	}
 	s.profile(opGroup(id), n.Span.Start, n.Span.End)
 	replica := n.Span.Host + "\x00" + n.Span.Instance

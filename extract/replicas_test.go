@@ -1,0 +1,55 @@
+package extract_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/perfcast/perfcast/extract"
+	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/solve/sim"
+	"github.com/perfcast/perfcast/tracegen"
+)
+
+// TestReplicasThatCameAndWent replaces the three replicas of a component
+// halfway through the traces, as a rolling update does: six machines
+// served it, three at a time, and the model has three replicas.
+func TestReplicasThatCameAndWent(t *testing.T) {
+	m0, err := model.Parse([]byte(strings.Replace(sampledModel, "app: {cpu: {cores: 2}}", "app: {replicas: 3, cpu: {cores: 2}}", 1)), "rolling.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "rolling.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := tracegen.NewWriter(f, tracegen.Options{Seed: 4})
+	const half = 100.0 // seconds: 6000 requests at 40/s last 150 s
+	_, err = sim.Record(context.Background(), m0, sim.RecordOptions{Seed: 4, Requests: 6000}, func(s *sim.Span) error {
+		if s.Component == "web" && s.Start > half {
+			s.Host += "-new"
+		}
+		return w.Add(s)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	res, err := extract.Run(context.Background(), []string{path}, "rolling", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := res.Model.Host(res.Model.Component("web").Host)
+	if h == nil || h.Replicas != 3 {
+		t.Fatalf("web's host %+v, want 3 replicas:\n%s", h, res.Model.Marshal())
+	}
+	if ev := strings.Join(res.Report.Evidence, "\n"); !strings.Contains(ev, "ran on 6 machines") || !strings.Contains(ev, "came and went") {
+		t.Errorf("the report does not say six machines served three at a time:\n%s", ev)
+	}
+}
