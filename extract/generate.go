@@ -130,6 +130,7 @@ func (s *State) ModelWith(name string, cfg *Config, est *Estimates) (*model.Mode
 	}
 	g.warnRareOperations()
 	g.warnSampled()
+	g.warnFailures()
 	g.placeComponents()
 	g.cores()
 	g.speedCurves()

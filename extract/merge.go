@@ -41,6 +41,7 @@ func (s *State) Merge(o *State) {
 			continue
 		}
 		mine.count += op.count
+		mine.errors += op.errors
 		mine.countSq += op.countSq
 		mine.cpuSq += op.cpuSq
 		mine.resp.merge(op.resp)

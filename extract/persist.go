@@ -146,6 +146,7 @@ type savedOp struct {
 	Params    map[string]map[string]*savedParamStats `json:"params,omitempty"`
 	CountSq   float64                                `json:"count_sq,omitempty"`
 	CPUSq     float64                                `json:"cpu_sq,omitempty"`
+	Errors    int64                                  `json:"errors,omitempty"`
 }
 
 type savedVariant struct {
@@ -349,7 +350,7 @@ func saveSample(sm *sample) *savedSample {
 
 func saveOp(op *opStats) *savedOp {
 	v := &savedOp{
-		Component: op.component, Name: op.name, Count: op.count, CountSq: op.countSq, CPUSq: op.cpuSq,
+		Component: op.component, Name: op.name, Count: op.count, CountSq: op.countSq, CPUSq: op.cpuSq, Errors: op.errors,
 		Resp: saveSample(op.resp), Self: saveSample(op.self), Solo: saveSample(op.solo),
 		CPU: saveSample(op.cpu), OffCPU: saveSample(op.offCPU), PreSpan: saveSample(op.preSpan),
 	}
@@ -644,7 +645,10 @@ func (v *savedOp) restore(id string) (*opStats, error) {
 	if !(v.CountSq >= 0) || !(v.CPUSq >= 0) || math.IsInf(v.CountSq, 0) || math.IsInf(v.CPUSq, 0) {
 		return nil, fmt.Errorf("sums of squares %g and %g are not finite and non-negative", v.CountSq, v.CPUSq)
 	}
-	op := &opStats{component: v.Component, name: v.Name, count: v.Count, countSq: v.CountSq, cpuSq: v.CPUSq,
+	if v.Errors < 0 || v.Errors > v.Count {
+		return nil, fmt.Errorf("%d errors of %d executions", v.Errors, v.Count)
+	}
+	op := &opStats{component: v.Component, name: v.Name, count: v.Count, countSq: v.CountSq, cpuSq: v.CPUSq, errors: v.Errors,
 		variants: map[string]map[string]*variant{}, params: map[string]map[string]*paramStats{}}
 	var errs [6]error
 	op.resp, errs[0] = v.Resp.restore()

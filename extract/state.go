@@ -162,6 +162,8 @@ type opStats struct {
 	// reqCPU tally the request being folded.
 	countSq, cpuSq   float64
 	reqCount, reqCPU float64
+	// errors counts the executions whose span's status was an error.
+	errors int64
 }
 
 // variant is one observed control flow of an operation: a sequence of
@@ -342,6 +344,9 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 		s.ops[id] = op
 	}
 	op.count++
+	if n.Span.Status == ingest.StatusError {
+		op.errors++
+	}
 	s.Modeled++
 	pl := s.placement[comp]
 	if pl == nil {
