@@ -51,6 +51,13 @@ func TestAnalyzeExampleData(t *testing.T) {
 			if metrics != "" && !strings.Contains(errs, "of the CPU time the metrics ("+metrics) {
 				t.Errorf("the extraction did not compare the spans' CPU times with %s:\n%s", metrics, errs)
 			}
+			// The data sets are traced whole: every trace, every replica
+			// serving throughout.
+			for _, wrong := range []string{"traces may be sampled", "if the traces were sampled", "came and went"} {
+				if strings.Contains(errs, wrong) {
+					t.Errorf("the extraction says %q of traces taken whole:\n%s", wrong, errs)
+				}
+			}
 			m, err := model.Load(filepath.Join(dir, "model.yaml"))
 			if err != nil {
 				t.Fatalf("model.yaml: %v", err)
