@@ -1116,6 +1116,10 @@ func (g *generator) workloads() {
 		if cv != 1 {
 			g.rep.evidencef("workload %s: the gaps between arrivals, each over the mean gap around it, have a coefficient of variation of %.2g over %d gaps (Poisson arrivals: 1): interarrival cv %.2g", w.Name, cv, gaps, cv)
 		}
+		if e.linked*2 >= e.count {
+			g.rep.warnf("workload %s: %.0f %% of its requests link to spans of other traces (messages a producer sent, which OpenTelemetry's messaging conventions link to the consumer's trace): an open workload at the rate they were consumed, which a what-if on the producers' load leaves as it is; change its rate with them (--set 'workload.%s.open.rate=R')",
+				w.Name, 100*float64(e.linked)/float64(e.count), w.Name)
+		}
 		if p := float64(e.count) / e.weight; p < 1 && cv != 1 {
 			if c, ok := thinnedCV(cv, p, gaps); ok {
 				w.Open.CV = c

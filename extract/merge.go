@@ -76,6 +76,7 @@ func (s *State) Merge(o *State) {
 		}
 		mine.count += e.count
 		mine.weight += e.weight
+		mine.linked += e.linked
 		mine.resp.merge(e.resp)
 		for sec, n := range e.perSecond {
 			mine.perSecond[sec] += n

@@ -173,7 +173,9 @@ type savedEntry struct {
 	Count int64  `json:"count"`
 	// Weight is the requests Count stands for, when the traces were
 	// sampled; absent, Count.
-	Weight    float64                     `json:"weight,omitempty"`
+	Weight float64 `json:"weight,omitempty"`
+	// Linked counts the requests whose entry span links to another trace.
+	Linked    int64                       `json:"linked,omitempty"`
 	Resp      *savedSample                `json:"resp"`
 	PerSecond map[string]int64            `json:"per_second"`
 	Arrivals  []*savedArrivalBlock        `json:"arrivals,omitempty"`
@@ -400,7 +402,7 @@ func saveElems(es []*elem) []*savedElem {
 }
 
 func saveEntry(e *entryStats) *savedEntry {
-	v := &savedEntry{Op: e.op, Count: e.count, Resp: saveSample(e.resp), PerSecond: map[string]int64{}, Params: e.params}
+	v := &savedEntry{Op: e.op, Count: e.count, Linked: e.linked, Resp: saveSample(e.resp), PerSecond: map[string]int64{}, Params: e.params}
 	if e.weight != float64(e.count) {
 		v.Weight = e.weight
 	}
@@ -771,7 +773,10 @@ func (v *savedEntry) restore(id string) (*entryStats, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &entryStats{op: v.Op, count: v.Count, weight: float64(v.Count), resp: resp, perSecond: map[int64]int64{}, arrivals: newArrivalSample(), params: v.Params}
+	if v.Linked < 0 || v.Linked > v.Count {
+		return nil, fmt.Errorf("%d linked requests of %d", v.Linked, v.Count)
+	}
+	e := &entryStats{op: v.Op, count: v.Count, weight: float64(v.Count), linked: v.Linked, resp: resp, perSecond: map[int64]int64{}, arrivals: newArrivalSample(), params: v.Params}
 	if v.Weight != 0 {
 		if !(v.Weight >= float64(v.Count)) || math.IsInf(v.Weight, 0) {
 			return nil, fmt.Errorf("weight %g: not at least its count %d", v.Weight, v.Count)

@@ -205,6 +205,10 @@ type entryStats struct {
 	count int64
 	// weight is the requests count stands for (see State.weights).
 	weight float64
+	// linked counts the requests whose entry span links to a span of
+	// another trace: messages a producer sent, consumed in traces of
+	// their own.
+	linked int64
 	resp   *sample
 	// perSecond counts arrivals per second since the Unix epoch, to find
 	// idle stretches and measure the rate.
@@ -263,12 +267,27 @@ func (s *State) Fold(t *trace.Tree, cfg *Config) {
 		for _, n := range entryNodes(root) {
 			entry := cfg.opID(n.Span)
 			params := requestParams(n, cfg, s.categories)
-			s.entry(entry, n).foldParams(params)
+			e := s.entry(entry, n)
+			e.foldParams(params)
+			if linksOut(n, t.TraceID) {
+				e.linked++
+			}
 			s.foldSession(entry, n, cfg)
 			s.operation(n, entry, params, cfg)
 			s.endRequest()
 		}
 	}
+}
+
+// linksOut reports whether n's span links to a span of another trace
+// than trace.
+func linksOut(n *trace.Node, trace ingest.TraceID) bool {
+	for _, l := range n.Span.Links {
+		if l.TraceID != trace {
+			return true
+		}
+	}
+	return false
 }
 
 // entryNodes returns the nodes where requests enter the system: the root
