@@ -522,7 +522,12 @@ func (g *generator) placeComponents() {
 		if h == nil {
 			h = &model.Host{Name: hostSafe(hostName), Replicas: replicas, Balancer: model.RoundRobin,
 				CPU: model.CPU{Cores: 1, Speed: 1, Scheduling: model.PS}}
-			if hc, ok := g.cfg.Hosts[hostName]; ok {
+			hc, ok := g.cfg.Hosts[hostName]
+			if !ok && len(machines) > 1 {
+				hc, ok = g.machinesConfig(comp, machines)
+				names = append(names, machines...)
+			}
+			if ok {
 				if hc.Cores > 0 {
 					h.CPU.Cores = hc.Cores
 					g.configured[h] = true
@@ -561,6 +566,37 @@ func (g *generator) placeComponents() {
 		}
 		seen[h.Name]++
 	}
+}
+
+// machinesConfig is the configuration of the machines of a component that
+// ran on several (its replicas), when the configuration names them rather
+// than the component: the one they share, else the one most of them have,
+// with a warning.
+func (g *generator) machinesConfig(comp string, machines []string) (HostConfig, bool) {
+	counts := map[HostConfig]int{}
+	var order []HostConfig
+	for _, m := range machines {
+		if hc, ok := g.cfg.Hosts[m]; ok {
+			if counts[hc] == 0 {
+				order = append(order, hc)
+			}
+			counts[hc]++
+		}
+	}
+	if len(order) == 0 {
+		return HostConfig{}, false
+	}
+	best := order[0]
+	for _, hc := range order[1:] {
+		if counts[hc] > counts[best] {
+			best = hc
+		}
+	}
+	if len(order) > 1 || counts[best] < len(machines) {
+		g.rep.warnf("configuration: hosts: the machines of component %s (%s) are configured differently or not all, but its replicas are alike in the model: each is taken as %d of them are, cores %d",
+			comp, textout.Abbreviate(machines, 8), counts[best], best.Cores)
+	}
+	return best, true
 }
 
 // replicas is the number of replicas of component comp that ran on the

@@ -53,3 +53,54 @@ func TestReplicasThatCameAndWent(t *testing.T) {
 		t.Errorf("the report does not say six machines served three at a time:\n%s", ev)
 	}
 }
+
+// TestMachinesConfigured gives the cores of a replicated component's
+// machines by their host.name, as a user who knows the machines would:
+// the model's host takes them, and machines configured unlike each other
+// are warned of.
+func TestMachinesConfigured(t *testing.T) {
+	m0, err := model.Parse([]byte(strings.Replace(sampledModel, "app: {cpu: {cores: 2}}", "app: {replicas: 2, cpu: {cores: 2}}", 1)), "machines.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "machines.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := tracegen.NewWriter(f, tracegen.Options{Seed: 8})
+	if _, err := sim.Record(context.Background(), m0, sim.RecordOptions{Seed: 8, Requests: 3000}, w.Add); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, c := range []struct {
+		hosts map[string]extract.HostConfig
+		cores int
+		warn  string
+	}{
+		{map[string]extract.HostConfig{"app-1": {Cores: 2}, "app-2": {Cores: 2}}, 2, ""},
+		{map[string]extract.HostConfig{"app-1": {Cores: 4}, "app-2": {Cores: 2}, "app-3": {Cores: 2}}, 4, "configured differently"},
+	} {
+		res, err := extract.Run(context.Background(), []string{path}, "machines", &extract.Config{Hosts: c.hosts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := res.Model.Host(res.Model.Component("web").Host)
+		if h == nil || h.Replicas != 2 || h.CPU.Cores != c.cores {
+			t.Errorf("hosts %v: web's host %+v, want 2 replicas of %d cores", c.hosts, h, c.cores)
+		}
+		warned := strings.Join(res.Report.Warnings, "\n")
+		if strings.Contains(warned, "app-1: no host of that name") || strings.Contains(warned, "app-2: no host of that name") {
+			t.Errorf("hosts %v: a machine's configuration is said to apply to nothing:\n%s", c.hosts, warned)
+		}
+		if c.warn != "" && !strings.Contains(warned, c.warn) {
+			t.Errorf("hosts %v: no warning %q:\n%s", c.hosts, c.warn, warned)
+		}
+		if c.warn == "" && strings.Contains(warned, "configured differently") {
+			t.Errorf("hosts %v: warned of machines configured alike:\n%s", c.hosts, warned)
+		}
+	}
+}
