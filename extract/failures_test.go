@@ -26,14 +26,7 @@ func TestFailuresWarned(t *testing.T) {
 		}
 	}
 	st := fold(t, spans)
-	var b strings.Builder
-	if err := st.Save(&b); err != nil {
-		t.Fatal(err)
-	}
-	loaded, err := LoadState(strings.NewReader(b.String()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	loaded := roundTrip(t, st)
 	_, rep = loaded.Model("shop", nil)
 	if w := strings.Join(rep.Warnings, "\n"); !strings.Contains(w, "(front/GET /page 5 % of each one's failed)") {
 		t.Errorf("no warning that 5 %% of GET /page failed: %s", w)

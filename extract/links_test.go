@@ -28,14 +28,7 @@ func TestConsumerLinkedWarned(t *testing.T) {
 		spans = append(spans, root, prod, cons)
 	}
 	st := foldWith(t, spans, nil)
-	var b strings.Builder
-	if err := st.Save(&b); err != nil {
-		t.Fatal(err)
-	}
-	loaded, err := LoadState(strings.NewReader(b.String()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	loaded := roundTrip(t, st)
 	m, rep := loaded.Model("queue", nil)
 	if w := m.Workload("orders process"); w == nil || w.Open == nil {
 		t.Fatalf("no open workload for the consumer:\n%s", m.Marshal())

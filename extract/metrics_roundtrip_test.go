@@ -50,31 +50,7 @@ func TestMetricsRoundTrip(t *testing.T) {
 	}
 	dir := t.TempDir()
 	tracesPath, metricsPath := filepath.Join(dir, "traces.jsonl"), filepath.Join(dir, "cpu.csv")
-	f, err := os.Create(tracesPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := tracegen.Options{NoCPUTime: true, Seed: 6}
-	w, mw := tracegen.NewWriter(f, opts), tracegen.NewMetrics(5, opts)
-	res, err := sim.Record(context.Background(), m0, sim.RecordOptions{Seed: 6, Requests: 30000}, func(s *sim.Span) error {
-		mw.Add(s)
-		return w.Add(s)
-	})
-	if err != nil || !res.Stable {
-		t.Fatalf("record: %v %v", err, res)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	mf, err := os.Create(metricsPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mw.Write(mf, tracegen.MachineCores(m0)); err != nil {
-		t.Fatal(err)
-	}
-	mf.Close()
+	recordMetrics(t, tracesPath, metricsPath, m0, tracegen.Options{NoCPUTime: true, Seed: 6}, 30000, nil)
 
 	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"app": {Cores: 1}, "db": {Cores: 1}}, Metrics: []string{metricsPath}}
 	out, err := extract.Run(context.Background(), []string{tracesPath}, "twoops", cfg)
@@ -119,5 +95,25 @@ func TestMetricsRoundTrip(t *testing.T) {
 		if math.Abs(cpu-want) > tol {
 			t.Errorf("%s: CPU %.4g ms, want %.4g ms ± %.3g", id, cpu*1e3, want*1e3, tol*1e3)
 		}
+	}
+}
+
+// recordMetrics is recordWith that also writes to metricsPath the hosts'
+// CPU time as perfcast generate --metrics does, from every span, written
+// or not.
+func recordMetrics(t *testing.T, tracesPath, metricsPath string, m *model.Model, opts tracegen.Options, requests int64, keep func(*sim.Span) bool) {
+	t.Helper()
+	mw := tracegen.NewMetrics(5, opts)
+	recordWith(t, tracesPath, m, opts, requests, func(s *sim.Span) bool {
+		mw.Add(s)
+		return keep == nil || keep(s)
+	})
+	f, err := os.Create(metricsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := mw.Write(f, tracegen.MachineCores(m)); err != nil {
+		t.Fatal(err)
 	}
 }

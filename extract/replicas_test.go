@@ -2,7 +2,6 @@ package extract_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,25 +21,13 @@ func TestReplicasThatCameAndWent(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "rolling.jsonl")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := tracegen.NewWriter(f, tracegen.Options{Seed: 4})
 	const half = 100.0 // seconds: 6000 requests at 40/s last 150 s
-	_, err = sim.Record(context.Background(), m0, sim.RecordOptions{Seed: 4, Requests: 6000}, func(s *sim.Span) error {
+	recordWith(t, path, m0, tracegen.Options{Seed: 4}, 6000, func(s *sim.Span) bool {
 		if s.Component == "web" && s.Start > half {
 			s.Host += "-new"
 		}
-		return w.Add(s)
+		return true
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
 	res, err := extract.Run(context.Background(), []string{path}, "rolling", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -64,18 +51,7 @@ func TestMachinesConfigured(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "machines.jsonl")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := tracegen.NewWriter(f, tracegen.Options{Seed: 8})
-	if _, err := sim.Record(context.Background(), m0, sim.RecordOptions{Seed: 8, Requests: 3000}, w.Add); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	recordWith(t, path, m0, tracegen.Options{Seed: 8}, 3000, nil)
 	for _, c := range []struct {
 		hosts map[string]extract.HostConfig
 		cores int

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -63,28 +62,15 @@ func TestSampledRoundTrip(t *testing.T) {
 		requests = 15000
 	}
 	path := filepath.Join(t.TempDir(), "sampled.otlp.jsonl")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := tracegen.NewWriter(f, tracegen.Options{Seed: 5, Sample: p})
 	var first, last float64 = math.Inf(1), 0
 	roots := map[string]float64{}
-	r, err := sim.Record(context.Background(), m0, sim.RecordOptions{Seed: 5, Requests: requests},
-		func(s *sim.Span) error {
-			if s.Parent == 0 {
-				first, last = math.Min(first, s.Start), math.Max(last, s.Start)
-				roots[s.Operation]++
-			}
-			return w.Add(s)
-		})
-	if err != nil || !r.Stable {
-		t.Fatalf("record: %v %v", err, r)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	w := recordWith(t, path, m0, tracegen.Options{Seed: 5, Sample: p}, requests, func(s *sim.Span) bool {
+		if s.Parent == 0 {
+			first, last = math.Min(first, s.Start), math.Max(last, s.Start)
+			roots[s.Operation]++
+		}
+		return true
+	})
 	_, kept := w.Written()
 	t.Logf("%d of %.0f traces kept", kept, roots["GET /a"]+roots["GET /b"])
 
@@ -175,18 +161,7 @@ func TestSamplingConfigured(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, seed uint64, sample float64) string {
 		path := filepath.Join(dir, name)
-		f, err := os.Create(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		w := tracegen.NewWriter(f, tracegen.Options{Seed: seed, Sample: sample})
-		if _, err := sim.Record(context.Background(), m0, sim.RecordOptions{Seed: seed, Requests: 4000}, w.Add); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
+		recordWith(t, path, m0, tracegen.Options{Seed: seed, Sample: sample}, 4000, nil)
 		return path
 	}
 	full := write("full.jsonl", 9, 1)
@@ -258,38 +233,13 @@ func TestSamplingUnsaid(t *testing.T) {
 	}
 	dir := t.TempDir()
 	tracesPath, metricsPath := filepath.Join(dir, "traces.jsonl"), filepath.Join(dir, "cpu.csv")
-	f, err := os.Create(tracesPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := tracegen.Options{Seed: 12}
-	w, mw := tracegen.NewWriter(f, opts), tracegen.NewMetrics(5, opts)
 	var first, last float64 = math.Inf(1), 0
-	res, err := sim.Record(context.Background(), m0, sim.RecordOptions{Seed: 12, Requests: 20000}, func(s *sim.Span) error {
-		mw.Add(s)
+	recordMetrics(t, tracesPath, metricsPath, m0, tracegen.Options{Seed: 12}, 20000, func(s *sim.Span) bool {
 		if s.Parent == 0 {
 			first, last = math.Min(first, s.Start), math.Max(last, s.Start)
 		}
-		if s.Trace%5 != 0 {
-			return nil
-		}
-		return w.Add(s)
+		return s.Trace%5 == 0
 	})
-	if err != nil || !res.Stable {
-		t.Fatalf("record: %v %v", err, res)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	mf, err := os.Create(metricsPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mw.Write(mf, tracegen.MachineCores(m0)); err != nil {
-		t.Fatal(err)
-	}
-	mf.Close()
 
 	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"app": {Cores: 2}, "data": {Cores: 1}}, Metrics: []string{metricsPath}}
 	unsaid, err := extract.Run(context.Background(), []string{tracesPath}, "unsaid", cfg)

@@ -73,19 +73,34 @@ func extractSteps(t *testing.T, yaml string, rates []float64, seconds, pause flo
 // simulated with seed, starting offset seconds after tracegen's base time.
 func record(t *testing.T, path string, m *model.Model, seed uint64, offset float64, requests int64) {
 	t.Helper()
+	recordWith(t, path, m, tracegen.Options{Seed: seed, Base: tracegen.DefaultBase + int64(offset*1e9)}, requests, nil)
+}
+
+// recordWith writes to path the traces of the given number of requests of
+// m, simulated with opts.Seed and written with opts. Each span goes
+// through keep first, when given, which may change it and says whether to
+// write it. It returns the writer, to tell what it kept.
+func recordWith(t *testing.T, path string, m *model.Model, opts tracegen.Options, requests int64, keep func(*sim.Span) bool) *tracegen.Writer {
+	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	w := tracegen.NewWriter(f, tracegen.Options{Seed: seed, Base: tracegen.DefaultBase + int64(offset*1e9)})
-	r, err := sim.Record(context.Background(), m, sim.RecordOptions{Seed: seed, Requests: requests}, w.Add)
+	w := tracegen.NewWriter(f, opts)
+	r, err := sim.Record(context.Background(), m, sim.RecordOptions{Seed: opts.Seed, Requests: requests}, func(s *sim.Span) error {
+		if keep != nil && !keep(s) {
+			return nil
+		}
+		return w.Add(s)
+	})
 	if err != nil || !r.Stable {
 		t.Fatalf("record: %v %v", err, r)
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return w
 }
 
 // An extraction from a load test alternating two rates recovers the curve
