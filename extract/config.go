@@ -136,6 +136,18 @@ const (
 // time outside spans when Config.OutsideSpans is "background".
 const OutsideSpansOperation = "outside spans"
 
+// methodOnly reports whether a span name says no more than an HTTP
+// method, as instrumentations name the server spans of a request whose
+// route they do not know ("GET", "HTTP GET", "HTTP" for an unknown
+// method).
+func methodOnly(name string) bool {
+	switch strings.TrimPrefix(name, "HTTP ") {
+	case "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH", "_OTHER", "HTTP":
+		return true
+	}
+	return false
+}
+
 // inWindow reports whether a request that arrived at t (Unix nanoseconds)
 // lies in the configured time window.
 func (c *Config) inWindow(t int64) bool {
@@ -354,11 +366,22 @@ func (c *Config) serviceComponent(name string) string {
 // HTTP route for HTTP servers, else the span name, identifiers folded.
 func (c *Config) operation(sp *ingest.Span) string {
 	name := sp.Name
-	if sp.HTTPRoute != "" {
+	switch {
+	case sp.HTTPRoute != "":
 		name = sp.HTTPRoute
 		if sp.HTTPMethod != "" {
 			name = sp.HTTPMethod + " " + sp.HTTPRoute
 		}
+	case sp.URLPath != "" && methodOnly(sp.Name):
+		// An HTTP server that does not know its route names its spans
+		// by the method alone: the path, identifiers folded below, tells
+		// the endpoints apart.
+		method := sp.HTTPMethod
+		if method == "" {
+			method = strings.TrimPrefix(sp.Name, "HTTP ")
+		}
+		path, _, _ := strings.Cut(sp.URLPath, "?")
+		name = method + " " + path
 	}
 	if c == nil || !c.NoIDFolding {
 		name = foldIDs(name)

@@ -466,3 +466,22 @@ func TestExtractTooManyReplicas(t *testing.T) {
 		}
 	}
 }
+
+func TestOperationFromPath(t *testing.T) {
+	for _, c := range []struct {
+		sp   ingest.Span
+		want string
+	}{
+		{ingest.Span{Name: "GET /items/{id}", HTTPRoute: "/items/{id}", HTTPMethod: "GET", URLPath: "/items/7"}, "GET /items/{id}"},
+		{ingest.Span{Name: "GET", HTTPMethod: "GET", URLPath: "/items/7"}, "GET /items/{id}"},
+		{ingest.Span{Name: "HTTP POST", URLPath: "/orders?dry=1"}, "POST /orders"},
+		{ingest.Span{Name: "HTTP", HTTPMethod: "_OTHER", URLPath: "/x"}, "_OTHER /x"},
+		{ingest.Span{Name: "GET"}, "GET"},
+		{ingest.Span{Name: "shop.Catalog/Get", URLPath: "/shop.Catalog/Get"}, "shop.Catalog/Get"},
+		{ingest.Span{Name: "GET /home", URLPath: "/home"}, "GET /home"},
+	} {
+		if got := (*Config)(nil).operation(&c.sp); got != c.want {
+			t.Errorf("%+v: operation %q, want %q", c.sp, got, c.want)
+		}
+	}
+}
