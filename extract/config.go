@@ -139,9 +139,9 @@ const OutsideSpansOperation = "outside spans"
 // methodOnly reports whether a span name says no more than an HTTP
 // method, as instrumentations name the server spans of a request whose
 // route they do not know ("GET", "HTTP GET", "HTTP" for an unknown
-// method).
+// method; Zipkin's Brave "get").
 func methodOnly(name string) bool {
-	switch strings.TrimPrefix(name, "HTTP ") {
+	switch strings.ToUpper(strings.TrimPrefix(name, "HTTP ")) {
 	case "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH", "_OTHER", "HTTP":
 		return true
 	}
@@ -378,7 +378,7 @@ func (c *Config) operation(sp *ingest.Span) string {
 		// the endpoints apart.
 		method := sp.HTTPMethod
 		if method == "" {
-			method = strings.TrimPrefix(sp.Name, "HTTP ")
+			method = strings.ToUpper(strings.TrimPrefix(sp.Name, "HTTP "))
 		}
 		path, _, _ := strings.Cut(sp.URLPath, "?")
 		name = method + " " + path

@@ -477,6 +477,7 @@ func TestOperationFromPath(t *testing.T) {
 		{ingest.Span{Name: "HTTP POST", URLPath: "/orders?dry=1"}, "POST /orders"},
 		{ingest.Span{Name: "HTTP", HTTPMethod: "_OTHER", URLPath: "/x"}, "_OTHER /x"},
 		{ingest.Span{Name: "GET"}, "GET"},
+		{ingest.Span{Name: "get", URLPath: "/item/12"}, "GET /item/{id}"},
 		{ingest.Span{Name: "shop.Catalog/Get", URLPath: "/shop.Catalog/Get"}, "shop.Catalog/Get"},
 		{ingest.Span{Name: "GET /home", URLPath: "/home"}, "GET /home"},
 	} {
