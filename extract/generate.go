@@ -151,6 +151,11 @@ type generator struct {
 	cfg *Config
 	m   *model.Model
 	rep *Report
+	// sends holds, per producing operation, the messages it sends per
+	// execution to each consumer that is not a workload of its own
+	// (sentConsumers; see consumerSends).
+	sends         map[string]map[string]float64
+	sentConsumers map[string]bool
 	// hostOf maps a component to its model host.
 	hostOf map[string]*model.Host
 	// configured holds the hosts whose cores the configuration gives.
@@ -673,6 +678,7 @@ func hostSafe(name string) string {
 }
 
 func (g *generator) operations() {
+	g.sends = g.consumerSends()
 	g.inferLimits()
 	g.declared()
 	g.bins = g.paramBins()
@@ -782,6 +788,9 @@ func (g *generator) operations() {
 			} else {
 				o.Steps = append([]model.Step{{Kind: model.StepCPU, Demand: model.Exp(d)}}, o.Steps...)
 			}
+		}
+		for _, consumer := range slices.Sorted(maps.Keys(g.sends[id])) {
+			o.Steps = append(o.Steps, sendSteps(consumer, g.sends[id][consumer])...)
 		}
 		if k := g.cfg.cpuSlots(op.component); k > 0 {
 			o.Steps = holdCPU(o.Steps, g.cpuSlotsResource(op.component, k))
@@ -1136,7 +1145,7 @@ func (g *generator) workloads() {
 		g.m.Workloads = append(g.m.Workloads, w)
 	}
 	for _, id := range slices.Sorted(maps.Keys(g.s.entries)) {
-		if inSessions[id] {
+		if inSessions[id] || g.sentConsumers[id] {
 			continue
 		}
 		e := g.s.entries[id]

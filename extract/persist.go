@@ -117,6 +117,9 @@ type savedState struct {
 	SiteTimes   map[string]*savedSample      `json:"site_times,omitempty"`
 	Windows     map[string]*savedHostWindows `json:"windows,omitempty"`
 	Solo        map[string]*savedSolo        `json:"solo,omitempty"`
+	// Links counts, per consumer entry and producing operation, the
+	// messages joined across traces.
+	Links map[string]map[string]int64 `json:"links,omitempty"`
 }
 
 type savedSample struct {
@@ -330,6 +333,9 @@ func (s *State) snapshot() *savedState {
 		for h, w := range s.solo {
 			v.Solo[h] = saveSolo(w, owner)
 		}
+	}
+	if len(s.links.from) > 0 {
+		v.Links = s.links.from
 	}
 	return v
 }
@@ -562,6 +568,15 @@ func (v *savedState) restore() (*State, error) {
 			return nil, fmt.Errorf("executions alone on host %q: %w", h, err)
 		}
 		s.solo[h] = w
+	}
+	for c, byOp := range v.Links {
+		for op, n := range byOp {
+			if n <= 0 {
+				return nil, fmt.Errorf("links: %q from %q: %d messages", c, op, n)
+			}
+			s.links.join(c, op)
+			s.links.from[c][op] = n
+		}
 	}
 	if err := s.consistent(); err != nil {
 		return nil, err

@@ -78,6 +78,9 @@ type State struct {
 	// ownBuf and callBuf are scratch space for an execution's own
 	// intervals and its calls' (see ownIntervals).
 	ownBuf, callBuf []interval
+	// links joins messages consumed in traces of their own to the
+	// operations that produced them.
+	links links
 	// inRequest lists the operations the request being folded ran.
 	inRequest []*opStats
 }
@@ -271,6 +274,7 @@ func (s *State) Fold(t *trace.Tree, cfg *Config) {
 			e.foldParams(params)
 			if linksOut(n, t.TraceID) {
 				e.linked++
+				s.links.consume(n, t.TraceID, entry)
 			}
 			s.foldSession(entry, n, cfg)
 			s.operation(n, entry, params, cfg)
@@ -419,8 +423,10 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 						s.Modeled++
 						found = append(found, foundElem(elemExternal, c, externalName(c.Span)))
 					} else {
-						// A message sent to no traced consumer costs
-						// only the producer's own time.
+						// A message sent to no consumer in this trace
+						// costs only the producer's own time here; a
+						// consumer in a trace of its own may link to it.
+						s.links.produce(c.Span.SpanID, id)
 						walk(c)
 					}
 					continue
