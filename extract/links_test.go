@@ -9,31 +9,12 @@ import (
 	"testing"
 
 	"github.com/perfcast/perfcast/ingest"
+	"github.com/perfcast/perfcast/ingest/ingesttest"
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/solve"
 	"github.com/perfcast/perfcast/solve/mva"
 	"github.com/perfcast/perfcast/whatif"
 )
-
-// messages returns the spans of n requests to orders whose producer span
-// sends a message that a worker consumes in a trace of its own, its
-// consumer span linking to the producer span.
-func messages(n int) (producers, consumers []*ingest.Span) {
-	at := int64(1_700_000_000_000_000_000)
-	for i := range n {
-		at += 50_000_000
-		var pt, ct ingest.TraceID
-		pt[0], pt[14], pt[15] = 1, byte(i>>8), byte(i)
-		ct[0], ct[14], ct[15] = 2, byte(i>>8), byte(i)
-		root := &ingest.Span{TraceID: pt, SpanID: ingest.SpanID{1}, Start: at, End: at + 5e6, Name: "POST /orders", Service: "orders", Kind: ingest.KindServer, CPUTime: 0.004}
-		prod := &ingest.Span{TraceID: pt, SpanID: ingest.SpanID{2, byte(i >> 8), byte(i)}, ParentID: root.SpanID, Start: at + 1e6, End: at + 1e6 + 1000, Name: "orders publish", Service: "orders", Kind: ingest.KindProducer, CPUTime: 0}
-		cons := &ingest.Span{TraceID: ct, SpanID: ingest.SpanID{3}, Start: at + 8e6, End: at + 11e6, Name: "orders process", Service: "worker", Kind: ingest.KindConsumer, CPUTime: 0.002,
-			Links: []ingest.Link{{TraceID: pt, SpanID: prod.SpanID}}}
-		producers = append(producers, root, prod)
-		consumers = append(consumers, cons)
-	}
-	return producers, consumers
-}
 
 // TestConsumerLinked folds messages consumed in traces of their own: the
 // consumer is not a workload but a send from the operation that produced
@@ -41,7 +22,7 @@ func messages(n int) (producers, consumers []*ingest.Span) {
 // what-if on the producer's load. Without the producers' traces, it is an
 // open workload, with a warning. The state keeps the joins.
 func TestConsumerLinked(t *testing.T) {
-	producers, consumers := messages(300)
+	producers, consumers := ingesttest.Messages(300)
 	for _, c := range []struct {
 		name  string
 		spans []*ingest.Span

@@ -122,9 +122,21 @@ workloads:
 		}
 		kept = append(kept, w)
 	}
+	// Requests that enter at an operation the model sends messages to
+	// (a consumer in traces of its own) are that send's, not a workload's.
+	sent := map[string]bool{}
+	for _, comp := range c.Components {
+		for _, op := range comp.Operations {
+			model.Walk(op.Steps, func(s *model.Step) {
+				if s.Kind == model.StepSend {
+					sent[s.Target] = true
+				}
+			})
+		}
+	}
 	var unmatched []string
 	for _, e := range st.Entries() {
-		if claimed[e] == "" {
+		if claimed[e] == "" && !sent[e] {
 			t, _ := st.EntryTimes(e)
 			unmatched = append(unmatched, fmt.Sprintf("%s (%d requests)", e, t.Count()))
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/perfcast/perfcast/extract"
 	"github.com/perfcast/perfcast/ingest"
+	"github.com/perfcast/perfcast/ingest/ingesttest"
 	"github.com/perfcast/perfcast/metrics"
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/solve"
@@ -798,4 +799,24 @@ workload:
 	}
 	within(t, "sessions throughput error", e.Throughput, 0, n.Throughput)
 	within(t, "sessions response time error", e.ResponseTime.Mean, 0, n.ResponseTime.Mean)
+}
+
+// TestValidateConsumerSent validates the model extracted from messages
+// consumed in traces of their own: the consumer is a send of the orders
+// operation, so its requests are not reported as matching no workload, and
+// its throughput is compared.
+func TestValidateConsumerSent(t *testing.T) {
+	producers, consumers := ingesttest.Messages(400)
+	st := fold(t, slices.Concat(producers, consumers))
+	m, _ := st.Model("queue", nil)
+	p, err := Setup(m, fold(t, slices.Concat(producers, consumers)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(p.Warnings, "\n"); strings.Contains(w, "match no workload") {
+		t.Errorf("the consumer's requests are said to match no workload:\n%s", w)
+	}
+	if or := p.Measured.Operations["worker/orders process"]; or == nil || math.Abs(or.Throughput-20) > 0.5 {
+		t.Errorf("measured consumer %+v, want 20/s", or)
+	}
 }

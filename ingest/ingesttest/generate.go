@@ -198,3 +198,24 @@ func sortByEnd(t []*ingest.Span) {
 		}
 	}
 }
+
+// Messages returns the spans of n requests to orders (one every 50 ms,
+// 4 ms of CPU) whose producer span sends a message that a worker consumes
+// (2 ms of CPU) in a trace of its own, its consumer span linking to the
+// producer span, as OpenTelemetry's messaging conventions allow.
+func Messages(n int) (producers, consumers []*ingest.Span) {
+	at := Base
+	for i := range n {
+		at += 50_000_000
+		var pt, ct ingest.TraceID
+		pt[0], pt[14], pt[15] = 1, byte(i>>8), byte(i)
+		ct[0], ct[14], ct[15] = 2, byte(i>>8), byte(i)
+		root := &ingest.Span{TraceID: pt, SpanID: ingest.SpanID{1}, Start: at, End: at + 5e6, Name: "POST /orders", Service: "orders", Kind: ingest.KindServer, CPUTime: 0.004}
+		prod := &ingest.Span{TraceID: pt, SpanID: ingest.SpanID{2, byte(i >> 8), byte(i)}, ParentID: root.SpanID, Start: at + 1e6, End: at + 1e6 + 1000, Name: "orders publish", Service: "orders", Kind: ingest.KindProducer, CPUTime: math.NaN()}
+		cons := &ingest.Span{TraceID: ct, SpanID: ingest.SpanID{3}, Start: at + 8e6, End: at + 11e6, Name: "orders process", Service: "worker", Kind: ingest.KindConsumer, CPUTime: 0.002,
+			Links: []ingest.Link{{TraceID: pt, SpanID: prod.SpanID}}}
+		producers = append(producers, root, prod)
+		consumers = append(consumers, cons)
+	}
+	return producers, consumers
+}
