@@ -74,21 +74,22 @@ type links struct {
 	from map[string]map[string]int64
 }
 
-func (l *links) join(consumer, producer string) {
+// join counts n messages of producer to consumer.
+func (l *links) join(consumer, producer string, n int64) {
 	if l.from == nil {
 		l.from = map[string]map[string]int64{}
 	}
 	if l.from[consumer] == nil {
 		l.from[consumer] = map[string]int64{}
 	}
-	l.from[consumer][producer]++
+	l.from[consumer][producer] += n
 }
 
 // produce records a producer span of operation op that no consumer in its
 // trace followed.
 func (l *links) produce(id ingest.SpanID, op string) {
 	if consumer, ok := l.waiting.take(id); ok {
-		l.join(consumer, op)
+		l.join(consumer, op, 1)
 		return
 	}
 	l.produced.put(id, op)
@@ -104,7 +105,7 @@ func (l *links) consume(n *trace.Node, tr ingest.TraceID, consumer string) {
 		// A message may reach several consumer groups: the producer
 		// span stays remembered.
 		if op, ok := l.produced.names[ln.SpanID]; ok {
-			l.join(consumer, op)
+			l.join(consumer, op, 1)
 		} else {
 			l.waiting.put(ln.SpanID, consumer)
 		}
@@ -116,16 +117,15 @@ func (l *links) consume(n *trace.Node, tr ingest.TraceID, consumer string) {
 func (l *links) merge(o *links) {
 	for c, byOp := range o.from {
 		for op, n := range byOp {
-			l.join(c, op)
-			l.from[c][op] += n - 1
+			l.join(c, op, n)
 		}
 	}
 }
 
 // consumerSends decides which consumer entries become sends: those whose
-// requests mostly link to other traces, whose links were mostly joined to
-// their producers, and whose operation runs for no other entry (its calls
-// are its own class). It returns, per producing operation, the sends it
+// requests mostly link to other traces, whose links found producer spans
+// at least half as often as requests link (a batch links many), and whose
+// operation runs for no other entry (its calls are its own class). It returns, per producing operation, the sends it
 // makes per execution of each consumer.
 func (g *generator) consumerSends() map[string]map[string]float64 {
 	out := map[string]map[string]float64{}
@@ -160,8 +160,8 @@ func (g *generator) consumerSends() map[string]map[string]float64 {
 			continue
 		}
 		g.sentConsumers[id] = true
-		g.rep.evidencef("%s: %.0f %% of its requests are messages linked to producer spans in other traces, %d of %d links joined: sent by %s, not a workload of its own",
-			id, 100*float64(e.linked)/float64(e.count), joined, e.linked, strings.Join(parts, ", "))
+		g.rep.evidencef("%s: %.0f %% of its requests are messages linked to producer spans in other traces, %d requests linking to %d producer spans found: sent by %s, not a workload of its own",
+			id, 100*float64(e.linked)/float64(e.count), e.linked, joined, strings.Join(parts, ", "))
 	}
 	return out
 }

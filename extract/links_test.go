@@ -38,7 +38,7 @@ func TestConsumerLinked(t *testing.T) {
 		if op == nil || !slices.ContainsFunc(op.Steps, func(s model.Step) bool { return s.Kind == model.StepSend && s.Target == "worker/orders process" }) {
 			t.Errorf("%s: POST /orders does not send to the consumer:\n%s", c.name, m.Marshal())
 		}
-		if ev := strings.Join(rep.Evidence, "\n"); !strings.Contains(ev, "worker/orders process: 100 % of its requests are messages linked to producer spans in other traces, 300 of 300 links joined") {
+		if ev := strings.Join(rep.Evidence, "\n"); !strings.Contains(ev, "worker/orders process: 100 % of its requests are messages linked to producer spans in other traces, 300 requests linking to 300 producer spans found") {
 			t.Errorf("%s: the report does not say the consumer's messages were joined:\n%s", c.name, ev)
 		}
 		if err := m.Validate(); err != nil {

@@ -574,8 +574,7 @@ func (v *savedState) restore() (*State, error) {
 			if n <= 0 {
 				return nil, fmt.Errorf("links: %q from %q: %d messages", c, op, n)
 			}
-			s.links.join(c, op)
-			s.links.from[c][op] = n
+			s.links.join(c, op, n)
 		}
 	}
 	if err := s.consistent(); err != nil {
