@@ -12,7 +12,6 @@ package extract
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -149,23 +148,42 @@ func Generate(st *State, name string, cfg *Config) (*model.Model, *Report, error
 		return nil, nil, fmt.Errorf("extracted model is invalid (a bug in perfcast): %w", err)
 	}
 	if set != nil {
-		// Readings of a machine no span comes from are never used: most
-		// often the metrics name it otherwise than the spans' host.name.
-		traced := st.Windows.Hosts()
-		for _, h := range set.Hosts() {
-			if !slices.Contains(traced, h) {
-				rep.warnf("metrics: host %s: no span comes from it, so its readings are not used (hosts in the traces: %s)", h, textout.Abbreviate(traced, 8))
-				continue
-			}
-			// Readings at other times than the spans' (another run, a
-			// clock or time zone off) are not used either.
-			s := set.Series[h]
-			from, to, ok := st.Windows.TimeRange(h)
-			if _, covered := s.Busy(from, to, 1); ok && covered == 0 && len(s.Samples) > 0 {
-				rep.warnf("metrics: host %s: its readings (%s to %s) do not overlap its spans (%s to %s), so they are not used",
-					h, stamp(s.Samples[0].Start), stamp(s.Samples[len(s.Samples)-1].End), stamp(from), stamp(to))
-			}
-		}
+		warnUnmatched(rep, st.Windows, set)
 	}
 	return m, rep, nil
+}
+
+// warnUnmatched warns of the metrics' hosts that no span comes from, most
+// often named otherwise in the metrics than in the spans, and of readings
+// at other times than the spans' (another run, a clock or time zone off):
+// neither is used.
+func warnUnmatched(rep *Report, w *Windows, set *metrics.Set) {
+	traced := w.Hosts()
+	used := map[string]bool{}
+	for _, h := range traced {
+		k := set.Lookup(h)
+		s := set.Series[k]
+		if s == nil {
+			continue
+		}
+		used[k] = true
+		from, to, ok := w.TimeRange(h)
+		if _, covered := s.Busy(from, to, 1); ok && covered == 0 && len(s.Samples) > 0 {
+			rep.warnf("metrics: host %s: its readings (%s to %s) do not overlap its spans (%s to %s), so they are not used",
+				k, stamp(s.Samples[0].Start), stamp(s.Samples[len(s.Samples)-1].End), stamp(from), stamp(to))
+		}
+	}
+	var unused []string
+	for _, h := range set.Hosts() {
+		if !used[h] {
+			unused = append(unused, h)
+		}
+	}
+	switch {
+	case len(unused) == 1:
+		rep.warnf("metrics: host %s: no span comes from it, so its readings are not used (hosts in the traces: %s)", unused[0], textout.Abbreviate(traced, 8))
+	case len(unused) > 1:
+		rep.warnf("metrics: no span comes from %d of their hosts (%s), so their readings are not used (hosts in the traces: %s)",
+			len(unused), textout.Abbreviate(unused, 8), textout.Abbreviate(traced, 8))
+	}
 }

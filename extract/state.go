@@ -380,12 +380,12 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 		pl.hosts[h]++
 		pl.hostLife[h] = pl.hostLife[h].widen(n.Span.Start, n.Span.End)
 	}
-	if i := n.Span.Instance; i != "" {
+	if i := n.Span.Replica(); i != "" {
 		pl.instances[i]++
 		pl.instLife[i] = pl.instLife[i].widen(n.Span.Start, n.Span.End)
 	}
 	s.profile(opGroup(id), n.Span.Start, n.Span.End)
-	replica := n.Span.Host + "\x00" + n.Span.Instance
+	replica := n.Span.Host + "\x00" + n.Span.Replica()
 	s.profile(replicaGroup(comp, replica), n.Span.Start, n.Span.End)
 
 	// Collect the elements: calls, sends and external calls, looking

@@ -56,12 +56,15 @@ type cell struct {
 func NewWindows() *Windows { return &Windows{hosts: map[string]*hostWindows{}} }
 
 // WindowHost is the host key under which an execution's windows are kept
-// and metrics are looked up: the span's host.name, else its
-// service.instance.id, else the component.
+// and metrics are looked up: the span's host.name, else its k8s.pod.name
+// (container metrics name pods), else its service.instance.id, else the
+// component.
 func WindowHost(sp *ingest.Span, component string) string {
 	switch {
 	case sp.Host != "":
 		return sp.Host
+	case sp.Pod != "":
+		return sp.Pod
 	case sp.Instance != "":
 		return sp.Instance
 	}
@@ -368,7 +371,7 @@ func scopes(host string, h *hostWindows, set *metrics.Set, component func(servic
 	var out []scope
 	bySvc := map[string]string{}
 	comps := h.components()
-	if svcs := set.Services[matchHost(host, slices.Collect(maps.Keys(set.Services)))]; len(svcs) > 0 {
+	if svcs := set.Services[set.Lookup(host)]; len(svcs) > 0 {
 		for _, svc := range slices.Sorted(maps.Keys(svcs)) {
 			comp := component(svc)
 			if !slices.Contains(comps, comp) {
@@ -385,7 +388,7 @@ func scopes(host string, h *hostWindows, set *metrics.Set, component func(servic
 		}
 	}
 	if len(out) == 0 {
-		sc := scope{host: host, h: h, s: matchSeries(host, set.Series)}
+		sc := scope{host: host, h: h, s: set.Series[set.Lookup(host)]}
 		if sc.s == nil {
 			sc.skipped = "no metrics for this host"
 		}
@@ -413,6 +416,18 @@ func (h *hostWindows) only(comp string) *hostWindows {
 	return sub
 }
 
+// HostsOf returns the hosts, as WindowHost names them, that component's
+// operations ran on, sorted.
+func (w *Windows) HostsOf(component string) []string {
+	var out []string
+	for _, h := range w.Hosts() {
+		if slices.Contains(w.hosts[h].components(), component) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
 // components returns the components of the host's operations, sorted.
 func (h *hostWindows) components() []string {
 	var out []string
@@ -423,43 +438,6 @@ func (h *hostWindows) components() []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// matchSeries finds the series of a host.
-func matchSeries(host string, series map[string]*metrics.Series) *metrics.Series {
-	return series[matchHost(host, slices.Collect(maps.Keys(series)))]
-}
-
-// matchHost finds, among names, the one that names host: the same name,
-// then the same ignoring case, then the only one with the same first
-// dot-separated label; "" when none (or several) do.
-func matchHost(host string, names []string) string {
-	slices.Sort(names)
-	if slices.Contains(names, host) {
-		return host
-	}
-	short := func(h string) string {
-		h = strings.ToLower(h)
-		if i := strings.IndexByte(h, '.'); i > 0 {
-			h = h[:i]
-		}
-		return h
-	}
-	for _, name := range names {
-		if strings.EqualFold(name, host) {
-			return name
-		}
-	}
-	found := ""
-	for _, name := range names {
-		if short(name) == short(host) {
-			if found != "" {
-				return "" // ambiguous
-			}
-			found = name
-		}
-	}
-	return found
 }
 
 // allMeasured is why a host whose spans all carry their CPU times has no

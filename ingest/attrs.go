@@ -206,9 +206,7 @@ func (a *attrSet) apply(sp *Span, st *spanState, k attrKey, v value) {
 	case keyInstanceID:
 		sp.Instance = a.istr(v)
 	case keyPodName:
-		if sp.Instance == "" {
-			sp.Instance = a.istr(v)
-		}
+		sp.Pod = a.istr(v)
 	case keyHTTPRoute:
 		sp.HTTPRoute = a.istr(v)
 	case keyHTTPMethod:

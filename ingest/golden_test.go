@@ -30,8 +30,8 @@ func dumpSpan(s *ingest.Span) string {
 	if !math.IsNaN(s.CPUTime) {
 		cpu = fmt.Sprint(s.CPUTime)
 	}
-	fmt.Fprintf(&b, "trace=%s span=%s parent=%s name=%q kind=%s status=%s start=%d end=%d service=%q host=%q instance=%q",
-		s.TraceID, s.SpanID, s.ParentID, s.Name, s.Kind, s.Status, s.Start, s.End, s.Service, s.Host, s.Instance)
+	fmt.Fprintf(&b, "trace=%s span=%s parent=%s name=%q kind=%s status=%s start=%d end=%d service=%q host=%q instance=%q pod=%q",
+		s.TraceID, s.SpanID, s.ParentID, s.Name, s.Kind, s.Status, s.Start, s.End, s.Service, s.Host, s.Instance, s.Pod)
 	fmt.Fprintf(&b, " route=%q method=%q path=%q db=%q addr=%q peer=%q cpu=%s followsFrom=%v shared=%v",
 		s.HTTPRoute, s.HTTPMethod, s.URLPath, s.DBSystem, s.ServerAddress, s.PeerService, cpu, s.FollowsFrom, s.Shared)
 	for _, l := range s.Links {

@@ -185,7 +185,7 @@ func convertSpan(sk *sink, ps ptrace.Span, res *Span) {
 	if ts := ps.TraceState().AsRaw(); ts != "" {
 		sp.Sampling.Probability = traceStateSampling(ts)
 	}
-	sp.Service, sp.Host, sp.Instance = res.Service, res.Host, res.Instance
+	sp.Service, sp.Host, sp.Instance, sp.Pod = res.Service, res.Host, res.Instance, res.Pod
 	var st spanState
 	ps.Attributes().Range(func(key string, v pcommon.Value) bool {
 		k, ix := a.classify(key)

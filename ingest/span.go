@@ -174,7 +174,8 @@ type Span struct {
 	Name     string
 	Service  string // resource attribute service.name
 	Host     string // host.name (Jaeger: hostname; Zipkin: local endpoint address as a fallback)
-	Instance string // service.instance.id, else k8s.pod.name
+	Instance string // service.instance.id
+	Pod      string // k8s.pod.name
 
 	HTTPRoute     string // http.route
 	HTTPMethod    string // http.request.method, else http.method
@@ -216,13 +217,24 @@ func (s *Span) Lookup(key string) (string, bool) {
 }
 
 // HostKey names the machine the span ran on for clock-skew purposes: the
-// host, else the instance, else the service.
+// host, else the pod, else the instance, else the service.
 func (s *Span) HostKey() string {
 	switch {
 	case s.Host != "":
 		return s.Host
+	case s.Pod != "":
+		return s.Pod
 	case s.Instance != "":
 		return s.Instance
 	}
 	return s.Service
+}
+
+// Replica names the instance of its service the span ran in:
+// service.instance.id, else k8s.pod.name, else "".
+func (s *Span) Replica() string {
+	if s.Instance != "" {
+		return s.Instance
+	}
+	return s.Pod
 }

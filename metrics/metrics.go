@@ -10,8 +10,15 @@
 //     columns; timestamps in RFC 3339 or Unix seconds;
 //   - Prometheus range-query JSON (the output of /api/v1/query_range);
 //   - OTLP metrics JSON (process.cpu.time, system.cpu.time,
-//     system.cpu.utilization, process.cpu.utilization), one
-//     ExportMetricsServiceRequest per file or per line.
+//     system.cpu.utilization, process.cpu.utilization, jvm.cpu.time, and
+//     the containers' and pods' of the Collector's kubeletstats and
+//     docker_stats receivers), one ExportMetricsServiceRequest per file or
+//     per line.
+//
+// A container or a pod is a host of its own (cAdvisor's
+// container_cpu_usage_seconds_total, kubeletstats, docker_stats), named as
+// its spans name it (the pod, the container's host name) and found also by
+// its other names (Set.Aliases, Set.Lookup).
 //
 // Whatever the format, the result is one Series per host (and, where the
 // readings name the service a process belongs to, one per service of the
@@ -151,7 +158,11 @@ type Set struct {
 	// processes of a service, where the readings name it (the CSV service
 	// column, OTLP process metrics); only series in busy cores.
 	Services map[string]map[string]*Series `json:"services,omitempty"`
-	Files    []FileStats                   `json:"files"`
+	// Aliases are other names of hosts, each with the host it names: a
+	// container's name, id and short id, where its readings are keyed by
+	// its host name or pod. Lookup finds hosts by them.
+	Aliases map[string]string `json:"aliases,omitempty"`
+	Files   []FileStats       `json:"files"`
 }
 
 // Hosts returns the hosts with a series, sorted.
@@ -196,8 +207,12 @@ func Read(paths []string) (*Set, error) {
 				}
 			}
 		}
+		for _, a := range slices.Sorted(maps.Keys(f.Aliases)) {
+			set.addAlias(a, f.Aliases[a])
+		}
 		set.Files = append(set.Files, fs)
 	}
+	set.dropAmbiguousAliases()
 	return set, nil
 }
 
@@ -329,6 +344,8 @@ type track struct {
 	// service is the service.name of the process a per-process track
 	// measures, "" for machine-wide tracks.
 	service string
+	// aliases are other names of the host (a container's name and id).
+	aliases []string
 	points  []point
 	// computed and computedSamples memoize samples.
 	computed        bool
@@ -422,14 +439,26 @@ func (r *reader) build() (*Set, error) {
 			best = min(best, t.family)
 		}
 		var kept []*track
-		hasCores := false
+		hasCores, hasCounts := false, false
 		for _, t := range ts {
 			if t.family == best {
 				kept = append(kept, t)
 				hasCores = hasCores || t.unit == Cores
+				hasCounts = hasCounts || t.kind != gauge
 			} else {
 				r.note("host %s: %s left out for the machine-wide series", host, t.source)
 			}
+		}
+		if hasCounts {
+			// Gauges beside CPU seconds (k8s.pod.cpu.usage beside
+			// k8s.pod.cpu.time) measure the same CPU less exactly.
+			kept = slices.DeleteFunc(kept, func(t *track) bool {
+				if t.kind == gauge {
+					r.note("host %s: %s left out: the host's CPU seconds are read", host, t.source)
+					return true
+				}
+				return false
+			})
 		}
 		unit := Fraction
 		if hasCores {
@@ -493,6 +522,14 @@ func (r *reader) build() (*Set, error) {
 		}
 		return nil, fmt.Errorf("%s: %s", r.name, msg)
 	}
+	for _, t := range r.tracks {
+		if set.Series[t.host] != nil || set.Services[t.host] != nil {
+			for _, a := range t.aliases {
+				set.addAlias(a, t.host)
+			}
+		}
+	}
+	set.dropAmbiguousAliases()
 	r.stats.Notes = slices.Clip(r.stats.Notes)
 	set.Files = []FileStats{r.stats}
 	return set, nil

@@ -339,3 +339,110 @@ func TestOTLPServices(t *testing.T) {
 		t.Errorf("service series %v, want cart-7f9c/cart", found)
 	}
 }
+
+// TestContainers reads the CPU of containers and pods as cAdvisor and the
+// Collector's kubeletstats and docker_stats receivers write it: a pod's
+// cgroup is its host's series and its containers its services, without
+// the pause container; a Docker container is a host known also by its
+// name and id; cgroups that hold others are not added to them.
+func TestContainers(t *testing.T) {
+	const catalog, web = "catalog-5f6c9-x2x7q", "web-7d9f-abcde"
+	hexID := "3f4e5d6c7b8a" + strings.Repeat("9", 52)
+	mean := func(sr *Series) float64 {
+		if sr == nil || len(sr.Samples) == 0 {
+			return math.NaN()
+		}
+		var sum float64
+		for _, sm := range sr.Samples {
+			sum += sm.Value
+		}
+		return sum / float64(len(sr.Samples))
+	}
+	near := func(what string, got, want float64) {
+		t.Helper()
+		if !(math.Abs(got-want) < 1e-9) {
+			t.Errorf("%s: %v busy cores, want %v", what, got, want)
+		}
+	}
+	read := func(name string) *Set {
+		t.Helper()
+		s, err := ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+
+	k8s := read("prom_cadvisor_k8s.json")
+	near("pod "+catalog, mean(k8s.Series[catalog]), 0.481)
+	near("its container catalog", mean(k8s.Services[catalog]["catalog"]), 0.4)
+	near("its sidecar", mean(k8s.Services[catalog]["istio-proxy"]), 0.08)
+	near("pod "+web+", its containers summed", mean(k8s.Series[web]), 0.2)
+	near("the node's root cgroup", mean(k8s.Series["node-1"]), 2)
+	if _, ok := k8s.Services[catalog]["POD"]; ok {
+		t.Error("the pause container is a service")
+	}
+	if hosts := k8s.Hosts(); len(hosts) != 3 {
+		t.Errorf("hosts %v, want the two pods and the node", hosts)
+	}
+
+	docker := read("prom_cadvisor_docker.json")
+	for _, name := range []string{"shop-catalog-1", "SHOP-catalog-1", hexID, hexID[:12]} {
+		if got := docker.Lookup(name); got != "shop-catalog-1" {
+			t.Errorf("Lookup(%q) = %q, want the container shop-catalog-1", name, got)
+		}
+	}
+	near("container shop-catalog-1", mean(docker.Series["shop-catalog-1"]), 0.3)
+
+	kubelet := read("otlp_kubelet.jsonl")
+	near("pod "+catalog+" (k8s.pod.cpu.time, not also its usage)", mean(kubelet.Series[catalog]), 0.5)
+	near("its container catalog", mean(kubelet.Services[catalog]["catalog"]), 0.45)
+	near("the node", mean(kubelet.Series["node-1"]), 1.5)
+	if got := kubelet.Lookup(hexID[:12]); got != catalog {
+		t.Errorf("Lookup(short container id) = %q, want the pod %s", got, catalog)
+	}
+
+	dj := read("otlp_docker_jvm.json")
+	near("docker_stats container (nanoseconds)", mean(dj.Series["0123456789ab"]), 0.25)
+	if got := dj.Lookup("shop-orders-1"); got != "0123456789ab" {
+		t.Errorf("Lookup(container name) = %q, want its host name 0123456789ab", got)
+	}
+	near("jvm.cpu.time of service cart", mean(dj.Services["cart-host"]["cart"]), 0.3)
+
+	// An alias two files give to two hosts names neither.
+	both, err := Read([]string{"testdata/prom_cadvisor_docker.json", "testdata/otlp_kubelet.jsonl"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := both.Lookup(hexID[:12]); got != "" {
+		t.Errorf("Lookup of an id two hosts claim = %q, want none", got)
+	}
+	if got := both.Lookup("shop-catalog-1"); got != "shop-catalog-1" {
+		t.Errorf("Lookup(shop-catalog-1) = %q", got)
+	}
+}
+
+// TestLookup finds hosts by name, alias, case and first label, and finds
+// none where the first label is ambiguous.
+func TestLookup(t *testing.T) {
+	s := &Set{
+		Series:   map[string]*Series{"web-1.example.com": {}, "db-1.a.example.com": {}, "db-1.b.example.com": {}, "pod-x": {}},
+		Services: map[string]map[string]*Series{"svc-host": {"svc": {}}},
+		Aliases:  map[string]string{"0123456789ab": "pod-x"},
+	}
+	for name, want := range map[string]string{
+		"web-1.example.com": "web-1.example.com",
+		"WEB-1.example.com": "web-1.example.com",
+		"web-1":             "web-1.example.com",
+		"db-1":              "",
+		"0123456789ab":      "pod-x",
+		"0123456789AB":      "pod-x",
+		"svc-host":          "svc-host",
+		"nowhere":           "",
+		"":                  "",
+	} {
+		if got := s.Lookup(name); got != want {
+			t.Errorf("Lookup(%q) = %q, want %q", name, got, want)
+		}
+	}
+}

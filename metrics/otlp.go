@@ -17,7 +17,8 @@ import (
 
 // otlp reads OTLP metrics JSON: one ExportMetricsServiceRequest per file,
 // or one per line as the Collector's file exporter writes them. The host
-// is the resource's host.name, else its service.instance.id. Read are:
+// is the resource's host.name, else its service.instance.id, but for
+// containers and pods. Read are:
 //
 //   - system.cpu.time (sum of CPU seconds by cpu and state): machine-wide,
 //     preferred; its distinct cpu values give the cores;
@@ -26,7 +27,15 @@ import (
 //   - process.cpu.time (sum of CPU seconds by state) and
 //     process.cpu.utilization (gauge, a fraction of all cores), summed
 //     over the processes of a host when it has no system.cpu series;
-//   - system.cpu.logical.count, the cores.
+//   - system.cpu.logical.count, the cores;
+//   - jvm.cpu.time, read as process.cpu.time;
+//   - k8s.pod.cpu.time and k8s.pod.cpu.usage (busy cores): the pod's,
+//     named by k8s.pod.name; container.cpu.time and container.cpu.usage of
+//     a pod's container (k8s.container.name): the pod's processes;
+//     container.cpu.usage.total (docker_stats): the container's, named by
+//     container.hostname and known also by its name and id;
+//     k8s.node.cpu.time and k8s.node.cpu.usage: the node's, named by
+//     k8s.node.name.
 //
 // States idle, wait, iowait and steal are left out (attribute state, or
 // cpu.mode in newer conventions). Cumulative sums are differentiated,
@@ -88,39 +97,78 @@ func (r *reader) otlp(data []byte) error {
 	return nil
 }
 
+// otlpResource is what a resource says of where its readings were taken.
+type otlpResource struct {
+	host    string // host.name, else service.instance.id
+	process string // the process: instance, pid and service
+	service string // service.name
+	// container is the container or pod the resource is, for container
+	// metrics: k8s.pod.name, else container.hostname, else
+	// container.name, else container.id.
+	container string
+	// containerName is k8s.container.name, one container of a pod.
+	containerName string
+	node          string   // k8s.node.name
+	aliases       []string // the container's other names
+}
+
+func newOTLPResource(attrs pcommon.Map) otlpResource {
+	res := otlpResource{
+		host:          attr(attrs, "host.name"),
+		service:       attr(attrs, "service.name"),
+		containerName: attr(attrs, "k8s.container.name"),
+		node:          attr(attrs, "k8s.node.name"),
+	}
+	if res.host == "" {
+		res.host = attr(attrs, "service.instance.id")
+	}
+	res.process = attr(attrs, "service.instance.id") + "/" + attr(attrs, "process.pid") + "/" + res.service
+	names := []string{attr(attrs, "k8s.pod.name"), attr(attrs, "container.hostname"), attr(attrs, "container.name")}
+	names = append(names, containerIDs(attr(attrs, "container.id"))...)
+	for _, n := range names {
+		switch {
+		case n == "":
+		case res.container == "":
+			res.container = n
+		default:
+			res.aliases = append(res.aliases, n)
+		}
+	}
+	return res
+}
+
 // otlpMetrics adds the CPU readings of one request to tracks, keyed by
 // host, process, metric and attributes.
 func (r *reader) otlpMetrics(md pmetric.Metrics, tracks map[string]*track) {
 	rms := md.ResourceMetrics()
 	for i := 0; i < rms.Len(); i++ {
 		rm := rms.At(i)
-		attrs := rm.Resource().Attributes()
-		host := attr(attrs, "host.name")
-		if host == "" {
-			host = attr(attrs, "service.instance.id")
-		}
-		process := attr(attrs, "service.instance.id") + "/" + attr(attrs, "process.pid") + "/" + attr(attrs, "service.name")
-		service := attr(attrs, "service.name")
+		res := newOTLPResource(rm.Resource().Attributes())
 		sms := rm.ScopeMetrics()
 		for j := 0; j < sms.Len(); j++ {
 			ms := sms.At(j).Metrics()
 			for k := 0; k < ms.Len(); k++ {
 				m := ms.At(k)
 				place := fmt.Sprintf("resourceMetrics[%d].scopeMetrics[%d].metrics[%d] (%s)", i, j, k, m.Name())
-				r.otlpMetric(m, host, process, service, place, tracks)
+				r.otlpMetric(m, res, place, tracks)
 			}
 		}
 	}
 }
 
-func (r *reader) otlpMetric(m pmetric.Metric, host, process, service, place string, tracks map[string]*track) {
+// otlpMetric adds the readings of one metric, if it is one of those read.
+func (r *reader) otlpMetric(m pmetric.Metric, res otlpResource, place string, tracks map[string]*track) {
 	var family int
 	var perProcess, cumulative bool
 	var dps pmetric.NumberDataPointSlice
 	var unit Unit
 	kind := gauge
-	switch m.Name() {
-	case "system.cpu.time", "process.cpu.time":
+	host, service := res.host, res.service
+	var aliases []string
+	name := m.Name()
+	switch name {
+	case "system.cpu.time", "process.cpu.time", "jvm.cpu.time",
+		"container.cpu.time", "container.cpu.usage.total", "k8s.pod.cpu.time", "k8s.node.cpu.time":
 		if m.Type() != pmetric.MetricTypeSum {
 			r.damagef(ingest.DamageBadValue, "%s: a sum expected, found %s", place, m.Type())
 			return
@@ -138,14 +186,41 @@ func (r *reader) otlpMetric(m pmetric.Metric, host, process, service, place stri
 		}
 		dps = m.Gauge().DataPoints()
 		unit = Fraction
+	case "container.cpu.usage", "k8s.pod.cpu.usage", "k8s.node.cpu.usage":
+		if m.Type() != pmetric.MetricTypeGauge {
+			r.damagef(ingest.DamageBadValue, "%s: a gauge expected, found %s", place, m.Type())
+			return
+		}
+		dps = m.Gauge().DataPoints()
+		unit = Cores
+	case "container.cpu.utilization", "k8s.pod.cpu.utilization", "k8s.node.cpu.utilization":
+		r.note("%s left out: receivers differ in what it measures (a percentage, busy cores); %s.cpu.time or %s.cpu.usage are read",
+			name, strings.TrimSuffix(name, ".cpu.utilization"), strings.TrimSuffix(name, ".cpu.utilization"))
+		return
 	case "system.cpu.logical.count":
 		r.logicalCount(m, host)
 		return
 	default:
 		return
 	}
-	if strings.HasPrefix(m.Name(), "process.") {
+	switch {
+	case strings.HasPrefix(name, "process.") || strings.HasPrefix(name, "jvm."):
 		family, perProcess = 1, true
+	case strings.HasPrefix(name, "k8s.node."):
+		host, service = res.node, ""
+	case strings.HasPrefix(name, "k8s.pod.") || strings.HasPrefix(name, "container."):
+		// A pod or a container is a host of its own: its readings are
+		// of its processes alone. A container of a pod is one of the
+		// pod's processes, named by the container.
+		if res.container != "" {
+			host = res.container
+		}
+		service, aliases = "", res.aliases
+		if strings.HasPrefix(name, "container.") && res.containerName != "" {
+			family, perProcess, service = 1, true, res.containerName
+		}
+	default:
+		service = ""
 	}
 	scale := 1.0
 	if kind != gauge {
@@ -163,8 +238,12 @@ func (r *reader) otlpMetric(m pmetric.Metric, host, process, service, place stri
 		}
 	}
 	if host == "" {
-		r.damagef(DamageNoHost, "%s: resource without host.name or service.instance.id", place)
+		r.damagef(DamageNoHost, "%s: resource without host.name, service.instance.id, k8s.pod.name or container name", place)
 		return
+	}
+	process := res.process
+	if service != res.service {
+		process += "/" + service
 	}
 	for d := 0; d < dps.Len(); d++ {
 		dp := dps.At(d)
@@ -199,14 +278,13 @@ func (r *reader) otlpMetric(m pmetric.Metric, host, process, service, place stri
 			r.damagef(ingest.DamageBadValue, "%s: data point %d: value %v", place, d, v)
 			continue
 		}
-		key := strings.Join([]string{host, m.Name(), cpu, state}, "\x00")
+		key := strings.Join([]string{host, name, cpu, state}, "\x00")
 		if perProcess {
 			key += "\x00" + process
 		}
 		t := tracks[key]
 		if t == nil {
-			src := m.Name()
-			t = &track{host: host, kind: kind, unit: unit, source: src, family: family}
+			t = &track{host: host, kind: kind, unit: unit, source: name, family: family, aliases: aliases}
 			if perProcess {
 				t.service = service
 			}

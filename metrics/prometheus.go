@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -31,8 +32,10 @@ type promSeries struct {
 }
 
 // hostLabels are the labels that name a host, in order of preference. The
-// port of `instance` (host:port) is dropped.
-var hostLabels = []string{"host_name", "host", "hostname", "nodename", "instance", "service_instance_id", "k8s_pod_name"}
+// port of `instance` (host:port) is dropped. A pod is preferred to the
+// instance scraped: in Kubernetes that is the node (cAdvisor) or the pod's
+// address.
+var hostLabels = []string{"host_name", "host", "hostname", "nodename", "k8s_pod_name", "pod", "pod_name", "instance", "service_instance_id"}
 
 // idleStates are CPU states (node_exporter's mode, OpenTelemetry's state or
 // cpu.mode) that are not work of the host's own: idle, waiting for I/O
@@ -97,17 +100,37 @@ func (r *reader) promSeries(place string, raw json.RawMessage) {
 	name := s.Metric["__name__"]
 	desc := describe(s.Metric)
 	place += " " + desc
-	host := ""
-	for _, l := range hostLabels {
-		if v := s.Metric[l]; v != "" {
-			host = v
-			if l == "instance" {
-				host = stripPort(v)
+	t := &track{source: desc, cpu: s.Metric["cpu"], family: 1}
+	if t.cpu == "" {
+		t.cpu = s.Metric["cpu_logical_number"]
+	}
+	if t.cpu == "total" {
+		t.cpu = "" // cAdvisor's older label for all cores
+	}
+	if strings.HasPrefix(name, "node_") || strings.HasPrefix(name, "system_") || s.Metric["mode"] != "" {
+		t.family = 0
+	}
+	if strings.HasPrefix(name, "container_") && name != "container_cpu_usage_seconds_total" {
+		// user and system split the usage; throttled time is not CPU use.
+		r.note("%s left out: of cAdvisor's CPU metrics container_cpu_usage_seconds_total is read", name)
+		return
+	}
+	if strings.HasPrefix(name, "container_") || strings.HasPrefix(s.Metric["id"], "/") {
+		if !r.cgroup(s.Metric, t) {
+			return
+		}
+	} else {
+		for _, l := range hostLabels {
+			if v := s.Metric[l]; v != "" {
+				t.host = v
+				if l == "instance" {
+					t.host = stripPort(v)
+				}
+				break
 			}
-			break
 		}
 	}
-	if host == "" {
+	if t.host == "" {
 		r.damagef(DamageNoHost, "%s: no host label (%s)", place, strings.Join(hostLabels, ", "))
 		return
 	}
@@ -115,13 +138,6 @@ func (r *reader) promSeries(place string, raw json.RawMessage) {
 		if idleStates[s.Metric[l]] {
 			return
 		}
-	}
-	t := &track{host: host, source: desc, cpu: s.Metric["cpu"], family: 1}
-	if t.cpu == "" {
-		t.cpu = s.Metric["cpu_logical_number"]
-	}
-	if strings.HasPrefix(name, "node_") || strings.HasPrefix(name, "system_") || s.Metric["mode"] != "" {
-		t.family = 0
 	}
 	for j, v := range s.Values {
 		var pair []json.RawMessage
@@ -189,6 +205,48 @@ func (r *reader) promSeries(place string, raw json.RawMessage) {
 		t.points = kept
 	}
 	r.tracks = append(r.tracks, t)
+}
+
+// cgroup places a series of a control group, as cAdvisor (and the
+// kubelet's /metrics/cadvisor) writes them: container_cpu_usage_seconds_total
+// with the labels id (the cgroup), pod and container in Kubernetes, name
+// for a Docker container. A pod is a host: the series without a container
+// label (the pod's cgroup) is the pod's, its containers' series are its
+// processes, named by the container, and the pause container (POD) is
+// left out. A Docker container is a host named by its name, also known by
+// its id. The root cgroup (id "/") is the machine's, behind the machine's
+// own series. Other cgroups (system services, the kubepods slices that hold
+// the pods) are left out: their CPU is also their members'. It reports
+// whether the series is kept.
+func (r *reader) cgroup(labels map[string]string, t *track) bool {
+	pod := cmp.Or(labels["pod"], labels["pod_name"])
+	container := cmp.Or(labels["container"], labels["container_name"])
+	switch {
+	case pod != "" && container == "POD":
+		return false
+	case pod != "" && container != "":
+		t.host, t.family, t.service = pod, 1, container
+	case pod != "":
+		t.host, t.family = pod, 0
+	case labels["name"] != "":
+		t.host, t.family = labels["name"], 0
+		t.aliases = containerIDs(labels["id"])
+	case labels["id"] == "/":
+		t.family = 2
+		for _, l := range hostLabels {
+			if v := labels[l]; v != "" {
+				t.host = v
+				if l == "instance" {
+					t.host = stripPort(v)
+				}
+				break
+			}
+		}
+	default:
+		r.note("cgroup series that are neither a pod, a container nor the machine's left out (system services, the slices that hold the pods): their CPU is their members'")
+		return false
+	}
+	return true
 }
 
 // byValues decides what an unnamed series measures from its values.

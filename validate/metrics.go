@@ -31,7 +31,7 @@ func useMetrics(c *model.Model, st *extract.State, measured *solve.Result, set *
 	window := float64(to-from) / 1e9
 	machines := map[string]map[string]bool{}
 	for _, comp := range c.Components {
-		for _, mach := range st.Machines(comp.Name) {
+		for _, mach := range st.Windows.HostsOf(comp.Name) {
 			if machines[comp.Host] == nil {
 				machines[comp.Host] = map[string]bool{}
 			}
@@ -47,7 +47,7 @@ func useMetrics(c *model.Model, st *extract.State, measured *solve.Result, set *
 		var busy, variance float64
 		ok := true
 		for _, name := range names {
-			s := seriesOf(name, set.Series)
+			s := set.Series[set.Lookup(name)]
 			if s == nil {
 				ok = false
 				break
@@ -116,32 +116,4 @@ func readingVariance(s *metrics.Series, from, to int64, cores float64) float64 {
 	}
 	mean := sum / n
 	return math.Max(sq-n*mean*mean, 0) / (n - 1) / n
-}
-
-// seriesOf finds the series of a machine: by its name, ignoring case, or
-// by its first label (web-1 for web-1.example.com) when that is unique.
-func seriesOf(name string, series map[string]*metrics.Series) *metrics.Series {
-	if s := series[name]; s != nil {
-		return s
-	}
-	keys := slices.Sorted(maps.Keys(series))
-	for _, k := range keys {
-		if strings.EqualFold(k, name) {
-			return series[k]
-		}
-	}
-	short := func(h string) string {
-		h, _, _ = strings.Cut(strings.ToLower(h), ".")
-		return h
-	}
-	var found *metrics.Series
-	for _, k := range keys {
-		if short(k) == short(name) {
-			if found != nil {
-				return nil
-			}
-			found = series[k]
-		}
-	}
-	return found
 }

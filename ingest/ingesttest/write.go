@@ -35,9 +35,9 @@ func groupByTrace(spans []*ingest.Span) [][]*ingest.Span {
 	return out
 }
 
-type resourceKey struct{ service, host, instance string }
+type resourceKey struct{ service, host, instance, pod string }
 
-func resOf(s *ingest.Span) resourceKey { return resourceKey{s.Service, s.Host, s.Instance} }
+func resOf(s *ingest.Span) resourceKey { return resourceKey{s.Service, s.Host, s.Instance, s.Pod} }
 
 // floatText is how doubles are written as text tags.
 func floatText(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
@@ -57,6 +57,9 @@ func pdataTraces(spans []*ingest.Span) ptrace.Traces {
 			}
 			if s.Instance != "" {
 				attrs.PutStr("service.instance.id", s.Instance)
+			}
+			if s.Pod != "" {
+				attrs.PutStr("k8s.pod.name", s.Pod)
 			}
 			sc := rs.ScopeSpans().AppendEmpty()
 			sc.Scope().SetName("perfcast-test")
@@ -150,6 +153,9 @@ func ProtoRequest(spans []*ingest.Span) []byte {
 			}
 			if s.Instance != "" {
 				res.Attributes = append(res.Attributes, str("service.instance.id", s.Instance))
+			}
+			if s.Pod != "" {
+				res.Attributes = append(res.Attributes, str("k8s.pod.name", s.Pod))
 			}
 			ss = &tracepb.ScopeSpans{}
 			td.ResourceSpans = append(td.ResourceSpans, &tracepb.ResourceSpans{Resource: res, ScopeSpans: []*tracepb.ScopeSpans{ss}})
@@ -247,6 +253,7 @@ func tagMap(s *ingest.Span) map[string]string {
 	}
 	put("host.name", s.Host)
 	put("service.instance.id", s.Instance)
+	put("k8s.pod.name", s.Pod)
 	put("http.route", s.HTTPRoute)
 	put("http.method", s.HTTPMethod)
 	put("http.target", s.URLPath)
@@ -348,6 +355,9 @@ func WriteJaeger(w io.Writer, spans []*ingest.Span) error {
 				}
 				if s.Instance != "" {
 					p.Tags = append(p.Tags, jaegerTag{"service.instance.id", "string", s.Instance})
+				}
+				if s.Pod != "" {
+					p.Tags = append(p.Tags, jaegerTag{"k8s.pod.name", "string", s.Pod})
 				}
 				t.Processes[pid] = p
 			}

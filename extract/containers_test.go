@@ -1,0 +1,233 @@
+package extract_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/perfcast/perfcast/extract"
+	"github.com/perfcast/perfcast/metrics"
+	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/solve"
+	"github.com/perfcast/perfcast/solve/mva"
+	"github.com/perfcast/perfcast/tracegen"
+	"github.com/perfcast/perfcast/validate"
+)
+
+// pods names the pod each of twoOpsModel's hosts becomes, and the
+// container its service runs in: web's is named after its service, the
+// store's is not.
+var pods = map[string]struct{ pod, container string }{
+	"app": {"web-5f6c9-x2x7q", "web"},
+	"db":  {"store-7d9f8-abcde", "postgres-proxy"},
+}
+
+// TestPodMetrics runs extraction on traces from Kubernetes pods (spans
+// with k8s.pod.name and a service.instance.id, no host.name) without CPU
+// times, and the pods' CPU as cAdvisor gives it in a Prometheus range
+// query: each pod's cgroup, its containers (one a sidecar), the pause
+// container, the node's root cgroup and the slices that hold the pods. The
+// metrics must be found by pod, the sidecar's CPU must not count as the
+// web service's, and no cgroup may be counted twice: each operation's CPU
+// demand comes back within four standard errors of the truth, as in
+// TestMetricsRoundTrip.
+func TestPodMetrics(t *testing.T) {
+	m0, err := model.Parse([]byte(twoOpsModel), "twoops.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	tracesPath, csvPath := filepath.Join(dir, "traces.jsonl"), filepath.Join(dir, "cpu.csv")
+	recordMetrics(t, tracesPath, csvPath, m0, tracegen.Options{NoCPUTime: true, Seed: 6}, 30000, nil)
+
+	// The spans name their pods, not their hosts.
+	data, err := os.ReadFile(tracesPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for host, p := range pods {
+		data = bytes.ReplaceAll(data, []byte(`{"key":"host.name","value":{"stringValue":"`+host+`"}}`),
+			[]byte(`{"key":"k8s.pod.name","value":{"stringValue":"`+p.pod+`"}}`))
+	}
+	if bytes.Contains(data, []byte(`"host.name"`)) {
+		t.Fatal("the traces still name hosts")
+	}
+	if err := os.WriteFile(tracesPath, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	promPath := filepath.Join(dir, "cadvisor.json")
+	writeCAdvisor(t, csvPath, promPath)
+
+	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{}, Metrics: []string{promPath}}
+	for _, p := range pods {
+		cfg.Hosts[p.pod] = extract.HostConfig{Cores: 1}
+	}
+	out, err := extract.Run(context.Background(), []string{tracesPath}, "twoops", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range out.Report.Warnings {
+		if strings.Contains(w, "no metrics") || (strings.Contains(w, "no span comes from") && !strings.Contains(w, "node-1")) {
+			t.Errorf("warning: %s", w)
+		}
+	}
+	if out.Report.Demands == nil {
+		t.Fatal("no demands estimated from the metrics")
+	}
+	var b strings.Builder
+	out.Report.Demands.WriteText(&b)
+	t.Logf("demands:\n%s", b.String())
+	stdErr := map[string]float64{}
+	for _, h := range out.Report.Demands.Hosts {
+		for i, op := range h.Ops {
+			if i < len(h.Result) && h.Result[i].StdErr > 0 {
+				stdErr[op] = h.Result[i].StdErr
+			}
+		}
+	}
+	for id, want := range map[string]float64{"web/GET /a": 4e-3, "web/GET /b": 10e-3, "store/get": 6e-3} {
+		op := out.Model.Operation(id)
+		if op == nil {
+			t.Errorf("no operation %s", id)
+			continue
+		}
+		cpu := 0.0
+		for _, s := range op.Steps {
+			if s.Kind == model.StepCPU {
+				cpu += s.Demand.Mean()
+			}
+		}
+		se, ok := stdErr[id]
+		if !ok {
+			t.Errorf("%s: no standard error: its demand was not estimated from the pod's metrics", id)
+			continue
+		}
+		t.Logf("%-12s CPU %.4g ms, truth %.4g ms, 4 SE %.3g ms", id, cpu*1e3, want*1e3, 4*se*1e3)
+		if math.Abs(cpu-want) > 4*se {
+			t.Errorf("%s: CPU %.4g ms, want %.4g ms ± %.3g", id, cpu*1e3, want*1e3, 4*se*1e3)
+		}
+	}
+
+	// Validation measures each host's utilization by its pod's readings:
+	// the truth's 0.36 and 0.24 (twoOpsModel), and the pods' sidecar and
+	// pause container on top.
+	set, err := metrics.Read([]string{promPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := validate.ValidateWith(context.Background(), out.Model, out.State, func(ctx context.Context, m *model.Model) (*solve.Result, error) {
+		return mva.New().Solve(ctx, m, solve.Options{})
+	}, validate.Options{Metrics: set})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for comp, want := range map[string]float64{"web": 0.36, "store": 0.24} {
+		res := rep.Measured.Resources[model.CPUResource(out.Model.Component(comp).Host)]
+		if res == nil || res.UtilizationCI95 == nil {
+			t.Errorf("%s's host: utilization %+v, not from the metrics", comp, res)
+			continue
+		}
+		// The pod's cgroup holds 0.0505 cores more than the service.
+		want += 0.0505
+		t.Logf("%s's host: utilization %.4f (%.4f to %.4f), truth %.4f", comp, res.Utilization, res.UtilizationCI95[0], res.UtilizationCI95[1], want)
+		// Twice the 95 % half-width: four standard errors.
+		if hw := res.UtilizationCI95[1] - res.Utilization; math.Abs(res.Utilization-want) > 2*hw {
+			t.Errorf("%s's host: utilization %.4f ± %.4f, want %.4f", comp, res.Utilization, hw, want)
+		}
+	}
+}
+
+// writeCAdvisor turns the cumulative CPU seconds per host of csvPath
+// (timestamp,host,cpu_seconds,cores) into a Prometheus range query of
+// cAdvisor's container_cpu_usage_seconds_total, as the kubelet labels it:
+// per pod its cgroup (no container label; the service, a sidecar at 0.05
+// cores and the pause container), the service's container, the sidecar and
+// the pause container; the node's root cgroup (all of that and 0.5 cores
+// more) and the kubepods slice that holds the pods.
+func writeCAdvisor(t *testing.T, csvPath, promPath string) {
+	t.Helper()
+	f, err := os.Open(csvPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type series struct {
+		Metric map[string]string `json:"metric"`
+		Values [][2]any          `json:"values"`
+	}
+	all := map[string]*series{}
+	add := func(key string, labels map[string]string, ts float64, v float64) {
+		s := all[key]
+		if s == nil {
+			labels["__name__"] = "container_cpu_usage_seconds_total"
+			labels["instance"] = "node-1:10250"
+			labels["namespace"] = "shop"
+			s = &series{Metric: labels}
+			all[key] = s
+		}
+		s.Values = append(s.Values, [2]any{ts, strconv.FormatFloat(v, 'g', 12, 64)})
+	}
+	const sidecar, pause, other = 0.05, 0.0005, 0.5
+	var t0 float64
+	node := map[float64]float64{}
+	for i, row := range rows[1:] {
+		ts, err1 := strconv.ParseFloat(row[0], 64)
+		sec, err2 := strconv.ParseFloat(row[2], 64)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("%s: row %d: %v %v", csvPath, i+2, err1, err2)
+		}
+		if i == 0 {
+			t0 = ts
+		}
+		p, ok := pods[row[1]]
+		if !ok {
+			t.Fatalf("no pod for host %s", row[1])
+		}
+		el := ts - t0
+		add(p.pod, map[string]string{"pod": p.pod, "id": "/kubepods/pod-" + p.pod}, ts, sec+(sidecar+pause)*el)
+		add(p.pod+"/c", map[string]string{"pod": p.pod, "container": p.container, "id": "/kubepods/pod-" + p.pod + "/c"}, ts, sec)
+		add(p.pod+"/s", map[string]string{"pod": p.pod, "container": "istio-proxy", "id": "/kubepods/pod-" + p.pod + "/s"}, ts, sidecar*el)
+		add(p.pod+"/p", map[string]string{"pod": p.pod, "container": "POD", "id": "/kubepods/pod-" + p.pod + "/p"}, ts, pause*el)
+		node[ts] += sec + (sidecar+pause)*el
+	}
+	for _, ts := range slices.Sorted(func(yield func(float64) bool) {
+		for k := range node {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		el := ts - t0
+		add("kubepods", map[string]string{"id": "/kubepods"}, ts, node[ts])
+		add("root", map[string]string{"id": "/"}, ts, node[ts]+other*el)
+	}
+	var result []*series
+	for _, k := range slices.Sorted(func(yield func(string) bool) {
+		for k := range all {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		result = append(result, all[k])
+	}
+	out, err := json.Marshal(map[string]any{"status": "success", "data": map[string]any{"resultType": "matrix", "result": result}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(promPath, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
