@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 
@@ -24,6 +25,8 @@ import (
 //	hosts:                  # cores (and speed) of the machines, by host name
 //	  web-1: {cores: 4}
 //	  web-2: {cores: 2, scheduling: rr, quantum: 1.5ms}  # the CPU as Linux runs it
+//	machines:               # hosts that share one machine's CPUs, by pattern
+//	  docker-1: ["*"]       # (containers on one Docker host, pods on a node)
 //	components:             # component names by rules, the first match winning
 //	  - {component: admin, service: shop, span: "* /admin/*"}
 //	operations:             # operation names by rules, the first match winning
@@ -46,6 +49,17 @@ import (
 //	speed_window: false     # simulate it as a speed redrawn every window measured
 type Config struct {
 	Hosts map[string]HostConfig `yaml:"hosts"`
+	// Machines gathers hosts that share one machine's CPUs: the containers
+	// of a Docker host, each with a host name of its own, or pods on a
+	// node that do not limit their CPU. Each machine lists glob patterns
+	// (* and ?) of the hosts on it, as extraction names them: the spans'
+	// host.name, else k8s.pod.name, else service.instance.id, else the
+	// component ("*" puts every component on the machine). The first
+	// machine, in the order of their names, with a matching pattern takes
+	// a host. The machine is a host of the model, its cores given under
+	// Hosts; its CPU is measured by its own metrics, else by the sum of
+	// its hosts' (each container's, for the component that ran in it).
+	Machines map[string][]string `yaml:"machines"`
 	// Components are rules that name the component of the operations
 	// whose spans match, in order, the first match winning; the spans no
 	// rule matches are named by Rename, else by their service.name.
@@ -124,6 +138,47 @@ type Config struct {
 
 	// Components and Operations, compiled on first use.
 	componentRules, operationRules ruleSet
+	// machines are Machines compiled, on first use.
+	machines machineSet
+}
+
+// machineSet holds Config.Machines compiled, built on first use.
+type machineSet struct {
+	once     sync.Once
+	names    []string
+	patterns [][]*regexp.Regexp
+}
+
+// machineOf returns the machine configured for host (as WindowHost names
+// it), else host itself.
+func (c *Config) machineOf(host string) string {
+	if c == nil || len(c.Machines) == 0 {
+		return host
+	}
+	ms := &c.machines
+	ms.once.Do(func() {
+		for _, name := range slices.Sorted(maps.Keys(c.Machines)) {
+			var ps []*regexp.Regexp
+			for _, p := range c.Machines[name] {
+				if g := glob(p); g != nil {
+					ps = append(ps, g)
+				}
+			}
+			ms.names = append(ms.names, name)
+			ms.patterns = append(ms.patterns, ps)
+		}
+	})
+	if slices.Contains(ms.names, host) {
+		return host
+	}
+	for i, ps := range ms.patterns {
+		for _, p := range ps {
+			if p.MatchString(host) {
+				return ms.names[i]
+			}
+		}
+	}
+	return host
 }
 
 // Values of Config.OutsideSpans.
@@ -324,6 +379,14 @@ func (c *Config) check() error {
 	for _, name := range slices.Sorted(maps.Keys(c.Hosts)) {
 		if _, _, err := c.Hosts[name].cpu(); err != nil {
 			return fmt.Errorf("hosts: %s: %w", name, err)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Machines)) {
+		if name == "" {
+			return errors.New("machines: a machine without a name")
+		}
+		if len(c.Machines[name]) == 0 || slices.Contains(c.Machines[name], "") {
+			return fmt.Errorf("machines: %s: give the patterns of its hosts, such as [\"*\"] or [web-*, db-*]", name)
 		}
 	}
 	if c.From != 0 && c.To != 0 && c.From >= c.To {

@@ -31,6 +31,9 @@ func TestLoadConfig(t *testing.T) {
 		{"quantum without rr", "hosts: {web: {quantum: 2ms}}\n", "hosts: web: quantum 2ms: only scheduling rr has one", ""},
 		{"bad quantum", "hosts: {web: {scheduling: rr, quantum: soon}}\n", `hosts: web: quantum: "soon" is not a positive duration`, ""},
 		{"unknown scheduling", "hosts: {web: {scheduling: lottery}}\n", `hosts: web: scheduling: "lottery" is none of ps, rr, fcfs`, ""},
+		{"machines", "hosts: {box: {cores: 4}}\nmachines: {box: [\"*\"], db: [\"db-?\"]}\n", "", ""},
+		{"machine without patterns", "machines: {box: []}\n", `bad.yaml: machines: box: give the patterns of its hosts`, ""},
+		{"machine with an empty pattern", "machines: {box: [web-*, \"\"]}\n", `bad.yaml: machines: box: give the patterns`, ""},
 	} {
 		path := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".yaml")
 		if c.err != "" {
@@ -48,6 +51,15 @@ func TestLoadConfig(t *testing.T) {
 		case c.err == "" && cfg.OutsideSpans != c.outside:
 			t.Errorf("%s: outside_spans %q, want %q", c.name, cfg.OutsideSpans, c.outside)
 		}
+	}
+	c := &Config{Machines: map[string][]string{"b-box": {"db-?"}, "a-box": {"*"}, "web-1": {"x"}}}
+	for host, want := range map[string]string{"db-1": "a-box", "web-1": "web-1", "b-box": "b-box"} {
+		if got := c.machineOf(host); got != want {
+			t.Errorf("machineOf(%s) = %s, want %s (the first machine by name that matches, a machine itself)", host, got, want)
+		}
+	}
+	if got := (*Config)(nil).machineOf("web"); got != "web" {
+		t.Errorf("no configuration: machineOf(web) = %s", got)
 	}
 	if !(*Config)(nil).background() || (&Config{OutsideSpans: OutsideInline}).background() {
 		t.Error("the CPU outside spans should be background by default and inline when asked")

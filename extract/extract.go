@@ -161,16 +161,20 @@ func warnUnmatched(rep *Report, w *Windows, set *metrics.Set) {
 	traced := w.Hosts()
 	used := map[string]bool{}
 	for _, h := range traced {
-		k := set.Lookup(h)
-		s := set.Series[k]
+		for m := range w.Members(h) {
+			if k := set.Lookup(m); k != "" {
+				used[k] = true
+			}
+		}
+		s := w.HostSeries(h, set)
 		if s == nil {
 			continue
 		}
-		used[k] = true
+		used[set.Lookup(h)] = true
 		from, to, ok := w.TimeRange(h)
 		if _, covered := s.Busy(from, to, 1); ok && covered == 0 && len(s.Samples) > 0 {
 			rep.warnf("metrics: host %s: its readings (%s to %s) do not overlap its spans (%s to %s), so they are not used",
-				k, stamp(s.Samples[0].Start), stamp(s.Samples[len(s.Samples)-1].End), stamp(from), stamp(to))
+				h, stamp(s.Samples[0].Start), stamp(s.Samples[len(s.Samples)-1].End), stamp(from), stamp(to))
 		}
 	}
 	var unused []string

@@ -48,6 +48,7 @@ func FuzzLoadState(f *testing.F) {
 		foldWith(f, paramTraces(40, 32), &Config{Params: []string{"http.request.body.size"}}),
 		foldWith(f, sessionTraces(3, 60, 33), &Config{Session: "session.id"}),
 		foldWith(f, generate(35, 40, true), &Config{Sampling: 0.5}),
+		foldWith(f, generate(36, 40, true), &Config{Machines: map[string][]string{"box": {"*"}}}),
 	} {
 		f.Add(saved(f, st))
 	}
@@ -95,6 +96,7 @@ func FuzzLoadConfig(f *testing.F) {
 		"outside: inline\n",
 		"cpu_slots: {\"*\": 1}\npassive:\n  pool: {capacity: 2, calls: [back/get]}\noutside_spans: inline\n",
 		"hosts: [1, 2]\nrename: 3\n",
+		"hosts: {box: {cores: 4}}\nmachines: {box: [\"*\"], other: [web-?, \"\"]}\n",
 		"components:\n  - {component: admin, span: \"* /admin/*\"}\n  - {component: x-y, service: \"fr?nt\", attributes: {k: \"*\"}}\nsession: s\nparams: [k]\n",
 	} {
 		f.Add([]byte(seed))

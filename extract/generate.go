@@ -558,6 +558,12 @@ func (g *generator) placeComponents() {
 			g.rep.warnf("configuration: hosts: %s: no host of that name in the traces, so its settings apply to nothing (hosts: %s)", name, textout.Abbreviate(names, 8))
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(g.cfg.Machines)) {
+		if len(g.s.Windows.Members(name)) == 0 {
+			g.rep.warnf("configuration: machines: %s: no host matches %s, so it gathers none (hosts: %s)",
+				name, strings.Join(g.cfg.Machines[name], ", "), textout.Abbreviate(g.s.Windows.Hosts(), 8))
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(g.cfg.CPUSlots)) {
 		if name != "*" && !slices.Contains(comps, name) {
 			g.rep.warnf("configuration: cpu_slots: %s: no component of that name in the traces, so its slots apply to nothing (components: %s)", name, textout.Abbreviate(comps, 8))

@@ -237,6 +237,9 @@ type savedHostWindows struct {
 	// with CPU time, CPU time).
 	Windows []int64        `json:"windows"`
 	Cells   [][][4]float64 `json:"cells"`
+	// Members are the hosts of a machine (Config.Machines), each with its
+	// components.
+	Members map[string][]string `json:"members,omitempty"`
 }
 
 type savedSolo struct {
@@ -440,7 +443,7 @@ func saveConcurrency(c *concurrency) *savedConcurrency {
 }
 
 func saveHostWindows(h *hostWindows) *savedHostWindows {
-	v := &savedHostWindows{Width: h.width, Ops: h.ops}
+	v := &savedHostWindows{Width: h.width, Ops: h.ops, Members: h.members}
 	for _, idx := range slices.Sorted(maps.Keys(h.cells)) {
 		row := make([][4]float64, len(h.cells[idx]))
 		for i, c := range h.cells[idx] {
@@ -864,6 +867,16 @@ func (v *savedHostWindows) restore() (*hostWindows, error) {
 		return nil, fmt.Errorf("%d windows with %d rows of cells", len(v.Windows), len(v.Cells))
 	}
 	h := &hostWindows{width: w, ops: v.Ops, index: map[string]int{}, cells: map[int64][]cell{}}
+	for _, m := range slices.Sorted(maps.Keys(v.Members)) {
+		comps := v.Members[m]
+		if m == "" || len(comps) == 0 || !slices.IsSorted(comps) || slices.Contains(comps, "") || len(slices.Compact(slices.Clone(comps))) != len(comps) {
+			return nil, fmt.Errorf("member host %q: components %q", m, comps)
+		}
+		if h.members == nil {
+			h.members = map[string][]string{}
+		}
+		h.members[m] = comps
+	}
 	for i, op := range v.Ops {
 		if _, dup := h.index[op]; dup {
 			return nil, fmt.Errorf("operation %q listed twice", op)

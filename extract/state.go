@@ -376,7 +376,17 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 		pl = newPlacement()
 		s.placement[comp] = pl
 	}
-	if h := n.Span.Host; h != "" {
+	// The host the execution's windows are kept under: its machine, where
+	// the configuration gathers hosts on one (Config.Machines).
+	spanHost := WindowHost(n.Span, comp)
+	host := cfg.machineOf(spanHost)
+	switch {
+	case host != spanHost:
+		pl.hosts[host]++
+		pl.hostLife[host] = pl.hostLife[host].widen(n.Span.Start, n.Span.End)
+		s.Windows.addMember(host, spanHost, comp)
+	case n.Span.Host != "":
+		h := n.Span.Host
 		pl.hosts[h]++
 		pl.hostLife[h] = pl.hostLife[h].widen(n.Span.Start, n.Span.End)
 	}
@@ -492,12 +502,12 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 	}
 	self := seconds(ownNs)
 	op.self.add(self)
-	s.soloOn(WindowHost(n.Span, comp)).add(op.solo, self, own)
+	s.soloOn(host).add(op.solo, self, own)
 	spanCPU := math.NaN()
 	if hasCPU || cpu > 0 {
 		spanCPU = cpu
 	}
-	s.Windows.Add(WindowHost(n.Span, comp), id, n.Span.End, self, spanCPU, s.weight)
+	s.Windows.Add(host, id, n.Span.End, self, spanCPU, s.weight)
 	if hasCPU || cpu > 0 {
 		s.WithCPU++
 		op.cpu.add(cpu)

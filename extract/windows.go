@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -42,6 +43,10 @@ type hostWindows struct {
 	ops   []string
 	index map[string]int
 	cells map[int64][]cell
+	// members are, for a machine the configuration gathers hosts on
+	// (Config.Machines), those hosts, each with the components that ran
+	// on it, sorted.
+	members map[string][]string
 }
 
 // cell is one operation in one window.
@@ -78,11 +83,7 @@ func WindowHost(sp *ingest.Span, component string) string {
 // stands for weight of the system's (1/p for a trace kept with
 // probability p): it counts that many times.
 func (w *Windows) Add(host, op string, end int64, ownTime, cpu, weight float64) {
-	h := w.hosts[host]
-	if h == nil {
-		h = &hostWindows{width: windowWidth, index: map[string]int{}, cells: map[int64][]cell{}}
-		w.hosts[host] = h
-	}
+	h := w.host(host)
 	if !(ownTime >= 0) || math.IsInf(ownTime, 0) {
 		ownTime = 0
 	}
@@ -95,6 +96,38 @@ func (w *Windows) Add(host, op string, end int64, ownTime, cpu, weight float64) 
 	}
 	h.add(h.opIndex(op), floorDiv(end, h.width), c)
 	h.bound()
+}
+
+// host returns the windows of host, made empty if it has none.
+func (w *Windows) host(host string) *hostWindows {
+	h := w.hosts[host]
+	if h == nil {
+		h = &hostWindows{width: windowWidth, index: map[string]int{}, cells: map[int64][]cell{}}
+		w.hosts[host] = h
+	}
+	return h
+}
+
+// addMember records that component comp ran on member, a host of machine.
+func (w *Windows) addMember(machine, member, comp string) {
+	h := w.host(machine)
+	if h.members == nil {
+		h.members = map[string][]string{}
+	}
+	if comps := h.members[member]; !slices.Contains(comps, comp) {
+		comps = append(comps, comp)
+		slices.Sort(comps)
+		h.members[member] = comps
+	}
+}
+
+// Members returns the hosts the configuration gathers on machine, with the
+// components that ran on each; nil for a host that is no such machine.
+func (w *Windows) Members(machine string) map[string][]string {
+	if h := w.hosts[machine]; h != nil {
+		return h.members
+	}
+	return nil
 }
 
 func (h *hostWindows) opIndex(op string) int {
@@ -157,6 +190,11 @@ func (w *Windows) Merge(o *Windows) {
 		if h == nil {
 			w.hosts[host] = oh
 			continue
+		}
+		for _, m := range slices.Sorted(maps.Keys(oh.members)) {
+			for _, comp := range oh.members[m] {
+				w.addMember(host, m, comp)
+			}
 		}
 		width := max(h.width, oh.width)
 		h.widen(width)
@@ -371,6 +409,9 @@ func scopes(host string, h *hostWindows, set *metrics.Set, component func(servic
 	var out []scope
 	bySvc := map[string]string{}
 	comps := h.components()
+	if set.Lookup(host) == "" && len(h.members) > 0 {
+		return memberScopes(host, h, set)
+	}
 	if svcs := set.Services[set.Lookup(host)]; len(svcs) > 0 {
 		for _, svc := range slices.Sorted(maps.Keys(svcs)) {
 			comp := component(svc)
@@ -401,6 +442,69 @@ func scopes(host string, h *hostWindows, set *metrics.Set, component func(servic
 		}
 	}
 	return out
+}
+
+// memberScopes are the scopes of a machine the configuration gathers hosts
+// on, without metrics of its own: one per component, measured by the sum
+// of the series of the hosts it ran on (its containers), where each of
+// those hosts has a series in busy cores and ran no other component.
+func memberScopes(machine string, h *hostWindows, set *metrics.Set) []scope {
+	series := map[string][]*metrics.Series{}
+	lacking := map[string]string{}
+	for _, m := range slices.Sorted(maps.Keys(h.members)) {
+		comps := h.members[m]
+		s := set.Series[set.Lookup(m)]
+		why := ""
+		switch {
+		case s == nil:
+			why = "no metrics for its host " + m + " (nor for the machine)"
+		case s.Unit != metrics.Cores:
+			why = "the metrics of its host " + m + " are a fraction of cores not given"
+		case len(comps) > 1:
+			why = "its host " + m + " ran " + strings.Join(comps, " and ") + ", which its metrics do not tell apart"
+		}
+		for _, c := range comps {
+			if why != "" {
+				lacking[c] = cmp.Or(lacking[c], why)
+				continue
+			}
+			series[c] = append(series[c], s)
+		}
+	}
+	var out []scope
+	for _, comp := range h.components() {
+		sc := scope{host: machine, component: comp, h: h.only(comp)}
+		if why, ok := lacking[comp]; ok {
+			sc.skipped = why
+		} else if sc.s = metrics.Sum(machine, series[comp]); sc.s == nil {
+			sc.skipped = "no metrics for its hosts (nor for the machine)"
+		}
+		out = append(out, sc)
+	}
+	return out
+}
+
+// HostSeries returns the metrics of a host as WindowHost names it: its own
+// series; else, for a machine the configuration gathers hosts on, the sum
+// of its hosts' series where every one has a series in busy cores; else
+// nil.
+func (w *Windows) HostSeries(host string, set *metrics.Set) *metrics.Series {
+	if s := set.Series[set.Lookup(host)]; s != nil {
+		return s
+	}
+	members := w.Members(host)
+	if len(members) == 0 {
+		return nil
+	}
+	var all []*metrics.Series
+	for _, m := range slices.Sorted(maps.Keys(members)) {
+		s := set.Series[set.Lookup(m)]
+		if s == nil {
+			return nil
+		}
+		all = append(all, s)
+	}
+	return metrics.Sum(host, all)
 }
 
 // only returns the windows of comp's operations.

@@ -120,3 +120,30 @@ func isHex(s string) bool {
 	}
 	return true
 }
+
+// Sum returns the series of host that adds up series, all in busy cores:
+// the CPU of a machine from its containers', say. Over each stretch of
+// time it is the sum where every series that has begun and not yet ended
+// covers the stretch. It returns nil when a series is not in busy cores or
+// none is given.
+func Sum(host string, series []*Series) *Series {
+	if len(series) == 0 {
+		return nil
+	}
+	var tracks [][]Sample
+	var sources []string
+	for _, s := range series {
+		if s == nil || s.Unit != Cores {
+			return nil
+		}
+		tracks = append(tracks, s.Samples)
+		sources = append(sources, s.Source)
+	}
+	if len(series) == 1 {
+		s := *series[0]
+		s.Host = host
+		return &s
+	}
+	slices.Sort(sources)
+	return &Series{Host: host, Unit: Cores, Samples: sumTracks(tracks), Source: strings.Join(slices.Compact(sources), " + ")}
+}

@@ -47,7 +47,7 @@ func useMetrics(c *model.Model, st *extract.State, measured *solve.Result, set *
 		var busy, variance float64
 		ok := true
 		for _, name := range names {
-			s := set.Series[set.Lookup(name)]
+			s := st.Windows.HostSeries(name, set)
 			if s == nil {
 				ok = false
 				break
