@@ -387,12 +387,14 @@ func TestContainers(t *testing.T) {
 	}
 
 	docker := read("prom_cadvisor_docker.json")
-	for _, name := range []string{"shop-catalog-1", "SHOP-catalog-1", hexID, hexID[:12]} {
+	for _, name := range []string{"shop-catalog-1", "SHOP-catalog-1", hexID, hexID[:12], "catalog"} {
 		if got := docker.Lookup(name); got != "shop-catalog-1" {
 			t.Errorf("Lookup(%q) = %q, want the container shop-catalog-1", name, got)
 		}
 	}
 	near("container shop-catalog-1", mean(docker.Series["shop-catalog-1"]), 0.3)
+	// A standalone cAdvisor names a pod by its container's Docker labels.
+	near("pod orders-6b7c-9xk2p by its Docker labels", mean(docker.Services["orders-6b7c-9xk2p"]["orders"]), 0.15)
 
 	kubelet := read("otlp_kubelet.jsonl")
 	near("pod "+catalog+" (k8s.pod.cpu.time, not also its usage)", mean(kubelet.Series[catalog]), 0.5)

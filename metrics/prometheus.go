@@ -209,8 +209,10 @@ func (r *reader) promSeries(place string, raw json.RawMessage) {
 
 // cgroup places a series of a control group, as cAdvisor (and the
 // kubelet's /metrics/cadvisor) writes them: container_cpu_usage_seconds_total
-// with the labels id (the cgroup), pod and container in Kubernetes, name
-// for a Docker container. A pod is a host: the series without a container
+// with the labels id (the cgroup), pod and container in Kubernetes (a
+// standalone cAdvisor: the Docker labels io.kubernetes.pod.name and
+// io.kubernetes.container.name), name for a Docker container, known also
+// by its Docker Compose service. A pod is a host: the series without a container
 // label (the pod's cgroup) is the pod's, its containers' series are its
 // processes, named by the container, and the pause container (POD) is
 // left out. A Docker container is a host named by its name, also known by
@@ -219,8 +221,10 @@ func (r *reader) promSeries(place string, raw json.RawMessage) {
 // the pods) are left out: their CPU is also their members'. It reports
 // whether the series is kept.
 func (r *reader) cgroup(labels map[string]string, t *track) bool {
-	pod := cmp.Or(labels["pod"], labels["pod_name"])
-	container := cmp.Or(labels["container"], labels["container_name"])
+	// The kubelet's labels, older ones, and a standalone cAdvisor's, which
+	// exports the containers' Docker labels.
+	pod := cmp.Or(labels["pod"], labels["pod_name"], labels["container_label_io_kubernetes_pod_name"])
+	container := cmp.Or(labels["container"], labels["container_name"], labels["container_label_io_kubernetes_container_name"])
 	switch {
 	case pod != "" && container == "POD":
 		return false
@@ -229,8 +233,10 @@ func (r *reader) cgroup(labels map[string]string, t *track) bool {
 	case pod != "":
 		t.host, t.family = pod, 0
 	case labels["name"] != "":
+		// A Docker Compose service's containers answer to its name on
+		// their network: the peer name their clients' spans give.
 		t.host, t.family = labels["name"], 0
-		t.aliases = containerIDs(labels["id"])
+		t.aliases = append(containerIDs(labels["id"]), labels["container_label_com_docker_compose_service"])
 	case labels["id"] == "/":
 		t.family = 2
 		for _, l := range hostLabels {
