@@ -23,7 +23,9 @@ const (
 	keyHTTPTarget
 	keyHTTPPath // Zipkin's tag for the request path
 	keyDBSystem
+	keyDBSystemName // db.system.name, the newer name of db.system
 	keyServerAddress
+	keyNetPeerName // net.peer.name, the older name of server.address
 	keyPeerService
 	keyCPUTime
 	keySpanKind   // Jaeger and Zipkin tag "span.kind"
@@ -47,7 +49,9 @@ var knownKeys = map[string]attrKey{
 	"http.target":         keyHTTPTarget,
 	"http.path":           keyHTTPPath,
 	"db.system":           keyDBSystem,
+	"db.system.name":      keyDBSystemName,
 	"server.address":      keyServerAddress,
+	"net.peer.name":       keyNetPeerName,
 	"peer.service":        keyPeerService,
 	"perfcast.cpu.time":   keyCPUTime,
 	"span.kind":           keySpanKind,
@@ -223,8 +227,16 @@ func (a *attrSet) apply(sp *Span, st *spanState, k attrKey, v value) {
 		}
 	case keyDBSystem:
 		sp.DBSystem = a.istr(v)
+	case keyDBSystemName:
+		if sp.DBSystem == "" {
+			sp.DBSystem = a.istr(v)
+		}
 	case keyServerAddress:
 		sp.ServerAddress = a.istr(v)
+	case keyNetPeerName:
+		if sp.ServerAddress == "" {
+			sp.ServerAddress = a.istr(v)
+		}
 	case keyPeerService:
 		sp.PeerService = a.istr(v)
 	case keyCPUTime:

@@ -131,3 +131,28 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 	})
 }
+
+// TestOlderAndNewerNames reads the peer of a client span from
+// net.peer.name where server.address is missing, and its database from
+// db.system.name where db.system is; the older and newer conventions'
+// names, each taken only where the other is absent.
+func TestOlderAndNewerNames(t *testing.T) {
+	const body = `{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"web"}}]},"scopeSpans":[{"spans":[` +
+		`{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"0102030405060708","name":"SELECT items","kind":3,"startTimeUnixNano":"1700000000000000000","endTimeUnixNano":"1700000000001000000",` +
+		`"attributes":[{"key":"db.system.name","value":{"stringValue":"postgresql"}},{"key":"net.peer.name","value":{"stringValue":"db-1"}}]},` +
+		`{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"0102030405060709","name":"GET","kind":3,"startTimeUnixNano":"1700000000000000000","endTimeUnixNano":"1700000000001000000",` +
+		`"attributes":[{"key":"net.peer.name","value":{"stringValue":"old"}},{"key":"server.address","value":{"stringValue":"new"}},{"key":"db.system","value":{"stringValue":"redis"}},{"key":"db.system.name","value":{"stringValue":"valkey"}}]}]}]}]}`
+	spans, _, err := DecodeRequest([]byte(body), FormatOTLPJSON, "test", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(spans) != 2 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	if s := spans[0]; s.ServerAddress != "db-1" || s.DBSystem != "postgresql" {
+		t.Errorf("older and newer names alone: server %q, db %q", s.ServerAddress, s.DBSystem)
+	}
+	if s := spans[1]; s.ServerAddress != "new" || s.DBSystem != "redis" {
+		t.Errorf("both names: server %q, db %q; want server.address and db.system", s.ServerAddress, s.DBSystem)
+	}
+}

@@ -180,8 +180,8 @@ type Span struct {
 	HTTPRoute     string // http.route
 	HTTPMethod    string // http.request.method, else http.method
 	URLPath       string // url.path, else http.target
-	DBSystem      string // db.system
-	ServerAddress string // server.address
+	DBSystem      string // db.system, else db.system.name
+	ServerAddress string // server.address, else net.peer.name
 	PeerService   string // peer.service (Zipkin: remote endpoint service name as a fallback)
 
 	Links []Link // links to other spans; Jaeger references that are not the parent
