@@ -158,6 +158,9 @@ type generator struct {
 	sentConsumers map[string]bool
 	// hostOf maps a component to its model host.
 	hostOf map[string]*model.Host
+	// externals are the systems seen only by their clients' spans that
+	// the model has as components, by operation (see externals.go).
+	externals map[string]*external
 	// configured holds the hosts whose cores the configuration gives.
 	configured map[*model.Host]bool
 	// threads holds the inferred thread limits of components, per replica.
@@ -550,6 +553,7 @@ func (g *generator) placeComponents() {
 		}
 		g.hostOf[comp] = h
 	}
+	names = append(names, g.placeExternals()...)
 	// A configured host that is none of these is most likely a typo,
 	// which would leave the host it meant with assumed cores.
 	slices.Sort(names)
@@ -812,6 +816,7 @@ func (g *generator) operations() {
 		g.rep.Operations++
 	}
 	g.outsideOperations(comps, sendsOutside)
+	g.externalComponents()
 	g.rep.CPUMeasured = len(noCPU) == 0 && len(ids) > 0
 	if len(noCPU) > 0 {
 		g.rep.warnf("no CPU time (perfcast.cpu.time) and no utilization metrics (--metrics) for %d of %d operations; their own time (duration minus calls), less the wait for the CPU it implies at the observed load, is taken as CPU demand, which overstates CPU where they wait for locks, I/O or unmodeled systems: %s",
@@ -1073,7 +1078,11 @@ func (g *generator) elemSteps(elems []*elem) []model.Step {
 		case elemSend:
 			body = append(body, model.Step{Kind: model.StepSend, Target: e.target})
 		case elemExternal:
-			body = append(body, model.Step{Kind: model.StepDelay, Demand: g.fit("external "+e.target, e.latency)})
+			if st := g.externalStep(e.target); st != nil {
+				body = append(body, *st)
+			} else {
+				body = append(body, model.Step{Kind: model.StepDelay, Demand: g.fit("external "+e.target, e.latency)})
+			}
 		case elemParallel:
 			par := model.Step{Kind: model.StepParallel}
 			outer := g.fanOutBase
@@ -1210,6 +1219,7 @@ func (g *generator) cores() {
 		}
 		g.busy[h] += d / span
 	}
+	g.externalBusy()
 	g.unattributedCPU(span)
 	var assumed []string
 	for _, h := range g.m.Hosts {
@@ -1232,6 +1242,9 @@ func (g *generator) cores() {
 func (g *generator) speedCurves() {
 	for _, c := range g.est.SpeedCurves {
 		h := g.m.Host(c.Host)
+		if h == nil {
+			h = g.m.Host(hostSafe(c.Host))
+		}
 		if h == nil {
 			continue
 		}

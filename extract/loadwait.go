@@ -159,6 +159,9 @@ func groupWindows(cells []opCell, demand func(id string) float64, idle int64) ([
 // model will have it: measured, estimated, or its own time scaled (see
 // ownScale), and its component's CPU outside spans.
 func (g *generator) meanDemand(id string) float64 {
+	if x := g.externals[id]; x != nil {
+		return x.r.CPU
+	}
 	op := g.s.ops[id]
 	if op == nil || op.count == 0 {
 		return 0
@@ -210,9 +213,15 @@ func (g *generator) cpuWaitFactor(comp string) float64 {
 	if h == nil {
 		return 0
 	}
+	return g.waitFactorOn(h, comp, g.cfg.cpuSlots(comp))
+}
+
+// waitFactorOn is cpuWaitFactor of component comp on host h with k CPU
+// slots (0: none; comp "" for work of no traced component).
+func (g *generator) waitFactorOn(h *model.Host, comp string, k int) float64 {
 	own := 1.0
 	key := cpuWaitKey{host: h}
-	if k := g.cfg.cpuSlots(comp); k > 0 {
+	if k > 0 {
 		own = 1 - 1/float64(k)
 		key.comp = comp
 	}
@@ -223,7 +232,7 @@ func (g *generator) cpuWaitFactor(comp string) float64 {
 		g.cpuWaits = map[cpuWaitKey]float64{}
 	}
 	weight := func(id string) float64 {
-		if g.s.ops[id].component == key.comp {
+		if op := g.s.ops[id]; op != nil && op.component == key.comp {
 			return own
 		}
 		return 1
@@ -243,6 +252,9 @@ func (g *generator) cpuWaitFactor(comp string) float64 {
 	f := 0.0
 	if mean > 0 && mean < float64(c) { // else no steady state: no wait taken out
 		on := func(id string) bool {
+			if x := g.externals[id]; x != nil {
+				return x.host == h
+			}
 			op := g.s.ops[id]
 			return op != nil && g.hostOf[op.component] == h
 		}

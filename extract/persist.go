@@ -240,6 +240,9 @@ type savedHostWindows struct {
 	// Members are the hosts of a machine (Config.Machines), each with its
 	// components.
 	Members map[string][]string `json:"members,omitempty"`
+	// External lists the operations that are calls to a system without
+	// spans of its own, sorted.
+	External []string `json:"external,omitempty"`
 }
 
 type savedSolo struct {
@@ -443,7 +446,7 @@ func saveConcurrency(c *concurrency) *savedConcurrency {
 }
 
 func saveHostWindows(h *hostWindows) *savedHostWindows {
-	v := &savedHostWindows{Width: h.width, Ops: h.ops, Members: h.members}
+	v := &savedHostWindows{Width: h.width, Ops: h.ops, Members: h.members, External: slices.Sorted(maps.Keys(h.external))}
 	for _, idx := range slices.Sorted(maps.Keys(h.cells)) {
 		row := make([][4]float64, len(h.cells[idx]))
 		for i, c := range h.cells[idx] {
@@ -602,7 +605,7 @@ func (s *State) consistent() error {
 	}
 	for _, h := range slices.Sorted(maps.Keys(s.Windows.hosts)) {
 		for _, id := range s.Windows.hosts[h].ops {
-			if s.ops[id] == nil {
+			if s.ops[id] == nil && !s.Windows.hosts[h].external[id] {
 				return fmt.Errorf("windows of host %q: %q is not an operation", h, id)
 			}
 		}
@@ -882,6 +885,15 @@ func (v *savedHostWindows) restore() (*hostWindows, error) {
 			return nil, fmt.Errorf("operation %q listed twice", op)
 		}
 		h.index[op] = i
+	}
+	for _, op := range v.External {
+		if _, ok := h.index[op]; !ok {
+			return nil, fmt.Errorf("external call %q: not one of its operations", op)
+		}
+		if h.external == nil {
+			h.external = map[string]bool{}
+		}
+		h.external[op] = true
 	}
 	// Window indices stay where widening cannot overflow them.
 	limit := math.MaxInt64 / (2 * w)

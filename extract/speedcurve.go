@@ -117,7 +117,10 @@ type curveWin struct{ busy, work float64 }
 func EstimateSpeedCurves(w *Windows, set *metrics.Set, component func(service string) string, cores map[string]int, perOp map[string]estimate.Result, cpuVar map[string]float64) []*SpeedCurve {
 	var out []*SpeedCurve
 	for _, host := range w.Hosts() {
-		h := w.hosts[host]
+		h := w.hosts[host].modeled(host, set.Lookup)
+		if h == nil {
+			continue
+		}
 		c := &SpeedCurve{Host: host, Window: curveWindow}
 		out = append(out, c)
 		mean, missing := meanDemands(h, perOp)

@@ -432,6 +432,9 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 					if c.Span.Kind == ingest.KindClient {
 						s.Modeled++
 						found = append(found, foundElem(elemExternal, c, externalName(c.Span)))
+						if h, id := externalHost(c.Span), externalID(peerOf(c.Span), c.Span.Name); h != "" && id != "" {
+							s.Windows.addExternal(h, id, c.Span.End, seconds(c.Duration()), s.weight)
+						}
 					} else {
 						// A message sent to no consumer in this trace
 						// costs only the producer's own time here; a
@@ -771,13 +774,7 @@ func recordElems(elems []*elem, occ []occurrence) {
 
 // externalName describes a call to an uninstrumented system.
 func externalName(sp *ingest.Span) string {
-	peer := sp.PeerService
-	if peer == "" {
-		peer = sp.DBSystem
-	}
-	if peer == "" {
-		peer = sp.ServerAddress
-	}
+	peer := peerOf(sp)
 	if peer == "" {
 		return sp.Name
 	}

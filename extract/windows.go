@@ -47,6 +47,9 @@ type hostWindows struct {
 	// (Config.Machines), those hosts, each with the components that ran
 	// on it, sorted.
 	members map[string][]string
+	// external holds the operations that are calls to a system without
+	// spans of its own (see externals.go).
+	external map[string]bool
 }
 
 // cell is one operation in one window.
@@ -195,6 +198,12 @@ func (w *Windows) Merge(o *Windows) {
 			for _, comp := range oh.members[m] {
 				w.addMember(host, m, comp)
 			}
+		}
+		for op := range oh.external {
+			if h.external == nil {
+				h.external = map[string]bool{}
+			}
+			h.external[op] = true
 		}
 		width := max(h.width, oh.width)
 		h.widen(width)
@@ -406,6 +415,9 @@ func scopes(host string, h *hostWindows, set *metrics.Set, component func(servic
 	if component == nil {
 		component = func(s string) string { return s }
 	}
+	if h = h.modeled(host, set.Lookup); h == nil {
+		return nil
+	}
 	var out []scope
 	bySvc := map[string]string{}
 	comps := h.components()
@@ -509,12 +521,28 @@ func (w *Windows) HostSeries(host string, set *metrics.Set) *metrics.Series {
 
 // only returns the windows of comp's operations.
 func (h *hostWindows) only(comp string) *hostWindows {
+	return h.filter(func(op string) bool {
+		oc, _, _ := strings.Cut(op, "/")
+		return oc == comp
+	})
+}
+
+// filter returns the windows of the operations keep keeps.
+func (h *hostWindows) filter(keep func(op string) bool) *hostWindows {
 	sub := &hostWindows{width: h.width, index: map[string]int{}, cells: map[int64][]cell{}}
 	for _, idx := range slices.Sorted(maps.Keys(h.cells)) {
 		for op, c := range h.cells[idx] {
-			if oc, _, _ := strings.Cut(h.ops[op], "/"); oc == comp && c.n > 0 {
+			if c.n > 0 && keep(h.ops[op]) {
 				sub.add(sub.opIndex(h.ops[op]), idx, c)
 			}
+		}
+	}
+	for op := range h.external {
+		if _, ok := sub.index[op]; ok {
+			if sub.external == nil {
+				sub.external = map[string]bool{}
+			}
+			sub.external[op] = true
 		}
 	}
 	return sub
