@@ -134,7 +134,8 @@ func TestArrivalCVSkipsIdleStretches(t *testing.T) {
 	// Two stretches of Poisson arrivals at very different rates with two
 	// idle minutes between them, in one block of the sample: with the
 	// minutes known as idle, no gap spans them and the arrivals are
-	// Poisson; without, that one gap alone is burstiness.
+	// Poisson; without, the gap is still split off as a pause
+	// (splitPauses), where it alone would be burstiness.
 	r := rand.New(rand.NewPCG(7, 8))
 	e := renewal(r, 1, 1, phase{60, 30, 30}, phase{120, 0, 0}, phase{60, 5, 5})
 	idle := &activity{gaps: []idleGap{{60, 180}}}
@@ -143,8 +144,21 @@ func TestArrivalCVSkipsIdleStretches(t *testing.T) {
 	if cv, n := arrivalCV(e, idle); cv != 1 || n != int(e.count)-2*(arrivalWindow+1) {
 		t.Errorf("with the idle minutes: cv %g over %d gaps of %d arrivals, want 1 over all but %d", cv, n, e.count, 2*(arrivalWindow+1))
 	}
-	if cv, _ := arrivalCV(e, &activity{}); cv == 1 {
-		t.Errorf("without the idle minutes: taken for Poisson")
+	if cv, _ := arrivalCV(e, &activity{}); cv != 1 {
+		t.Errorf("without the idle minutes: cv %g, want 1", cv)
+	}
+	// A pause of 8 s, too short to be idle time for the rates, between
+	// two stretches at 30/s: split off, the arrivals are Poisson; one gap
+	// of 8 s among 2 700 of 33 ms would give a cv of 3.5.
+	e = renewal(r, 1, 1, phase{60, 30, 30}, phase{8, 0, 0}, phase{30, 30, 30})
+	if cv, _ := arrivalCV(e, &activity{}); cv != 1 {
+		t.Errorf("with a pause of 8 s: cv %g, want 1", cv)
+	}
+	// Bursty arrivals keep their long gaps: they are far shorter than
+	// twenty times the mean.
+	e = renewal(r, 2, 1, phase{600, 30, 30})
+	if cv, _ := arrivalCV(e, &activity{}); math.Abs(cv-2) > 0.2 {
+		t.Errorf("gamma gaps of cv 2: cv %g", cv)
 	}
 }
 

@@ -20,11 +20,7 @@ import (
 )
 
 // dbModel has a web service calling a database on a machine of its own,
-// busy 40 % at the observed load. Arrivals are Poisson: with burstier ones
-// the wait for the CPU that extraction takes out of the latency, from the
-// windows' loads, falls short of the real one, and the delays left keep
-// some of it (the approximation every operation's time off the CPU
-// shares).
+// busy 40 % at the observed load, with arrivals burstier than Poisson's.
 const dbModel = `perfcast: 1
 name: withdb
 hosts:
@@ -42,8 +38,8 @@ components:
       query: {steps: [{cpu: exp(4ms)}, {delay: exp(2ms)}]}
       update: {steps: [{cpu: exp(8ms)}, {delay: exp(3ms)}]}
 workload:
-  a: {open: {rate: 50/s, cv: 1}, steps: [{call: web/GET /a}]}
-  b: {open: {rate: 25/s, cv: 1}, steps: [{call: web/GET /b}]}
+  a: {open: {rate: 50/s, cv: 1.5}, steps: [{call: web/GET /a}]}
+  b: {open: {rate: 25/s, cv: 1.5}, steps: [{call: web/GET /b}]}
 `
 
 // TestExternalSystem extracts from traces where the database has no spans
@@ -76,7 +72,9 @@ func TestExternalSystem(t *testing.T) {
 		t.Fatalf("the database is no component on host db: %+v", db)
 	}
 	// Its delays, the latency less the CPU and the wait for it, are the
-	// truth's (2 and 3 ms) within a tenth of the latency.
+	// truth's (2 and 3 ms) within 2 ms, a tenth of the calls' latency
+	// (about 10 and 20 ms): the wait taken out is the windows' M/M/1
+	// wait scaled for the arrivals' burstiness, an approximation.
 	for op, want := range map[string]float64{"db/query": 2e-3, "db/update": 3e-3} {
 		var d float64
 		for _, st := range out.Model.Operation(op).Steps {
@@ -85,21 +83,27 @@ func TestExternalSystem(t *testing.T) {
 			}
 		}
 		t.Logf("%s: delay %.3g ms, truth %.3g ms", op, d*1e3, want*1e3)
-		if math.Abs(d-want) > 1e-3 {
+		if math.Abs(d-want) > 2e-3 {
 			t.Errorf("%s: delay %.3g ms, truth %.3g ms", op, d*1e3, want*1e3)
 		}
 	}
-	// Validation compares the workloads as before: the database's
-	// operations have no spans to be measured by.
+	// Validation compares the workloads as before (the database's
+	// operations have no spans to be measured by), simulated: the mean
+	// values leave the bursts out.
 	rep, err := validate.Validate(context.Background(), out.Model, out.State, func(ctx context.Context, m *model.Model) (*solve.Result, error) {
-		return mva.New().Solve(ctx, m, solve.Options{})
+		return sim.New().Solve(ctx, m, solve.Options{Seed: 1, Precision: 0.02, Workers: 2})
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range []string{"GET /a", "GET /b"} {
-		if e := rep.Errors.Workloads[w]; e == nil || e.ResponseTime.Mean == nil || math.Abs(*e.ResponseTime.Mean) > 0.1 {
-			t.Errorf("validation of %s: %+v", w, e)
+		e := rep.Errors.Workloads[w]
+		if e == nil || e.ResponseTime.Mean == nil {
+			t.Fatalf("validation of %s: no error", w)
+		}
+		t.Logf("validation of %s: response time error %+.3f", w, *e.ResponseTime.Mean)
+		if math.Abs(*e.ResponseTime.Mean) > 0.1 {
+			t.Errorf("validation of %s: response time error %+.3f", w, *e.ResponseTime.Mean)
 		}
 	}
 	for _, w := range out.Report.Warnings {

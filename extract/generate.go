@@ -161,6 +161,9 @@ type generator struct {
 	// externals are the systems seen only by their clients' spans that
 	// the model has as components, by operation (see externals.go).
 	externals map[string]*external
+	// entryCVs memoizes entryCV; hostSCVs memoizes arrivalSCV.
+	entryCVs map[string][2]float64
+	hostSCVs map[*model.Host]float64
 	// configured holds the hosts whose cores the configuration gives.
 	configured map[*model.Host]bool
 	// threads holds the inferred thread limits of components, per replica.
@@ -1171,7 +1174,7 @@ func (g *generator) workloads() {
 			// The requests its traces stand for (see State.weights).
 			rate = round(e.weight/covered, 4)
 		}
-		cv, gaps := arrivalCV(e, g.s.activity())
+		cv, gaps := g.entryCV(id)
 		w.Open = &model.Open{Rate: rate, CV: cv}
 		if cv != 1 {
 			g.rep.evidencef("workload %s: the gaps between arrivals, each over the mean gap around it, have a coefficient of variation of %.2g over %d gaps (Poisson arrivals: 1): interarrival cv %.2g", w.Name, cv, gaps, cv)

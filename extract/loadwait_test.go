@@ -249,3 +249,48 @@ func meanAt(t *testing.T, m *model.Model, rate float64) float64 {
 	}
 	return res.Workloads[c.Workloads[0].Name].ResponseTime.Mean
 }
+
+// burstyModel is a service with 5 ms of CPU and 2 ms off it per request,
+// 40 % busy, its requests arriving in bursts (cv 2).
+const burstyModel = `perfcast: 1
+hosts:
+  app: {cpu: {cores: 1}}
+components:
+  svc:
+    host: app
+    operations:
+      op: {steps: [{cpu: exp(5ms)}, {delay: exp(2ms)}]}
+workload:
+  w:
+    open: {rate: 80/s, cv: 2}
+    steps: [{call: svc/op}]
+`
+
+// TestWaitsWithBurstyArrivals extracts from traces whose requests arrive
+// in bursts: the wait for the CPU taken out of the time off the CPU is the
+// windows' scaled for the arrivals' cv, so that the delay left is the
+// truth's 2 ms, and the model, simulated, gives the traces' response
+// time. Taken at the windows' loads alone, the wait would fall short by
+// the bursts' share and the delay keep it.
+func TestWaitsWithBurstyArrivals(t *testing.T) {
+	m, err := model.Parse([]byte(burstyModel), "bursty.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "traces.jsonl")
+	record(t, path, m, 21, 0, 40000)
+	x, err := extract.Run(context.Background(), []string{path}, "bursty", &extract.Config{Hosts: map[string]extract.HostConfig{"app": {Cores: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := x.Model.Component("svc").Operation("op")
+	delay := fixedDelay(op)
+	cv := x.Model.Workloads[0].Open.CV
+	t.Logf("arrival cv %.2g; delay %.3g ms, truth 2 ms", cv, delay*1e3)
+	if math.Abs(cv-2) > 0.2 {
+		t.Errorf("arrival cv %.2g, truth 2", cv)
+	}
+	if math.Abs(delay-2e-3) > 0.5e-3 {
+		t.Errorf("delay %.3g ms, truth 2 ms:\n%s", delay*1e3, x.Model.Marshal())
+	}
+}
