@@ -12,7 +12,6 @@ import (
 	"github.com/perfcast/perfcast/extract"
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/solve"
-	"github.com/perfcast/perfcast/solve/mva"
 	"github.com/perfcast/perfcast/solve/sim"
 	"github.com/perfcast/perfcast/tracegen"
 	"github.com/perfcast/perfcast/validate"
@@ -142,7 +141,7 @@ func TestExternalSystem(t *testing.T) {
 		if err := whatif.Set(c, "workload.*.load="+strconv.FormatFloat(load, 'g', -1, 64)); err != nil {
 			t.Fatal(err)
 		}
-		res, err := mva.New().Solve(context.Background(), c, solve.Options{})
+		res, err := sim.New().Solve(context.Background(), c, solve.Options{Seed: 1, Precision: 0.01, Workers: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
