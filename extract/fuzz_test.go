@@ -43,7 +43,15 @@ func FuzzExtract(f *testing.F) {
 // errors are one line, and a state it accepts folds more traces, makes a
 // valid model and saves again.
 func FuzzLoadState(f *testing.F) {
+	// A database seen only by its clients' spans, on a machine of its own.
+	withDB := generate(37, 40, true)
+	for _, s := range withDB {
+		if s.DBSystem != "" {
+			s.ServerAddress = "db-1:5432"
+		}
+	}
 	for _, st := range []*State{
+		foldWith(f, withDB, nil),
 		foldWith(f, generate(31, 40, true), nil),
 		foldWith(f, paramTraces(40, 32), &Config{Params: []string{"http.request.body.size"}}),
 		foldWith(f, sessionTraces(3, 60, 33), &Config{Session: "session.id"}),
