@@ -154,6 +154,7 @@ func (g *generator) placeExternals() []string {
 		machineOf[comp] = hs[0]
 	}
 	var names []string
+	told := map[string]bool{} // systems whose calls stay delays, said once
 	for _, id := range slices.Sorted(maps.Keys(hostsOf)) {
 		r, ok := g.est.PerOp[id]
 		if !ok || !(r.CPU > 0) {
@@ -161,12 +162,15 @@ func (g *generator) placeExternals() []string {
 		}
 		comp, _ := splitID(id)
 		machine := machineOf[comp]
-		switch {
-		case machine == "":
-			g.rep.evidencef("%s: called on several machines (%s); its calls stay delays", comp, textout.Abbreviate(hostsOf[id], 8))
-			continue
-		case g.hostOf[comp] != nil:
-			g.rep.evidencef("%s: a traced component has the name of the system some calls went to without a span of its own; those calls stay delays", comp)
+		if machine == "" || g.hostOf[comp] != nil {
+			if !told[comp] {
+				told[comp] = true
+				why := "called on several machines"
+				if machine != "" {
+					why = "named as a traced component is"
+				}
+				g.rep.evidencef("%s: a system seen only by its clients' spans, %s: its calls stay delays", comp, why)
+			}
 			continue
 		}
 		h := g.m.Host(hostSafe(machine))
@@ -174,16 +178,7 @@ func (g *generator) placeExternals() []string {
 			h = &model.Host{Name: hostSafe(machine), Replicas: 1, Balancer: model.RoundRobin,
 				CPU: model.CPU{Cores: 1, Speed: 1, Scheduling: model.PS}}
 			if hc, ok := g.cfg.Hosts[machine]; ok {
-				if hc.Cores > 0 {
-					h.CPU.Cores = hc.Cores
-					g.configured[h] = true
-				}
-				if hc.Speed > 0 {
-					h.CPU.Speed = hc.Speed
-				}
-				if sched, q, err := hc.cpu(); err == nil {
-					h.CPU.Scheduling, h.CPU.Quantum = sched, q
-				}
+				g.configure(h, hc)
 			}
 			g.m.Hosts = append(g.m.Hosts, h)
 		}

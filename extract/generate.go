@@ -484,6 +484,21 @@ func (g *generator) needPassive(name string, k int, id string) {
 	g.m.Passive = append(g.m.Passive, p)
 }
 
+// configure gives host h the cores, speed and scheduling hc sets.
+func (g *generator) configure(h *model.Host, hc HostConfig) {
+	if hc.Cores > 0 {
+		h.CPU.Cores = hc.Cores
+		g.configured[h] = true
+	}
+	if hc.Speed > 0 {
+		h.CPU.Speed = hc.Speed
+	}
+	// Generate has checked the configuration (Config.check).
+	if sched, q, err := hc.cpu(); err == nil {
+		h.CPU.Scheduling, h.CPU.Quantum = sched, q
+	}
+}
+
 // limitName names the passive resource of an operation's inferred limit.
 func limitName(id string) string {
 	return strings.NewReplacer("/", " ", ".", "-").Replace(id) + " limit"
@@ -539,17 +554,7 @@ func (g *generator) placeComponents() {
 				names = append(names, machines...)
 			}
 			if ok {
-				if hc.Cores > 0 {
-					h.CPU.Cores = hc.Cores
-					g.configured[h] = true
-				}
-				if hc.Speed > 0 {
-					h.CPU.Speed = hc.Speed
-				}
-				// Generate has checked the configuration (Config.check).
-				if sched, q, err := hc.cpu(); err == nil {
-					h.CPU.Scheduling, h.CPU.Quantum = sched, q
-				}
+				g.configure(h, hc)
 			}
 			byKey[key] = h
 			g.m.Hosts = append(g.m.Hosts, h)
