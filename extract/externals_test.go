@@ -1,6 +1,7 @@
 package extract_test
 
 import (
+	"bytes"
 	"context"
 	"math"
 	"os"
@@ -130,6 +131,38 @@ func TestExternalSystem(t *testing.T) {
 	}
 	if delays.Model.Component("db") != nil {
 		t.Errorf("without the database's metrics, the database is a component")
+	}
+
+	// Half the calls to a second machine, db-2, without metrics: the
+	// system is on two machines and its calls stay delays, said once.
+	data := mustRead(t, tracesPath)
+	peer := []byte(`{"key":"peer.service","value":{"stringValue":"db"}}`)
+	var split []byte
+	for i, part := range bytes.Split(data, peer) {
+		if i > 0 {
+			split = append(split, peer...)
+			if i%2 == 0 {
+				split = append(split, []byte(`,{"key":"server.address","value":{"stringValue":"db-2"}}`)...)
+			}
+		}
+		split = append(split, part...)
+	}
+	twoPath := filepath.Join(dir, "two.jsonl")
+	if err := os.WriteFile(twoPath, split, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	two, err := extract.Run(context.Background(), []string{twoPath}, "withdb", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	said := 0
+	for _, e := range two.Report.Evidence {
+		if strings.Contains(e, "db: a system seen only by its clients' spans, called on several machines") {
+			said++
+		}
+	}
+	if two.Model.Component("db") != nil || said != 1 {
+		t.Errorf("calls to two machines: component %v, said %d times in %q", two.Model.Component("db") != nil, said, two.Report.Evidence)
 	}
 
 	solveAt := func(m *model.Model, load float64) *solve.Result {
