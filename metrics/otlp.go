@@ -179,20 +179,18 @@ func (r *reader) otlpMetric(m pmetric.Metric, res otlpResource, place string, tr
 		if !cumulative {
 			kind = delta
 		}
-	case "system.cpu.utilization", "process.cpu.utilization":
+	case "system.cpu.utilization", "process.cpu.utilization",
+		"container.cpu.usage", "k8s.pod.cpu.usage", "k8s.node.cpu.usage":
 		if m.Type() != pmetric.MetricTypeGauge {
 			r.damagef(ingest.DamageBadValue, "%s: a gauge expected, found %s", place, m.Type())
 			return
 		}
 		dps = m.Gauge().DataPoints()
+		// Utilizations are fractions of the cores; usages busy cores.
 		unit = Fraction
-	case "container.cpu.usage", "k8s.pod.cpu.usage", "k8s.node.cpu.usage":
-		if m.Type() != pmetric.MetricTypeGauge {
-			r.damagef(ingest.DamageBadValue, "%s: a gauge expected, found %s", place, m.Type())
-			return
+		if strings.HasSuffix(name, ".usage") {
+			unit = Cores
 		}
-		dps = m.Gauge().DataPoints()
-		unit = Cores
 	case "container.cpu.utilization", "k8s.pod.cpu.utilization", "k8s.node.cpu.utilization":
 		r.note("%s left out: receivers differ in what it measures (a percentage, busy cores); %s.cpu.time or %s.cpu.usage are read",
 			name, strings.TrimSuffix(name, ".cpu.utilization"), strings.TrimSuffix(name, ".cpu.utilization"))
