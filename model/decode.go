@@ -343,7 +343,7 @@ func (d *decoder) host(f field, path string) *Host {
 				d.add(d.pos(g.value, p), "unknown balancer %q (want round-robin, random or least-busy)", h.Balancer)
 			}
 		case "cpu":
-			for _, c := range d.fields(g.value, p, "cores", "speed", "speed_curve", "speed_variation", "speed_window", "scheduling", "quantum") {
+			for _, c := range d.fields(g.value, p, "cores", "speed", "speed_curve", "speed_variation", "speed_window", "scheduling", "quantum", "limit", "period") {
 				cp := join(p, c.key)
 				switch c.key {
 				case "cores":
@@ -378,6 +378,16 @@ func (d *decoder) host(f field, path string) *Host {
 					}
 				case "quantum":
 					h.CPU.Quantum = d.duration(c.value, cp)
+				case "limit":
+					if s, ok := d.scalar(c.value, cp); ok {
+						v, err := ParseCores(s)
+						if err != nil {
+							d.add(d.pos(c.value, cp), "%v", err)
+						}
+						h.CPU.Limit = v
+					}
+				case "period":
+					h.CPU.Period = d.duration(c.value, cp)
 				}
 			}
 		case "disks":

@@ -167,6 +167,12 @@ func hostNode(h *Host) *yaml.Node {
 	if h.CPU.Quantum != 0 {
 		put(cpu, "quantum", str(FormatDuration(h.CPU.Quantum)))
 	}
+	if h.CPU.Limit != 0 {
+		put(cpu, "limit", num(h.CPU.Limit))
+	}
+	if h.CPU.Period != 0 {
+		put(cpu, "period", str(FormatDuration(h.CPU.Period)))
+	}
 	if len(cpu.Content) > 0 {
 		put(n, "cpu", cpu)
 	}

@@ -14,7 +14,10 @@
 package model
 
 import (
+	"fmt"
+	"math"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -114,6 +117,65 @@ type CPU struct {
 	Scheduling Scheduling
 	// Quantum is the RR time slice in seconds.
 	Quantum float64
+	// Limit, when positive, caps the CPU time each replica may use, in
+	// cores: Linux's CFS bandwidth control, as a container's CPU limit
+	// sets it. Work runs on up to Cores at full speed until Limit × Period
+	// seconds of CPU are spent within the period, then waits for the next
+	// period. 0 (the default) is no limit; a limit of Cores or more never
+	// binds.
+	Limit float64
+	// Period is the bandwidth period in seconds (Linux's cpu.cfs_period_us,
+	// DefaultPeriod unless set); meaningful only with a Limit.
+	Period float64
+}
+
+// Bounds of CPU.Limit and CPU.Period: a thousandth of a core (Kubernetes'
+// smallest unit, 1m), and Linux's bounds on cpu.cfs_period_us.
+const (
+	MinLimit  = 1e-3
+	MinPeriod = 1e-3
+	MaxPeriod = 1.0
+)
+
+// ParseCores reads a number of cores, as Kubernetes writes CPU quantities:
+// a decimal number ("1.5") or millicores ("500m"). Surrounding white space
+// is ignored; negative, infinite and unreadable values are errors.
+func ParseCores(s string) (float64, error) {
+	t := strings.TrimSpace(s)
+	scale := 1.0
+	if m, ok := strings.CutSuffix(t, "m"); ok {
+		t, scale = m, 1e-3
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || !(v >= 0) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("want a number of cores (1.5) or millicores (500m), not %q", s)
+	}
+	return v * scale, nil
+}
+
+// DefaultPeriod is the CFS bandwidth period Linux, Docker and Kubernetes
+// use unless told otherwise: 100 ms.
+const DefaultPeriod = 0.1
+
+// Limited reports whether the CPU's limit can bind: positive and below
+// its cores.
+func (c CPU) Limited() bool { return c.Limit > 0 && c.Limit < float64(max(c.Cores, 1)) }
+
+// LimitPeriod is the CPU's bandwidth period: Period, or DefaultPeriod.
+func (c CPU) LimitPeriod() float64 {
+	if c.Period > 0 {
+		return c.Period
+	}
+	return DefaultPeriod
+}
+
+// Capacity is the CPU time a replica can give per second, in cores: its
+// limit where that binds, else its cores.
+func (c CPU) Capacity() float64 {
+	if c.Limited() {
+		return c.Limit
+	}
+	return float64(max(c.Cores, 1))
 }
 
 // MaxReplicas is the most replicas a host may have: the solvers keep

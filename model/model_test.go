@@ -286,6 +286,10 @@ func TestInvalid(t *testing.T) {
 		{"speed variation negative", "cpu: {cores: 2}", "cpu: {cores: 2, speed_variation: -0.1}", 3, "hosts.app", "speed_variation must lie in [0, 1]"},
 		{"speed variation too large", "cpu: {cores: 2}", "cpu: {cores: 2, speed_variation: 1.5}", 3, "hosts.app", "speed_variation must lie in [0, 1]"},
 		{"speed window too short", "cpu: {cores: 2}", "cpu: {cores: 2, speed_variation: 0.1, speed_window: 10us}", 3, "hosts.app", "speed_window must be 0 or at least 1ms"},
+		{"limit too small", "cpu: {cores: 2}", "cpu: {cores: 2, limit: 0.0001}", 3, "hosts.app", "cpu.limit must be 0 (none) or at least 0.001 cores"},
+		{"limit unreadable", "cpu: {cores: 2}", "cpu: {cores: 2, limit: half}", 4, "hosts.app.cpu.limit", "millicores (500m)"},
+		{"limit negative", "cpu: {cores: 2}", "cpu: {cores: 2, limit: -1}", 4, "hosts.app.cpu.limit", "millicores"},
+		{"period too long", "cpu: {cores: 2}", "cpu: {cores: 2, limit: 1, period: 2s}", 3, "hosts.app", "cpu.period must lie in [1ms, 1s]"},
 		{"rr without quantum", "cpu: {cores: 2}", "cpu: {cores: 2, scheduling: rr}", 3, "hosts.app", "quantum"},
 		{"hyperexp cv", "exp(1ms)", "hyperexp(1ms, cv=0.5)", 12, "components.front.operations.get.steps[0].cpu", ""},
 		{"not a map", "hosts:\n  app:", "hosts: [app]\n  app_:", 0, "", ""},
@@ -501,6 +505,54 @@ func TestSpeedVariation(t *testing.T) {
 	m.Host("app").CPU.SpeedVariation, m.Host("app").CPU.SpeedWindow = 0, 0
 	if out := string(encode(t, m, YAML)); strings.Contains(out, "speed_variation") || strings.Contains(out, "speed_window") {
 		t.Errorf("zero speed variation or window encoded:\n%s", out)
+	}
+}
+
+// TestCPULimit: a CPU limit is read in cores or millicores with its
+// period, kept through both formats, and binds only below the cores.
+func TestCPULimit(t *testing.T) {
+	src := strings.Replace(base, "cpu: {cores: 2}", "cpu: {cores: 2, limit: 1500m, period: 50ms}", 1)
+	m, err := Parse([]byte(src), "limited.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := m.Host("app").CPU
+	if c.Limit != 1.5 || c.Period != 0.05 || !c.Limited() || c.Capacity() != 1.5 || c.LimitPeriod() != 0.05 {
+		t.Fatalf("limit %g, period %g, limited %v, capacity %g", c.Limit, c.Period, c.Limited(), c.Capacity())
+	}
+	for _, f := range []Format{YAML, JSON} {
+		m2, err := Parse(encode(t, m, f), "again."+string(f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m2.Host("app").CPU; got.Limit != 1.5 || got.Period != 0.05 {
+			t.Errorf("%s round trip: limit %g, period %g, want 1.5 and 0.05", f, got.Limit, got.Period)
+		}
+	}
+	for _, tc := range []struct {
+		cpu      CPU
+		limited  bool
+		capacity float64
+		period   float64
+	}{
+		{CPU{Cores: 2}, false, 2, DefaultPeriod},
+		{CPU{Cores: 2, Limit: 2}, false, 2, DefaultPeriod},
+		{CPU{Cores: 2, Limit: 3}, false, 2, DefaultPeriod},
+		{CPU{Cores: 1, Limit: 0.25, Period: 0.2}, true, 0.25, 0.2},
+	} {
+		if tc.cpu.Limited() != tc.limited || tc.cpu.Capacity() != tc.capacity || tc.cpu.LimitPeriod() != tc.period {
+			t.Errorf("%+v: limited %v, capacity %g, period %g; want %v, %g, %g", tc.cpu, tc.cpu.Limited(), tc.cpu.Capacity(), tc.cpu.LimitPeriod(), tc.limited, tc.capacity, tc.period)
+		}
+	}
+	for in, want := range map[string]float64{"0.5": 0.5, " 250m ": 0.25, "2": 2, "0m": 0} {
+		if got, err := ParseCores(in); err != nil || got != want {
+			t.Errorf("ParseCores(%q) = %g, %v; want %g", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "m", "-1", "1e999", "NaN", "1.5 cores"} {
+		if _, err := ParseCores(in); err == nil {
+			t.Errorf("ParseCores(%q): no error", in)
+		}
 	}
 }
 

@@ -169,6 +169,12 @@ func (v *validator) host(h *Host) {
 			v.add(h.Pos, "cpu.speed_curve points must be in increasing utilization (point %d at %g follows %g)", i, pt.Utilization, h.CPU.SpeedCurve[i-1].Utilization)
 		}
 	}
+	if l := h.CPU.Limit; l != 0 && !(l >= MinLimit && !math.IsInf(l, 0)) {
+		v.add(h.Pos, "cpu.limit must be 0 (none) or at least %g cores, found %g", MinLimit, l)
+	}
+	if p := h.CPU.Period; p != 0 && !(p >= MinPeriod && p <= MaxPeriod) {
+		v.add(h.Pos, "cpu.period must lie in [%s, %s], found %s", FormatDuration(MinPeriod), FormatDuration(MaxPeriod), FormatDuration(p))
+	}
 	switch h.CPU.Scheduling {
 	case PS, FCFS:
 	case RR:
