@@ -14,7 +14,8 @@ import (
 // alone, and whether some resource cannot carry it.
 type Bound struct {
 	// Utilization is, per resource, the fraction of its capacity the open
-	// workloads need: Σ rate × demand / servers. For thread pools and passive
+	// workloads need: Σ rate × demand / servers (for a CPU with a limit,
+	// over the cores the limit allows, model.CPU.Capacity). For thread pools and passive
 	// resources the demand is a lower bound on the holding time (the work done
 	// while holding, without any queueing), so a value ≥ 1 is a certain
 	// overload while a value below 1 is no promise.
@@ -28,7 +29,8 @@ type Bound struct {
 	// bottleneck reaches full utilization, every open rate scaled alike.
 	Saturation *Saturation
 
-	capacity map[string]int
+	capacity map[string]float64
+	servers  map[string]int
 }
 
 // Overload writes into res, for a model the bound finds unstable, what a
@@ -42,7 +44,11 @@ func (b *Bound) Overload(res *Result) {
 		res.Resources = map[string]*ResourceResult{}
 	}
 	for r, u := range b.Utilization {
-		res.Resources[r] = &ResourceResult{Utilization: u, Busy: u * float64(b.capacity[r])}
+		rr := &ResourceResult{Utilization: u, Busy: u * b.capacity[r]}
+		if n := float64(b.servers[r]); n > b.capacity[r] {
+			rr.Utilization, rr.LimitUtilization = rr.Busy/n, &u
+		}
+		res.Resources[r] = rr
 	}
 	res.Warnings = append(res.Warnings, fmt.Sprintf(
 		"the open workloads need %.3g times what %s can serve (utilization law): there is no steady state; utilizations and busy servers are what they ask of each resource",
@@ -52,8 +58,15 @@ func (b *Bound) Overload(res *Result) {
 // Bounds applies the utilization law to the open workloads of a valid model.
 // Closed workloads are left out: they are always stable.
 func Bounds(m *model.Model) *Bound {
-	capacity := resourceCapacity(m)
-	b := &Bound{Utilization: map[string]float64{}, Stable: true, capacity: capacity}
+	capacity, servers := map[string]float64{}, map[string]int{}
+	eachResource(m, func(name string, n, replicas int) { servers[name] = n * replicas })
+	for name, n := range servers {
+		capacity[name] = float64(n)
+	}
+	for _, h := range m.Hosts {
+		capacity[model.CPUResource(h.Name)] = h.CPU.Capacity() * float64(h.Replicas)
+	}
+	b := &Bound{Utilization: map[string]float64{}, Stable: true, capacity: capacity, servers: servers}
 	for _, w := range m.Workloads {
 		if w.Open == nil || w.Open.Rate == 0 {
 			continue
@@ -62,7 +75,7 @@ func Bounds(m *model.Model) *Bound {
 		d := m.Demands(w)
 		for r, s := range d.Service {
 			if n := capacity[r]; n > 0 {
-				b.Utilization[r] += w.Open.Rate * s / float64(n)
+				b.Utilization[r] += w.Open.Rate * s / n
 			}
 		}
 		// Thread pools: every execution of an operation holds a thread
@@ -76,14 +89,14 @@ func Bounds(m *model.Model) *Bound {
 			}
 			t := bw.minOperationTime(op, 0)
 			r := model.ThreadsResource(c.Name)
-			b.Utilization[r] += w.Open.Rate * d.Visits[id] * t / float64(capacity[r])
+			b.Utilization[r] += w.Open.Rate * d.Visits[id] * t / capacity[r]
 		}
 		// Passive resources held by hold steps: at least the work inside.
 		holdTimes := map[string]float64{}
 		bw.collectHolds(w.Steps, nil, 1, holdTimes, 0)
 		for r, t := range holdTimes {
 			if n := capacity[r]; n > 0 {
-				b.Utilization[r] += w.Open.Rate * t / float64(n)
+				b.Utilization[r] += w.Open.Rate * t / n
 			}
 		}
 	}
@@ -109,14 +122,11 @@ func Bounds(m *model.Model) *Bound {
 // Resources lists, sorted, the resources a result of m reports: every
 // host's CPU and disks, the threads of components with a limit, the
 // passive resources.
-func Resources(m *model.Model) []string { return slices.Sorted(maps.Keys(resourceCapacity(m))) }
-
-// resourceCapacity returns the number of servers of every resource over all
-// replicas: cores, disk servers, threads, units of passive resources.
-func resourceCapacity(m *model.Model) map[string]int {
-	c := map[string]int{}
-	eachResource(m, func(name string, servers, replicas int) { c[name] = servers * replicas })
-	return c
+func Resources(m *model.Model) []string {
+	var out []string
+	eachResource(m, func(name string, _, _ int) { out = append(out, name) })
+	slices.Sort(out)
+	return out
 }
 
 // eachResource calls f with every resource of m, the servers of one replica

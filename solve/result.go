@@ -99,6 +99,23 @@ type ResourceResult struct {
 	Wait *Times `json:"wait,omitempty"`
 	// QueueLength is the mean number waiting, when known.
 	QueueLength *float64 `json:"queue_length,omitempty"`
+	// LimitUtilization is, for a CPU with a limit (model.CPU.Limit), the
+	// CPU time used over the time the limit allows: what Kubernetes shows
+	// as usage of the limit. It, not Utilization, reaches 1 at saturation.
+	LimitUtilization *float64 `json:"limit_utilization,omitempty"`
+	// Throttled is, for a CPU with a limit, the fraction of its periods
+	// in which the quota ran out and work waited for the next period
+	// (cgroup's nr_throttled over nr_periods), when simulated.
+	Throttled *float64 `json:"throttled,omitempty"`
+}
+
+// Load is how close the resource is to saturation: its LimitUtilization
+// where it has a limit, else its Utilization.
+func (r *ResourceResult) Load() float64 {
+	if r.LimitUtilization != nil {
+		return *r.LimitUtilization
+	}
+	return r.Utilization
 }
 
 // SimInfo describes a simulation run.

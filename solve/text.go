@@ -104,6 +104,12 @@ func WriteText(w io.Writer, r *Result) error {
 			if ci := x.UtilizationCI95; ci != nil {
 				util += " ±" + formatPercent((ci[1]-ci[0])/2)
 			}
+			if l := x.LimitUtilization; l != nil {
+				util += ", " + formatPercent(*l) + " of its limit"
+				if th := x.Throttled; th != nil {
+					util += ", throttled in " + formatPercent(*th) + " of periods"
+				}
+			}
 			wait := "-"
 			if x.Wait != nil {
 				wait = formatTime(x.Wait.Mean, x.Wait.CI95)

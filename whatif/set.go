@@ -136,6 +136,14 @@ var sections = []section{
 				m.Host(n).CPU.Quantum, err = model.ParseDuration(v)
 				return
 			}},
+			{"cpu.limit", func(m *model.Model, n, v string) (err error) {
+				m.Host(n).CPU.Limit, err = model.ParseCores(v)
+				return
+			}},
+			{"cpu.period", func(m *model.Model, n, v string) (err error) {
+				m.Host(n).CPU.Period, err = model.ParseDuration(v)
+				return
+			}},
 		},
 	},
 	{

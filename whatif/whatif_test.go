@@ -49,6 +49,7 @@ func TestSet(t *testing.T) {
 		"hosts.app.cpu.cores=8", "hosts.app.replicas=3", "hosts.app.cpu.speed=1.5",
 		"hosts.app.cpu.speed_variation=0.2",
 		"hosts.app.cpu.speed_window=500ms",
+		"hosts.app.cpu.limit=2500m", "hosts.app.cpu.period=50ms",
 		"components.svc.threads=32", "passive.lock.capacity=20",
 		"workload.w.open.rate=120/s", "workload.u.closed.users=400", "workload.*.load=2",
 		"hosts.app.disks.data.servers=4", "hosts.*.disks.*.scheduling=random",
@@ -61,7 +62,7 @@ func TestSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := m.Host("app")
-	if h.CPU.Cores != 8 || h.Replicas != 3 || h.CPU.Speed != 1.5 || h.CPU.SpeedVariation != 0.2 || h.CPU.SpeedWindow != 0.5 || m.Component("svc").Threads != 32 ||
+	if h.CPU.Cores != 8 || h.Replicas != 3 || h.CPU.Speed != 1.5 || h.CPU.SpeedVariation != 0.2 || h.CPU.SpeedWindow != 0.5 || h.CPU.Limit != 2.5 || h.CPU.Period != 0.05 || m.Component("svc").Threads != 32 ||
 		m.PassiveResource("lock").Capacity != 20 || m.Workload("w").Open.Rate != 240 || m.Workload("u").Closed.Users != 800 ||
 		h.Disk("data").Servers != 4 || h.Disk("data").Scheduling != model.RandomOrder {
 		t.Errorf("not all set:\n%s", m.Marshal())
@@ -212,6 +213,16 @@ func TestCapacityMM1AndMMc(t *testing.T) {
 	}
 	if got := util.Format(5.0 / 6); got != "83.3 %" {
 		t.Errorf("Format(5/6) = %q, want 83.3 %%", got)
+	}
+	// The smallest CPU limit: the analytical solver takes a limit L ≤ 1
+	// core as one server of speed L, so M/M/1 with S = 10 ms / L keeps
+	// mean(w) < 50 ms at 50/s while L > λS + S/R = 0.7.
+	m.Component("svc").Operations[0].Steps[0].Demand = model.Exp(0.01)
+	m.Host("app").CPU.Cores = 1
+	mean, _ := ParseSLO("mean(w) < 50ms")
+	limit, _ := ParseVary("hosts.app.cpu.limit=0.1..1")
+	if c, err = FindCapacity(context.Background(), m, limit, []SLO{mean}, solver); err != nil || !c.Found || math.Abs(c.Value-0.7) > 1e-6 {
+		t.Errorf("smallest limit %g (found %v, %v), want 0.7", c.Value, c.Found, err)
 	}
 }
 

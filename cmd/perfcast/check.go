@@ -76,7 +76,11 @@ func writeSummary(w io.Writer, m *model.Model) error {
 		} else if v > 0 {
 			speed += fmt.Sprintf(" (cv %.3g)", v)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", h.Name, h.Replicas, h.CPU.Cores, speed, sched, dash(strings.Join(disks, " ")))
+		cores := fmt.Sprint(h.CPU.Cores)
+		if h.CPU.Limited() {
+			cores += fmt.Sprintf(" (limit %g every %s)", h.CPU.Limit, model.FormatDuration(h.CPU.LimitPeriod()))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", h.Name, h.Replicas, cores, speed, sched, dash(strings.Join(disks, " ")))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)

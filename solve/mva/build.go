@@ -1,6 +1,8 @@
 package mva
 
 import (
+	"math"
+
 	"github.com/perfcast/perfcast/model"
 )
 
@@ -84,6 +86,31 @@ type built struct {
 	reentries map[*model.Step]reentry
 }
 
+// limitServers is the number of servers the solver gives a CPU: its
+// cores, or for a CPU whose limit binds (model.CPU.Limit), the limit
+// rounded up, each serving limit/⌈limit⌉ of a core (limitScale stretches
+// the demands to that). That is the limit's capacity, and a request
+// alone runs at full speed where the limit is a whole number of cores.
+// A limited CPU runs at full speed on all its cores until its quota is
+// spent, then stalls until the period ends: the solver sees neither, so
+// it overestimates waits at light load under a fractional limit and
+// underestimates those that stalls of tens of milliseconds make.
+func limitServers(c model.CPU) int {
+	if !c.Limited() {
+		return max(c.Cores, 1)
+	}
+	return int(math.Ceil(c.Limit - 1e-9))
+}
+
+// limitScale is the factor by which the solver stretches the CPU demands
+// at a limited CPU: ⌈limit⌉/limit; 1 without a limit.
+func limitScale(c model.CPU) float64 {
+	if !c.Limited() {
+		return 1
+	}
+	return float64(limitServers(c)) / c.Limit
+}
+
 // build turns a valid model into stations, pools and per-class demands.
 func build(m *model.Model) *built {
 	b := &built{m: m, stIndex: map[string]int{}, poolIdx: map[string]int{}, hostCPU: map[string]int{}, hostDisk: map[string]map[string]int{}}
@@ -93,10 +120,14 @@ func build(m *model.Model) *built {
 		b.stIndex[model.CPUResource(h.Name)] = len(b.stations)
 		b.stations = append(b.stations, station{
 			name:    model.CPUResource(h.Name),
-			servers: max(h.CPU.Cores, 1),
+			servers: limitServers(h.CPU),
 			copies:  replicas,
 			fcfs:    h.CPU.Scheduling == model.FCFS,
 		})
+		if h.CPU.Limited() {
+			st := &b.stations[len(b.stations)-1]
+			st.limit, st.cores = h.CPU.Limit, max(h.CPU.Cores, 1)
+		}
 		b.hostDisk[h.Name] = map[string]int{}
 		for _, d := range h.Disks {
 			b.hostDisk[h.Name][d.Name] = len(b.stations)
@@ -145,6 +176,9 @@ func build(m *model.Model) *built {
 		}
 		for r, s := range ci.dem.Service {
 			if k, ok := b.stIndex[r]; ok {
+				if st := &b.stations[k]; st.limit > 0 {
+					s *= float64(st.servers) / st.limit // as stationOf scales it
+				}
 				ci.demand[k] = s
 			}
 		}
@@ -332,7 +366,7 @@ func (b *built) stationOf(s *model.Step, c *model.Component) (int, float64) {
 		if speed <= 0 {
 			speed = 1
 		}
-		return b.hostCPU[h.Name], speed
+		return b.hostCPU[h.Name], speed / limitScale(h.CPU)
 	}
 	d := h.Disk(s.Disk)
 	if d == nil {

@@ -20,6 +20,11 @@ type station struct {
 	// the same for every class and depends on the variability of service
 	// (for open classes); other stations are processor sharing.
 	fcfs bool
+	// limit is, at a CPU whose limit binds, the limit in cores, served
+	// by its servers as limitServers says, and cores the host's cores per
+	// replica, which its utilization is reported over; 0 elsewhere.
+	limit float64
+	cores int
 }
 
 // class is a request class of a queueing network: open with an arrival

@@ -160,7 +160,17 @@ func fill(res *solve.Result, st *state) {
 			waiting += x * math.Max(float64(s.copies)*st.hw.R[c][k]-ci.demand[k], 0)
 		}
 		servers := float64(s.servers * s.copies)
+		load := busy / servers
+		if s.limit > 0 {
+			// A limited CPU: the scaled demands on the limit's
+			// servers give the share of the limit used.
+			busy *= s.limit / float64(s.servers)
+			servers = float64(s.cores * s.copies)
+		}
 		rr := &solve.ResourceResult{Utilization: busy / servers, Busy: busy, QueueLength: solve.Float(waiting)}
+		if s.limit > 0 {
+			rr.LimitUtilization = solve.Float(load)
+		}
 		if visits > 0 {
 			rr.Wait = &solve.Times{Mean: waiting / visits}
 		} else {
@@ -168,7 +178,7 @@ func fill(res *solve.Result, st *state) {
 		}
 		rr.PerReplica = perReplica(rr.Utilization, s.copies)
 		res.Resources[s.name] = rr
-		consider(s.name, rr.Utilization)
+		consider(s.name, load)
 	}
 	for p, pl := range b.pools {
 		var busy, acq, waiting float64

@@ -119,6 +119,11 @@ func supports(b *built, st *state) (bool, []string) {
 			reasons = append(reasons, fmt.Sprintf("workload %s: arrivals with cv %.3g are not Poisson; mean waits would be misjudged", w.Name, w.Open.CV))
 		}
 	}
+	for _, h := range b.m.Hosts {
+		if h.CPU.Limited() {
+			reasons = append(reasons, fmt.Sprintf("host %s: its CPU limit (%g cores every %s) is taken as that capacity at all times, which overestimates waits at light load; the simulator follows the quota period by period", h.Name, h.CPU.Limit, model.FormatDuration(h.CPU.LimitPeriod())))
+		}
+	}
 	for p, pl := range b.pools {
 		var acq, units float64
 		for _, ci := range b.classes {

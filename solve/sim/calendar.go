@@ -9,6 +9,8 @@ const (
 	evPSDone              // x: station, y: version; the next departure of a PS station
 	evSlice               // x: task, y: its version; the end of a round-robin time slice
 	evSpeed               // x: host; its replicas' CPUs change speed
+	evPeriod              // x: host; its replicas' CPU limits start a new period
+	evQuota               // x: station, y: its quota version; the station's CPU time runs out for the period
 )
 
 // event is one entry of the calendar. Events at the same time are handled in

@@ -132,6 +132,10 @@ type hostInfo struct {
 	// time per unit of work is redrawn, lognormal of mean 1 with log
 	// standard deviation sigma. window 0: a steady speed.
 	sigma, window float64
+	// limit and period describe a CPU limit (model.CPU.Limit): each
+	// replica may use limit × period seconds of CPU per period. limit 0:
+	// none, or one that never binds.
+	limit, period float64
 	disks         []diskInfo
 	// station is the index of the CPU station of replica 0; each replica has
 	// 1+len(disks) stations in a row: the CPU, then the disks.
@@ -217,6 +221,9 @@ func compile(m *model.Model) (*program, error) {
 		if h.CPU.VariesOverTime() {
 			v := h.CPU.SpeedVariation
 			hi.sigma, hi.window = math.Sqrt(math.Log1p(v*v)), h.CPU.SpeedWindow
+		}
+		if h.CPU.Limited() {
+			hi.limit, hi.period = h.CPU.Limit, h.CPU.LimitPeriod()
 		}
 		if hi.sched == "" {
 			hi.sched = model.PS

@@ -68,8 +68,10 @@ type task struct {
 	// due is when the current service (FCFS, random order) or slice (RR)
 	// ends; ver is the version of its event on the calendar, which a
 	// change of the station's speed makes stale; slot is the task's index
-	// in the station's serving list.
+	// in the station's serving list. While the station is stalled (a CPU
+	// limit's quota spent), due is +Inf and rem holds the work still due.
 	due         float64
+	rem         float64
 	ver         int32
 	slot        int32
 	units, inst int32 // the units and passive instance waited for
@@ -155,6 +157,8 @@ type station struct {
 	rate    float64
 	varies  bool
 	serving []int32
+	// cpuLimit holds the state of a CPU limit; nil without one.
+	cpuLimit *cpuLimit
 }
 
 // pool is the thread pool of one component replica.
@@ -217,9 +221,13 @@ type engine struct {
 	passives []passiveRes
 	hostLoad []int32 // operations in progress or waiting per host replica
 	rrNext   []int32 // round-robin balancer position per host
-	// speedEvents is the number of speed changes always on the calendar:
-	// one per host whose CPU speed changes over time.
+	// speedEvents is the number of events always on the calendar: one
+	// per host whose CPU speed changes over time, one per host whose CPU
+	// is limited (its periods).
 	speedEvents int
+	// stalled counts the CPUs whose limit's quota is spent, whose work
+	// resumes at the next period.
+	stalled int
 
 	st     stats
 	events int64
@@ -268,7 +276,10 @@ func newEngine(p *program, seed, stream uint64, cut, quota int64, liveLimit int)
 		per := int32(1 + len(h.disks))
 		for r := int32(0); r < h.replicas; r++ {
 			base := h.station + r*per
-			e.stations[base] = station{kind: kindOf(h.sched), servers: h.cores, quantum: h.quantum, rate: 1, varies: h.window > 0}
+			e.stations[base] = station{kind: kindOf(h.sched), servers: h.cores, quantum: h.quantum, rate: 1, varies: h.window > 0 || h.limit > 0}
+			if h.limit > 0 {
+				e.stations[base].cpuLimit = &cpuLimit{quota: h.limit * h.period, speed: 1}
+			}
 			for i, d := range h.disks {
 				e.stations[base+1+int32(i)] = station{kind: kindOf(d.sched), servers: d.servers, rate: 1}
 			}
@@ -332,6 +343,10 @@ func (e *engine) run(ctx context.Context) error {
 			e.changeSpeed(int32(i))
 			e.speedEvents++
 		}
+		if h := &p.hosts[i]; h.limit > 0 {
+			e.cal.push(e.now+h.period, evPeriod, int32(i), 0)
+			e.speedEvents++
+		}
 	}
 	if e.cut == 0 {
 		e.resetStats()
@@ -343,9 +358,9 @@ func (e *engine) run(ctx context.Context) error {
 		if e.done {
 			break
 		}
-		if e.cal.len() == e.speedEvents {
-			// Nothing but speed changes will ever happen again while
-			// requests wait: they wait for each other.
+		if e.cal.len() == e.speedEvents && e.stalled == 0 {
+			// Nothing but speed changes and periods will ever happen
+			// again while requests wait: they wait for each other.
 			e.deadlock = true
 			break
 		}
@@ -376,6 +391,10 @@ func (e *engine) run(ctx context.Context) error {
 			}
 		case evSpeed:
 			e.changeSpeed(ev.x)
+		case evPeriod:
+			e.newPeriod(ev.x)
+		case evQuota:
+			e.quotaSpent(ev.x, ev.y)
 		}
 		if e.events&ctxCheckEvery == 0 {
 			if err := ctx.Err(); err != nil {
@@ -416,6 +435,9 @@ func (e *engine) resetStats() {
 	}
 	for i := range e.stations {
 		reset(&e.stations[i].acct)
+		if l := e.stations[i].cpuLimit; l != nil {
+			l.periods, l.stalled = 0, 0
+		}
 	}
 	for i := range e.pools {
 		reset(&e.pools[i].acct)
@@ -985,6 +1007,9 @@ func (e *engine) arrive(st int32, t *task, work float64) {
 			s.rq = append(s.rq, t.id)
 		}
 	}
+	if s.cpuLimit != nil {
+		e.meter(st, s)
+	}
 }
 
 // serviceDone ends t's service at a FCFS or random-order station.
@@ -1013,6 +1038,9 @@ func (e *engine) serviceDone(t *task) {
 	} else {
 		s.busy--
 		s.set(e.now, s.busy)
+		if s.cpuLimit != nil {
+			e.meter(t.station, s)
+		}
 	}
 	e.exec(t)
 }
@@ -1039,7 +1067,7 @@ func (s *station) psRate() float64 {
 // (below the number of cores an arrival changes neither); otherwise the old
 // one becomes stale: it carries an older version and is ignored.
 func (e *engine) psSchedule(st int32, s *station) {
-	if s.busy == 0 {
+	if s.busy == 0 || s.rate == 0 {
 		s.scheduled = false
 		return
 	}
@@ -1076,6 +1104,9 @@ func (e *engine) psDone(st, version int32) {
 	t := e.tasks[j.task]
 	s.wait(e.now - t.arrive - t.work)
 	e.psSchedule(st, s)
+	if s.cpuLimit != nil {
+		e.meter(st, s)
+	}
 	e.exec(t)
 }
 
@@ -1101,6 +1132,9 @@ func (e *engine) sliceEnd(t *task) {
 	} else {
 		s.busy--
 		s.set(e.now, s.busy)
+		if s.cpuLimit != nil {
+			e.meter(t.station, s)
+		}
 	}
 	e.exec(t)
 }
@@ -1108,12 +1142,16 @@ func (e *engine) sliceEnd(t *task) {
 // serve schedules the end (kind evDone or evSlice) of work, in compiled
 // demand units, that t starts at station s now.
 func (e *engine) serve(s *station, t *task, work float64, kind uint8) {
-	t.due = e.now + work/s.rate
 	t.ver++
 	if s.varies {
 		t.slot = int32(len(s.serving))
 		s.serving = append(s.serving, t.id)
 	}
+	if s.rate == 0 { // stalled until its CPU limit's next period
+		t.due, t.rem = math.Inf(1), work
+		return
+	}
+	t.due = e.now + work/s.rate
 	e.cal.push(t.due, kind, t.id, t.ver)
 }
 
@@ -1143,31 +1181,51 @@ func (e *engine) changeSpeed(h int32) {
 		// The CPU time per unit of work, lognormal of mean 1.
 		cost := math.Exp(hi.sigma*e.rng.NormFloat64() - hi.sigma*hi.sigma/2)
 		rate := 1 / cost
-		if s.kind == stPS {
-			e.psAdvance(s)
-			s.rate = rate
-			e.psSchedule(st, s)
-			continue
-		}
-		old := s.rate
-		s.rate = rate
-		kind := evDone
-		if s.kind == stRR {
-			kind = evSlice
-		}
-		for _, id := range s.serving {
-			t := e.tasks[id]
-			left := max((t.due-e.now)*old, 0) // work still due, in compiled units
-			if s.kind == stRR {
-				t.left -= t.slice - left
-				t.slice = left
+		if l := s.cpuLimit; l != nil {
+			l.speed = rate
+			if l.throttled {
+				continue
 			}
-			t.due = e.now + left/rate
-			t.ver++
-			e.cal.push(t.due, kind, id, t.ver)
 		}
+		e.setRate(st, s, rate)
 	}
 	e.cal.push(e.now+hi.window, evSpeed, h, 0)
+}
+
+// setRate changes the speed of station st to rate (0: stalled). Work in
+// progress goes on at the new speed: a PS station's virtual time, the
+// services and the round-robin slices under way are rescheduled.
+func (e *engine) setRate(st int32, s *station, rate float64) {
+	if s.kind == stPS {
+		e.psAdvance(s)
+		s.rate = rate
+		e.psSchedule(st, s)
+		return
+	}
+	old := s.rate
+	s.rate = rate
+	kind := evDone
+	if s.kind == stRR {
+		kind = evSlice
+	}
+	for _, id := range s.serving {
+		t := e.tasks[id]
+		left := t.rem // work still due, in compiled units
+		if old > 0 {
+			left = max((t.due-e.now)*old, 0)
+		}
+		if s.kind == stRR {
+			t.left -= t.slice - left
+			t.slice = left
+		}
+		t.ver++
+		if rate == 0 {
+			t.due, t.rem = math.Inf(1), left
+			continue
+		}
+		t.due = e.now + left/rate
+		e.cal.push(t.due, kind, id, t.ver)
+	}
 }
 
 // waiting is the number of requests waiting at resource instance kind/i:

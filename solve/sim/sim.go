@@ -175,6 +175,8 @@ type resDesc struct {
 	inst     []int // instance index per replica
 	servers  int   // per instance
 	replicas int
+	// limit is a CPU's limit per replica in cores, 0 for none.
+	limit float64
 }
 
 // resources lists the reported resources in a fixed order.
@@ -182,7 +184,7 @@ func resources(p *program) []resDesc {
 	var out []resDesc
 	for _, h := range p.hosts {
 		per := 1 + len(h.disks)
-		d := resDesc{name: model.CPUResource(h.name), kind: resStation, servers: int(h.cores), replicas: int(h.replicas)}
+		d := resDesc{name: model.CPUResource(h.name), kind: resStation, servers: int(h.cores), replicas: int(h.replicas), limit: h.limit}
 		for r := 0; r < int(h.replicas); r++ {
 			d.inst = append(d.inst, int(h.station)+r*per)
 		}
@@ -227,6 +229,9 @@ type repOut struct {
 	requests int64
 	st       stats
 	res      [][]acct // per resDesc, per replica
+	// throttle counts, per resDesc of a limited CPU, the periods begun
+	// and those in which the quota ran out, over its replicas.
+	throttle [][2]int64
 	trace    []float64
 	unstable *instability
 }
@@ -243,12 +248,17 @@ type instability struct {
 func collect(e *engine, descs []resDesc) *repOut {
 	o := &repOut{t: e.now - e.tCut, events: e.events, requests: e.mainEnds - e.cut, st: e.st, trace: e.trace}
 	o.res = make([][]acct, len(descs))
+	o.throttle = make([][2]int64, len(descs))
 	for i, d := range descs {
 		o.res[i] = make([]acct, len(d.inst))
 		for r, in := range d.inst {
 			switch d.kind {
 			case resStation:
 				o.res[i][r] = e.stations[in].acct
+				if l := e.stations[in].cpuLimit; l != nil {
+					o.throttle[i][0] += l.periods
+					o.throttle[i][1] += l.stalled
+				}
 			case resPool:
 				o.res[i][r] = e.pools[in].acct
 			default:
@@ -859,9 +869,22 @@ func (r *runner) fill(res *solve.Result) {
 		if wn > 0 {
 			rr.Wait = &solve.Times{Mean: math.Max(ws/float64(wn), 0)}
 		}
+		if d.limit > 0 {
+			lu := finite(u.mean) * float64(d.servers) / d.limit
+			rr.LimitUtilization = &lu
+			var periods, stalled int64
+			for _, o := range r.outs {
+				periods += o.throttle[i][0]
+				stalled += o.throttle[i][1]
+			}
+			if periods > 0 {
+				f := float64(stalled) / float64(periods)
+				rr.Throttled = &f
+			}
+		}
 		res.Resources[d.name] = rr
-		if rr.Utilization > top {
-			top, res.Bottleneck = rr.Utilization, d.name
+		if b := rr.Load(); b > top {
+			top, res.Bottleneck = b, d.name
 		}
 	}
 	if top <= 0 {
