@@ -104,14 +104,14 @@ func TestLimitUnstable(t *testing.T) {
 func limitedQueue(lambda, d, quota, period float64, n int, seed uint64) (mean, hw float64) {
 	rng := rand.New(rand.NewPCG(seed, 0))
 	var (
-		now, used  float64
-		boundary   = period
-		nextArr    = rng.ExpFloat64() / lambda
-		arrivals   []float64 // of the jobs present, in order
-		headLeft   float64   // work left of the first
-		done       int
-		sums       []float64 // batch means
-		bsum       float64
+		now, used float64
+		boundary  = period
+		nextArr   = rng.ExpFloat64() / lambda
+		arrivals  []float64 // of the jobs present, in order
+		headLeft  float64   // work left of the first
+		done      int
+		sums      []float64 // batch means
+		bsum      float64
 	)
 	for done < n {
 		// The next event: an arrival, the head's end, the quota's end,
