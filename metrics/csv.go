@@ -9,15 +9,17 @@ import (
 	"time"
 
 	"github.com/perfcast/perfcast/ingest"
+	"github.com/perfcast/perfcast/model"
 )
 
 // maxLine is the longest CSV line read; longer ones are damage.
 const maxLine = 1 << 16
 
 // csv reads the CSV format: a header naming the columns timestamp, host
-// and cpu_utilization or cpu_seconds (in any order, optionally cores and
-// service, the service.name of the process measured), then one reading per
-// line. Fields may be quoted with double quotes; empty
+// and cpu_utilization or cpu_seconds (in any order, optionally cores,
+// service, the service.name of the process measured, cpu_limit, the
+// host's CPU limit in cores or millicores, empty for none, and
+// cpu_period, its period as a duration), then one reading per line. Fields may be quoted with double quotes; empty
 // lines and lines starting with # are skipped.
 func (r *reader) csv(data []byte) error {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
@@ -109,6 +111,9 @@ func (r *reader) csv(data []byte) error {
 			r.explicitCores[host] = max(r.explicitCores[host], n)
 		}
 		service, _ := field("service")
+		if !r.csvLimit(lineNo, host, service, t, field) {
+			continue
+		}
 		key := host + "\x00" + service
 		tr := byHost[key]
 		if tr == nil {
@@ -128,6 +133,29 @@ func (r *reader) csv(data []byte) error {
 	}
 	r.tracks = append(r.tracks, order...)
 	return nil
+}
+
+// csvLimit records the cpu_limit and cpu_period fields of a line, if any;
+// it reports false, counting the damage, when one is unreadable.
+func (r *reader) csvLimit(lineNo int, host, service string, t int64, field func(string) (string, bool)) bool {
+	source := "cpu_limit of " + host
+	if l, ok := field("cpu_limit"); ok && l != "" {
+		v, err := model.ParseCores(l)
+		if err != nil {
+			r.damagef(ingest.DamageBadValue, "line %d: cpu_limit: %v", lineNo, err)
+			return false
+		}
+		r.addLimit(host, service, limitCores, t, v, source)
+		if p, ok := field("cpu_period"); ok && p != "" {
+			d, err := model.ParseDuration(p)
+			if err != nil || !(d > 0) {
+				r.damagef(ingest.DamageBadValue, "line %d: cpu_period %q is not a positive duration", lineNo, abbrev(p))
+				return false
+			}
+			r.addLimit(host, service, limitPeriod, t, d, source)
+		}
+	}
+	return true
 }
 
 // maxUtilization is the largest utilization accepted: a little above one

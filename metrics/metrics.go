@@ -162,7 +162,12 @@ type Set struct {
 	// container's name, id and short id, where its readings are keyed by
 	// its host name or pod. Lookup finds hosts by them.
 	Aliases map[string]string `json:"aliases,omitempty"`
-	Files   []FileStats       `json:"files"`
+	// Limits holds the CPU limits the readings state, by host: a pod's or
+	// a container's (cAdvisor's container_spec_cpu_quota and _period,
+	// kube-state-metrics' kube_pod_container_resource_limits, OTLP's
+	// k8s.container.cpu_limit, the CSV column cpu_limit).
+	Limits map[string]Limit `json:"limits,omitempty"`
+	Files  []FileStats      `json:"files"`
 }
 
 // Hosts returns the hosts with a series, sorted.
@@ -209,6 +214,18 @@ func Read(paths []string) (*Set, error) {
 		}
 		for _, a := range slices.Sorted(maps.Keys(f.Aliases)) {
 			set.addAlias(a, f.Aliases[a])
+		}
+		for _, h := range slices.Sorted(maps.Keys(f.Limits)) {
+			if mine, ok := set.Limits[h]; ok {
+				if mine.Cores != f.Limits[h].Cores {
+					fs.Notes = append(fs.Notes, fmt.Sprintf("host %s: CPU limit %s left out, %s states %s", h, f.Limits[h], mine.Source, mine))
+				}
+				continue
+			}
+			if set.Limits == nil {
+				set.Limits = map[string]Limit{}
+			}
+			set.Limits[h] = f.Limits[h]
 		}
 		set.Files = append(set.Files, fs)
 	}
@@ -359,6 +376,7 @@ type reader struct {
 	tracks []*track
 	// explicitCores holds core counts stated by the file, by host.
 	explicitCores map[string]int
+	limits        []*limitReading
 	notes         map[string]bool
 }
 
@@ -510,7 +528,8 @@ func (r *reader) build() (*Set, error) {
 		r.stats.Series++
 		r.stats.Samples += len(samples)
 	}
-	if len(set.Series) == 0 {
+	set.Limits = r.buildLimits()
+	if len(set.Series) == 0 && len(set.Limits) == 0 {
 		msg := "no usable CPU readings"
 		if n := r.stats.Damage.Total(); n > 0 {
 			for _, k := range r.stats.Damage.Kinds() {

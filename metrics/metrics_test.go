@@ -5,9 +5,11 @@ import (
 	"compress/gzip"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +41,9 @@ func dump(s *Set) string {
 		for _, sm := range sr.Samples {
 			fmt.Fprintf(&b, "  %s %s %.6g\n", stamp(sm.Start), stamp(sm.End), sm.Value)
 		}
+	}
+	for _, h := range slices.Sorted(maps.Keys(s.Limits)) {
+		fmt.Fprintf(&b, "limit %s %s source=%s\n", h, s.Limits[h], s.Limits[h].Source)
 	}
 	return b.String()
 }
@@ -446,5 +451,61 @@ func TestLookup(t *testing.T) {
 		if got := s.Lookup(name); got != want {
 			t.Errorf("Lookup(%q) = %q, want %q", name, got, want)
 		}
+	}
+}
+
+// TestLimits: CPU limits are read from cAdvisor's quota and period (a
+// pod's own cgroup, a Docker container's, a pod whose container has
+// none), kube-state-metrics' limits of a pod's containers (summed, the
+// memory limit left out), OTLP's k8s.container.cpu_limit and
+// k8s.container.cpu.limit, and the CSV's cpu_limit and cpu_period.
+func TestLimits(t *testing.T) {
+	read := func(name string) *Set {
+		t.Helper()
+		s, err := ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	check := func(s *Set, host string, cores, period float64) {
+		t.Helper()
+		l, ok := s.Limits[host]
+		switch {
+		case cores == 0 && ok:
+			t.Errorf("%s: limit %s, want none", host, l)
+		case cores == 0:
+		case !ok:
+			t.Errorf("%s: no limit, want %g cores", host, cores)
+		case math.Abs(l.Cores-cores) > 1e-12 || math.Abs(l.Period-period) > 1e-12 || l.Source == "":
+			t.Errorf("%s: limit %g cores every %g s (%s), want %g every %g", host, l.Cores, l.Period, l.Source, cores, period)
+		}
+	}
+	k8s := read("prom_cadvisor_k8s.json")
+	check(k8s, "catalog-5f6c9-x2x7q", 1.2, 0.1)
+	check(k8s, "web-7d9f-abcde", 0, 0)
+	check(k8s, "node-1", 0, 0)
+	check(read("prom_cadvisor_docker.json"), "shop-catalog-1", 0.5, 0.05)
+	ksm := read("prom_kube_state_limits.json")
+	check(ksm, "orders-6b7c-9xk2p", 1.75, 0)
+	if s := ksm.Series["orders-6b7c-9xk2p"]; s == nil {
+		t.Error("the pod's usage beside its limits was not read")
+	}
+	check(read("otlp_kubelet.jsonl"), "catalog-5f6c9-x2x7q", 1, 0)
+	csv := read("csv_limits.csv")
+	check(csv, "api-1", 0.5, 0.05)
+	check(csv, "db-1", 0, 0)
+	if d := csv.Files[0].Damage.Total(); d != 1 {
+		t.Errorf("damage %d, want the one unreadable limit", d)
+	}
+	// A file of limits alone is read; merged, the first file's limit of
+	// a host is kept.
+	set, err := Read([]string{filepath.Join("testdata", "prom_cadvisor_k8s.json"), filepath.Join("testdata", "otlp_kubelet.jsonl")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(set, "catalog-5f6c9-x2x7q", 1.2, 0.1)
+	if !slices.ContainsFunc(set.Files[1].Notes, func(n string) bool { return strings.Contains(n, "CPU limit 1 cores left out") }) {
+		t.Errorf("no note of the limit left out: %v", set.Files[1].Notes)
 	}
 }

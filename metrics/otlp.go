@@ -198,6 +198,9 @@ func (r *reader) otlpMetric(m pmetric.Metric, res otlpResource, place string, tr
 	case "system.cpu.logical.count":
 		r.logicalCount(m, host)
 		return
+	case "k8s.container.cpu_limit", "k8s.container.cpu.limit":
+		r.otlpLimit(m, res, place)
+		return
 	default:
 		return
 	}
@@ -301,6 +304,37 @@ func (r *reader) otlpMetric(m pmetric.Metric, res otlpResource, place string, tr
 			p.start = int64(dp.StartTimestamp())
 		}
 		t.points = append(t.points, p)
+	}
+}
+
+// otlpLimit records a container's CPU limit in cores, of the pod (or
+// container) its resource names.
+func (r *reader) otlpLimit(m pmetric.Metric, res otlpResource, place string) {
+	var dps pmetric.NumberDataPointSlice
+	switch m.Type() {
+	case pmetric.MetricTypeGauge:
+		dps = m.Gauge().DataPoints()
+	case pmetric.MetricTypeSum:
+		dps = m.Sum().DataPoints()
+	default:
+		r.damagef(ingest.DamageBadValue, "%s: a gauge expected, found %s", place, m.Type())
+		return
+	}
+	if res.container == "" {
+		r.damagef(DamageNoHost, "%s: resource without k8s.pod.name or container name", place)
+		return
+	}
+	for d := 0; d < dps.Len(); d++ {
+		dp := dps.At(d)
+		v := dp.DoubleValue()
+		if dp.ValueType() == pmetric.NumberDataPointValueTypeInt {
+			v = float64(dp.IntValue())
+		}
+		if !finite(v) {
+			r.damagef(ingest.DamageBadValue, "%s: data point %d: value %v", place, d, v)
+			continue
+		}
+		r.addLimit(res.container, res.containerName, limitCores, int64(dp.Timestamp()), v, m.Name())
 	}
 }
 

@@ -110,6 +110,10 @@ func (r *reader) promSeries(place string, raw json.RawMessage) {
 	if strings.HasPrefix(name, "node_") || strings.HasPrefix(name, "system_") || s.Metric["mode"] != "" {
 		t.family = 0
 	}
+	if kind, scale, ok := limitMetric(name, s.Metric); ok {
+		r.promLimit(place, s, kind, scale)
+		return
+	}
 	if strings.HasPrefix(name, "container_") && name != "container_cpu_usage_seconds_total" {
 		// user and system split the usage; throttled time is not CPU use.
 		r.note("%s left out: of cAdvisor's CPU metrics container_cpu_usage_seconds_total is read", name)
@@ -139,33 +143,7 @@ func (r *reader) promSeries(place string, raw json.RawMessage) {
 			return
 		}
 	}
-	for j, v := range s.Values {
-		var pair []json.RawMessage
-		if err := json.Unmarshal(v, &pair); err != nil || len(pair) != 2 {
-			r.damagef(ingest.DamageUnparseable, "%s: values[%d]: not a [time, \"value\"] pair", place, j)
-			continue
-		}
-		ts, err := parseTime(strings.Trim(string(pair[0]), `"`))
-		if err != nil {
-			r.damagef(ingest.DamageMissingTime, "%s: values[%d]: time %s: %v", place, j, abbrev(string(pair[0])), err)
-			continue
-		}
-		var text string
-		if err := json.Unmarshal(pair[1], &text); err != nil {
-			r.damagef(ingest.DamageUnparseable, "%s: values[%d]: value %s is not a string", place, j, abbrev(string(pair[1])))
-			continue
-		}
-		x, err := strconv.ParseFloat(text, 64)
-		if err != nil {
-			r.damagef(ingest.DamageUnparseable, "%s: values[%d]: value %q is not a number", place, j, abbrev(text))
-			continue
-		}
-		if !finite(x) {
-			r.damagef(ingest.DamageBadValue, "%s: values[%d]: value %v", place, j, x)
-			continue
-		}
-		t.points = append(t.points, point{t: ts, v: x})
-	}
+	t.points = r.promPoints(place, s.Values, false)
 	if len(t.points) == 0 {
 		return
 	}
@@ -205,6 +183,57 @@ func (r *reader) promSeries(place string, raw json.RawMessage) {
 		t.points = kept
 	}
 	r.tracks = append(r.tracks, t)
+}
+
+// promPoints reads the [time, "value"] pairs of a series, skipping
+// and counting the damaged ones; negative values are damage unless signed.
+func (r *reader) promPoints(place string, values []json.RawMessage, signed bool) []point {
+	var pts []point
+	for j, v := range values {
+		var pair []json.RawMessage
+		if err := json.Unmarshal(v, &pair); err != nil || len(pair) != 2 {
+			r.damagef(ingest.DamageUnparseable, "%s: values[%d]: not a [time, \"value\"] pair", place, j)
+			continue
+		}
+		ts, err := parseTime(strings.Trim(string(pair[0]), `"`))
+		if err != nil {
+			r.damagef(ingest.DamageMissingTime, "%s: values[%d]: time %s: %v", place, j, abbrev(string(pair[0])), err)
+			continue
+		}
+		var text string
+		if err := json.Unmarshal(pair[1], &text); err != nil {
+			r.damagef(ingest.DamageUnparseable, "%s: values[%d]: value %s is not a string", place, j, abbrev(string(pair[1])))
+			continue
+		}
+		x, err := strconv.ParseFloat(text, 64)
+		if err != nil {
+			r.damagef(ingest.DamageUnparseable, "%s: values[%d]: value %q is not a number", place, j, abbrev(text))
+			continue
+		}
+		if !finite(x) && !(signed && finite(-x)) {
+			r.damagef(ingest.DamageBadValue, "%s: values[%d]: value %v", place, j, x)
+			continue
+		}
+		pts = append(pts, point{t: ts, v: x})
+	}
+	return pts
+}
+
+// promLimit records a series that states a CPU limit (limitMetric), of a
+// pod, a container or a Docker container, placed as cgroup places usage.
+func (r *reader) promLimit(place string, s promSeries, kind limitKind, scale float64) {
+	t := &track{}
+	if !r.cgroup(s.Metric, t) || t.host == "" {
+		return
+	}
+	if t.family == 2 {
+		return // the root cgroup has no limit
+	}
+	desc := s.Metric["__name__"]
+	// cAdvisor states a quota of -1 where there is none.
+	for _, p := range r.promPoints(place, s.Values, true) {
+		r.addLimit(t.host, t.service, kind, p.t, p.v*scale, desc)
+	}
 }
 
 // cgroup places a series of a control group, as cAdvisor (and the
