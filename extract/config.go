@@ -259,6 +259,35 @@ type HostConfig struct {
 	Scheduling string `yaml:"scheduling"`
 	// Quantum is rr's time slice, a duration such as "1.5ms".
 	Quantum string `yaml:"quantum"`
+	// Limit is the CPU limit of each of the host's replicas (a pod's or
+	// container's), in cores ("1.5") or millicores ("500m"), and Period
+	// its CFS period (a duration, default 100ms). Without it the limit
+	// comes from the metrics, where they state one.
+	Limit  string `yaml:"limit"`
+	Period string `yaml:"period"`
+}
+
+// limit returns the host's CPU limit in cores (0: none given) and its
+// period in seconds (0: the default).
+func (h HostConfig) limit() (cores, period float64, err error) {
+	if h.Limit != "" {
+		if cores, err = model.ParseCores(h.Limit); err != nil {
+			return 0, 0, fmt.Errorf("limit: %w", err)
+		}
+		if cores != 0 && cores < model.MinLimit {
+			return 0, 0, fmt.Errorf("limit: %s is below %g cores", h.Limit, model.MinLimit)
+		}
+	}
+	if h.Period != "" {
+		if h.Limit == "" {
+			return 0, 0, fmt.Errorf("period %s: give the limit it is the period of", h.Period)
+		}
+		period, err = model.ParseDuration(h.Period)
+		if err != nil || period < model.MinPeriod || period > model.MaxPeriod {
+			return 0, 0, fmt.Errorf("period: %q is not a duration from %s to %s", h.Period, model.FormatDuration(model.MinPeriod), model.FormatDuration(model.MaxPeriod))
+		}
+	}
+	return cores, period, nil
 }
 
 // cpu returns the host's scheduling and quantum (seconds) for the model.
@@ -378,6 +407,9 @@ func (c *Config) check() error {
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Hosts)) {
 		if _, _, err := c.Hosts[name].cpu(); err != nil {
+			return fmt.Errorf("hosts: %s: %w", name, err)
+		}
+		if _, _, err := c.Hosts[name].limit(); err != nil {
 			return fmt.Errorf("hosts: %s: %w", name, err)
 		}
 	}

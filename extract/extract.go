@@ -138,7 +138,8 @@ func Generate(st *State, name string, cfg *Config) (*model.Model, *Report, error
 		}
 		opts := DemandOptions{Cores: cores}
 		perOp, drep := EstimateDemands(st.Windows, set, cfg.serviceComponent, opts)
-		est = &Estimates{PerOp: perOp, Report: drep, Coverage: CPUCoverage(st.Windows, set, cfg.serviceComponent, opts)}
+		est = &Estimates{PerOp: perOp, Report: drep, Coverage: CPUCoverage(st.Windows, set, cfg.serviceComponent, opts),
+			Limits: windowLimits(st.Windows, set)}
 	}
 	if !cfg.NoSpeedCurves {
 		est.SpeedCurves = EstimateSpeedCurves(st.Windows, set, cfg.serviceComponent, cores, est.PerOp, st.cpuVariances())
@@ -151,6 +152,21 @@ func Generate(st *State, name string, cfg *Config) (*model.Model, *Report, error
 		warnUnmatched(rep, st.Windows, set)
 	}
 	return m, rep, nil
+}
+
+// windowLimits gives the CPU limits the metrics state for the hosts the
+// windows name, found by Lookup's rules (a limit of a host that has no
+// usage series is found by its own name).
+func windowLimits(w *Windows, set *metrics.Set) map[string]metrics.Limit {
+	out := map[string]metrics.Limit{}
+	for _, h := range w.Hosts() {
+		if l, ok := set.Limits[h]; ok {
+			out[h] = l
+		} else if l, ok := set.Limits[set.Lookup(h)]; ok {
+			out[h] = l
+		}
+	}
+	return out
 }
 
 // warnUnmatched warns of the metrics' hosts that no span comes from, most

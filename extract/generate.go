@@ -13,6 +13,7 @@ import (
 
 	"github.com/perfcast/perfcast/estimate"
 	"github.com/perfcast/perfcast/internal/textout"
+	"github.com/perfcast/perfcast/metrics"
 	"github.com/perfcast/perfcast/model"
 )
 
@@ -88,6 +89,9 @@ type Estimates struct {
 	// SpeedCurves are the hosts' CPU speeds by load, where the traces
 	// show one (see SpeedCurve).
 	SpeedCurves []*SpeedCurve
+	// Limits are the CPU limits the metrics state, by host as the windows
+	// name it (WindowHost).
+	Limits map[string]metrics.Limit
 }
 
 // Model generates the model the state describes, with a report of the
@@ -218,6 +222,8 @@ type generator struct {
 	// would make (over all replicas), and scales the resulting ownScale.
 	ownBusy map[*model.Host]float64
 	scales  map[*model.Host]float64
+	// throttleWaits memoizes throttleWaitFactor.
+	throttleWaits map[*model.Host]float64
 }
 
 // inferLimits looks for hidden bounds on concurrency: a component whose
@@ -497,6 +503,9 @@ func (g *generator) configure(h *model.Host, hc HostConfig) {
 	if sched, q, err := hc.cpu(); err == nil {
 		h.CPU.Scheduling, h.CPU.Quantum = sched, q
 	}
+	if l, p, err := hc.limit(); err == nil && hc.Limit != "" {
+		h.CPU.Limit, h.CPU.Period = l, p
+	}
 }
 
 // limitName names the passive resource of an operation's inferred limit.
@@ -556,6 +565,9 @@ func (g *generator) placeComponents() {
 			if ok {
 				g.configure(h, hc)
 			}
+			if hc.Limit == "" {
+				g.metricsLimit(h, machines)
+			}
 			byKey[key] = h
 			g.m.Hosts = append(g.m.Hosts, h)
 		}
@@ -589,6 +601,34 @@ func (g *generator) placeComponents() {
 		}
 		seen[h.Name]++
 	}
+}
+
+// metricsLimit gives host h, which runs on machines (its replicas, as the
+// windows name them), the CPU limit the metrics state for them: their
+// largest, with a note where they differ. Where one of them states none,
+// the host has none.
+func (g *generator) metricsLimit(h *model.Host, machines []string) {
+	if g.est == nil || len(g.est.Limits) == 0 || len(machines) == 0 {
+		return
+	}
+	var lims []metrics.Limit
+	for _, m := range machines {
+		l, ok := g.est.Limits[m]
+		if !ok {
+			if len(lims) > 0 || len(machines) > 1 {
+				g.rep.evidencef("host %s: no CPU limit in the metrics of %s, so the host has none in the model", h.Name, m)
+			}
+			return
+		}
+		lims = append(lims, l)
+	}
+	top := slices.MaxFunc(lims, func(a, b metrics.Limit) int { return cmp.Compare(a.Cores, b.Cores) })
+	if slices.ContainsFunc(lims, func(l metrics.Limit) bool { return l.Cores != top.Cores }) {
+		g.rep.evidencef("host %s: its replicas' CPU limits differ (%.4g to %.4g cores); the model gives each the largest", h.Name,
+			slices.MinFunc(lims, func(a, b metrics.Limit) int { return cmp.Compare(a.Cores, b.Cores) }).Cores, top.Cores)
+	}
+	h.CPU.Limit, h.CPU.Period = top.Cores, top.Period
+	g.rep.evidencef("host %s: CPU limit %s per replica, from %s", h.Name, top, top.Source)
 }
 
 // machinesConfig is the configuration of the machines of a component that
@@ -788,7 +828,11 @@ func (g *generator) operations() {
 				d := withMean(g.fit(id+" off-cpu", off), rest)
 				delayAt = len(o.Steps)
 				o.Steps = append(o.Steps, model.Step{Kind: model.StepDelay, Demand: d})
-				g.rep.evidencef("%s: %s of its own time is off the CPU (own time minus perfcast.cpu.time%s, less %s of waits the model makes again, for the CPU, CPU slots and locks, at the observed loads): modeled as a delay", id, textout.Duration(rest), spelled, textout.Duration(wait))
+				what := "the CPU"
+				if h := g.hostOf[op.component]; h != nil && h.CPU.Limited() {
+					what += " (its limit's stalls included)"
+				}
+				g.rep.evidencef("%s: %s of its own time is off the CPU (own time minus perfcast.cpu.time%s, less %s of waits the model makes again, for %s, CPU slots and locks, at the observed loads): modeled as a delay", id, textout.Duration(rest), spelled, textout.Duration(wait), what)
 			}
 		}
 		if fitted {
@@ -1237,6 +1281,11 @@ func (g *generator) cores() {
 		perReplica := g.busy[h] / float64(h.Replicas)
 		if perReplica > coreBusyLimit {
 			h.CPU.Cores = int(math.Ceil(perReplica / coreBusyLimit))
+		}
+		// A process under a CPU limit runs as many threads as the limit
+		// rounded up (Go from 1.25, the JVM): no fewer cores.
+		if h.CPU.Limit > 0 {
+			h.CPU.Cores = max(h.CPU.Cores, int(math.Ceil(h.CPU.Limit-1e-9)))
 		}
 		assumed = append(assumed, fmt.Sprintf("%s=%d", h.Name, h.CPU.Cores))
 	}

@@ -273,6 +273,7 @@ func (g *generator) waitFactorOn(h *model.Host, comp string, k int) float64 {
 			return waitFactor(c, a) * burstRatio(min(a, loadCap*float64(c))/float64(c), scv)
 		})
 	}
+	f += g.throttleWaitFactor(h)
 	g.cpuWaits[key] = f
 	return f
 }

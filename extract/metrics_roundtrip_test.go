@@ -114,7 +114,7 @@ func recordMetrics(t *testing.T, tracesPath, metricsPath string, m *model.Model,
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if err := mw.Write(f, tracegen.MachineCores(m)); err != nil {
+	if err := mw.Write(f, tracegen.Machines(m)); err != nil {
 		t.Fatal(err)
 	}
 }

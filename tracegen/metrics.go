@@ -68,11 +68,22 @@ func (m *Metrics) Add(s *sim.Span) {
 // Write writes the readings as CSV with the header
 // timestamp,host,cpu_seconds,cores: per machine the cumulative CPU seconds
 // at the start of the recording and at the end of every interval up to the
-// last span's end, timestamps in Unix seconds. cores gives the cores of
-// each machine (see MachineCores); machines without CPU time are left out.
-func (m *Metrics) Write(w io.Writer, cores map[string]int) error {
+// last span's end, timestamps in Unix seconds. machines gives the CPU of
+// each machine (see Machines): its cores, and where some machine's limit
+// binds, the columns cpu_limit (cores, empty for none) and cpu_period
+// follow, as a container's metrics would state them. Machines without CPU
+// time are left out.
+func (m *Metrics) Write(w io.Writer, machines map[string]model.CPU) error {
 	bw := bufio.NewWriter(w)
-	bw.WriteString("timestamp,host,cpu_seconds,cores\n")
+	limited := false
+	for _, c := range machines {
+		limited = limited || c.Limited()
+	}
+	bw.WriteString("timestamp,host,cpu_seconds,cores")
+	if limited {
+		bw.WriteString(",cpu_limit,cpu_period")
+	}
+	bw.WriteString("\n")
 	n := int(math.Ceil(m.end / m.interval))
 	hosts := slices.Sorted(maps.Keys(m.cpu))
 	sums := make([]float64, len(hosts))
@@ -82,20 +93,28 @@ func (m *Metrics) Write(w io.Writer, cores map[string]int) error {
 			if bins := m.cpu[host]; i > 0 && i-1 < len(bins) {
 				sums[j] += bins[i-1]
 			}
-			fmt.Fprintf(bw, "%s,%s,%s,%d\n", strconv.FormatFloat(t, 'f', -1, 64), host,
-				strconv.FormatFloat(sums[j], 'g', 9, 64), cores[host])
+			c := machines[host]
+			fmt.Fprintf(bw, "%s,%s,%s,%d", strconv.FormatFloat(t, 'f', -1, 64), host,
+				strconv.FormatFloat(sums[j], 'g', 9, 64), c.Cores)
+			switch {
+			case c.Limited():
+				fmt.Fprintf(bw, ",%s,%s", strconv.FormatFloat(c.Limit, 'g', -1, 64), model.FormatDuration(c.LimitPeriod()))
+			case limited:
+				bw.WriteString(",,")
+			}
+			bw.WriteString("\n")
 		}
 	}
 	return bw.Flush()
 }
 
-// MachineCores gives the cores of every machine of m by the name its
-// recorded spans carry (sim.ReplicaHost).
-func MachineCores(m *model.Model) map[string]int {
-	out := map[string]int{}
+// Machines gives the CPU of every machine of m by the name its recorded
+// spans carry (sim.ReplicaHost).
+func Machines(m *model.Model) map[string]model.CPU {
+	out := map[string]model.CPU{}
 	for _, h := range m.Hosts {
 		for i := range max(h.Replicas, 1) {
-			out[sim.ReplicaHost(h.Name, max(h.Replicas, 1), i)] = h.CPU.Cores
+			out[sim.ReplicaHost(h.Name, max(h.Replicas, 1), i)] = h.CPU
 		}
 	}
 	return out

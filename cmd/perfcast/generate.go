@@ -127,7 +127,7 @@ and seed give the same file, byte for byte.`,
 				err = fmt.Errorf("%s: no spans generated: %s", a[0], strings.Join(res.Warnings, "; "))
 			}
 			if err == nil && metricsOut != "" {
-				err = atomicfile.Write(metricsOut, func(w io.Writer) error { return mw.Write(w, tracegen.MachineCores(m)) })
+				err = atomicfile.Write(metricsOut, func(w io.Writer) error { return mw.Write(w, tracegen.Machines(m)) })
 			}
 			if err != nil {
 				dst.abort()

@@ -536,8 +536,13 @@ func (e *engine) exec(t *task) {
 			h := &p.hosts[in.b]
 			st := h.station + t.rep*int32(1+len(h.disks))
 			if e.rec != nil { // span recording
-				// The CPU time at the speed the burst starts at.
-				e.rec.cpu(t, w/e.stations[st].rate)
+				// The CPU time at the speed the burst starts at (a
+				// stalled CPU's, its speed once the stall ends).
+				rate := e.stations[st].rate
+				if l := e.stations[st].cpuLimit; l != nil {
+					rate = l.speed
+				}
+				e.rec.cpu(t, w/rate)
 			}
 			t.pc++
 			e.arrive(st, t, w)
