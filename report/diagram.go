@@ -59,6 +59,9 @@ func buildDiagram(m *model.Model, r *Results) *diagram {
 	for _, h := range m.Hosts {
 		dh := &diagramHost{name: h.Name, hotLine: -1}
 		cores := textout.Plural(h.CPU.Cores, "core")
+		if h.CPU.Limited() {
+			cores += ", limited to " + trimSig3(h.CPU.Limit)
+		}
 		if h.CPU.Speed > 0 && h.CPU.Speed != 1 {
 			cores += ", speed " + trimSig3(h.CPU.Speed)
 		}
@@ -267,6 +270,9 @@ func resourceWords(m *model.Model, res string) string {
 	for _, h := range m.Hosts {
 		if res == model.CPUResource(h.Name) {
 			s := fmt.Sprintf("the CPU of host %s (%s", h.Name, textout.Plural(h.CPU.Cores, "core"))
+			if h.CPU.Limited() {
+				s += fmt.Sprintf(" limited to %s", trimSig3(h.CPU.Limit))
+			}
 			if h.Replicas > 1 {
 				s += fmt.Sprintf(" on each of %d replicas", h.Replicas)
 			}

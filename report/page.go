@@ -278,7 +278,11 @@ func summarize(m *model.Model, r *Results) ([]card, []template.HTML) {
 	default:
 		what := resourceWords(m, sat.Resource)
 		cards = append(cards, card{Label: "Bottleneck", Value: sat.Resource, Note: what, Hot: true})
-		s := fmt.Sprintf("The bottleneck is %s, %s: it is %s busy at the observed load.",
+		busy := "it is %s busy"
+		if rr := r.Predicted.Resources[sat.Resource]; rr != nil && rr.LimitUtilization != nil {
+			busy = "it uses %s of its CPU limit"
+		}
+		s := fmt.Sprintf("The bottleneck is %s, %s: "+busy+" at the observed load.",
 			b(sat.Resource), esc(what), esc(fmtUtil(sat.Utilization)))
 		s += speedAtSaturation(m, sat)
 		at := saturationLoads(m, sat)

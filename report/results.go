@@ -57,10 +57,10 @@ type Results struct {
 // workload's load grows by the same factor.
 type Saturation struct {
 	Resource string `json:"resource"`
-	// Utilization is the resource's utilization at the observed load: the
-	// solver's where Saturate was given a result that has it; otherwise
-	// the utilization law's at the speed the resource has when fully busy
-	// (1/Factor).
+	// Utilization is the resource's utilization at the observed load (for
+	// a CPU with a limit, the share of its limit used): the solver's where
+	// Saturate was given a result that has it; otherwise the utilization
+	// law's at the speed the resource has when fully busy (1/Factor).
 	Utilization float64 `json:"utilization"`
 	// Factor is the load, as a multiple of the observed load, at which the
 	// resource reaches full utilization if throughput grows in proportion
@@ -156,7 +156,7 @@ func Analyze(ctx context.Context, m *model.Model, opts Options) (*Results, error
 		}
 		if s := refineSaturation(m, r.Saturation, r.Sweep); s != r.Saturation {
 			if rr := pred.Resources[s.Resource]; rr != nil {
-				s.Utilization = rr.Utilization
+				s.Utilization = rr.Load()
 			}
 			r.Saturation, r.Bottleneck = s, s.Resource
 		}
@@ -304,7 +304,7 @@ func Saturate(m *model.Model, res *solve.Result) *Saturation {
 	// observed load is the solver's, where res has it.
 	if res != nil {
 		if rr := res.Resources[b.Bottleneck]; rr != nil {
-			s.Utilization = rr.Utilization
+			s.Utilization = rr.Load()
 		}
 	}
 	s.At = loadsAt(m, s.Factor)
@@ -371,10 +371,10 @@ func refineSaturation(m *model.Model, sat *Saturation, sw *Sweep) *Saturation {
 		// caps the throughput first.
 		boundU := 0.0
 		if rr := res.Resources[sat.Resource]; rr != nil {
-			boundU = rr.Utilization
+			boundU = rr.Load()
 		}
 		for _, name := range slices.Sorted(maps.Keys(res.Resources)) {
-			u := res.Resources[name].Utilization
+			u := res.Resources[name].Load()
 			if u >= saturatedUtilization && name != sat.Resource && boundU < saturatedUtilization {
 				u0 := prevU[name]
 				f := pt.Factor

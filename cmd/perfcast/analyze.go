@@ -202,11 +202,11 @@ const findingsWorkloads = 10
 // findingsWorkloads).
 func writeFindings(w io.Writer, m *model.Model, r *report.Results) {
 	if s := r.Saturation; s != nil {
-		u := 0.0
-		if rr := r.Predicted.Resources[s.Resource]; rr != nil {
-			u = rr.Utilization
+		busy := "busy"
+		if rr := r.Predicted.Resources[s.Resource]; rr != nil && rr.LimitUtilization != nil {
+			busy = "of its CPU limit used"
 		}
-		fmt.Fprintf(w, "bottleneck: %s, %.1f%% busy at the observed load; saturates at %.3g× the observed load", s.Resource, u*100, s.Factor)
+		fmt.Fprintf(w, "bottleneck: %s, %.1f%% %s at the observed load; saturates at %.3g× the observed load", s.Resource, s.Utilization*100, busy, s.Factor)
 		var at []string
 		for _, wl := range m.Workloads {
 			if v, ok := s.At["workload."+wl.Name+".open.rate"]; ok {
