@@ -246,6 +246,22 @@ workload:
 	return m
 }
 
+// A CPU limited to 0.8 of its 4 cores saturates when the limit is used
+// up: at 1.6 times 0.5 cores (80/s); the utilization at the observed load
+// is the share of the limit, 62.5 %, from the result as from the law.
+func TestSaturateLimit(t *testing.T) {
+	m := tenMillisAt50(t, `{cores: 4, limit: 800m}`)
+	s := Saturate(m, nil)
+	if s == nil || s.Resource != "h.cpu" || math.Abs(s.At["workload.w.open.rate"]-80) > 1e-9 || math.Abs(s.Utilization-0.625) > 1e-12 {
+		t.Fatalf("saturation %+v, want h.cpu at 80/s, 62.5 %% of its limit", s)
+	}
+	lu := 0.625
+	res := &solve.Result{Resources: map[string]*solve.ResourceResult{"h.cpu": {Utilization: 0.125, Busy: 0.5, LimitUtilization: &lu}}}
+	if s := Saturate(m, res); s == nil || math.Abs(s.Utilization-0.625) > 1e-12 {
+		t.Errorf("saturation with a result %+v, want 62.5 %% of the limit", s)
+	}
+}
+
 // A CPU that runs 1.25 times faster when fully used saturates at 1.25
 // times the load the utilization law gives at its nominal speed.
 func TestSaturateSpeedCurve(t *testing.T) {
