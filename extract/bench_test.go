@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -199,5 +200,38 @@ func BenchmarkExtractManyOperations(b *testing.B) {
 		if m, _ := st.Model("many", nil); len(m.Workloads) != n {
 			b.Fatalf("extracted %d workloads", len(m.Workloads))
 		}
+	}
+}
+
+// BenchmarkExtractLimited measures extraction with the metrics of a
+// service under a CPU limit (limitModel, 10 000 requests), against the
+// same traces whose metrics state no limit: the difference is the
+// simulation of the limit's stalls (throttleWaitFactor).
+func BenchmarkExtractLimited(b *testing.B) {
+	truth, err := model.Parse([]byte(limitModel), "limited.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	tracesPath, metricsPath := filepath.Join(dir, "traces.jsonl"), filepath.Join(dir, "cpu.csv")
+	recordMetrics(b, tracesPath, metricsPath, truth, tracegen.Options{Seed: 4}, 10000, nil)
+	noLimit := filepath.Join(dir, "nolimit.csv")
+	data, err := os.ReadFile(metricsPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	stripped := strings.ReplaceAll(strings.ReplaceAll(string(data), ",1.5,100ms", ",,"), ",cpu_limit,cpu_period", "")
+	if err := os.WriteFile(noLimit, []byte(stripped), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct{ name, metrics string }{{"limit", metricsPath}, {"none", noLimit}} {
+		b.Run(bc.name, func(b *testing.B) {
+			cfg := &extract.Config{Metrics: []string{bc.metrics}, Hosts: map[string]extract.HostConfig{"app": {Cores: 2}}}
+			for b.Loop() {
+				if _, err := extract.Run(context.Background(), []string{tracesPath}, "limited", cfg); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -101,7 +101,7 @@ func TestMetricsRoundTrip(t *testing.T) {
 // recordMetrics is recordWith that also writes to metricsPath the hosts'
 // CPU time as perfcast generate --metrics does, from every span, written
 // or not, as keep left it.
-func recordMetrics(t *testing.T, tracesPath, metricsPath string, m *model.Model, opts tracegen.Options, requests int64, keep func(*sim.Span) bool) {
+func recordMetrics(t testing.TB, tracesPath, metricsPath string, m *model.Model, opts tracegen.Options, requests int64, keep func(*sim.Span) bool) {
 	t.Helper()
 	mw := tracegen.NewMetrics(5, opts)
 	recordWith(t, tracesPath, m, opts, requests, func(s *sim.Span) bool {

@@ -80,7 +80,7 @@ func record(t *testing.T, path string, m *model.Model, seed uint64, offset float
 // m, simulated with opts.Seed and written with opts. Each span goes
 // through keep first, when given, which may change it and says whether to
 // write it. It returns the writer, to tell what it kept.
-func recordWith(t *testing.T, path string, m *model.Model, opts tracegen.Options, requests int64, keep func(*sim.Span) bool) *tracegen.Writer {
+func recordWith(t testing.TB, path string, m *model.Model, opts tracegen.Options, requests int64, keep func(*sim.Span) bool) *tracegen.Writer {
 	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {
