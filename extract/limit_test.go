@@ -2,6 +2,7 @@ package extract_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/perfcast/perfcast/extract"
+	"github.com/perfcast/perfcast/metrics"
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/solve"
 	"github.com/perfcast/perfcast/solve/sim"
@@ -89,7 +91,19 @@ func TestCPULimit(t *testing.T) {
 	solver := func(ctx context.Context, m *model.Model) (*solve.Result, error) {
 		return sim.New().Solve(ctx, m, solve.Options{Seed: 1, Precision: 0.02, Workers: 2})
 	}
-	rep, err := validate.Validate(context.Background(), out.Model, out.State, solver)
+	// Validation with the metrics and the pod's throttling as cAdvisor
+	// counts it, at the truth's share of throttled periods.
+	tr, err := sim.New().Solve(context.Background(), truth, solve.Options{Seed: 2, Precision: 0.02, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	share := *tr.Resources["app.cpu"].Throttled
+	throttlePath := filepath.Join(dir, "throttling.json")
+	if err := os.WriteFile(throttlePath, cfsCounters("app", 1700000000, 300, share), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := validate.ValidateWith(context.Background(), out.Model, out.State, solver,
+		validate.Options{Metrics: mustMetrics(t, metricsPath, throttlePath)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,6 +111,13 @@ func TestCPULimit(t *testing.T) {
 		t.Errorf("validation at the observed load: %+v", e)
 	} else {
 		t.Logf("validation at the observed load: response time error %+.3f", *e.ResponseTime.Mean)
+	}
+	// The share of periods throttled: predicted within 5 points of the
+	// truth's (both simulated at 2 %).
+	if e := rep.Errors.Resources["app.cpu"]; e == nil || e.Throttled == nil || math.Abs(*e.Throttled) > 0.05 {
+		t.Errorf("validation of the throttled periods: %+v (truth %.3g)", e, share)
+	} else {
+		t.Logf("throttled periods: measured %.3g, predicted %+.3g points", share, *e.Throttled*100)
 	}
 	// At 1.2 times the load (86 % of the limit) against the truth.
 	at := func(m *model.Model) solve.Times {
@@ -208,6 +229,30 @@ func TestCPULimitMetricsPath(t *testing.T) {
 	if tol := (modelError + 2*0.02) * want; math.Abs(got-want) > tol {
 		t.Errorf("at 1.2 times the load: %.4g ms, truth %.4g ms ± %.3g", got*1e3, want*1e3, tol*1e3)
 	}
+}
+
+// cfsCounters is a Prometheus range query of a pod's cgroup counting
+// 10 periods a second from start for seconds, a share of them throttled.
+func cfsCounters(pod string, start, seconds int, share float64) []byte {
+	var periods, throttled []string
+	for t := 0; t <= seconds; t += 5 {
+		periods = append(periods, fmt.Sprintf(`[%d,"%g"]`, start+t, float64(10*t)))
+		throttled = append(throttled, fmt.Sprintf(`[%d,"%g"]`, start+t, share*float64(10*t)))
+	}
+	series := func(name string, values []string) string {
+		return fmt.Sprintf(`{"metric":{"__name__":%q,"pod":%q,"id":"/kubepods/pod1"},"values":[%s]}`, name, pod, strings.Join(values, ","))
+	}
+	return []byte(`{"status":"success","data":{"resultType":"matrix","result":[` +
+		series("container_cpu_cfs_periods_total", periods) + "," + series("container_cpu_cfs_throttled_periods_total", throttled) + `]}}`)
+}
+
+func mustMetrics(t *testing.T, paths ...string) *metrics.Set {
+	t.Helper()
+	set, err := metrics.Read(paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
 }
 
 func slicesContainsSub(list []string, sub string) bool {

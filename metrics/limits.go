@@ -200,3 +200,113 @@ func (l Limit) String() string {
 	}
 	return s
 }
+
+// Throttling is what a host's CPU limit did, as its cgroup counts it
+// (cAdvisor's container_cpu_cfs_periods_total and
+// container_cpu_cfs_throttled_periods_total): per interval between
+// readings, the bandwidth periods in which the host ran and those in
+// which its quota ran out.
+type Throttling struct {
+	Samples []ThrottleSample `json:"samples"`
+	Source  string           `json:"source"`
+}
+
+// ThrottleSample is one interval's counts.
+type ThrottleSample struct {
+	Start     int64   `json:"start"`
+	End       int64   `json:"end"`
+	Periods   float64 `json:"periods"`
+	Throttled float64 `json:"throttled"`
+}
+
+// Over sums the counts of the intervals within [from, to) (by their
+// midpoints).
+func (t *Throttling) Over(from, to int64) (periods, throttled float64) {
+	for _, s := range t.Samples {
+		if mid := s.Start + (s.End-s.Start)/2; mid >= from && mid < to {
+			periods += s.Periods
+			throttled += s.Throttled
+		}
+	}
+	return periods, throttled
+}
+
+// throttleCounter is one counter series of a host's throttling.
+type throttleCounter struct {
+	host, container string
+	throttled       bool // nr_throttled, else nr_periods
+	points          []point
+}
+
+// throttleMetric tells whether a Prometheus metric counts a cgroup's
+// bandwidth periods, and which count.
+func throttleMetric(name string) (throttled, ok bool) {
+	switch name {
+	case "container_cpu_cfs_periods_total":
+		return false, true
+	case "container_cpu_cfs_throttled_periods_total":
+		return true, true
+	}
+	return false, false
+}
+
+// buildThrottling pairs each host's period and throttled-period counters
+// into interval counts: the host's own cgroup's (a pod's, a Docker
+// container's), else its only container's that has them. Intervals where
+// a counter went back (a restart) are skipped.
+func (r *reader) buildThrottling() map[string]*Throttling {
+	type key struct{ host, container string }
+	pairs := map[key][2]*throttleCounter{}
+	for _, c := range r.throttle {
+		k := key{c.host, c.container}
+		p := pairs[k]
+		if c.throttled {
+			p[1] = c
+		} else {
+			p[0] = c
+		}
+		pairs[k] = p
+	}
+	byHost := map[string][]key{}
+	for k, p := range pairs {
+		if p[0] != nil && p[1] != nil {
+			byHost[k.host] = append(byHost[k.host], k)
+		}
+	}
+	out := map[string]*Throttling{}
+	for _, host := range slices.Sorted(maps.Keys(byHost)) {
+		keys := byHost[host]
+		var k key
+		switch {
+		case slices.Contains(keys, key{host, ""}):
+			k = key{host, ""}
+		case len(keys) == 1:
+			k = keys[0]
+		default:
+			r.note("host %s: its containers' throttling counted apart, and not the pod's, is left out", host)
+			continue
+		}
+		p := pairs[k]
+		at := map[int64]float64{}
+		for _, pt := range p[1].points {
+			at[pt.t] = pt.v
+		}
+		periods := slices.Clone(p[0].points)
+		slices.SortFunc(periods, func(a, b point) int { return cmp.Compare(a.t, b.t) })
+		th := &Throttling{Source: r.name + " (container_cpu_cfs_periods_total, container_cpu_cfs_throttled_periods_total)"}
+		for i := 1; i < len(periods); i++ {
+			a, b := periods[i-1], periods[i]
+			ta, okA := at[a.t]
+			tb, okB := at[b.t]
+			dp, dt := b.v-a.v, tb-ta
+			if !okA || !okB || b.t <= a.t || dp < 0 || dt < 0 || dt > dp {
+				continue
+			}
+			th.Samples = append(th.Samples, ThrottleSample{Start: a.t, End: b.t, Periods: dp, Throttled: dt})
+		}
+		if len(th.Samples) > 0 {
+			out[host] = th
+		}
+	}
+	return out
+}

@@ -167,7 +167,10 @@ type Set struct {
 	// kube-state-metrics' kube_pod_container_resource_limits, OTLP's
 	// k8s.container.cpu_limit, the CSV column cpu_limit).
 	Limits map[string]Limit `json:"limits,omitempty"`
-	Files  []FileStats      `json:"files"`
+	// Throttling holds, by host, how often its CPU limit's quota ran
+	// out, where the readings count it.
+	Throttling map[string]*Throttling `json:"throttling,omitempty"`
+	Files      []FileStats            `json:"files"`
 }
 
 // Hosts returns the hosts with a series, sorted.
@@ -226,6 +229,22 @@ func Read(paths []string) (*Set, error) {
 				set.Limits = map[string]Limit{}
 			}
 			set.Limits[h] = f.Limits[h]
+		}
+		for _, h := range slices.Sorted(maps.Keys(f.Throttling)) {
+			if set.Throttling == nil {
+				set.Throttling = map[string]*Throttling{}
+			}
+			if mine := set.Throttling[h]; mine != nil {
+				// Intervals another file already counts are left out.
+				for _, s := range f.Throttling[h].Samples {
+					if !slices.ContainsFunc(mine.Samples, func(o ThrottleSample) bool { return s.Start < o.End && o.Start < s.End }) {
+						mine.Samples = append(mine.Samples, s)
+					}
+				}
+				mine.Source += ", " + f.Throttling[h].Source
+			} else {
+				set.Throttling[h] = f.Throttling[h]
+			}
 		}
 		set.Files = append(set.Files, fs)
 	}
@@ -377,6 +396,7 @@ type reader struct {
 	// explicitCores holds core counts stated by the file, by host.
 	explicitCores map[string]int
 	limits        []*limitReading
+	throttle      []*throttleCounter
 	notes         map[string]bool
 }
 
@@ -529,7 +549,8 @@ func (r *reader) build() (*Set, error) {
 		r.stats.Samples += len(samples)
 	}
 	set.Limits = r.buildLimits()
-	if len(set.Series) == 0 && len(set.Limits) == 0 {
+	set.Throttling = r.buildThrottling()
+	if len(set.Series) == 0 && len(set.Limits) == 0 && len(set.Throttling) == 0 {
 		msg := "no usable CPU readings"
 		if n := r.stats.Damage.Total(); n > 0 {
 			for _, k := range r.stats.Damage.Kinds() {

@@ -45,6 +45,13 @@ func dump(s *Set) string {
 	for _, h := range slices.Sorted(maps.Keys(s.Limits)) {
 		fmt.Fprintf(&b, "limit %s %s source=%s\n", h, s.Limits[h], s.Limits[h].Source)
 	}
+	for _, h := range slices.Sorted(maps.Keys(s.Throttling)) {
+		th := s.Throttling[h]
+		fmt.Fprintf(&b, "throttling %s source=%s\n", h, th.Source)
+		for _, sm := range th.Samples {
+			fmt.Fprintf(&b, "  %s %s %g of %g periods\n", stamp(sm.Start), stamp(sm.End), sm.Throttled, sm.Periods)
+		}
+	}
 	return b.String()
 }
 
@@ -483,6 +490,16 @@ func TestLimits(t *testing.T) {
 	}
 	k8s := read("prom_cadvisor_k8s.json")
 	check(k8s, "catalog-5f6c9-x2x7q", 1.2, 0.1)
+	th := k8s.Throttling["catalog-5f6c9-x2x7q"]
+	if th == nil {
+		t.Fatal("no throttling of the catalog pod")
+	}
+	if p, n := th.Over(1700000000e9, 1700000060e9); p != 600 || n != 90 {
+		t.Errorf("throttled in %g of %g periods, want 90 of 600", n, p)
+	}
+	if p, _ := th.Over(1700000030e9, 1700000060e9); p != 300 {
+		t.Errorf("%g periods in the last 30 s, want 300", p)
+	}
 	check(k8s, "web-7d9f-abcde", 0, 0)
 	check(k8s, "node-1", 0, 0)
 	check(read("prom_cadvisor_docker.json"), "shop-catalog-1", 0.5, 0.05)

@@ -114,6 +114,14 @@ func (r *reader) promSeries(place string, raw json.RawMessage) {
 		r.promLimit(place, s, kind, scale)
 		return
 	}
+	if throttled, ok := throttleMetric(name); ok {
+		t := &track{}
+		if r.cgroup(s.Metric, t) && t.host != "" && t.family != 2 {
+			r.throttle = append(r.throttle, &throttleCounter{host: t.host, container: t.service, throttled: throttled,
+				points: r.promPoints(place, s.Values, false)})
+		}
+		return
+	}
 	if strings.HasPrefix(name, "container_") && name != "container_cpu_usage_seconds_total" {
 		// user and system split the usage; throttled time is not CPU use.
 		r.note("%s left out: of cAdvisor's CPU metrics container_cpu_usage_seconds_total is read", name)

@@ -104,8 +104,9 @@ type ResourceResult struct {
 	// as usage of the limit. It, not Utilization, reaches 1 at saturation.
 	LimitUtilization *float64 `json:"limit_utilization,omitempty"`
 	// Throttled is, for a CPU with a limit, the fraction of its periods
-	// in which the quota ran out and work waited for the next period
-	// (cgroup's nr_throttled over nr_periods), when simulated.
+	// in which the quota ran out and work waited for the next period, of
+	// those in which it ran (cgroup's nr_throttled over nr_periods), when
+	// simulated or measured.
 	Throttled *float64 `json:"throttled,omitempty"`
 }
 

@@ -77,6 +77,11 @@ func useMetrics(c *model.Model, st *extract.State, measured *solve.Result, set *
 		if hw > 0 {
 			rr.UtilizationCI95 = &[2]float64{u - hw, u + hw}
 		}
+		if h.CPU.Limited() {
+			lu := busy / (h.CPU.Limit * float64(h.Replicas))
+			rr.LimitUtilization = &lu
+			rr.Throttled = throttledOver(set, names, from, to)
+		}
 		if prev := measured.Resources[res]; prev != nil {
 			used = append(used, fmt.Sprintf("%s (spans' CPU time: %.3g %%)", h.Name, 100*prev.Utilization))
 		} else {
@@ -92,6 +97,30 @@ func useMetrics(c *model.Model, st *extract.State, measured *solve.Result, set *
 		out = append(out, fmt.Sprintf("no metrics covering %.0f %% of the measured time for %s", 100*minMetricsCoverage, strings.Join(skipped, ", ")))
 	}
 	return out
+}
+
+// throttledOver is the share of the bandwidth periods of machines in
+// which their CPU limit's quota ran out over [from, to), where the
+// metrics count it for every one of them; nil otherwise.
+func throttledOver(set *metrics.Set, machines []string, from, to int64) *float64 {
+	var periods, throttled float64
+	for _, name := range machines {
+		th := set.Throttling[name]
+		if th == nil {
+			th = set.Throttling[set.Lookup(name)]
+		}
+		if th == nil {
+			return nil
+		}
+		p, n := th.Over(from, to)
+		periods += p
+		throttled += n
+	}
+	if !(periods > 0) {
+		return nil
+	}
+	f := throttled / periods
+	return &f
 }
 
 // readingVariance is the variance of the mean busy cores of a series over

@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"fmt"
 	"io"
 	"maps"
 	"math"
@@ -123,6 +124,10 @@ func WriteErrorTable(w io.Writer, rep *Report) error {
 		}
 		t.Row("resource "+n, "utilization", formatPercent(m.Resources[n].Utilization), formatPercent(p.Resources[n].Utilization),
 			formatErr(e.Utilization, ns.Utilization), formatNoise(ns.Utilization))
+		if e.Throttled != nil {
+			t.Row("", "throttled periods", formatPercent(*m.Resources[n].Throttled), formatPercent(*p.Resources[n].Throttled),
+				fmt.Sprintf("%+.1f points", 100**e.Throttled), "-")
+		}
 	}
 	t.Flush()
 	return tw.Err()

@@ -133,9 +133,13 @@ type TimesErrors struct {
 	IQR  *float64 `json:"iqr,omitempty"`
 }
 
-// ResourceErrors is the error of a resource's utilization.
+// ResourceErrors is the error of a resource's utilization and, for a CPU
+// with a limit whose throttling the metrics count, of the share of
+// periods throttled: predicted minus measured, in fraction points (not
+// relative: the measured share may be zero).
 type ResourceErrors struct {
 	Utilization *float64 `json:"utilization,omitempty"`
+	Throttled   *float64 `json:"throttled,omitempty"`
 }
 
 func newErrors() *Errors {
@@ -294,6 +298,10 @@ func Compare(measured, predicted *solve.Result) (errs, noise *Errors) {
 			continue
 		}
 		errs.Resources[name] = &ResourceErrors{Utilization: relErr(pr.Utilization, mr.Utilization)}
+		if mr.Throttled != nil && pr.Throttled != nil {
+			d := *pr.Throttled - *mr.Throttled
+			errs.Resources[name].Throttled = &d
+		}
 		noise.Resources[name] = &ResourceErrors{Utilization: relNoise(pr.Utilization,
 			predictedHalfWidth(predicted, pr.UtilizationCI95), mr.Utilization, halfWidth(mr.UtilizationCI95))}
 	}

@@ -25,9 +25,12 @@ type cpuLimit struct {
 	speed float64
 	// version of the quota event on the calendar; older ones are stale.
 	version int32
-	// periods and stalled count the periods begun since the last reset of
-	// statistics and those among them in which the quota ran out.
+	// periods and stalled count, since the last reset of statistics, the
+	// periods in which the CPU ran (as cgroup's nr_periods counts them:
+	// not those it was idle throughout) and those among them in which
+	// the quota ran out; active says the current period counts.
 	periods, stalled int64
+	active           bool
 }
 
 // charge adds the CPU time spent since the last charge.
@@ -48,6 +51,7 @@ func (e *engine) meter(st int32, s *station) {
 		l.running = min(s.busy, s.servers)
 	}
 	s.set(e.now, l.running)
+	l.active = l.active || l.running > 0
 	l.version++
 	if l.running > 0 {
 		left := max(l.quota-l.used, 0)
@@ -81,7 +85,10 @@ func (e *engine) newPeriod(h int32) {
 		l := s.cpuLimit
 		l.charge(e.now)
 		l.used = 0
-		l.periods++
+		if l.active {
+			l.periods++
+		}
+		l.active = false
 		if l.throttled {
 			l.throttled = false
 			e.stalled--

@@ -169,3 +169,23 @@ func limitedQueue(lambda, d, quota, period float64, n int, seed uint64) (mean, h
 	v /= float64(len(sums) - 1)
 	return m, 2.093 * math.Sqrt(v/float64(len(sums)))
 }
+
+// TestLimitThrottledCountsActivePeriods: as cgroup's nr_periods, the
+// periods counted are those in which the CPU ran. A request of 400 ms of
+// CPU under a limit of 50 ms a period runs in eight or nine periods and
+// is throttled in all but the last one or two, so at least 7/9 of the
+// counted periods are throttled, although with 2 s of thinking between
+// requests most periods pass idle.
+func TestLimitThrottledCountsActivePeriods(t *testing.T) {
+	src := "perfcast: 1\nhosts: {h: {cpu: {limit: 0.5}}}\n" +
+		"components: {c: {host: h, operations: {op: {steps: [{cpu: 400ms}]}}}}\n" +
+		"workload: {w: {closed: {users: 1, think: exp(2s)}, steps: [{call: c/op}]}}\n"
+	r := run(t, src, 4000)
+	cpu := res(t, r, "h.cpu")
+	if cpu.Throttled == nil || !(*cpu.Throttled >= 7.0/9) {
+		t.Errorf("throttled in %v of the periods, want at least 7/9", cpu.Throttled)
+	}
+	if lu := *cpu.LimitUtilization; !(lu < 0.4) {
+		t.Errorf("limit utilization %.3g: the CPU should idle most of the time", lu)
+	}
+}
