@@ -14,8 +14,10 @@ import (
 // where the work shares nothing; contention between the threads that only
 // more parallelism brings out (a lock inside a library or a database, the
 // allocator, the memory bus) was never measured when the traces ran with
-// fewer, and is not in the model. Resources, components and hosts are
-// matched by name; ones that base does not have are left out.
+// fewer, and is not in the model. A CPU limit raised to the host's cores
+// or beyond is also said: it no longer binds, and the cores do. Resources,
+// components and hosts are matched by name; ones that base does not have
+// are left out.
 func Beyond(base, changed *model.Model) []string {
 	var out []string
 	for _, p := range changed.Passive {
@@ -42,6 +44,11 @@ func Beyond(base, changed *model.Model) []string {
 			continue
 		}
 		out = append(out, fmt.Sprintf("hosts.%s.cpu.cores raised from %d to %d: more work in parallel, with the demands the model has; contention between cores (shared caches, memory bandwidth, locks between threads), which fewer cores never showed, is not in the model", h.Name, b.CPU.Cores, h.CPU.Cores))
+	}
+	for _, h := range changed.Hosts {
+		if b := base.Host(h.Name); b != nil && b.CPU.Limited() && h.CPU.Limit > b.CPU.Limit && !h.CPU.Limited() {
+			out = append(out, fmt.Sprintf("hosts.%s.cpu.limit raised from %g to %g, at or above its %d cores: it no longer binds, and the host serves as its cores (raise hosts.%s.cpu.cores too for more)", h.Name, b.CPU.Limit, h.CPU.Limit, h.CPU.Cores, h.Name))
+		}
 	}
 	for _, h := range changed.Hosts {
 		b := base.Host(h.Name)

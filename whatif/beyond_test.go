@@ -16,6 +16,10 @@ func TestBeyond(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	quota, err := model.Parse([]byte(strings.Replace(mm1, "cpu: {cores: 1}", "cpu: {cores: 2, limit: 1}", 1)), "quota.yaml")
+	if err != nil || !quota.Host("app").CPU.Limited() {
+		t.Fatalf("limited model: %v", err)
+	}
 	cases := []struct {
 		base *model.Model
 		sets []string
@@ -28,6 +32,8 @@ func TestBeyond(t *testing.T) {
 		{base, []string{"components.svc.threads=8"}, []string{"components.svc.threads raised from 4 to 8"}},
 		{base, []string{"hosts.app.cpu.cores=4", "passive.lock.capacity=2"}, []string{"passive.lock.capacity raised from 1 to 2", "hosts.app.cpu.cores raised from 1 to 4"}},
 		{base, []string{"hosts.app.disks.data.servers=3"}, []string{"hosts.app.disks.data.servers raised from 1 to 3: more requests served at once"}},
+		{quota, []string{"hosts.app.cpu.limit=1500m"}, nil},
+		{quota, []string{"hosts.app.cpu.limit=4"}, []string{"hosts.app.cpu.limit raised from 1 to 4, at or above its 2 cores: it no longer binds"}},
 		{slotted, []string{"passive.svc-cpu-slots.capacity=2"}, []string{"passive.svc-cpu-slots.capacity raised from 1 to 2: more of the component's threads on the CPU at once"}},
 	}
 	for _, c := range cases {
