@@ -121,7 +121,7 @@ func supports(b *built, st *state) (bool, []string) {
 	}
 	for _, h := range b.m.Hosts {
 		if h.CPU.Limited() {
-			reasons = append(reasons, fmt.Sprintf("host %s: its CPU limit (%g cores every %s) is taken as that capacity at all times, which overestimates waits at light load; the simulator follows the quota period by period", h.Name, h.CPU.Limit, model.FormatDuration(h.CPU.LimitPeriod())))
+			reasons = append(reasons, fmt.Sprintf("host %s: its CPU limit (%g cores every %s) is taken as that capacity at all times, without the stalls each period's spent quota makes; the simulator follows the quota period by period", h.Name, h.CPU.Limit, model.FormatDuration(h.CPU.LimitPeriod())))
 		}
 	}
 	for p, pl := range b.pools {
