@@ -65,7 +65,8 @@ func addSeeds(f *testing.F, name string) {
 
 // check verifies what every reader must guarantee, whatever the input: an
 // error of one line naming the input, or series in order, without overlap,
-// with finite non-negative values and fractions not above 1.05.
+// with finite non-negative values and fractions not above 1.05, and
+// limits and throttling counts that make sense.
 func check(t *testing.T, s *Set, err error) {
 	if err != nil {
 		if !strings.HasPrefix(err.Error(), "fuzz:") || strings.Contains(err.Error(), "\n") {
@@ -73,8 +74,20 @@ func check(t *testing.T, s *Set, err error) {
 		}
 		return
 	}
-	if len(s.Series) == 0 {
-		t.Fatal("no series and no error")
+	if len(s.Series) == 0 && len(s.Limits) == 0 && len(s.Throttling) == 0 {
+		t.Fatal("no series, limits or throttling, and no error")
+	}
+	for h, l := range s.Limits {
+		if h == "" || !(l.Cores > 0 && l.Cores <= maxCores) || !(l.Period >= 0) || math.IsInf(l.Period, 0) {
+			t.Fatalf("host %q: limit %+v", h, l)
+		}
+	}
+	for h, th := range s.Throttling {
+		for _, sm := range th.Samples {
+			if h == "" || sm.End <= sm.Start || !(sm.Throttled >= 0 && sm.Throttled <= sm.Periods) || math.IsInf(sm.Periods, 0) {
+				t.Fatalf("host %q: throttling %+v", h, sm)
+			}
+		}
 	}
 	for h, sr := range s.Series {
 		if h == "" || sr.Host != h {
