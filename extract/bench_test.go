@@ -208,13 +208,7 @@ func BenchmarkExtractManyOperations(b *testing.B) {
 // same traces whose metrics state no limit: the difference is the
 // simulation of the limit's stalls (throttleWaitFactor).
 func BenchmarkExtractLimited(b *testing.B) {
-	truth, err := model.Parse([]byte(limitModel), "limited.yaml")
-	if err != nil {
-		b.Fatal(err)
-	}
-	dir := b.TempDir()
-	tracesPath, metricsPath := filepath.Join(dir, "traces.jsonl"), filepath.Join(dir, "cpu.csv")
-	recordMetrics(b, tracesPath, metricsPath, truth, tracegen.Options{Seed: 4}, 10000, nil)
+	_, dir, tracesPath, metricsPath := recordModel(b, limitModel, "limited", tracegen.Options{Seed: 4}, 10000, nil)
 	noLimit := filepath.Join(dir, "nolimit.csv")
 	data, err := os.ReadFile(metricsPath)
 	if err != nil {

@@ -42,13 +42,7 @@ var pods = map[string]struct{ pod, container string }{
 // demand comes back within four standard errors of the truth, as in
 // TestMetricsRoundTrip.
 func TestPodMetrics(t *testing.T) {
-	m0, err := model.Parse([]byte(twoOpsModel), "twoops.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	tracesPath, csvPath := filepath.Join(dir, "traces.jsonl"), filepath.Join(dir, "cpu.csv")
-	recordMetrics(t, tracesPath, csvPath, m0, tracegen.Options{NoCPUTime: true, Seed: 6}, 30000, nil)
+	_, dir, tracesPath, csvPath := recordModel(t, twoOpsModel, "twoops", tracegen.Options{NoCPUTime: true, Seed: 6}, 30000, nil)
 
 	// The spans name their pods, not their hosts.
 	data, err := os.ReadFile(tracesPath)

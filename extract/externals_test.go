@@ -52,13 +52,7 @@ workload:
 // response times of both workloads as the truth does, where the calls as
 // fixed delays (no metrics of the database) miss the queueing.
 func TestExternalSystem(t *testing.T) {
-	truth, err := model.Parse([]byte(dbModel), "withdb.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	tracesPath, metricsPath := filepath.Join(dir, "traces.jsonl"), filepath.Join(dir, "cpu.csv")
-	recordMetrics(t, tracesPath, metricsPath, truth, tracegen.Options{NoCPUTime: true, Seed: 9}, 30000, func(s *sim.Span) bool {
+	truth, dir, tracesPath, metricsPath := recordModel(t, dbModel, "withdb", tracegen.Options{NoCPUTime: true, Seed: 9}, 30000, func(s *sim.Span) bool {
 		return s.Component != "db" // the database has no spans
 	})
 	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"app": {Cores: 2}, "db": {Cores: 1}}, Metrics: []string{metricsPath}}

@@ -49,13 +49,7 @@ workload:
 // heavier one as the truth does. Without the limit the stalls stay in the
 // delay as a fixed time, and the model misses the heavier load by far.
 func TestCPULimit(t *testing.T) {
-	truth, err := model.Parse([]byte(limitModel), "limited.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	tracesPath, metricsPath := filepath.Join(dir, "traces.jsonl"), filepath.Join(dir, "cpu.csv")
-	recordMetrics(t, tracesPath, metricsPath, truth, tracegen.Options{Seed: 4}, 40000, nil)
+	truth, dir, tracesPath, metricsPath := recordModel(t, limitModel, "limited", tracegen.Options{Seed: 4}, 40000, nil)
 	if data := string(mustRead(t, metricsPath)); !strings.Contains(data, ",1.5,100ms") {
 		t.Fatalf("the metrics state no limit:\n%.300s", data)
 	}
@@ -182,13 +176,8 @@ func TestCPULimit(t *testing.T) {
 // M/M/1 applied to Erlang's formula), which leaves 4.2 ms without a
 // limit too; so the model is about 10 % slow at 1.2 times the load.
 func TestCPULimitMetricsPath(t *testing.T) {
-	truth, err := model.Parse([]byte(strings.Replace(limitModel, "rate: 180/s", "rate: 180/s, cv: 2", 1)), "limited.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	tracesPath, metricsPath := filepath.Join(dir, "traces.jsonl"), filepath.Join(dir, "cpu.csv")
-	recordMetrics(t, tracesPath, metricsPath, truth, tracegen.Options{NoCPUTime: true, Seed: 5}, 40000, nil)
+	truth, _, tracesPath, metricsPath := recordModel(t, strings.Replace(limitModel, "rate: 180/s", "rate: 180/s, cv: 2", 1), "limited",
+		tracegen.Options{NoCPUTime: true, Seed: 5}, 40000, nil)
 	out, err := extract.Run(context.Background(), []string{tracesPath}, "limited", &extract.Config{Metrics: []string{metricsPath}})
 	if err != nil {
 		t.Fatal(err)

@@ -44,13 +44,7 @@ workload:
 // back within four of the estimator's standard errors of the truth (4 to
 // 5 % here), or modelError where it gives none.
 func TestMetricsRoundTrip(t *testing.T) {
-	m0, err := model.Parse([]byte(twoOpsModel), "twoops.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	tracesPath, metricsPath := filepath.Join(dir, "traces.jsonl"), filepath.Join(dir, "cpu.csv")
-	recordMetrics(t, tracesPath, metricsPath, m0, tracegen.Options{NoCPUTime: true, Seed: 6}, 30000, nil)
+	_, _, tracesPath, metricsPath := recordModel(t, twoOpsModel, "twoops", tracegen.Options{NoCPUTime: true, Seed: 6}, 30000, nil)
 
 	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"app": {Cores: 1}, "db": {Cores: 1}}, Metrics: []string{metricsPath}}
 	out, err := extract.Run(context.Background(), []string{tracesPath}, "twoops", cfg)
@@ -96,6 +90,20 @@ func TestMetricsRoundTrip(t *testing.T) {
 			t.Errorf("%s: CPU %.4g ms, want %.4g ms ± %.3g", id, cpu*1e3, want*1e3, tol*1e3)
 		}
 	}
+}
+
+// recordModel parses the model src and records its traces and metrics as
+// recordMetrics does, in files of a temporary directory (dir) it returns.
+func recordModel(t testing.TB, src, name string, opts tracegen.Options, requests int64, keep func(*sim.Span) bool) (m *model.Model, dir, tracesPath, metricsPath string) {
+	t.Helper()
+	m, err := model.Parse([]byte(src), name+".yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
+	tracesPath, metricsPath = filepath.Join(dir, "traces.jsonl"), filepath.Join(dir, "cpu.csv")
+	recordMetrics(t, tracesPath, metricsPath, m, opts, requests, keep)
+	return m, dir, tracesPath, metricsPath
 }
 
 // recordMetrics is recordWith that also writes to metricsPath the hosts'

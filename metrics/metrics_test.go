@@ -376,16 +376,8 @@ func TestContainers(t *testing.T) {
 			t.Errorf("%s: %v busy cores, want %v", what, got, want)
 		}
 	}
-	read := func(name string) *Set {
-		t.Helper()
-		s, err := ReadFile(filepath.Join("testdata", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
 
-	k8s := read("prom_cadvisor_k8s.json")
+	k8s := readTestdata(t, "prom_cadvisor_k8s.json")
 	near("pod "+catalog, mean(k8s.Series[catalog]), 0.481)
 	near("its container catalog", mean(k8s.Services[catalog]["catalog"]), 0.4)
 	near("its sidecar", mean(k8s.Services[catalog]["istio-proxy"]), 0.08)
@@ -398,7 +390,7 @@ func TestContainers(t *testing.T) {
 		t.Errorf("hosts %v, want the two pods and the node", hosts)
 	}
 
-	docker := read("prom_cadvisor_docker.json")
+	docker := readTestdata(t, "prom_cadvisor_docker.json")
 	for _, name := range []string{"shop-catalog-1", "SHOP-catalog-1", hexID, hexID[:12], "catalog"} {
 		if got := docker.Lookup(name); got != "shop-catalog-1" {
 			t.Errorf("Lookup(%q) = %q, want the container shop-catalog-1", name, got)
@@ -408,7 +400,7 @@ func TestContainers(t *testing.T) {
 	// A standalone cAdvisor names a pod by its container's Docker labels.
 	near("pod orders-6b7c-9xk2p by its Docker labels", mean(docker.Services["orders-6b7c-9xk2p"]["orders"]), 0.15)
 
-	kubelet := read("otlp_kubelet.jsonl")
+	kubelet := readTestdata(t, "otlp_kubelet.jsonl")
 	near("pod "+catalog+" (k8s.pod.cpu.time, not also its usage)", mean(kubelet.Series[catalog]), 0.5)
 	near("its container catalog", mean(kubelet.Services[catalog]["catalog"]), 0.45)
 	near("the node", mean(kubelet.Series["node-1"]), 1.5)
@@ -416,7 +408,7 @@ func TestContainers(t *testing.T) {
 		t.Errorf("Lookup(short container id) = %q, want the pod %s", got, catalog)
 	}
 
-	dj := read("otlp_docker_jvm.json")
+	dj := readTestdata(t, "otlp_docker_jvm.json")
 	near("docker_stats container (nanoseconds)", mean(dj.Series["0123456789ab"]), 0.25)
 	if got := dj.Lookup("shop-orders-1"); got != "0123456789ab" {
 		t.Errorf("Lookup(container name) = %q, want its host name 0123456789ab", got)
@@ -467,14 +459,6 @@ func TestLookup(t *testing.T) {
 // memory limit left out), OTLP's k8s.container.cpu_limit and
 // k8s.container.cpu.limit, and the CSV's cpu_limit and cpu_period.
 func TestLimits(t *testing.T) {
-	read := func(name string) *Set {
-		t.Helper()
-		s, err := ReadFile(filepath.Join("testdata", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
 	check := func(s *Set, host string, cores, period float64) {
 		t.Helper()
 		l, ok := s.Limits[host]
@@ -488,7 +472,7 @@ func TestLimits(t *testing.T) {
 			t.Errorf("%s: limit %g cores every %g s (%s), want %g every %g", host, l.Cores, l.Period, l.Source, cores, period)
 		}
 	}
-	k8s := read("prom_cadvisor_k8s.json")
+	k8s := readTestdata(t, "prom_cadvisor_k8s.json")
 	check(k8s, "catalog-5f6c9-x2x7q", 1.2, 0.1)
 	th := k8s.Throttling["catalog-5f6c9-x2x7q"]
 	if th == nil {
@@ -502,14 +486,14 @@ func TestLimits(t *testing.T) {
 	}
 	check(k8s, "web-7d9f-abcde", 0, 0)
 	check(k8s, "node-1", 0, 0)
-	check(read("prom_cadvisor_docker.json"), "shop-catalog-1", 0.5, 0.05)
-	ksm := read("prom_kube_state_limits.json")
+	check(readTestdata(t, "prom_cadvisor_docker.json"), "shop-catalog-1", 0.5, 0.05)
+	ksm := readTestdata(t, "prom_kube_state_limits.json")
 	check(ksm, "orders-6b7c-9xk2p", 1.75, 0)
 	if s := ksm.Series["orders-6b7c-9xk2p"]; s == nil {
 		t.Error("the pod's usage beside its limits was not read")
 	}
-	check(read("otlp_kubelet.jsonl"), "catalog-5f6c9-x2x7q", 1, 0)
-	csv := read("csv_limits.csv")
+	check(readTestdata(t, "otlp_kubelet.jsonl"), "catalog-5f6c9-x2x7q", 1, 0)
+	csv := readTestdata(t, "csv_limits.csv")
 	check(csv, "api-1", 0.5, 0.05)
 	check(csv, "db-1", 0, 0)
 	if d := csv.Files[0].Damage.Total(); d != 1 {
@@ -525,4 +509,14 @@ func TestLimits(t *testing.T) {
 	if !slices.ContainsFunc(set.Files[1].Notes, func(n string) bool { return strings.Contains(n, "CPU limit 1 cores left out") }) {
 		t.Errorf("no note of the limit left out: %v", set.Files[1].Notes)
 	}
+}
+
+// readTestdata reads a metrics file of testdata.
+func readTestdata(t *testing.T, name string) *Set {
+	t.Helper()
+	s, err := ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

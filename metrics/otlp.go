@@ -310,13 +310,8 @@ func (r *reader) otlpMetric(m pmetric.Metric, res otlpResource, place string, tr
 // otlpLimit records a container's CPU limit in cores, of the pod (or
 // container) its resource names.
 func (r *reader) otlpLimit(m pmetric.Metric, res otlpResource, place string) {
-	var dps pmetric.NumberDataPointSlice
-	switch m.Type() {
-	case pmetric.MetricTypeGauge:
-		dps = m.Gauge().DataPoints()
-	case pmetric.MetricTypeSum:
-		dps = m.Sum().DataPoints()
-	default:
+	dps, ok := numberPoints(m)
+	if !ok {
 		r.damagef(ingest.DamageBadValue, "%s: a gauge expected, found %s", place, m.Type())
 		return
 	}
@@ -338,15 +333,22 @@ func (r *reader) otlpLimit(m pmetric.Metric, res otlpResource, place string) {
 	}
 }
 
+// numberPoints returns the data points of a gauge or a sum; ok is false
+// for other kinds of metric.
+func numberPoints(m pmetric.Metric) (dps pmetric.NumberDataPointSlice, ok bool) {
+	switch m.Type() {
+	case pmetric.MetricTypeGauge:
+		return m.Gauge().DataPoints(), true
+	case pmetric.MetricTypeSum:
+		return m.Sum().DataPoints(), true
+	}
+	return dps, false
+}
+
 // logicalCount records the cores system.cpu.logical.count states.
 func (r *reader) logicalCount(m pmetric.Metric, host string) {
-	var dps pmetric.NumberDataPointSlice
-	switch m.Type() {
-	case pmetric.MetricTypeSum:
-		dps = m.Sum().DataPoints()
-	case pmetric.MetricTypeGauge:
-		dps = m.Gauge().DataPoints()
-	default:
+	dps, ok := numberPoints(m)
+	if !ok {
 		return
 	}
 	for d := 0; d < dps.Len(); d++ {

@@ -142,6 +142,9 @@ type hostInfo struct {
 	station int32
 }
 
+// cpuStation is the index of the CPU station of replica r.
+func (h *hostInfo) cpuStation(r int32) int32 { return h.station + r*int32(1+len(h.disks)) }
+
 type diskInfo struct {
 	name    string
 	servers int32

@@ -533,8 +533,7 @@ func (e *engine) exec(t *task) {
 		switch in.code {
 		case opCPU:
 			w := p.samplers[in.a].sample(e.rng)
-			h := &p.hosts[in.b]
-			st := h.station + t.rep*int32(1+len(h.disks))
+			st := p.hosts[in.b].cpuStation(t.rep)
 			if e.rec != nil { // span recording
 				// The CPU time at the speed the burst starts at (a
 				// stalled CPU's, its speed once the stall ends).
@@ -1179,9 +1178,8 @@ func (e *engine) unserve(s *station, t *task) {
 // round-robin slices under way are rescheduled.
 func (e *engine) changeSpeed(h int32) {
 	hi := &e.p.hosts[h]
-	per := int32(1 + len(hi.disks))
 	for r := range hi.replicas {
-		st := hi.station + r*per
+		st := hi.cpuStation(r)
 		s := &e.stations[st]
 		// The CPU time per unit of work, lognormal of mean 1.
 		cost := math.Exp(hi.sigma*e.rng.NormFloat64() - hi.sigma*hi.sigma/2)

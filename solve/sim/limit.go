@@ -78,9 +78,8 @@ func (e *engine) quotaSpent(st, version int32) {
 // the quota is whole again and stalled work resumes.
 func (e *engine) newPeriod(h int32) {
 	hi := &e.p.hosts[h]
-	per := int32(1 + len(hi.disks))
 	for r := range hi.replicas {
-		st := hi.station + r*per
+		st := hi.cpuStation(r)
 		s := &e.stations[st]
 		l := s.cpuLimit
 		l.charge(e.now)
