@@ -159,6 +159,28 @@ func TestExternalSystem(t *testing.T) {
 		t.Errorf("calls to two machines: component %v, said %d times in %q", two.Model.Component("db") != nil, said, two.Report.Evidence)
 	}
 
+	// The calls to machine db named after the traced component web (a
+	// peer.service set wrong): the system stays a delay, said once, and
+	// the component web keeps its own operations.
+	clash := bytes.ReplaceAll(data, peer, []byte(`{"key":"peer.service","value":{"stringValue":"web"}},{"key":"server.address","value":{"stringValue":"db"}}`))
+	clashPath := filepath.Join(dir, "clash.jsonl")
+	if err := os.WriteFile(clashPath, clash, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	named, err := extract.Run(context.Background(), []string{clashPath}, "withdb", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	said = 0
+	for _, e := range named.Report.Evidence {
+		if strings.Contains(e, "web: a system seen only by its clients' spans, named as a traced component is: its calls stay delays") {
+			said++
+		}
+	}
+	if web := named.Model.Component("web"); said != 1 || web == nil || web.Host != "app" || named.Model.Host("db") != nil {
+		t.Errorf("a system named as a traced component: said %d times, component web %+v, host db %v", said, web, named.Model.Host("db") != nil)
+	}
+
 	solveAt := func(m *model.Model, load float64) *solve.Result {
 		t.Helper()
 		c, err := model.Parse(m.Marshal(), "copy.yaml")
