@@ -262,7 +262,8 @@ type HostConfig struct {
 	// Limit is the CPU limit of each of the host's replicas (a pod's or
 	// container's), in cores ("1.5") or millicores ("500m"), and Period
 	// its CFS period (a duration, default 100ms). Without it the limit
-	// comes from the metrics, where they state one.
+	// comes from the metrics, where they state one; "0" is none, whatever
+	// the metrics state.
 	Limit  string `yaml:"limit"`
 	Period string `yaml:"period"`
 }
