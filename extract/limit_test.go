@@ -155,6 +155,15 @@ func TestCPULimit(t *testing.T) {
 	if h := cfgd.Model.Host("app"); h.CPU.Limit != 1.5 || math.Abs(delay(cfgd.Model)-delay(out.Model)) > 1e-9 {
 		t.Errorf("limit from the configuration: %g cores, delay %.3g ms; want 1.5 and %.3g", h.CPU.Limit, delay(cfgd.Model)*1e3, delay(out.Model)*1e3)
 	}
+	// A configured limit of 0 is none, whatever the metrics state.
+	zero, err := extract.Run(context.Background(), []string{tracesPath}, "limited", &extract.Config{Metrics: []string{metricsPath},
+		Hosts: map[string]extract.HostConfig{"app": {Cores: 2, Limit: "0"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := zero.Model.Host("app").CPU.Limit; l != 0 {
+		t.Errorf("configured limit 0: the model has %g", l)
+	}
 	none, err := extract.Run(context.Background(), []string{tracesPath}, "limited", &extract.Config{Metrics: []string{noLimit},
 		Hosts: map[string]extract.HostConfig{"app": {Cores: 2}}})
 	if err != nil {
