@@ -101,3 +101,14 @@ func BenchmarkEngineMM1SpeedWindow(b *testing.B) {
 	m.Hosts[0].CPU.SpeedVariation, m.Hosts[0].CPU.SpeedWindow = 0.2, 0.01
 	benchEngine(b, m)
 }
+
+// BenchmarkEngineMM1Limit is BenchmarkEngineMM1 on a CPU limited to 0.8
+// of its core (the load 0.7, 88 % of the limit): the quota's events.
+func BenchmarkEngineMM1Limit(b *testing.B) {
+	m, err := model.Parse([]byte(mm1Bench), "mm1.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.Hosts[0].CPU.Cores, m.Hosts[0].CPU.Limit = 2, 0.8
+	benchEngine(b, m)
+}

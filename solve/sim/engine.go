@@ -278,7 +278,7 @@ func newEngine(p *program, seed, stream uint64, cut, quota int64, liveLimit int)
 			base := h.station + r*per
 			e.stations[base] = station{kind: kindOf(h.sched), servers: h.cores, quantum: h.quantum, rate: 1, varies: h.window > 0 || h.limit > 0}
 			if h.limit > 0 {
-				e.stations[base].cpuLimit = &cpuLimit{quota: h.limit * h.period, speed: 1}
+				e.stations[base].cpuLimit = &cpuLimit{quota: h.limit * h.period, speed: 1, periodEnd: h.period}
 			}
 			for i, d := range h.disks {
 				e.stations[base+1+int32(i)] = station{kind: kindOf(d.sched), servers: d.servers, rate: 1}

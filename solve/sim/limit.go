@@ -25,6 +25,8 @@ type cpuLimit struct {
 	speed float64
 	// version of the quota event on the calendar; older ones are stale.
 	version int32
+	// periodEnd is when the current period ends.
+	periodEnd float64
 	// periods and stalled count, since the last reset of statistics, the
 	// periods in which the CPU ran (as cgroup's nr_periods counts them:
 	// not those it was idle throughout) and those among them in which
@@ -42,7 +44,7 @@ func (l *cpuLimit) charge(now float64) {
 // meter follows a change in the number of jobs at limited station st: it
 // charges the CPU time spent so far, records the cores now running (none
 // while throttled) as the station's busy level, and schedules the moment
-// the quota runs out at that pace.
+// the quota runs out at that pace, if that comes before the period ends.
 func (e *engine) meter(st int32, s *station) {
 	l := s.cpuLimit
 	l.charge(e.now)
@@ -54,8 +56,9 @@ func (e *engine) meter(st int32, s *station) {
 	l.active = l.active || l.running > 0
 	l.version++
 	if l.running > 0 {
-		left := max(l.quota-l.used, 0)
-		e.cal.push(e.now+left/float64(l.running), evQuota, st, l.version)
+		if at := e.now + max(l.quota-l.used, 0)/float64(l.running); at < l.periodEnd {
+			e.cal.push(at, evQuota, st, l.version)
+		}
 	}
 }
 
@@ -83,7 +86,7 @@ func (e *engine) newPeriod(h int32) {
 		s := &e.stations[st]
 		l := s.cpuLimit
 		l.charge(e.now)
-		l.used = 0
+		l.used, l.periodEnd = 0, e.now+hi.period
 		if l.active {
 			l.periods++
 		}
