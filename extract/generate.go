@@ -605,22 +605,27 @@ func (g *generator) placeComponents() {
 
 // metricsLimit gives host h, which runs on machines (its replicas, as the
 // windows name them), the CPU limit the metrics state for them: their
-// largest, with a note where they differ. Where one of them states none,
-// the host has none.
+// largest, with a note where they differ. Where some of them state none,
+// the host has none, with a note.
 func (g *generator) metricsLimit(h *model.Host, machines []string) {
-	if g.est == nil || len(g.est.Limits) == 0 || len(machines) == 0 {
+	if g.est == nil || len(g.est.Limits) == 0 {
 		return
 	}
 	var lims []metrics.Limit
+	var without []string
 	for _, m := range machines {
-		l, ok := g.est.Limits[m]
-		if !ok {
-			if len(lims) > 0 || len(machines) > 1 {
-				g.rep.evidencef("host %s: no CPU limit in the metrics of %s, so the host has none in the model", h.Name, m)
-			}
-			return
+		if l, ok := g.est.Limits[m]; ok {
+			lims = append(lims, l)
+		} else {
+			without = append(without, m)
 		}
-		lims = append(lims, l)
+	}
+	switch {
+	case len(lims) == 0:
+		return
+	case len(without) > 0:
+		g.rep.evidencef("host %s: no CPU limit in the metrics of %s, so the host has none in the model", h.Name, textout.Abbreviate(without, 4))
+		return
 	}
 	top := slices.MaxFunc(lims, func(a, b metrics.Limit) int { return cmp.Compare(a.Cores, b.Cores) })
 	if slices.ContainsFunc(lims, func(l metrics.Limit) bool { return l.Cores != top.Cores }) {

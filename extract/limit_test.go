@@ -256,3 +256,53 @@ func mustMetrics(t *testing.T, paths ...string) *metrics.Set {
 func slicesContainsSub(list []string, sub string) bool {
 	return slices.ContainsFunc(list, func(s string) bool { return strings.Contains(s, sub) })
 }
+
+// TestCPULimitReplicas: the replicas of a host (the pods app-1 and app-2
+// of component web) take the largest of their limits, said where they
+// differ, and none where one of them has none.
+func TestCPULimitReplicas(t *testing.T) {
+	src := strings.Replace(limitModel, "app: {cpu: {cores: 2, limit: 1500m}}", "app: {replicas: 2, cpu: {cores: 2, limit: 1500m}}", 1)
+	_, dir, tracesPath, metricsPath := recordModel(t, src, "replicas", tracegen.Options{Seed: 3}, 10000, nil)
+	data := string(mustRead(t, metricsPath))
+	if !strings.Contains(data, ",app-1,") || !strings.Contains(data, ",app-2,") {
+		t.Fatalf("no replicas app-1 and app-2 in the metrics:\n%.300s", data)
+	}
+	extractWith := func(name, metrics string) *extract.Result {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(metrics), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := extract.Run(context.Background(), []string{tracesPath}, "replicas", &extract.Config{Metrics: []string{path}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	// app-2's lines only: its limit lowered, then removed.
+	edit := func(old, new string) string {
+		var lines []string
+		for _, l := range strings.Split(data, "\n") {
+			if strings.Contains(l, ",app-2,") {
+				l = strings.Replace(l, old, new, 1)
+			}
+			lines = append(lines, l)
+		}
+		return strings.Join(lines, "\n")
+	}
+	for _, tc := range []struct {
+		name, metrics string
+		limit         float64
+		evidence      string
+	}{
+		{"same.csv", data, 1.5, "host web: CPU limit 1.5 cores every 100 ms per replica"},
+		{"differ.csv", edit(",1.5,100ms", ",1,100ms"), 1.5, "host web: its replicas' CPU limits differ (1 to 1.5 cores)"},
+		{"missing.csv", edit(",1.5,100ms", ",,"), 0, "host web: no CPU limit in the metrics of app-2"},
+	} {
+		out := extractWith(tc.name, tc.metrics)
+		h := out.Model.Host("web") // a replicated component's host is named after it
+		if h == nil || h.Replicas != 2 || h.CPU.Limit != tc.limit || !slicesContainsSub(out.Report.Evidence, tc.evidence) {
+			t.Errorf("%s: host %+v, evidence %q; want limit %g and %q", tc.name, h, out.Report.Evidence, tc.limit, tc.evidence)
+		}
+	}
+}
