@@ -180,10 +180,11 @@ func TestCPULimit(t *testing.T) {
 // handled alike, and the model predicts 1.2 times the load. The arrivals
 // are bursty (cv 2), so that the metrics' windows vary enough in
 // throughput for the regression (see twoOpsModel). The delay comes out at
-// 4.7 ms against the truth's 2: most of the excess is the wait for the
-// CPU taken out for bursty arrivals on two cores (GI/M/1's ratio to
-// M/M/1 applied to Erlang's formula), which leaves 4.2 ms without a
-// limit too; so the model is about 10 % slow at 1.2 times the load.
+// 6.3 ms against the truth's 2 (4.7 ms from 40 000 requests): most of the
+// excess is the wait for the CPU taken out for bursty arrivals on two
+// cores (GI/M/1's ratio to M/M/1 applied to Erlang's formula), which
+// leaves 4.2 ms without a limit too (by hand, 40 000 requests with span
+// CPU times); so the model is about 8 % slow at 1.2 times the load.
 func TestCPULimitMetricsPath(t *testing.T) {
 	truth, _, tracesPath, metricsPath := recordModel(t, strings.Replace(limitModel, "rate: 180/s", "rate: 180/s, cv: 2", 1), "limited",
 		tracegen.Options{NoCPUTime: true, Seed: 5}, 20000, nil)
