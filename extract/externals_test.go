@@ -70,12 +70,7 @@ func TestExternalSystem(t *testing.T) {
 	// (about 10 and 20 ms): the wait taken out is the windows' M/M/1
 	// wait scaled for the arrivals' burstiness, an approximation.
 	for op, want := range map[string]float64{"db/query": 2e-3, "db/update": 3e-3} {
-		var d float64
-		for _, st := range out.Model.Operation(op).Steps {
-			if st.Kind == model.StepDelay {
-				d += st.Demand.Mean()
-			}
-		}
+		d := delayOf(out.Model, op)
 		t.Logf("%s: delay %.3g ms, truth %.3g ms", op, d*1e3, want*1e3)
 		if math.Abs(d-want) > 2e-3 {
 			t.Errorf("%s: delay %.3g ms, truth %.3g ms", op, d*1e3, want*1e3)
@@ -149,12 +144,7 @@ func TestExternalSystem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	said := 0
-	for _, e := range two.Report.Evidence {
-		if strings.Contains(e, "db: a system seen only by its clients' spans, called on several machines") {
-			said++
-		}
-	}
+	said := mentions(two.Report.Evidence, "db: a system seen only by its clients' spans, called on several machines")
 	if two.Model.Component("db") != nil || said != 1 {
 		t.Errorf("calls to two machines: component %v, said %d times in %q", two.Model.Component("db") != nil, said, two.Report.Evidence)
 	}
@@ -171,12 +161,7 @@ func TestExternalSystem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	said = 0
-	for _, e := range named.Report.Evidence {
-		if strings.Contains(e, "web: a system seen only by its clients' spans, named as a traced component is: its calls stay delays") {
-			said++
-		}
-	}
+	said = mentions(named.Report.Evidence, "web: a system seen only by its clients' spans, named as a traced component is: its calls stay delays")
 	if web := named.Model.Component("web"); said != 1 || web == nil || web.Host != "app" || named.Model.Host("db") != nil {
 		t.Errorf("a system named as a traced component: said %d times, component web %+v, host db %v", said, web, named.Model.Host("db") != nil)
 	}

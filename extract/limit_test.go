@@ -6,7 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -62,18 +62,10 @@ func TestCPULimit(t *testing.T) {
 	if app == nil || app.CPU.Limit != 1.5 || app.CPU.Cores != 2 || app.CPU.LimitPeriod() != 0.1 {
 		t.Fatalf("host app: %+v, want 2 cores limited to 1.5", app)
 	}
-	if !slicesContainsSub(out.Report.Evidence, "CPU limit 1.5 cores every 100 ms per replica") {
+	if mentions(out.Report.Evidence, "CPU limit 1.5 cores every 100 ms per replica") == 0 {
 		t.Errorf("no evidence of the limit: %v", out.Report.Evidence)
 	}
-	delay := func(m *model.Model) float64 {
-		var d float64
-		for _, st := range m.Operation("web/GET /a").Steps {
-			if st.Kind == model.StepDelay {
-				d += st.Demand.Mean()
-			}
-		}
-		return d
-	}
+	delay := func(m *model.Model) float64 { return delayOf(m, "web/GET /a") }
 	// The delay is the truth's 2 ms within half a millisecond: the wait
 	// taken out for the CPU and its limit's stalls is simulated, at the
 	// windows' loads.
@@ -114,30 +106,13 @@ func TestCPULimit(t *testing.T) {
 		t.Logf("throttled periods: measured %.3g, predicted %+.3g points", share, *e.Throttled*100)
 	}
 	// At 1.2 times the load (86 % of the limit) against the truth.
-	at := func(m *model.Model) solve.Times {
-		t.Helper()
-		c, err := m.Clone()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := whatif.Set(c, "workload.*.load=1.2"); err != nil {
-			t.Fatal(err)
-		}
-		r, err := solver(context.Background(), c)
-		if err != nil || !r.Stable {
-			t.Fatalf("solve at 1.2: %v %v", err, r)
-		}
-		for _, w := range r.Workloads { // one workload, named a or GET /a
-			return w.ResponseTime
-		}
-		return solve.Times{}
-	}
+	at := func(m *model.Model) float64 { return meanAtLoad(t, m, 1.2, 0.02) }
 	want, got := at(truth), at(out.Model)
 	// The truth's and the model's 2 % precision, and the model error.
-	tol := modelError*want.Mean + 2*0.02*want.Mean
-	t.Logf("at 1.2 times the load: %.4g ms, truth %.4g ms", got.Mean*1e3, want.Mean*1e3)
-	if math.Abs(got.Mean-want.Mean) > tol {
-		t.Errorf("at 1.2 times the load: %.4g ms, truth %.4g ms ± %.3g", got.Mean*1e3, want.Mean*1e3, tol*1e3)
+	tol := modelError*want + 2*0.02*want
+	t.Logf("at 1.2 times the load: %.4g ms, truth %.4g ms", got*1e3, want*1e3)
+	if math.Abs(got-want) > tol {
+		t.Errorf("at 1.2 times the load: %.4g ms, truth %.4g ms ± %.3g", got*1e3, want*1e3, tol*1e3)
 	}
 
 	// The limit given in the configuration instead of the metrics, and
@@ -169,8 +144,8 @@ func TestCPULimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("without the limit: delay %.3g ms, at 1.2 times the load %.4g ms", delay(none.Model)*1e3, at(none.Model).Mean*1e3)
-	if miss := math.Abs(at(none.Model).Mean-want.Mean) / want.Mean; none.Model.Host("app").CPU.Limit != 0 || miss < 2*modelError {
+	t.Logf("without the limit: delay %.3g ms, at 1.2 times the load %.4g ms", delay(none.Model)*1e3, at(none.Model)*1e3)
+	if miss := math.Abs(at(none.Model)-want) / want; none.Model.Host("app").CPU.Limit != 0 || miss < 2*modelError {
 		t.Errorf("without the limit: limit %g, off by %.0f %% at 1.2 times the load: the test shows nothing", none.Model.Host("app").CPU.Limit, miss*100)
 	}
 }
@@ -196,33 +171,8 @@ func TestCPULimitMetricsPath(t *testing.T) {
 		t.Fatalf("host app: %+v", h.CPU)
 	}
 	recovered(t, out, map[string]float64{"web/GET /a": 6e-3, "store/get": 3e-3})
-	var d float64
-	for _, st := range out.Model.Operation("web/GET /a").Steps {
-		if st.Kind == model.StepDelay {
-			d += st.Demand.Mean()
-		}
-	}
-	t.Logf("web/GET /a: delay %.3g ms, truth 2 ms", d*1e3)
-	solver := func(ctx context.Context, m *model.Model) (*solve.Result, error) {
-		c, err := m.Clone()
-		if err != nil {
-			return nil, err
-		}
-		if err := whatif.Set(c, "workload.*.load=1.2"); err != nil {
-			return nil, err
-		}
-		return sim.New().Solve(ctx, c, solve.Options{Seed: 1, Precision: 0.03, Workers: 2})
-	}
-	mean := func(m *model.Model) float64 {
-		r, err := solver(context.Background(), m)
-		if err != nil || !r.Stable {
-			t.Fatalf("solve: %v %v", err, r)
-		}
-		for _, w := range r.Workloads {
-			return w.ResponseTime.Mean
-		}
-		return 0
-	}
+	t.Logf("web/GET /a: delay %.3g ms, truth 2 ms", delayOf(out.Model, "web/GET /a")*1e3)
+	mean := func(m *model.Model) float64 { return meanAtLoad(t, m, 1.2, 0.03) }
 	want, got := mean(truth), mean(out.Model)
 	t.Logf("at 1.2 times the load: %.4g ms, truth %.4g ms", got*1e3, want*1e3)
 	if tol := (modelError + 2*0.03) * want; math.Abs(got-want) > tol {
@@ -254,8 +204,47 @@ func mustMetrics(t *testing.T, paths ...string) *metrics.Set {
 	return set
 }
 
-func slicesContainsSub(list []string, sub string) bool {
-	return slices.ContainsFunc(list, func(s string) bool { return strings.Contains(s, sub) })
+// mentions counts the lines of list that contain sub.
+func mentions(list []string, sub string) int {
+	n := 0
+	for _, s := range list {
+		if strings.Contains(s, sub) {
+			n++
+		}
+	}
+	return n
+}
+
+// delayOf is the mean of an operation's delay steps.
+func delayOf(m *model.Model, id string) float64 {
+	var d float64
+	for _, st := range m.Operation(id).Steps {
+		if st.Kind == model.StepDelay {
+			d += st.Demand.Mean()
+		}
+	}
+	return d
+}
+
+// meanAtLoad simulates m with every workload's load times load, at the
+// given precision, and returns its one workload's mean response time.
+func meanAtLoad(t *testing.T, m *model.Model, load, precision float64) float64 {
+	t.Helper()
+	c, err := m.Clone()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := whatif.Set(c, "workload.*.load="+strconv.FormatFloat(load, 'g', -1, 64)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := sim.New().Solve(context.Background(), c, solve.Options{Seed: 1, Precision: precision, Workers: 2})
+	if err != nil || !r.Stable {
+		t.Fatalf("solve at %g times the load: %v %v", load, err, r)
+	}
+	for _, w := range r.Workloads { // one workload, named a or GET /a
+		return w.ResponseTime.Mean
+	}
+	return 0
 }
 
 // TestCPULimitReplicas: the replicas of a host (the pods app-1 and app-2
@@ -302,7 +291,7 @@ func TestCPULimitReplicas(t *testing.T) {
 	} {
 		out := extractWith(tc.name, tc.metrics)
 		h := out.Model.Host("web") // a replicated component's host is named after it
-		if h == nil || h.Replicas != 2 || h.CPU.Limit != tc.limit || !slicesContainsSub(out.Report.Evidence, tc.evidence) {
+		if h == nil || h.Replicas != 2 || h.CPU.Limit != tc.limit || mentions(out.Report.Evidence, tc.evidence) == 0 {
 			t.Errorf("%s: host %+v, evidence %q; want limit %g and %q", tc.name, h, out.Report.Evidence, tc.limit, tc.evidence)
 		}
 	}
