@@ -163,20 +163,25 @@ func TestArrivalCVSkipsIdleStretches(t *testing.T) {
 }
 
 func TestArrivalSampleIsBounded(t *testing.T) {
-	// Three hours of gamma arrivals (cv 1.5) at 100 per second: the
-	// sample keeps at most arrivalBlocks blocks of arrivalBlockCap
-	// arrivals, from blocks spread over the three hours, and still gives
-	// the cv back.
+	// Three hours of gamma arrivals (cv 1.5) at 200 per second, 60 000
+	// per block: the sample holds arrivalBlocks blocks, each of fewer
+	// than twice arrivalBlockCap arrivals (a block is cut back to its
+	// share when it reaches twice it) and giving arrivalBlockCap of them,
+	// from blocks spread over the three hours, and still gives the cv back.
 	r := rand.New(rand.NewPCG(11, 12))
-	e := renewal(r, 1.5, 1, phase{3 * 3600, 100, 100})
-	kept := 0
+	e := renewal(r, 1.5, 1, phase{3 * 3600, 200, 200})
 	var first, last int64 = math.MaxInt64, math.MinInt64
 	for b, blk := range e.arrivals.blocks {
-		kept += len(blk.times)
+		if n := len(blk.times); n >= 2*arrivalBlockCap {
+			t.Errorf("block %d holds %d arrivals, want fewer than %d", b, n, 2*arrivalBlockCap)
+		}
+		if n := len(blk.sorted()); n != arrivalBlockCap {
+			t.Errorf("block %d gives %d arrivals, want %d", b, n, arrivalBlockCap)
+		}
 		first, last = min(first, b), max(last, b)
 	}
-	if kept > arrivalBlocks*arrivalBlockCap || len(e.arrivals.blocks) != arrivalBlocks {
-		t.Errorf("kept %d arrivals in %d blocks of %d arrivals, want at most %d in %d", kept, len(e.arrivals.blocks), e.count, arrivalBlocks*arrivalBlockCap, arrivalBlocks)
+	if len(e.arrivals.blocks) != arrivalBlocks {
+		t.Errorf("%d blocks of %d arrivals, want %d", len(e.arrivals.blocks), e.count, arrivalBlocks)
 	}
 	if span := (last - first + 1) * arrivalBlock / 1e9; span < 3600 {
 		t.Errorf("the kept blocks span %d s of 3 hours", span)

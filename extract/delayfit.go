@@ -81,7 +81,7 @@ func (g *generator) loadFreeDelay(id string, op *opStats, cpu float64, measured 
 	if k == 0 || h == nil {
 		return delayFit{}, false
 	}
-	mean, cs2, a, ok := g.slotBursts(comp)
+	q, a, ok := g.slotQueue(comp)
 	if !ok || a >= float64(k) {
 		return delayFit{}, false
 	}
@@ -116,7 +116,7 @@ func (g *generator) loadFreeDelay(id string, op *opStats, cpu float64, measured 
 		if c == nil || c.n == 0 {
 			continue
 		}
-		x := slotWaitAt(k, h.CPU.Cores, mean, cs2, h.CPU.Speed, w) + cpu/h.CPU.Speed*waitFactor(h.CPU.Cores, w.host)
+		x := q.waitAt(w) + cpu/h.CPU.Speed*q.cpuWait(w.host)
 		pts = append(pts, delayPoint{x: x, y: c.off / c.n, w: c.n})
 		loads, loadW = append(loads, w.slots/float64(k)), append(loadW, c.n)
 	}

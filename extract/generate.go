@@ -165,9 +165,9 @@ type generator struct {
 	// externals are the systems seen only by their clients' spans that
 	// the model has as components, by operation (see externals.go).
 	externals map[string]*external
-	// entryCVs memoizes entryCV; hostSCVs memoizes arrivalSCV.
+	// entryCVs memoizes entryCV; hostSCVs memoizes arrivalSCVOf.
 	entryCVs map[string][2]float64
-	hostSCVs map[*model.Host]float64
+	hostSCVs map[scvKey]float64
 	// configured holds the hosts whose cores the configuration gives.
 	configured map[*model.Host]bool
 	// threads holds the inferred thread limits of components, per replica.
@@ -1231,7 +1231,7 @@ func (g *generator) workloads() {
 		cv, gaps := g.entryCV(id)
 		w.Open = &model.Open{Rate: rate, CV: cv}
 		if cv != 1 {
-			g.rep.evidencef("workload %s: the gaps between arrivals, each over the mean gap around it, have a coefficient of variation of %.2g over %d gaps (Poisson arrivals: 1): interarrival cv %.2g", w.Name, cv, gaps, cv)
+			g.rep.evidencef("workload %s: the gaps between arrivals, each over the mean gap around it, have a coefficient of variation of %.3g over %d gaps (Poisson arrivals: 1): interarrival cv %.3g", w.Name, cv, gaps, cv)
 		}
 		if e.linked*2 >= e.count {
 			g.rep.warnf("workload %s: %.0f %% of its requests link to spans of other traces (messages a producer sent, which OpenTelemetry's messaging conventions link to the consumer's trace): an open workload at the rate they were consumed, which a what-if on the producers' load leaves as it is; change its rate with them (--set 'workload.%s.open.rate=R')",
@@ -1489,20 +1489,18 @@ func (g *generator) slotWait(comp string) float64 {
 
 // computeSlotWait is slotWait, computed over the component's operations.
 func (g *generator) computeSlotWait(comp string) float64 {
-	k := g.cfg.cpuSlots(comp)
-	h := g.hostOf[comp]
-	mean, cs2, a, ok := g.slotBursts(comp)
-	if !ok || a >= float64(k) {
+	q, a, ok := g.slotQueue(comp)
+	if !ok || a >= float64(q.k) {
 		return 0
 	}
 	var wait, execs float64
 	for _, w := range g.slotWindows(comp) {
-		wait += w.execs * slotWaitAt(k, h.CPU.Cores, mean, cs2, h.CPU.Speed, w)
+		wait += w.execs * q.waitAt(w)
 		execs += w.execs
 	}
 	if execs == 0 {
 		// No windows: the mean load, the host's beside it unknown.
-		return slotWaitAt(k, h.CPU.Cores, mean, cs2, h.CPU.Speed, slotWin{slots: a})
+		return q.waitAt(slotWin{slots: a})
 	}
 	return wait / execs
 }

@@ -267,46 +267,15 @@ func (g *generator) waitFactorOn(h *model.Host, comp string, k int) float64 {
 			wins = nil
 		}
 		// Within a window, arrivals burstier than Poisson's wait longer:
-		// by burstRatio at the window's load, for the host's arrivals.
+		// GI/M/c's wait at the window's load, for the host's arrivals.
 		scv := g.arrivalSCV(h)
 		f = meanOverWindows(wins, width, scale, mean, func(a float64) float64 {
-			return waitFactor(c, a) * burstRatio(min(a, loadCap*float64(c))/float64(c), scv)
+			return burstyWaitFactor(c, a, scv)
 		})
 	}
 	f += g.throttleWaitFactor(h)
 	g.cpuWaits[key] = f
 	return f
-}
-
-// burstRatio is how much longer a queue waits when its arrivals come with
-// squared coefficient of variation scv (gamma gaps, as the simulator
-// draws them) instead of as a Poisson stream, at utilization rho per
-// server: the ratio of GI/M/1's mean wait, σ/(1 − σ) service times with σ
-// the root of σ = A*(μ(1 − σ)) for the gaps' Laplace transform A*, to
-// M/M/1's, ρ/(1 − ρ). Scaling the M/M/c wait by it keeps Erlang's
-// formula for several cores. Allen and Cunneen's (ca² + 1)/2 falls short
-// for bursty arrivals at light load: at ρ = 0.4 and ca² = 4 it gives
-// 2.5, the exact ratio 3.7.
-func burstRatio(rho, scv float64) float64 {
-	if !(rho > 0) || !(rho < 1) || !(scv > 0) || scv == 1 {
-		return 1
-	}
-	// A*(μ(1 − σ)) = (1 + (1 − σ)/(kρ))^(−k), k = 1/scv: a contraction
-	// towards the root in (0, 1) from σ = ρ.
-	k := 1 / scv
-	sigma := rho
-	for range 500 {
-		next := math.Pow(1+(1-sigma)/(k*rho), -k)
-		if math.Abs(next-sigma) < 1e-12 {
-			sigma = next
-			break
-		}
-		sigma = next
-	}
-	if !(sigma > 0) || !(sigma < 1) {
-		return 1
-	}
-	return sigma / (1 - sigma) / (rho / (1 - rho))
 }
 
 // entryCV is the interarrival cv of the requests entering at operation
@@ -329,27 +298,19 @@ func (g *generator) entryCV(id string) (float64, int) {
 // thinnedCV), weighted by the CPU its requests bring to the host; 1 (as
 // Poisson's) for requests of sessions and where nothing is known.
 func (g *generator) arrivalSCV(h *model.Host) float64 {
-	if v, ok := g.hostSCVs[h]; ok {
-		return v
-	}
-	if g.hostSCVs == nil {
-		g.hostSCVs = map[*model.Host]float64{}
-	}
-	inSessions := g.sessionEntries()
-	weight := map[string]float64{} // by class
-	for _, id := range slices.Sorted(maps.Keys(g.s.ops)) {
-		op := g.s.ops[id]
-		if g.hostOf[op.component] != h {
-			continue
-		}
-		d := g.meanDemand(id)
-		for _, class := range slices.Sorted(maps.Keys(op.variants)) {
-			for _, sig := range slices.Sorted(maps.Keys(op.variants[class])) {
-				weight[class] += float64(op.variants[class][sig].count) * d
-			}
-		}
-	}
-	// External systems' calls, whose classes the callers' variants tell.
+	return g.arrivalSCVOf(scvKey{host: h})
+}
+
+// componentSCV is arrivalSCV for the work of component comp alone, as its
+// CPU slots see it.
+func (g *generator) componentSCV(comp string) float64 {
+	return g.arrivalSCVOf(scvKey{host: g.hostOf[comp], comp: comp})
+}
+
+// addExternalWeights adds to weight, by class, the CPU that the calls to
+// external systems on host h bring to it; the callers' variants tell the
+// classes.
+func (g *generator) addExternalWeights(h *model.Host, weight map[string]float64) {
 	for _, id := range slices.Sorted(maps.Keys(g.s.ops)) {
 		op := g.s.ops[id]
 		for _, class := range slices.Sorted(maps.Keys(op.variants)) {
@@ -362,6 +323,42 @@ func (g *generator) arrivalSCV(h *model.Host) float64 {
 				}
 			}
 		}
+	}
+}
+
+// scvKey keys arrivalSCVOf's memo: a host, and a component on it ("" for
+// all its work).
+type scvKey struct {
+	host *model.Host
+	comp string
+}
+
+// arrivalSCVOf is arrivalSCV of the work on key's host, or of key's
+// component alone.
+func (g *generator) arrivalSCVOf(key scvKey) float64 {
+	if v, ok := g.hostSCVs[key]; ok {
+		return v
+	}
+	if g.hostSCVs == nil {
+		g.hostSCVs = map[scvKey]float64{}
+	}
+	h := key.host
+	inSessions := g.sessionEntries()
+	weight := map[string]float64{} // by class
+	for _, id := range slices.Sorted(maps.Keys(g.s.ops)) {
+		op := g.s.ops[id]
+		if g.hostOf[op.component] != h || key.comp != "" && op.component != key.comp {
+			continue
+		}
+		d := g.meanDemand(id)
+		for _, class := range slices.Sorted(maps.Keys(op.variants)) {
+			for _, sig := range slices.Sorted(maps.Keys(op.variants[class])) {
+				weight[class] += float64(op.variants[class][sig].count) * d
+			}
+		}
+	}
+	if key.comp == "" {
+		g.addExternalWeights(h, weight)
 	}
 	var sum, total float64
 	for _, class := range slices.Sorted(maps.Keys(weight)) {
@@ -387,7 +384,7 @@ func (g *generator) arrivalSCV(h *model.Host) float64 {
 	if total > 0 {
 		v = sum / total
 	}
-	g.hostSCVs[h] = v
+	g.hostSCVs[key] = v
 	return v
 }
 
