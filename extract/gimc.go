@@ -59,9 +59,10 @@ func giMcWait(c int, a, scv float64) (float64, bool) {
 	logs := []float64{-math.Log(1 - omega)}
 	signs := []float64{1}
 	logC := 0.0
-	lgc, _ := math.Lgamma(cf + 1)
+	logBinom := 0.0 // log (c choose j)
 	for j := 1; j <= c; j++ {
 		jf := float64(j)
+		logBinom += math.Log((cf - jf + 1) / jf)
 		lb := logA(jf)
 		l1b := math.Log(-math.Expm1(lb)) // log(1 − βj)
 		logC += lb - l1b
@@ -74,9 +75,7 @@ func giMcWait(c int, a, scv float64) (float64, bool) {
 		if r == 0 {
 			continue
 		}
-		lj, _ := math.Lgamma(jf + 1)
-		lcj, _ := math.Lgamma(cf - jf + 1)
-		logs = append(logs, lgc-lj-lcj-logC-l1b+math.Log(math.Abs(r)))
+		logs = append(logs, logBinom-logC-l1b+math.Log(math.Abs(r)))
 		signs = append(signs, math.Copysign(1, r))
 	}
 	top := math.Inf(-1)

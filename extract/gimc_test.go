@@ -123,3 +123,15 @@ workload:
 		}
 	}
 }
+
+// BenchmarkBurstyWaitFactor is one window's CPU wait for bursty arrivals,
+// on 2 and 64 cores.
+func BenchmarkBurstyWaitFactor(b *testing.B) {
+	for _, c := range []int{2, 64} {
+		b.Run(fmt.Sprintf("cores=%d", c), func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				burstyWaitFactor(c, float64(c)*(0.3+0.001*float64(i%500)), 4)
+			}
+		})
+	}
+}
