@@ -362,9 +362,9 @@ func siteLockName(caller, target string) string {
 
 // siteWait is the mean time one execution of caller waits for the locks of
 // its call sites at the loads the traces saw: per site, the calls per
-// execution times the wait of an M/G/c queue with the calls' durations as
-// service (Allen–Cunneen's approximation, exact for c = 1), averaged over
-// the traces' windows (see loadWindows). The pools and locks the
+// execution times the wait of a GI/G/c queue with the calls' durations as
+// service and the caller's component's arrivals (burstyServiceWait),
+// averaged over the traces' windows (see loadWindows). The pools and locks the
 // configuration declares around calls count too (see declaredWait).
 func (g *generator) siteWait(caller string, op *opStats) float64 {
 	span := g.s.span()
@@ -376,6 +376,7 @@ func (g *generator) siteWait(caller string, op *opStats) float64 {
 		return wait
 	}
 	wins, width := g.loadWindows(func(id string) bool { return id == caller }, func(string) float64 { return 1 })
+	scv := g.componentSCV(op.component)
 	for _, target := range slices.Sorted(maps.Keys(g.siteLimits[caller])) {
 		lim := g.siteLimits[caller][target]
 		d := g.s.siteTimes[siteGroup(caller, target)]
@@ -394,8 +395,8 @@ func (g *generator) siteWait(caller string, op *opStats) float64 {
 		cv2 := d.variance() / (d.mean() * d.mean())
 		// A window's executions per second times the calls' per
 		// execution and their mean duration: the lock's load there.
-		w := meanOverWindows(wins, width, perExec*d.mean(), a, func(a float64) float64 { return waitFactor(int(c), a) })
-		wait += d.mean() * w * (1 + cv2) / 2 * perExec
+		w := meanOverWindows(wins, width, perExec*d.mean(), a, scv, func(a float64) float64 { return burstyServiceWait(int(c), a, scv, cv2) })
+		wait += d.mean() * w * perExec
 	}
 	return wait
 }
@@ -405,9 +406,11 @@ func (g *generator) siteWait(caller string, op *opStats) float64 {
 // calls). The model makes that wait itself, and in the traces it is part
 // of the caller's own time off the CPU, where a mutex or a worker pool
 // taken in the caller's code puts it; so it is taken out there, as the
-// wait of an M/G/c queue (Allen–Cunneen) whose servers are the resource's
-// units and whose service is the duration of every declared call that
-// holds it, from any caller, at the load of each window of the traces.
+// wait of a GI/G/c queue (burstyServiceWait) whose servers are the
+// resource's units, whose service is the duration of every declared call
+// that holds it, from any caller, and whose arrivals are as bursty as the
+// callers' components' (weighted by the time their calls hold it), at the
+// load of each window of the traces.
 func (g *generator) declaredWait(caller string, op *opStats) float64 {
 	var wait float64
 	for _, t := range slices.Sorted(maps.Keys(g.declaredCalls)) {
@@ -429,7 +432,7 @@ func (g *generator) resourceWait(name string) float64 {
 	if g.declaredWaits == nil {
 		g.declaredWaits = map[string]float64{}
 	}
-	var n, sum, sum2 float64
+	var n, sum, sum2, scvSum float64
 	perExec := map[string]float64{}
 	for _, key := range slices.Sorted(maps.Keys(g.s.siteTimes)) {
 		parts := strings.Split(key, "\x00")
@@ -442,6 +445,9 @@ func (g *generator) resourceWait(name string) float64 {
 		sum2 += (d.variance() + d.mean()*d.mean()) * float64(d.n)
 		if o := g.s.ops[parts[1]]; o != nil && o.count > 0 {
 			perExec[parts[1]] += d.mean() * float64(d.n) / float64(o.count)
+			scvSum += d.mean() * float64(d.n) * g.componentSCV(o.component)
+		} else {
+			scvSum += d.mean() * float64(d.n)
 		}
 	}
 	wait := 0.0
@@ -450,8 +456,9 @@ func (g *generator) resourceWait(name string) float64 {
 		mean := sum / n
 		cv2 := max(sum2/n/(mean*mean)-1, 0)
 		wins, width := g.loadWindows(func(id string) bool { return perExec[id] > 0 }, func(id string) float64 { return perExec[id] })
-		w := meanOverWindows(wins, width, 1, sum/span, func(a float64) float64 { return waitFactor(int(c), a) })
-		wait = mean * w * (1 + cv2) / 2
+		scv := scvSum / sum
+		w := meanOverWindows(wins, width, 1, sum/span, scv, func(a float64) float64 { return burstyServiceWait(int(c), a, scv, cv2) })
+		wait = mean * w
 	}
 	g.declaredWaits[name] = wait
 	return wait
@@ -1493,8 +1500,17 @@ func (g *generator) computeSlotWait(comp string) float64 {
 	if !ok || a >= float64(q.k) {
 		return 0
 	}
+	// The slots' loads drawn towards their mean by what chance gives them
+	// (see lessChance); the host's beside them kept.
+	wins, width := g.slotGrid(comp)
+	ws := make([]window, len(wins))
+	for i, w := range wins {
+		ws[i] = window{load: w.slots, n: w.execs, seconds: float64(width) / 1e9}
+	}
+	lessChance(ws, q.scv)
 	var wait, execs float64
-	for _, w := range g.slotWindows(comp) {
+	for i, w := range wins {
+		w.slots, w.execs = ws[i].load, ws[i].n
 		wait += w.execs * q.waitAt(w)
 		execs += w.execs
 	}

@@ -44,6 +44,18 @@ func burstyWaitFactor(c int, a, scv float64) float64 {
 	return w
 }
 
+// burstyServiceWait is the mean wait of a GI/G/c queue in mean service
+// times: GI/M/c's (burstyWaitFactor) scaled by (ca² + cs²)/(ca² + 1) for
+// service of squared cv cs2. For Poisson arrivals that is Allen and
+// Cunneen's M/G/c, (1 + cs²)/2 times Erlang's; for exponential service it
+// is exact.
+func burstyServiceWait(c int, a, scv, cs2 float64) float64 {
+	if !(scv > 0) || math.IsInf(scv, 0) {
+		scv = 1
+	}
+	return burstyWaitFactor(c, a, scv) * (scv + cs2) / (scv + 1)
+}
+
 // giMcWait is burstyWaitFactor's formula at service rate 1 and arrival
 // rate a; ok is false where a term's denominator c(1 − ω) − j is too
 // close to 0 to divide by (the term's limit is finite, but not its

@@ -45,9 +45,7 @@ func (q slotQueue) cpuWait(load float64) float64 {
 }
 
 // waitAt is the mean wait for one of the k slots in window w of a burst:
-// a GI/G/k queue, its wait GI/M/k's for the component's arrivals scaled
-// by (ca² + cs²)/(ca² + 1), which for Poisson arrivals is Allen and
-// Cunneen's (1 + cs²)/2 and for exponential bursts is exact. A burst holds
+// a GI/G/k queue for the component's arrivals (burstyServiceWait). A burst holds
 // its slot while it shares the CPU with the host's other work, so the
 // slot's holding time is the burst stretched by its wait for the CPU, and
 // so is the slots' load. Without the stretch a store sharing one core
@@ -58,7 +56,7 @@ func (q slotQueue) cpuWait(load float64) float64 {
 // delay's truth.
 func (q slotQueue) waitAt(w slotWin) float64 {
 	stretch := 1 + q.cpuWait(w.host)
-	return q.mean / q.speed * stretch * (q.scv + q.cs2) / (q.scv + 1) * burstyWaitFactor(q.k, w.slots*stretch, q.scv)
+	return q.mean / q.speed * stretch * burstyServiceWait(q.k, w.slots*stretch, q.scv, q.cs2)
 }
 
 // slotWindows groups the windows of the operations on comp's host into

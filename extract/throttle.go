@@ -70,7 +70,7 @@ func (g *generator) throttleWaitFactor(h *model.Host) float64 {
 		if scale <= 0 {
 			wins = nil
 		}
-		f = meanOverWindows(wins, width, scale, mean, func(a float64) float64 { return throttleAt(tab, a) })
+		f = meanOverWindows(wins, width, scale, mean, g.arrivalSCV(h), func(a float64) float64 { return throttleAt(tab, a) })
 	}
 	g.throttleWaits[h] = f
 	return f
