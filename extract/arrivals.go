@@ -190,8 +190,13 @@ func (a *arrivalSample) runs(idle *activity) [][]int64 {
 // from stalls before the server spans start, and from chance over a few
 // minutes of data, as from bursty clients.
 func arrivalCV(e *entryStats, idle *activity) (float64, int) {
+	return sampleCV(e.arrivals, idle)
+}
+
+// sampleCV is arrivalCV of the arrival times in a sample.
+func sampleCV(a *arrivalSample, idle *activity) (float64, int) {
 	const fw = float64(arrivalWindow)
-	runs := e.arrivals.runs(idle)
+	runs := a.runs(idle)
 	s, n := rescaledSCV(splitPauses(runs, idleArrivals))
 	if n < arrivalMinGaps || !(s > 0) {
 		return 1, int(n)
@@ -294,4 +299,59 @@ func poissonRescaledSD(w float64) float64 {
 	d1, d2 := -2*m[2]/(m[1]*m[1]*m[1]), 1/(m[1]*m[1])
 	v := d1*d1*(m[2]-m[1]*m[1]) + d2*d2*(m[4]-m[2]*m[2]) + 2*d1*d2*(m[3]-m[1]*m[2])
 	return math.Sqrt(v)
+}
+
+// mergedArrivals is the sample of the arrivals of several streams merged,
+// each of stream i's kept with probability keep[i] (by a hash of its time,
+// so that the merge is the same on every run): what a server sees that
+// serves several workloads, or some of one workload's requests. A block is
+// taken where every stream's sample tells its arrivals there: those it
+// kept, or none where it would have kept the block had it had arrivals in
+// it (it kept fewer than arrivalBlocks, or the block hashes below its
+// worst kept). Within a block the merge stops where the first stream's
+// kept prefix does.
+func mergedArrivals(streams []*arrivalSample, keep []float64) *arrivalSample {
+	out := newArrivalSample()
+	blocks := map[int64]bool{}
+	for _, a := range streams {
+		for b := range a.blocks {
+			blocks[b] = true
+		}
+	}
+	for _, b := range slices.Sorted(maps.Keys(blocks)) {
+		var lists [][]int64
+		cutoff := int64(math.MaxInt64)
+		known := true
+		for _, a := range streams {
+			blk := a.blocks[b]
+			if blk == nil {
+				if len(a.blocks) >= arrivalBlocks && !hashBefore(b, blockHash(b), a.worst, a.worstHash) {
+					known = false
+				}
+				lists = append(lists, nil)
+				continue
+			}
+			t := blk.sorted()
+			if (blk.cut || len(blk.times) > len(t)) && len(t) > 0 {
+				cutoff = min(cutoff, t[len(t)-1]+1)
+			}
+			lists = append(lists, t)
+		}
+		if !known {
+			continue
+		}
+		var merged []int64
+		for i, t := range lists {
+			for _, at := range t {
+				if at < cutoff && (keep[i] >= 1 || float64(blockHash(at^int64(i)<<56)>>11)/(1<<53) < keep[i]) {
+					merged = append(merged, at)
+				}
+			}
+		}
+		if len(merged) > 0 {
+			slices.Sort(merged)
+			out.blocks[b] = &arrivalTimes{hash: blockHash(b), times: merged}
+		}
+	}
+	return out
 }

@@ -239,3 +239,46 @@ func TestPoissonRescaledSD(t *testing.T) {
 		t.Errorf("w = 40: %.4f, want 2.2835", got)
 	}
 }
+
+// Two gamma streams of cv 1.5, at 50 and 25 a second, merged: the merge's
+// cv is that of the merged gaps (less than either stream's; 2.01 squared
+// over a long simulation), and streams kept in part are thinned as random
+// thinning thins (p·c² + 1 − p).
+func TestMergedArrivals(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	const secs = 600
+	a := renewal(r, 1.5, 1, phase{secs, 50, 50})
+	b := renewal(r, 1.5, 1, phase{secs, 25, 25})
+	merged := mergedArrivals([]*arrivalSample{a.arrivals, b.arrivals}, []float64{1, 1})
+	var all []int64
+	for _, blk := range merged.blocks {
+		all = append(all, blk.times...)
+	}
+	if len(all) < 30000 {
+		t.Fatalf("%d arrivals merged of %d", len(all), a.count+b.count)
+	}
+	cv, n := sampleCV(merged, &activity{})
+	// The cv's standard error over 40 000 gaps of squared cv 2 is about
+	// 2 %; 0.1 is over three.
+	want := math.Sqrt(2.01)
+	t.Logf("merged: cv %.3g over %d gaps, want about %.3g", cv, n, want)
+	if math.Abs(cv-want) > 0.1 {
+		t.Errorf("merged: cv %.3g over %d gaps, want about %.3g", cv, n, want)
+	}
+	// A third of a stream of cv 2: squared cv 0.3·4 + 0.7 = 1.9.
+	c := renewal(r, 2, 1, phase{1800, 50, 50})
+	thinned := mergedArrivals([]*arrivalSample{c.arrivals}, []float64{0.3})
+	cv, n = sampleCV(thinned, &activity{})
+	want = math.Sqrt(1.9)
+	t.Logf("thinned: cv %.3g over %d gaps, want %.3g", cv, n, want)
+	if math.Abs(cv-want) > 0.1 {
+		t.Errorf("thinned: cv %.3g over %d gaps, want %.3g", cv, n, want)
+	}
+	kept := 0
+	for _, blk := range thinned.blocks {
+		kept += len(blk.times)
+	}
+	if f := float64(kept) / float64(min(c.count, arrivalBlocks*arrivalBlockCap)); math.Abs(f-0.3) > 0.02 {
+		t.Errorf("kept %.3f of the arrivals, want 0.3", f)
+	}
+}
