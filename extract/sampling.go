@@ -109,5 +109,5 @@ func thinnedCV(cv, p float64, n int) (float64, bool) {
 	default:
 		c2 = math.Max(c2-slack, 1)
 	}
-	return round(math.Min(math.Max(math.Sqrt(c2), 0.2), 5), 2), true
+	return round(math.Min(math.Max(math.Sqrt(c2), 0.2), 5), 3), true
 }
