@@ -304,29 +304,14 @@ workload:
     steps: [{call: svc/op}]
 `
 
-// burstySlotModel is a Go service with one CPU slot (GOMAXPROCS 1) on two
-// cores: 5 ms of CPU in the slot, half busy, then 2 ms off the CPU; its
-// requests arrive in bursts (cv 2).
-const burstySlotModel = `perfcast: 1
-hosts:
-  app: {cpu: {cores: 2}}
-components:
-  svc:
-    host: app
-    operations:
-      op:
-        steps:
-          - hold:
-              resource: slot
-              steps: [{cpu: exp(5ms)}]
-          - delay: exp(2ms)
-passive:
-  slot: {capacity: 1}
-workload:
-  w:
-    open: {rate: 100/s, cv: 2}
-    steps: [{call: svc/op}]
-`
+// burstySlotModel is slotStepModel on two cores, with 2 ms off the CPU
+// after the slot and requests arriving in bursts (cv 2) at 100 a second:
+// the slot half busy.
+var burstySlotModel = strings.NewReplacer(
+	"cores: 1", "cores: 2",
+	"steps: [{cpu: exp(5ms)}]\n", "steps: [{cpu: exp(5ms)}]\n          - delay: exp(2ms)\n",
+	"open: {rate: 30/s}", "open: {rate: 100/s, cv: 2}",
+).Replace(slotStepModel)
 
 // TestSlotWaitsWithBurstyArrivals extracts the slotted service of
 // burstySlotModel: the wait for the slot taken out is GI/G/1's for the
@@ -338,6 +323,9 @@ func TestSlotWaitsWithBurstyArrivals(t *testing.T) {
 	m, err := model.Parse([]byte(burstySlotModel), "slot.yaml")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if h, op := m.Host("app"), m.Operation("svc/op"); h.CPU.Cores != 2 || len(op.Steps) != 2 || m.Workloads[0].Open.CV != 2 {
+		t.Fatalf("burstySlotModel is not slotStepModel changed:\n%s", burstySlotModel)
 	}
 	const seeds, sd = 4, 0.52e-3
 	sum := 0.0
