@@ -309,7 +309,8 @@ func poissonRescaledSD(w float64) float64 {
 // kept, or none where it would have kept the block had it had arrivals in
 // it (it kept fewer than arrivalBlocks, or the block hashes below its
 // worst kept). Within a block the merge stops where the first stream's
-// kept prefix does.
+// kept prefix does, or at arrivalBlockCap arrivals, as a stream's own
+// sample would.
 func mergedArrivals(streams []*arrivalSample, keep []float64) *arrivalSample {
 	out := newArrivalSample()
 	blocks := map[int64]bool{}
@@ -340,16 +341,27 @@ func mergedArrivals(streams []*arrivalSample, keep []float64) *arrivalSample {
 		if !known {
 			continue
 		}
+		// The streams' lists are sorted: merge them, up to the cutoff
+		// and arrivalBlockCap kept arrivals, picking the earliest head.
 		var merged []int64
-		for i, t := range lists {
-			for _, at := range t {
-				if at < cutoff && (keep[i] >= 1 || float64(blockHash(at^int64(i)<<56)>>11)/(1<<53) < keep[i]) {
-					merged = append(merged, at)
+		next := make([]int, len(lists))
+		for len(merged) < arrivalBlockCap {
+			pick := -1
+			for i, t := range lists {
+				if next[i] < len(t) && t[next[i]] < cutoff && (pick < 0 || t[next[i]] < lists[pick][next[pick]]) {
+					pick = i
 				}
+			}
+			if pick < 0 {
+				break
+			}
+			at := lists[pick][next[pick]]
+			next[pick]++
+			if keep[pick] >= 1 || float64(blockHash(at^int64(pick)<<56)>>11)/(1<<53) < keep[pick] {
+				merged = append(merged, at)
 			}
 		}
 		if len(merged) > 0 {
-			slices.Sort(merged)
 			out.blocks[b] = &arrivalTimes{hash: blockHash(b), times: merged}
 		}
 	}

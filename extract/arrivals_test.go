@@ -281,4 +281,16 @@ func TestMergedArrivals(t *testing.T) {
 	if f := float64(kept) / float64(min(c.count, arrivalBlocks*arrivalBlockCap)); math.Abs(f-0.3) > 0.02 {
 		t.Errorf("kept %.3f of the arrivals, want 0.3", f)
 	}
+	// Twenty streams of 15 000 arrivals in one block: the merge keeps
+	// the first arrivalBlockCap of their 300 000.
+	var many []*arrivalSample
+	for range 20 {
+		many = append(many, renewal(r, 1, 1, phase{300, 50, 50}).arrivals)
+	}
+	big := mergedArrivals(many, slices.Repeat([]float64{1}, 20))
+	for b, blk := range big.blocks {
+		if n := len(blk.times); n > arrivalBlockCap || !slices.IsSorted(blk.times) {
+			t.Errorf("merged block %d: %d arrivals (sorted: %v), want at most %d", b, n, slices.IsSorted(blk.times), arrivalBlockCap)
+		}
+	}
 }
