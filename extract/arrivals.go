@@ -42,9 +42,13 @@ const (
 // sample of their union; and since blocks are chosen by a hash, not by
 // their time, the sample spreads over the traces' whole time.
 type arrivalSample struct {
-	blocks map[int64]*arrivalTimes
+	// maxBlocks and blockCap bound the sample: arrivalBlocks and
+	// arrivalBlockCap for a workload's arrivals (newArrivalSample), less
+	// for the starts on each replica (newStartSample).
+	maxBlocks, blockCap int
+	blocks              map[int64]*arrivalTimes
 	// worst is the kept block with the highest hash, worstHash its hash:
-	// once arrivalBlocks are kept, an arrival in a block that does not
+	// once maxBlocks are kept, an arrival in a block that does not
 	// hash below it is turned away without a look at the others.
 	worst     int64
 	worstHash uint64
@@ -54,16 +58,29 @@ type arrivalSample struct {
 type arrivalTimes struct {
 	hash uint64
 	// times are the arrivals, unsorted; compact keeps the earliest
-	// arrivalBlockCap once there are twice as many.
+	// blockCap once there are twice as many.
 	times []int64
-	// last is, once the block has been cut to arrivalBlockCap, the latest
+	// last is, once the block has been cut to blockCap, the latest
 	// arrival it kept: later ones cannot be among the earliest.
 	last int64
 	cut  bool
 }
 
 func newArrivalSample() *arrivalSample {
-	return &arrivalSample{blocks: map[int64]*arrivalTimes{}}
+	return &arrivalSample{maxBlocks: arrivalBlocks, blockCap: arrivalBlockCap, blocks: map[int64]*arrivalTimes{}}
+}
+
+// Bounds of the server spans' start times kept per component replica
+// (newStartSample): 256 KiB at most, since a system has many replicas.
+const (
+	startBlocks   = 4
+	startBlockCap = 8192
+)
+
+// newStartSample returns a sample of the start times of one component
+// replica's server spans: the arrivals its CPU sees.
+func newStartSample() *arrivalSample {
+	return &arrivalSample{maxBlocks: startBlocks, blockCap: startBlockCap, blocks: map[int64]*arrivalTimes{}}
 }
 
 // blockHash mixes a block's index into a well-spread 64-bit value
@@ -91,8 +108,8 @@ func (a *arrivalSample) add(t int64) {
 		return
 	}
 	blk.times = append(blk.times, t)
-	if len(blk.times) >= 2*arrivalBlockCap {
-		blk.compact()
+	if len(blk.times) >= 2*a.blockCap {
+		blk.compact(a.blockCap)
 	}
 }
 
@@ -103,7 +120,7 @@ func (a *arrivalSample) block(b int64) *arrivalTimes {
 		return blk
 	}
 	h := blockHash(b)
-	full := len(a.blocks) >= arrivalBlocks
+	full := len(a.blocks) >= a.maxBlocks
 	if full && !hashBefore(b, h, a.worst, a.worstHash) {
 		return nil
 	}
@@ -122,23 +139,23 @@ func (a *arrivalSample) block(b int64) *arrivalTimes {
 	return blk
 }
 
-// compact keeps the block's earliest arrivalBlockCap arrivals.
-func (blk *arrivalTimes) compact() {
-	if len(blk.times) <= arrivalBlockCap {
+// compact keeps the block's earliest capacity arrivals.
+func (blk *arrivalTimes) compact(capacity int) {
+	if len(blk.times) <= capacity {
 		return
 	}
 	slices.Sort(blk.times)
-	blk.times = blk.times[:arrivalBlockCap]
-	blk.last = blk.times[arrivalBlockCap-1]
+	blk.times = blk.times[:capacity]
+	blk.last = blk.times[capacity-1]
 	blk.cut = true
 }
 
-// sorted returns the block's kept arrivals in time order, leaving the
-// block as it is.
-func (blk *arrivalTimes) sorted() []int64 {
+// sorted returns the block's earliest capacity arrivals in time order,
+// leaving the block as it is.
+func (blk *arrivalTimes) sorted(capacity int) []int64 {
 	t := slices.Clone(blk.times)
 	slices.Sort(t)
-	return t[:min(len(t), arrivalBlockCap)]
+	return t[:min(len(t), capacity)]
 }
 
 // merge adds the arrivals of o, a sample of disjoint traces.
@@ -155,7 +172,7 @@ func (a *arrivalSample) merge(o *arrivalSample) {
 func (a *arrivalSample) runs(idle *activity) [][]int64 {
 	var out [][]int64
 	for _, b := range slices.Sorted(maps.Keys(a.blocks)) {
-		t := a.blocks[b].sorted()
+		t := a.blocks[b].sorted(a.blockCap)
 		for lo := 0; lo < len(t); {
 			hi := lo + 1
 			for hi < len(t) && !idle.across(floorDiv(t[hi-1], 1e9), floorDiv(t[hi], 1e9)) {
@@ -326,13 +343,13 @@ func mergedArrivals(streams []*arrivalSample, keep []float64) *arrivalSample {
 		for _, a := range streams {
 			blk := a.blocks[b]
 			if blk == nil {
-				if len(a.blocks) >= arrivalBlocks && !hashBefore(b, blockHash(b), a.worst, a.worstHash) {
+				if len(a.blocks) >= a.maxBlocks && !hashBefore(b, blockHash(b), a.worst, a.worstHash) {
 					known = false
 				}
 				lists = append(lists, nil)
 				continue
 			}
-			t := blk.sorted()
+			t := blk.sorted(a.blockCap)
 			if (blk.cut || len(blk.times) > len(t)) && len(t) > 0 {
 				cutoff = min(cutoff, t[len(t)-1]+1)
 			}
@@ -345,7 +362,7 @@ func mergedArrivals(streams []*arrivalSample, keep []float64) *arrivalSample {
 		// and arrivalBlockCap kept arrivals, picking the earliest head.
 		var merged []int64
 		next := make([]int, len(lists))
-		for len(merged) < arrivalBlockCap {
+		for len(merged) < out.blockCap {
 			pick := -1
 			for i, t := range lists {
 				if next[i] < len(t) && t[next[i]] < cutoff && (pick < 0 || t[next[i]] < lists[pick][next[pick]]) {

@@ -175,7 +175,7 @@ func TestArrivalSampleIsBounded(t *testing.T) {
 		if n := len(blk.times); n >= 2*arrivalBlockCap {
 			t.Errorf("block %d holds %d arrivals, want fewer than %d", b, n, 2*arrivalBlockCap)
 		}
-		if n := len(blk.sorted()); n != arrivalBlockCap {
+		if n := len(blk.sorted(arrivalBlockCap)); n != arrivalBlockCap {
 			t.Errorf("block %d gives %d arrivals, want %d", b, n, arrivalBlockCap)
 		}
 		first, last = min(first, b), max(last, b)

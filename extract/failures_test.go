@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -16,11 +17,12 @@ func TestFailuresWarned(t *testing.T) {
 	if w := strings.Join(rep.Warnings, "\n"); strings.Contains(w, "failed") {
 		t.Errorf("warned of failures where none failed: %s", w)
 	}
-	pages := 0
+	pages, failed := 0, 0
 	for _, s := range spans {
 		if s.Kind == ingest.KindServer && s.Name == "GET /page" {
 			if pages%20 == 0 {
 				s.Status = ingest.StatusError
+				failed++
 			}
 			pages++
 		}
@@ -28,7 +30,8 @@ func TestFailuresWarned(t *testing.T) {
 	st := fold(t, spans)
 	loaded := roundTrip(t, st)
 	_, rep = loaded.Model("shop", nil)
-	if w := strings.Join(rep.Warnings, "\n"); !strings.Contains(w, "(front/GET /page 5 % of each one's failed)") {
-		t.Errorf("no warning that 5 %% of GET /page failed: %s", w)
+	want := fmt.Sprintf("(front/GET /page %.3g %% of each one's failed)", 100*float64(failed)/float64(pages))
+	if w := strings.Join(rep.Warnings, "\n"); !strings.Contains(w, want) {
+		t.Errorf("no warning %q: %s", want, w)
 	}
 }

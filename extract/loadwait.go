@@ -4,6 +4,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/model"
@@ -449,6 +450,84 @@ func (g *generator) arrivalSCVOf(key scvKey) float64 {
 	if g.hostSCVs == nil {
 		g.hostSCVs = map[scvKey]float64{}
 	}
+	v := g.workloadSCV(key)
+	switch {
+	case key.comp == "":
+		// The host's CPU: the starts of its spans, measured per replica.
+		if m, ok := g.startSCV(key.host, "", true); ok {
+			v = m
+		}
+	case key.host != nil && key.host.Replicas > 1:
+		// A component's slots or locks, per replica: the workloads'
+		// arrivals split as the balancer split the component's span
+		// starts (which come after a slot's wait, so are smoother than
+		// the slot's arrivals, but are split alike).
+		// The split scales the squared cv's excess over Poisson's, as
+		// keeping arrivals at random with probability p does (p·c² +
+		// 1 − p).
+		per, ok1 := g.startSCV(key.host, key.comp, true)
+		whole, ok2 := g.startSCV(key.host, key.comp, false)
+		switch {
+		case !ok1 || !ok2:
+		case math.Abs(whole-1) < 0.01:
+			v = per
+		default:
+			v = math.Max(1+(v-1)*(per-1)/(whole-1), 0.04)
+		}
+	}
+	g.hostSCVs[key] = v
+	return v
+}
+
+// startSCV is the squared cv of the gaps between the starts of the server
+// spans on host h (of component comp alone, when not ""): measured per
+// replica and averaged over the replicas, weighted by their gaps, or over
+// all replicas merged when perReplica is false. ok is false where traces
+// were sampled (the kept spans' gaps are not the system's) or too few gaps
+// were seen.
+func (g *generator) startSCV(h *model.Host, comp string, perReplica bool) (float64, bool) {
+	if h == nil || g.s.Sampled > 0 || g.s.RateLimited > 0 {
+		return 0, false
+	}
+	groups := map[string][]*arrivalSample{}
+	for _, k := range slices.Sorted(maps.Keys(g.s.starts)) {
+		parts := strings.Split(k, "\x00")
+		if len(parts) != 4 || g.hostOf[parts[1]] != h || comp != "" && parts[1] != comp {
+			continue
+		}
+		group := ""
+		if perReplica && h.Replicas > 1 {
+			group = parts[3] // the instance
+			if parts[2] != "" {
+				group = g.cfg.machineOf(parts[2])
+			}
+		}
+		groups[group] = append(groups[group], g.s.starts[k])
+	}
+	var sum, n float64
+	for _, group := range slices.Sorted(maps.Keys(groups)) {
+		streams := groups[group]
+		merged := streams[0]
+		if len(streams) > 1 {
+			merged = mergedArrivals(streams, slices.Repeat([]float64{1}, len(streams)))
+		}
+		cv, gaps := sampleCV(merged, g.s.activity())
+		if gaps < arrivalMinGaps {
+			continue
+		}
+		sum += float64(gaps) * cv * cv
+		n += float64(gaps)
+	}
+	if n == 0 {
+		return 0, false
+	}
+	return sum / n, true
+}
+
+// workloadSCV is arrivalSCVOf from the workloads' arrivals: merged where
+// several reach key's scope or some of one's requests do (mergedSCV),
+// else each workload's own cv weighted by the CPU it brings.
+func (g *generator) workloadSCV(key scvKey) float64 {
 	h := key.host
 	inSessions := g.sessionEntries()
 	weight := map[string]float64{} // by class
@@ -479,7 +558,6 @@ func (g *generator) arrivalSCVOf(key scvKey) float64 {
 		weight = counts
 	}
 	if v, ok := g.mergedSCV(weight, reach); ok {
-		g.hostSCVs[key] = v
 		return v
 	}
 	var sum, total float64
@@ -502,12 +580,10 @@ func (g *generator) arrivalSCVOf(key scvKey) float64 {
 		sum += w * scv
 		total += w
 	}
-	v := 1.0
 	if total > 0 {
-		v = sum / total
+		return sum / total
 	}
-	g.hostSCVs[key] = v
-	return v
+	return 1
 }
 
 // externalCalls lists the external calls among elems, parallel branches

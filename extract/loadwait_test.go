@@ -12,6 +12,7 @@ import (
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/solve"
 	"github.com/perfcast/perfcast/solve/sim"
+	"github.com/perfcast/perfcast/whatif"
 )
 
 // slotStepModel is a Go service with one CPU slot (GOMAXPROCS 1) alone on
@@ -236,6 +237,102 @@ func TestDeclaredLockWithBurstyArrivals(t *testing.T) {
 	if mean, tol := sum/seeds, 3*sd/math.Sqrt(seeds); math.Abs(mean-2e-3) > tol {
 		t.Errorf("delay %.3g ms over %d seeds, truth 2 ms ± %.2g", mean*1e3, seeds, tol*1e3)
 	}
+}
+
+// replicasModel is an API of three replicas of two cores each, behind a
+// round-robin balancer, in front of a database of two cores; its two
+// workloads arrive in bursts (cv 2 and 1.5). The API's replicas are 56 %
+// busy, the database 46 %.
+const replicasModel = `perfcast: 1
+hosts:
+  api: {replicas: 3, cpu: {cores: 2}}
+  db: {cpu: {cores: 2}}
+components:
+  api:
+    host: api
+    operations:
+      read: {steps: [{cpu: gamma(3ms, cv=1.5)}, {call: db/select}, {cpu: exp(1ms)}]}
+      write: {steps: [{cpu: gamma(6ms, cv=1.5)}, {call: db/insert}, {delay: exp(5ms)}]}
+  db:
+    host: db
+    operations:
+      select: {steps: [{cpu: exp(1ms)}, {delay: exp(0.5ms)}]}
+      insert: {steps: [{cpu: exp(2ms)}, {delay: exp(2ms)}]}
+workload:
+  read: {open: {rate: 608/s, cv: 2}, steps: [{call: api/read}]}
+  write: {open: {rate: 152/s, cv: 1.5}, steps: [{call: api/write}]}
+`
+
+// TestWaitsOnReplicas extracts replicasModel. The waits for the CPU taken
+// out are those of the arrivals each replica and the database saw, measured
+// on their spans' starts: the balancer's turns make each replica's
+// arrivals far smoother than the workloads', and the API's own time
+// between the workloads' arrivals and the database's calls smooths the
+// database's. Taken as bursty as the workloads' arrivals, the waits came
+// out so long that the write's 5 ms delay vanished and the database's came
+// out at 0.96 and 0.10 ms for 2 and 0.5; the model then predicted the
+// write 27 % fast at 1.25 times the load. Over ten seeds by hand the delays
+// came out at 4.75, 2.00 and 0.587 ms (standard deviations 0.18, 0.04 and
+// 0.02): the write's and the select's are off by more than chance, by what
+// the formulas leave out (a round robin's turns are no renewal process;
+// processor sharing is not insensitive to bursts of cv 1.5). Each
+// tolerance is that bias and three standard deviations. At 1.25 times the
+// load the model takes 10.76 and 21.88 ms against the truth's 10.47 and
+// 21.86, within the 10 % allowed a model beyond the simulations' own
+// intervals.
+func TestWaitsOnReplicas(t *testing.T) {
+	m, err := model.Parse([]byte(replicasModel), "replicas.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "traces.jsonl")
+	record(t, path, m, 61, 0, 40000)
+	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"api": {Cores: 2}, "db": {Cores: 2}}}
+	x, err := extract.Run(context.Background(), []string{path}, "replicas", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		op         string
+		delay, tol float64
+	}{{"api/write", 5e-3, (0.25 + 3*0.18) * 1e-3}, {"db/insert", 2e-3, 3 * 0.04e-3}, {"db/select", 0.5e-3, (0.09 + 3*0.02) * 1e-3}} {
+		d := fixedDelay(x.Model.Operation(c.op))
+		t.Logf("%s: delay %.3g ms, truth %.3g ms", c.op, d*1e3, c.delay*1e3)
+		if math.Abs(d-c.delay) > c.tol {
+			t.Errorf("%s: delay %.3g ms, truth %.3g ms ± %.2g", c.op, d*1e3, c.delay*1e3, c.tol*1e3)
+		}
+	}
+	truth, got := solveAt(t, m, 1.25), solveAt(t, x.Model, 1.25)
+	for _, w := range []string{"read", "write"} {
+		want, have := truth[w], got[w]
+		t.Logf("%s at 1.25 times the load: %.4g ms, truth %.4g ms", w, have.Mean*1e3, want.Mean*1e3)
+		half := func(r solve.Times) float64 { return (r.CI95[1] - r.CI95[0]) / 2 }
+		if tol := modelError*want.Mean + half(want) + half(have); math.Abs(have.Mean-want.Mean) > tol {
+			t.Errorf("%s at 1.25 times the load: %.4g ms, truth %.4g ms ± %.3g", w, have.Mean*1e3, want.Mean*1e3, tol*1e3)
+		}
+	}
+}
+
+// solveAt simulates m at load times its workloads' rates and returns their
+// response times by workload.
+func solveAt(t *testing.T, m *model.Model, load float64) map[string]solve.Times {
+	t.Helper()
+	c, err := m.Clone()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := whatif.Set(c, fmt.Sprintf("workload.*.load=%g", load)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := sim.New().Solve(context.Background(), c, solve.Options{Seed: 1, Precision: 0.02, Workers: 2})
+	if err != nil || !r.Stable {
+		t.Fatalf("solve at %g times the load: %v %v", load, err, r)
+	}
+	out := map[string]solve.Times{}
+	for name, w := range r.Workloads {
+		out[name] = w.ResponseTime
+	}
+	return out
 }
 
 // fixedDelay is the mean time op spends in delays per execution.

@@ -35,6 +35,13 @@ func (s *State) Merge(o *State) {
 	// two sets did not run at the same time (a split by time) and
 	// otherwise count some shared executions as alone.
 	o.finishSolo()
+	for k, st := range o.starts {
+		if mine := s.starts[k]; mine != nil {
+			mine.merge(st)
+		} else {
+			s.starts[k] = st
+		}
+	}
 	for id, op := range o.ops {
 		mine := s.ops[id]
 		if mine == nil {

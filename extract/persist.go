@@ -117,6 +117,9 @@ type savedState struct {
 	SiteTimes   map[string]*savedSample      `json:"site_times,omitempty"`
 	Windows     map[string]*savedHostWindows `json:"windows,omitempty"`
 	Solo        map[string]*savedSolo        `json:"solo,omitempty"`
+	// Starts are the server spans' start times sampled per component
+	// replica; absent in states saved before they were kept.
+	Starts map[string][]*savedArrivalBlock `json:"starts,omitempty"`
 	// Links counts, per consumer entry and producing operation, the
 	// messages joined across traces.
 	Links map[string]map[string]int64 `json:"links,omitempty"`
@@ -340,6 +343,12 @@ func (s *State) snapshot() *savedState {
 			v.Solo[h] = saveSolo(w, owner)
 		}
 	}
+	if len(s.starts) > 0 {
+		v.Starts = map[string][]*savedArrivalBlock{}
+		for k, st := range s.starts {
+			v.Starts[k] = saveArrivals(st)
+		}
+	}
 	if len(s.links.from) > 0 {
 		v.Links = s.links.from
 	}
@@ -421,11 +430,37 @@ func saveEntry(e *entryStats) *savedEntry {
 	for sec, n := range e.perSecond {
 		v.PerSecond[strconv.FormatInt(sec, 10)] = n
 	}
-	for _, b := range slices.Sorted(maps.Keys(e.arrivals.blocks)) {
-		blk := e.arrivals.blocks[b]
-		v.Arrivals = append(v.Arrivals, &savedArrivalBlock{Block: b, Times: blk.times, Last: blk.last, Cut: blk.cut})
-	}
+	v.Arrivals = saveArrivals(e.arrivals)
 	return v
+}
+
+// saveArrivals is an arrival sample's blocks, in order.
+func saveArrivals(a *arrivalSample) []*savedArrivalBlock {
+	var out []*savedArrivalBlock
+	for _, b := range slices.Sorted(maps.Keys(a.blocks)) {
+		blk := a.blocks[b]
+		out = append(out, &savedArrivalBlock{Block: b, Times: blk.times, Last: blk.last, Cut: blk.cut})
+	}
+	return out
+}
+
+// restoreArrivals fills the empty sample a with saved blocks, which must
+// fit its bounds.
+func restoreArrivals(a *arrivalSample, saved []*savedArrivalBlock) error {
+	if len(saved) > a.maxBlocks {
+		return fmt.Errorf("%d blocks of arrivals, at most %d are kept", len(saved), a.maxBlocks)
+	}
+	for i, sb := range saved {
+		if sb == nil || len(sb.Times) >= 2*a.blockCap || a.blocks[sb.Block] != nil {
+			return fmt.Errorf("arrivals: block %d does not hold together", i)
+		}
+		blk := &arrivalTimes{hash: blockHash(sb.Block), times: sb.Times, last: sb.Last, cut: sb.Cut}
+		a.blocks[sb.Block] = blk
+		if i == 0 || hashBefore(a.worst, a.worstHash, sb.Block, blk.hash) {
+			a.worst, a.worstHash = sb.Block, blk.hash
+		}
+	}
+	return nil
 }
 
 func saveConcurrency(c *concurrency) *savedConcurrency {
@@ -574,6 +609,13 @@ func (v *savedState) restore() (*State, error) {
 			return nil, fmt.Errorf("executions alone on host %q: %w", h, err)
 		}
 		s.solo[h] = w
+	}
+	for _, k := range slices.Sorted(maps.Keys(v.Starts)) {
+		st := newStartSample()
+		if err := restoreArrivals(st, v.Starts[k]); err != nil {
+			return nil, fmt.Errorf("span starts of %q: %w", strings.ReplaceAll(k, "\x00", " "), err)
+		}
+		s.starts[k] = st
 	}
 	for c, byOp := range v.Links {
 		for op, n := range byOp {
@@ -810,19 +852,8 @@ func (v *savedEntry) restore(id string) (*entryStats, error) {
 		}
 		e.perSecond[sec] = n
 	}
-	if len(v.Arrivals) > arrivalBlocks {
-		return nil, fmt.Errorf("%d blocks of arrivals, at most %d are kept", len(v.Arrivals), arrivalBlocks)
-	}
-	a := e.arrivals
-	for i, sb := range v.Arrivals {
-		if sb == nil || len(sb.Times) >= 2*arrivalBlockCap || a.blocks[sb.Block] != nil {
-			return nil, fmt.Errorf("arrivals: block %d does not hold together", i)
-		}
-		blk := &arrivalTimes{hash: blockHash(sb.Block), times: sb.Times, last: sb.Last, cut: sb.Cut}
-		a.blocks[sb.Block] = blk
-		if i == 0 || hashBefore(a.worst, a.worstHash, sb.Block, blk.hash) {
-			a.worst, a.worstHash = sb.Block, blk.hash
-		}
+	if err := restoreArrivals(e.arrivals, v.Arrivals); err != nil {
+		return nil, err
 	}
 	return e, nil
 }

@@ -67,6 +67,11 @@ type State struct {
 	// siteTimes holds the durations of the calls of every call site (the
 	// caller's side, waits included).
 	siteTimes map[string]*sample
+	// starts samples, per component replica (keyed as its concurrency
+	// profile, replicaGroup), the start times of its server spans: the
+	// arrivals its CPU sees, after the network, the balancer's split and
+	// the callers' own time have reshaped the workloads' arrivals.
+	starts map[string]*arrivalSample
 	// Windows holds per host and time window the completions and own
 	// times of every operation, for estimating CPU demands from
 	// utilization metrics.
@@ -83,6 +88,12 @@ type State struct {
 	links links
 	// inRequest lists the operations the request being folded ran.
 	inRequest []*opStats
+	// callerHost is the host (as the windows name it) of the operation
+	// whose synchronous calls are being folded, "" outside calls.
+	callerHost string
+	// reqEnds holds, per component replica (the starts' key), when the
+	// request being folded last left it.
+	reqEnds map[string]int64
 }
 
 // Keys of concurrency profiles.
@@ -106,6 +117,7 @@ func NewState() *State {
 		categories: map[string]map[string]bool{},
 		Windows:    NewWindows(),
 		siteTimes:  map[string]*sample{},
+		starts:     map[string]*arrivalSample{},
 		solo:       map[string]*soloSweep{},
 	}
 }
@@ -352,6 +364,41 @@ func (s *State) endRequest() {
 		op.reqCount, op.reqCPU = 0, 0
 	}
 	s.inRequest = s.inRequest[:0]
+	clear(s.reqEnds)
+}
+
+// addStart records, in the starts of component replica key on host, an
+// execution from start to end, when it is an arrival there that can queue
+// behind others: not a synchronous call from the same host, which comes
+// when its caller's work there stops, and not one that starts after the
+// same request's last execution on the replica ended (sequential calls, as
+// a loop makes them), which comes when the request's own work there has
+// stopped. Both would make the replica's arrivals look burstier than the
+// queues they form.
+func (s *State) addStart(key, host string, start, end int64) {
+	last, seen := s.reqEnds[key]
+	if s.reqEnds == nil {
+		s.reqEnds = map[string]int64{}
+	}
+	s.reqEnds[key] = max(last, end)
+	if s.callerHost == host || seen && start >= last {
+		return
+	}
+	st := s.starts[key]
+	if st == nil {
+		st = newStartSample()
+		s.starts[key] = st
+	}
+	st.add(start)
+}
+
+// operationCalled is operation for an operation called synchronously from
+// an operation on host caller ("" for sends).
+func (s *State) operationCalled(n *trace.Node, class string, params map[string]string, cfg *Config, caller string) {
+	prev := s.callerHost
+	s.callerHost = caller
+	s.operation(n, class, params, cfg)
+	s.callerHost = prev
 }
 
 // operation folds one execution of an operation, rooted at node n, into the
@@ -397,6 +444,7 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 	s.profile(opGroup(id), n.Span.Start, n.Span.End)
 	replica := n.Span.Host + "\x00" + n.Span.Replica()
 	s.profile(replicaGroup(comp, replica), n.Span.Start, n.Span.End)
+	s.addStart(replicaGroup(comp, replica), host, n.Span.Start, n.Span.End)
 
 	// Collect the elements: calls, sends and external calls, looking
 	// through spans internal to this operation.
@@ -417,10 +465,10 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 			switch {
 			case c.Async && isOperation(c, parent):
 				found = append(found, foundElem(elemSend, c, cfg.opID(c.Span)))
-				s.operation(c, class, params, cfg)
+				s.operationCalled(c, class, params, cfg, "")
 			case isOperation(c, parent):
 				found = append(found, foundElem(elemCall, c, cfg.opID(c.Span)))
-				s.operation(c, class, params, cfg)
+				s.operationCalled(c, class, params, cfg, host)
 			case c.Span.Kind == ingest.KindClient || c.Span.Kind == ingest.KindProducer:
 				servers := 0
 				for _, g := range c.Children {
@@ -454,15 +502,17 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 						kind = elemSend
 					}
 					f := foundElem(kind, g, cfg.opID(g.Span))
+					caller := ""
 					if kind == elemCall {
 						// The caller waits for the whole client span: the
 						// network and queueing outside the server count as
 						// latency of the call.
 						f.start, f.end = c.Span.Start, c.Span.End
 						f.latency = math.Max(0, seconds(c.Duration()-g.Duration()))
+						caller = host
 					}
 					found = append(found, f)
-					s.operation(g, class, params, cfg)
+					s.operationCalled(g, class, params, cfg, caller)
 					if kind == elemCall {
 						s.ops[f.target].preSpan.add(seconds(g.Span.Start - c.Span.Start))
 					}
