@@ -443,8 +443,9 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 	}
 	s.profile(opGroup(id), n.Span.Start, n.Span.End)
 	replica := n.Span.Host + "\x00" + n.Span.Replica()
-	s.profile(replicaGroup(comp, replica), n.Span.Start, n.Span.End)
-	s.addStart(replicaGroup(comp, replica), host, n.Span.Start, n.Span.End)
+	rg := replicaGroup(comp, replica)
+	s.profile(rg, n.Span.Start, n.Span.End)
+	s.addStart(rg, host, n.Span.Start, n.Span.End)
 
 	// Collect the elements: calls, sends and external calls, looking
 	// through spans internal to this operation.
