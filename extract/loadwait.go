@@ -350,10 +350,8 @@ func (g *generator) entryCV(id string) (float64, int) {
 }
 
 // arrivalSCV is the squared interarrival cv of the work that reaches host
-// h: each open workload's, corrected where its traces were sampled (see
-// thinnedCV), weighted by the CPU its requests bring to the host (by their
-// executions there where no CPU is known); 1 (as Poisson's) for requests
-// of sessions and where nothing is known.
+// h's CPU: measured on the starts of its server spans, replica by replica
+// (startSCV), else from the workloads' arrivals (workloadSCV).
 func (g *generator) arrivalSCV(h *model.Host) float64 {
 	return g.arrivalSCVOf(scvKey{host: h})
 }
@@ -526,7 +524,10 @@ func (g *generator) startSCV(h *model.Host, comp string, perReplica bool) (float
 
 // workloadSCV is arrivalSCVOf from the workloads' arrivals: merged where
 // several reach key's scope or some of one's requests do (mergedSCV),
-// else each workload's own cv weighted by the CPU it brings.
+// else each open workload's own cv, corrected where its traces were
+// sampled (see thinnedCV), weighted by the CPU its requests bring (by
+// their executions where no CPU is known); 1 (as Poisson's) for requests
+// of sessions and where nothing is known.
 func (g *generator) workloadSCV(key scvKey) float64 {
 	h := key.host
 	inSessions := g.sessionEntries()
