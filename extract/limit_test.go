@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -17,7 +16,6 @@ import (
 	"github.com/perfcast/perfcast/solve/sim"
 	"github.com/perfcast/perfcast/tracegen"
 	"github.com/perfcast/perfcast/validate"
-	"github.com/perfcast/perfcast/whatif"
 )
 
 // limitModel is a service in a pod limited to 1.5 cores of its node's
@@ -230,14 +228,7 @@ func delayOf(m *model.Model, id string) float64 {
 // given precision, and returns its one workload's mean response time.
 func meanAtLoad(t *testing.T, m *model.Model, load, precision float64) float64 {
 	t.Helper()
-	c, err := m.Clone()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := whatif.Set(c, "workload.*.load="+strconv.FormatFloat(load, 'g', -1, 64)); err != nil {
-		t.Fatal(err)
-	}
-	r, err := sim.New().Solve(context.Background(), c, solve.Options{Seed: 1, Precision: precision, Workers: 2})
+	r, err := sim.New().Solve(context.Background(), withLoad(t, m, load), solve.Options{Seed: 1, Precision: precision, Workers: 2})
 	if err != nil || !r.Stable {
 		t.Fatalf("solve at %g times the load: %v %v", load, err, r)
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/solve"
 	"github.com/perfcast/perfcast/solve/sim"
-	"github.com/perfcast/perfcast/whatif"
 )
 
 // slotStepModel is a Go service with one CPU slot (GOMAXPROCS 1) alone on
@@ -317,14 +316,7 @@ func TestWaitsOnReplicas(t *testing.T) {
 // response times by workload.
 func solveAt(t *testing.T, m *model.Model, load float64) map[string]solve.Times {
 	t.Helper()
-	c, err := m.Clone()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := whatif.Set(c, fmt.Sprintf("workload.*.load=%g", load)); err != nil {
-		t.Fatal(err)
-	}
-	r, err := sim.New().Solve(context.Background(), c, solve.Options{Seed: 1, Precision: 0.02, Workers: 2})
+	r, err := sim.New().Solve(context.Background(), withLoad(t, m, load), solve.Options{Seed: 1, Precision: 0.02, Workers: 2})
 	if err != nil || !r.Stable {
 		t.Fatalf("solve at %g times the load: %v %v", load, err, r)
 	}
