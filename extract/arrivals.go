@@ -324,10 +324,10 @@ func poissonRescaledSD(w float64) float64 {
 // serves several workloads, or some of one workload's requests. A block is
 // taken where every stream's sample tells its arrivals there: those it
 // kept, or none where it would have kept the block had it had arrivals in
-// it (it kept fewer than arrivalBlocks, or the block hashes below its
+// it (it kept fewer blocks than it may, or the block hashes below its
 // worst kept). Within a block the merge stops where the first stream's
-// kept prefix does, or at arrivalBlockCap arrivals, as a stream's own
-// sample would.
+// kept prefix does, or at a workload sample's cap (arrivalBlockCap), as a
+// stream's own sample would.
 func mergedArrivals(streams []*arrivalSample, keep []float64) *arrivalSample {
 	out := newArrivalSample()
 	blocks := map[int64]bool{}
@@ -359,7 +359,7 @@ func mergedArrivals(streams []*arrivalSample, keep []float64) *arrivalSample {
 			continue
 		}
 		// The streams' lists are sorted: merge them, up to the cutoff
-		// and arrivalBlockCap kept arrivals, picking the earliest head.
+		// and the cap, picking the earliest head.
 		var merged []int64
 		next := make([]int, len(lists))
 		for len(merged) < out.blockCap {

@@ -31,9 +31,10 @@ func burstyWaitFactor(c int, a, scv float64) float64 {
 	}
 	w, ok := giMcWait(c, a, scv)
 	if !ok {
-		// The sum lost its digits (hundreds of cores at a light load, where
-		// nothing waits): a step either side of a is off the pole, and
-		// otherwise there is no wait worth the name.
+		// A pole of a term, or a sum that lost its digits (hundreds of
+		// cores at a light load, where nothing waits): a step either side
+		// of a is off the pole; where neither side gives a sum, there is
+		// no wait worth the name.
 		w1, ok1 := giMcWait(c, a*(1-1e-4), scv)
 		w2, ok2 := giMcWait(c, a*(1+1e-4), scv)
 		if !ok1 || !ok2 {
