@@ -136,9 +136,11 @@ func (s *State) ModelWith(name string, cfg *Config, est *Estimates) (*model.Mode
 	g.warnSampled()
 	g.warnFailures()
 	g.placeComponents()
+	g.splitOwnTimes()
 	g.cores()
 	g.speedCurves()
 	g.operations()
+	g.warnSplit()
 	g.warnSpells()
 	g.workloads()
 	g.warnUnusedConfig()
@@ -196,6 +198,9 @@ type generator struct {
 	// 10th percentile of call latency over its branches' first calls, by
 	// target.
 	fanOutBase map[string]float64
+	// splitOps are the operations whose CPU demand splitOwnTimes
+	// estimated from their own times.
+	splitOps []string
 	// caller is the operation whose steps are being generated.
 	caller string
 	// declaredCalls and declaredOps hold the configuration's passive

@@ -49,6 +49,8 @@ func (s *State) Merge(o *State) {
 			continue
 		}
 		mine.count += op.count
+		mine.intervals += op.intervals
+		mine.emptyStarts += op.emptyStarts
 		mine.errors += op.errors
 		mine.countSq += op.countSq
 		mine.cpuSq += op.cpuSq

@@ -153,6 +153,8 @@ type savedOp struct {
 	CountSq   float64                                `json:"count_sq,omitempty"`
 	CPUSq     float64                                `json:"cpu_sq,omitempty"`
 	Errors    int64                                  `json:"errors,omitempty"`
+	Intervals int64                                  `json:"intervals,omitempty"`
+	Empty     int64                                  `json:"empty_starts,omitempty"`
 }
 
 type savedVariant struct {
@@ -266,6 +268,9 @@ type savedSoloExec struct {
 	Own    float64 `json:"own"`
 	Left   int     `json:"left"`
 	Shared bool    `json:"shared,omitempty"`
+	// Crowded: one of its intervals began while another execution's
+	// was active.
+	Crowded bool `json:"crowded,omitempty"`
 }
 
 type savedSoloIntvl struct {
@@ -373,8 +378,9 @@ func saveSample(sm *sample) *savedSample {
 
 func saveOp(op *opStats) *savedOp {
 	v := &savedOp{
-		Component: op.component, Name: op.name, Count: op.count, CountSq: op.countSq, CPUSq: op.cpuSq, Errors: op.errors,
-		Resp: saveSample(op.resp), Self: saveSample(op.self), Solo: saveSample(op.solo),
+		Component: op.component, Name: op.name, Count: op.count, CountSq: op.countSq, CPUSq: op.cpuSq, Errors: op.errors, Intervals: op.intervals,
+		Empty: op.emptyStarts,
+		Resp:  saveSample(op.resp), Self: saveSample(op.self), Solo: saveSample(op.solo),
 		CPU: saveSample(op.cpu), OffCPU: saveSample(op.offCPU), PreSpan: saveSample(op.preSpan),
 	}
 	if len(op.variants) > 0 {
@@ -503,7 +509,7 @@ func saveSolo(w *soloSweep, owner map[*sample]string) *savedSolo {
 			return i
 		}
 		index[x] = len(v.Execs)
-		v.Execs = append(v.Execs, savedSoloExec{Op: owner[x.to], Own: x.own, Left: x.left, Shared: x.shared})
+		v.Execs = append(v.Execs, savedSoloExec{Op: owner[x.to], Own: x.own, Left: x.left, Shared: x.shared, Crowded: x.crowded})
 		return index[x]
 	}
 	for _, iv := range w.pending {
@@ -712,7 +718,10 @@ func (v *savedOp) restore(id string) (*opStats, error) {
 	if v.Errors < 0 || v.Errors > v.Count {
 		return nil, fmt.Errorf("%d errors of %d executions", v.Errors, v.Count)
 	}
-	op := &opStats{component: v.Component, name: v.Name, count: v.Count, countSq: v.CountSq, cpuSq: v.CPUSq, errors: v.Errors,
+	if v.Intervals < 0 || v.Empty < 0 || v.Empty > v.Count {
+		return nil, fmt.Errorf("%d intervals of own time, %d of %d executions begun alone", v.Intervals, v.Empty, v.Count)
+	}
+	op := &opStats{component: v.Component, name: v.Name, count: v.Count, countSq: v.CountSq, cpuSq: v.CPUSq, errors: v.Errors, intervals: v.Intervals, emptyStarts: v.Empty,
 		variants: map[string]map[string]*variant{}, params: map[string]map[string]*paramStats{}}
 	var errs [6]error
 	op.resp, errs[0] = v.Resp.restore()
@@ -963,7 +972,7 @@ func (v *savedSolo) restore(ops map[string]*opStats) (*soloSweep, error) {
 		if op == nil {
 			return nil, fmt.Errorf("execution %d: unknown operation %q", i, x.Op)
 		}
-		execs[i] = &soloExec{to: op.solo, own: x.Own, left: x.Left, shared: x.Shared}
+		execs[i] = &soloExec{to: op.solo, empty: &op.emptyStarts, own: x.Own, left: x.Left, shared: x.Shared, crowded: x.Crowded}
 	}
 	intervals := func(list []savedSoloIntvl) ([]soloInterval, error) {
 		out := make([]soloInterval, 0, len(list))

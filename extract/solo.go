@@ -44,12 +44,16 @@ type soloSweep struct {
 
 // soloExec is one execution: the sample its own time goes to when it ran
 // alone, its own time, how many of its intervals are not yet swept past,
-// and whether another execution overlapped it.
+// and whether another execution overlapped it. empty counts, for its
+// operation, the executions all of whose intervals began while no other
+// execution was active; crowded says one of its intervals did not.
 type soloExec struct {
-	to     *sample
-	own    float64
-	left   int
-	shared bool
+	to      *sample
+	empty   *int64
+	own     float64
+	left    int
+	shared  bool
+	crowded bool
 }
 
 // soloInterval is one interval of an execution's own time; seq orders
@@ -63,11 +67,13 @@ func newSoloSweep() *soloSweep { return &soloSweep{nextSweep: sweepBatch} }
 
 // add records an execution whose own time, own seconds, is the union of
 // intervals (disjoint, within its span). Its own time goes to to once
-// the sweep has passed it, if no other execution overlapped it.
-func (w *soloSweep) add(to *sample, own float64, intervals []interval) {
-	x := &soloExec{to: to, own: own, left: len(intervals)}
+// the sweep has passed it, if no other execution overlapped it; empty is
+// counted up if none of its intervals began while another was active.
+func (w *soloSweep) add(to *sample, empty *int64, own float64, intervals []interval) {
+	x := &soloExec{to: to, empty: empty, own: own, left: len(intervals)}
 	if x.left == 0 {
 		to.add(own) // nothing of its own to overlap
+		*empty++
 		return
 	}
 	for _, iv := range intervals {
@@ -104,7 +110,7 @@ func (w *soloSweep) sweep(upTo int64) {
 		if len(w.active) == 0 {
 			w.lone = iv.x
 		} else {
-			iv.x.shared = true
+			iv.x.shared, iv.x.crowded = true, true
 			if w.lone != nil {
 				w.lone.shared, w.lone = true, nil
 			}
@@ -123,6 +129,9 @@ func (w *soloSweep) advance(t int64) {
 		x.left--
 		if x.left == 0 && !x.shared {
 			x.to.add(x.own)
+		}
+		if x.left == 0 && !x.crowded {
+			*x.empty++
 		}
 	}
 }

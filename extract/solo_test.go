@@ -38,8 +38,9 @@ func TestSoloSweep(t *testing.T) {
 	}
 	w := newSoloSweep()
 	got := newSample()
+	var empty int64
 	for _, e := range execs {
-		w.add(got, e.own, e.ivs)
+		w.add(got, &empty, e.own, e.ivs)
 	}
 	w.finish()
 	var want, n float64
@@ -51,6 +52,11 @@ func TestSoloSweep(t *testing.T) {
 	}
 	if float64(got.n) != n || got.sum != want {
 		t.Errorf("alone: %d executions with %g s of own time, want %g with %g", got.n, got.sum, n, want)
+	}
+	// Begun on an idle host: all but 2, 7, 9, 12 and 13, whose first or
+	// only interval began inside another's.
+	if empty != 9 {
+		t.Errorf("%d executions began with no other active, want 9", empty)
 	}
 }
 

@@ -157,9 +157,16 @@ type opStats struct {
 	self            *sample // own time: duration minus synchronous children
 	// solo holds the own times of the executions no other execution
 	// overlapped on their host (see soloSweep).
-	solo   *sample
-	cpu    *sample // measured CPU time, when present
-	offCPU *sample // own time minus CPU time, when CPU time is present
+	solo *sample
+	// intervals counts the stretches of own time of all executions
+	// (ownIntervals): how often one begins on the host is what the
+	// executions that ran alone were selected by (see ownsplit.go).
+	intervals int64
+	// emptyStarts counts the executions all of whose own intervals began
+	// while no other execution's was active on the host (see soloExec).
+	emptyStarts int64
+	cpu         *sample // measured CPU time, when present
+	offCPU      *sample // own time minus CPU time, when CPU time is present
 	// preSpan is, for executions called through a client span, the time
 	// from the client span's start to the server span's: the network, and
 	// whatever the request waited for before the server began it.
@@ -556,7 +563,8 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 	}
 	self := seconds(ownNs)
 	op.self.add(self)
-	s.soloOn(host).add(op.solo, self, own)
+	op.intervals += int64(len(own))
+	s.soloOn(host).add(op.solo, &op.emptyStarts, self, own)
 	spanCPU := math.NaN()
 	if hasCPU || cpu > 0 {
 		spanCPU = cpu

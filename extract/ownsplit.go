@@ -1,0 +1,361 @@
+package extract
+
+import (
+	"maps"
+	"math"
+	"slices"
+
+	"github.com/perfcast/perfcast/estimate"
+	"github.com/perfcast/perfcast/internal/textout"
+	"github.com/perfcast/perfcast/model"
+)
+
+// Splitting own times into CPU and time off the CPU where nothing measures
+// the CPU: no perfcast.cpu.time on the spans, no utilization metrics.
+//
+// An execution's own time is its CPU demand D, its time off the CPU Z
+// (I/O, sleeps, systems without spans) and its wait for the CPU, which
+// processor sharing makes D·W(a) on average at a host's busy cores a. Only
+// the wait grows with the load. The executions that ran alone on their
+// host (soloSweep) waited for nothing, so their own times are D + Z; all
+// executions' own times average D·(1 + W(a)) + Z. The difference between
+// the two is D·W(a) for each operation, and a is what the demands make:
+// a = a_m + Σ λ·D over the operations (a_m the CPU measured or estimated
+// otherwise). One unknown, a, remains, and it has one root.
+//
+// The executions that ran alone are a biased sample: a long one is less
+// likely to meet no other. Another execution's own time starts during one
+// of own time x with probability 1 − e^(−Λx), Λ the rate at which own
+// times start on the host; so each is weighted by e^(Λx) (inverse
+// probability weighting), which undoes the bias for starts that come at
+// random.
+//
+// The split needs the host's cores, since the stretch a wait makes at a
+// given load depends on them: on eight cores at half load an operation of
+// 10 ms waits 0.1 ms, on one core 10 ms. With the cores assumed, the own
+// time stays CPU (ownScales). Where an operation's executions are too few
+// or the load too light for its own difference to tell its demand within
+// splitPrecision of its own time, it takes the share of CPU pooled over the
+// host's operations; where that too is imprecise, the host's own times
+// stay CPU.
+
+const (
+	// splitPrecision bounds the 95 % half-width of an operation's CPU
+	// demand from the split, as a share of its own time without waits,
+	// for its own difference to be used.
+	splitPrecision = 0.25
+	// splitWeightCap bounds the inverse-probability weights, e^(Λx):
+	// executions alone longer than that weight makes are the tail (see
+	// aloneMean).
+	splitWeightCap = 20
+)
+
+// splitOp is what one operation on a host brings to the split.
+type splitOp struct {
+	id     string
+	rate   float64 // executions per second per replica
+	own    float64 // mean own time of all executions
+	ownSE  float64
+	alone  float64 // weighted mean own time of those that ran alone; 0: too few
+	aloneS float64 // its standard error
+	// n is the effective number of executions that ran alone, after
+	// weighting.
+	n float64
+}
+
+// hostSplit is the split found on one host.
+type hostSplit struct {
+	busy   float64   // busy cores per replica the demands make
+	demand []float64 // per operation, as ops
+	own    []bool    // whether an operation's own difference gave it
+	share  float64   // the pooled share of own time without waits that is CPU
+	shareH float64   // its 95 % half-width
+}
+
+// aloneMean estimates the mean own time without waits of op from its
+// executions that ran alone on a host where own times begin at rate
+// lambda. It returns the estimate, its standard error and the effective
+// number of executions, (Σw)²/Σw².
+//
+// An execution of own time x runs alone with probability q·e^(−lambda·x),
+// q that of beginning on an idle host (for a stretch of own time, that
+// of every stretch). Weighting each by w = e^(lambda·x) undoes that, but
+// at high load long executions hardly ever run alone, and the few that do
+// weigh so much that the mean swings with them. So only those shorter
+// than x_c, where the weight reaches splitWeightCap, are weighted: the
+// executions whose intervals all began on an idle host (op.emptyStarts,
+// E) were selected by q alone, so Σw/E over them is the share m' of all
+// executions shorter than x_c, and Σw·x/E their part of the mean. The
+// rest, 1 − m', are longer than x_c by what their tail holds: for an
+// exponential tail of mean excess θ, those seen alone beyond x_c exceed it
+// by θ/(1 + lambda·θ), which gives θ; with fewer than soloMin of them, the
+// mean excess of all own times beyond their (m') quantile stands in for it.
+// Without E, the weighted mean of those shorter than x_c is taken.
+func aloneMean(op *opStats, lambda float64) (mean, se, n float64) {
+	solo := op.solo
+	if solo == nil || solo.n == 0 || !(lambda >= 0) {
+		return 0, 0, 0
+	}
+	xc := math.Inf(1)
+	if lambda > 0 {
+		xc = math.Log(splitWeightCap) / lambda
+	}
+	type bin struct{ x, c, w float64 }
+	var bins []bin
+	var sw, sw2, swx, beyond, beyondN float64
+	solo.sketch.ForEach(func(x, c float64) bool {
+		if x > xc {
+			beyond += c * (x - xc)
+			beyondN += c
+			return false
+		}
+		w := math.Exp(lambda * x)
+		bins = append(bins, bin{x, c, w})
+		sw += c * w
+		sw2 += c * w * w
+		swx += c * w * x
+		return false
+	})
+	if sw <= 0 {
+		return 0, 0, 0
+	}
+	mean = swx / sw
+	var v float64
+	for _, b := range bins {
+		v += b.c * b.w * b.w * (b.x - mean) * (b.x - mean)
+	}
+	se, n = math.Sqrt(v)/sw, sw*sw/sw2
+	e := float64(op.emptyStarts)
+	if e <= 0 {
+		return mean, se, n
+	}
+	cover, coverSE := sw/e, math.Sqrt(sw2)/e
+	if cover >= 1 {
+		return mean, se, n
+	}
+	m := 1 - cover
+	excess := math.NaN()
+	if beyondN >= soloMin {
+		if t := beyond / beyondN; lambda*t < 0.9 {
+			excess = t / (1 - lambda*t)
+		}
+	}
+	if math.IsNaN(excess) {
+		q := op.self.quantile(cover)
+		var over, overN float64
+		op.self.sketch.ForEach(func(x, c float64) bool {
+			if x > q {
+				over += c * (x - q)
+				overN += c
+			}
+			return false
+		})
+		excess = 0
+		if overN > 0 {
+			excess = over / overN
+		}
+	}
+	tail := xc + excess
+	return swx/e + m*tail, math.Hypot(math.Sqrt(v)/e, coverSE*tail), n
+}
+
+// solveSplit finds the busy cores a, and each operation's CPU demand, at
+// which the operations' own times less those of their executions alone are
+// the waits W(a) that processor sharing on c cores makes for arrivals of
+// squared cv scv; am is the host's CPU busy otherwise, per replica.
+//
+// The split is made only where the data reject the reading extraction
+// takes otherwise, that the own times are all CPU and their waits: under
+// it the operations seen alone would have waited Σλ·own·W/(1 + W) at the
+// busy cores that reading makes, and the difference measured must fall
+// short of that by more than twice its standard error. A light load, few
+// executions alone or own times that are indeed CPU keep that reading (ok
+// false). An operation takes its own difference when that gives its demand
+// within splitPrecision of its own time without waits (95 %), else the
+// share pooled over the host's operations.
+func solveSplit(ops []splitOp, am float64, c int, scv float64) (hostSplit, bool) {
+	var pooled, pooledVar, pooledX float64
+	seen := func(o splitOp) bool { return o.n >= soloMin && o.alone > 0 }
+	for _, o := range ops {
+		if !seen(o) {
+			continue
+		}
+		pooled += o.rate * math.Max(o.own-o.alone, 0)
+		pooledVar += o.rate * o.rate * (o.ownSE*o.ownSE + o.aloneS*o.aloneS)
+		pooledX += o.rate * o.alone
+	}
+	if pooledX <= 0 || am >= loadCap*float64(c) {
+		return hostSplit{}, false
+	}
+	w := func(a float64) float64 { return burstyWaitFactor(c, a, scv) }
+	// All CPU: each own time is D·(1 + W(a)).
+	allCPU, ok := busyRoot(am, c, func(a float64) float64 {
+		x := 0.0
+		for _, o := range ops {
+			x += o.rate * o.own / (1 + w(a))
+		}
+		return x
+	})
+	if ok {
+		wa, expected := w(allCPU), 0.0
+		for _, o := range ops {
+			if seen(o) {
+				expected += o.rate * o.own * wa / (1 + wa)
+			}
+		}
+		if pooled+2*math.Sqrt(pooledVar) >= expected {
+			return hostSplit{}, false
+		}
+	}
+	d := make([]float64, len(ops))
+	own := make([]bool, len(ops))
+	// demands sets each operation's demand at busy cores a.
+	demands := func(a float64) (share float64) {
+		wa := w(a)
+		share = 1.0
+		if wa > 0 {
+			share = math.Min(pooled/(wa*pooledX), 1)
+		}
+		for i, o := range ops {
+			own[i] = false
+			switch {
+			case seen(o) && wa > 0:
+				d[i] = math.Min(math.Max(o.own-o.alone, 0)/wa, o.alone)
+				own[i] = 1.96*math.Hypot(o.ownSE, o.aloneS)/wa <= splitPrecision*o.alone
+			case seen(o):
+				d[i] = o.alone
+			default:
+				d[i] = share * o.own / (1 + share*wa)
+			}
+		}
+		return share
+	}
+	a, ok := busyRoot(am, c, func(a float64) float64 {
+		demands(a)
+		x := 0.0
+		for i, o := range ops {
+			x += o.rate * d[i]
+		}
+		return x
+	})
+	if !ok {
+		return hostSplit{}, false
+	}
+	share := demands(a)
+	wa := w(a)
+	half := math.Inf(1)
+	if wa > 0 {
+		half = 2 * math.Sqrt(pooledVar) / (wa * pooledX)
+	}
+	return hostSplit{busy: a, demand: d, own: own, share: share, shareH: half}, true
+}
+
+// busyRoot finds the busy cores a, between am and loadCap·c, at which
+// am + busy(a) = a, busy falling as a rises; ok is false when even at
+// loadCap·c the demands ask for more.
+func busyRoot(am float64, c int, busy func(a float64) float64) (float64, bool) {
+	lo, hi := am, loadCap*float64(c)
+	if am+busy(hi) > hi {
+		return 0, false
+	}
+	for range 60 {
+		if m := (lo + hi) / 2; am+busy(m) > m {
+			lo = m
+		} else {
+			hi = m
+		}
+	}
+	return (lo + hi) / 2, true
+}
+
+// splitOwnTimes splits, on every host whose cores are known, the own times
+// of operations whose CPU nothing measures into CPU demand and time off the
+// CPU (see solveSplit), and gives the demands to the generator's estimates,
+// as metrics would. It runs before cores and ownScales, which then find no
+// own time to take as CPU on those hosts.
+func (g *generator) splitOwnTimes() {
+	span := g.s.span()
+	if span <= 0 || g.s.Sampled > 0 {
+		return
+	}
+	lambda := map[*model.Host]float64{}
+	for _, op := range g.s.ops {
+		if h := g.hostOf[op.component]; h != nil {
+			lambda[h] += float64(op.intervals) / span / float64(h.Replicas)
+		}
+	}
+	split := map[string]estimate.Result{}
+	for _, h := range g.m.Hosts {
+		if !g.configured[h] || h.CPU.Limited() {
+			continue
+		}
+		var ops []splitOp
+		am := 0.0
+		perServer := float64(h.Replicas) * h.CPU.Speed * span
+		for _, id := range slices.Sorted(maps.Keys(g.s.ops)) {
+			op := g.s.ops[id]
+			if g.hostOf[op.component] != h || op.count == 0 {
+				continue
+			}
+			d, own := g.cpuTotal(op)
+			if !own {
+				am += d / perServer
+				continue
+			}
+			o := splitOp{id: id, rate: float64(op.count) / span / float64(h.Replicas), own: op.self.mean(),
+				ownSE: math.Sqrt(op.self.variance() / float64(op.self.n))}
+			o.alone, o.aloneS, o.n = aloneMean(op, lambda[h])
+			ops = append(ops, o)
+		}
+		if len(ops) == 0 {
+			continue
+		}
+		c := h.CPU.Cores
+		hs, ok := solveSplit(ops, am, c, g.arrivalSCV(h))
+		g.hostSCVs = nil // weighted by demands, which the split changes
+		if !ok {
+			g.rep.evidencef("host %s: the own times of operations whose CPU nothing measures do not grow with the load clearly enough to tell their CPU from their time off the CPU (%d operations): taken as CPU", h.Name, len(ops))
+			continue
+		}
+		var pooled []string
+		for i, o := range ops {
+			d := hs.demand[i]
+			r := estimate.Result{CPU: d, OwnTime: o.own, Count: o.rate * span * float64(h.Replicas),
+				Method: "own time's growth with load", Identified: hs.own[i]}
+			// A demand of nothing keeps the least the model times.
+			r.CPU = math.Max(d, minLatency)
+			r.OffCPU = math.Max(o.own-r.CPU, 0)
+			split[o.id] = r
+			if !hs.own[i] {
+				pooled = append(pooled, o.id)
+			}
+		}
+		g.rep.evidencef("host %s: own times split into CPU and time off the CPU by how much longer they are than those of executions that ran alone (with %d cores at %.2f busy, processor sharing makes the CPU wait %.3g times the demand): %.0f %% of the own time without waits is CPU, ±%.0f %%",
+			h.Name, h.CPU.Cores, hs.busy, burstyWaitFactor(c, hs.busy, g.arrivalSCV(h)), 100*hs.share, 100*hs.shareH)
+		g.hostSCVs = nil
+		if len(pooled) > 0 {
+			g.rep.evidencef("host %s: too few executions alone, or too light a load, to split %s by their own: the host's share taken", h.Name, textout.Abbreviate(pooled, 6))
+		}
+	}
+	if len(split) == 0 {
+		return
+	}
+	est := *g.est
+	est.PerOp = maps.Clone(g.est.PerOp)
+	if est.PerOp == nil {
+		est.PerOp = map[string]estimate.Result{}
+	}
+	maps.Copy(est.PerOp, split)
+	g.est = &est
+	g.splitOps = slices.Sorted(maps.Keys(split))
+}
+
+// warnSplit says which operations' CPU the split estimated, and what it
+// assumed.
+func (g *generator) warnSplit() {
+	if len(g.splitOps) == 0 {
+		return
+	}
+	g.rep.warnf("no CPU time (perfcast.cpu.time) and no utilization metrics (--metrics) for %s; their CPU demand is the part of their own time that grows with the load as processor sharing on the given cores makes it grow, the rest time off the CPU: waits for locks or pools inside the spans count as CPU: %s",
+		textout.Plural(len(g.splitOps), "operation"), textout.Abbreviate(g.splitOps, 8))
+}
