@@ -810,8 +810,15 @@ func (g *generator) operations() {
 			if !r.Identified {
 				how = "not identified by the data; an assumption"
 			}
-			g.rep.evidencef("%s: CPU demand %s estimated from utilization by %s (%s); %s of its %s own time off the CPU",
-				id, textout.Duration(r.CPU), r.Method, how, textout.Duration(math.Max(offCPU-wait, 0)), textout.Duration(r.OwnTime))
+			source := "from utilization by " + r.Method
+			if r.Method == splitMethod {
+				source = "by " + r.Method
+				if !r.Identified {
+					how = fmt.Sprintf("not within %.0f %% of its own time at 95 %%: too light a load or too few executions alone", 100*splitPrecision)
+				}
+			}
+			g.rep.evidencef("%s: CPU demand %s estimated %s (%s); %s of its %s own time off the CPU",
+				id, textout.Duration(r.CPU), source, how, textout.Duration(math.Max(offCPU-wait, 0)), textout.Duration(r.OwnTime))
 		} else if sw := g.paramSwitch(id, op, g.bins); sw != nil {
 			o.Steps = append(o.Steps, sw...)
 		} else {
@@ -888,7 +895,7 @@ func (g *generator) operations() {
 	g.externalComponents()
 	g.rep.CPUMeasured = len(noCPU) == 0 && len(ids) > 0
 	if len(noCPU) > 0 {
-		g.rep.warnf("no CPU time (perfcast.cpu.time) and no utilization metrics (--metrics) for %d of %d operations; their own time (duration minus calls), less the wait for the CPU it implies at the observed load, is taken as CPU demand, which overstates CPU where they wait for locks, I/O or unmodeled systems: %s",
+		g.rep.warnf("no CPU time (perfcast.cpu.time) and no utilization metrics (--metrics) for %d of %d operations; their own time (duration minus calls), less the wait for the CPU it implies at the observed load, is taken as CPU demand, which overstates CPU where they wait for locks, I/O or unmodeled systems (with the hosts' cores in --config hosts:, extraction splits it by how it grows with the load): %s",
 			len(noCPU), len(ids), textout.Abbreviate(noCPU, 8))
 	}
 }

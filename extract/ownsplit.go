@@ -24,22 +24,20 @@ import (
 // otherwise). One unknown, a, remains, and it has one root.
 //
 // The executions that ran alone are a biased sample: a long one is less
-// likely to meet no other. Another execution's own time starts during one
-// of own time x with probability 1 − e^(−Λx), Λ the rate at which own
-// times start on the host; so each is weighted by e^(Λx) (inverse
-// probability weighting), which undoes the bias for starts that come at
-// random.
+// likely to meet no other. aloneMean weights them to undo that.
 //
 // The split needs the host's cores, since the stretch a wait makes at a
 // given load depends on them: on eight cores at half load an operation of
 // 10 ms waits 0.1 ms, on one core 10 ms. With the cores assumed, the own
-// time stays CPU (ownScales). Where an operation's executions are too few
-// or the load too light for its own difference to tell its demand within
-// splitPrecision of its own time, it takes the share of CPU pooled over the
-// host's operations; where that too is imprecise, the host's own times
-// stay CPU.
+// time stays CPU (ownScales). It is made only where the data reject that
+// reading (see solveSplit). An operation with too few executions alone
+// takes the share of CPU pooled over the host's others; one whose own
+// difference tells its demand only loosely (splitPrecision) keeps it and
+// is reported as not identified.
 
 const (
+	// splitMethod names the split as the method of a demand estimate.
+	splitMethod = "its own time's growth with load"
 	// splitPrecision bounds the 95 % half-width of an operation's CPU
 	// demand from the split, as a share of its own time without waits,
 	// for its own difference to be used.
@@ -67,7 +65,7 @@ type splitOp struct {
 type hostSplit struct {
 	busy   float64   // busy cores per replica the demands make
 	demand []float64 // per operation, as ops
-	own    []bool    // whether an operation's own difference gave it
+	own    []bool    // whether an operation's own difference gave it within splitPrecision
 	share  float64   // the pooled share of own time without waits that is CPU
 	shareH float64   // its 95 % half-width
 }
@@ -170,9 +168,10 @@ func aloneMean(op *opStats, lambda float64) (mean, se, n float64) {
 // busy cores that reading makes, and the difference measured must fall
 // short of that by more than twice its standard error. A light load, few
 // executions alone or own times that are indeed CPU keep that reading (ok
-// false). An operation takes its own difference when that gives its demand
-// within splitPrecision of its own time without waits (95 %), else the
-// share pooled over the host's operations.
+// false). An operation with enough executions alone takes its own
+// difference, clamped between no CPU and its own time without waits (own
+// says whether it is within splitPrecision of the latter at 95 %); one
+// with too few takes the share pooled over the others.
 func solveSplit(ops []splitOp, am float64, c int, scv float64) (hostSplit, bool) {
 	var pooled, pooledVar, pooledX float64
 	seen := func(o splitOp) bool { return o.n >= soloMin && o.alone > 0 }
@@ -321,7 +320,7 @@ func (g *generator) splitOwnTimes() {
 		for i, o := range ops {
 			d := hs.demand[i]
 			r := estimate.Result{CPU: d, OwnTime: o.own, Count: o.rate * span * float64(h.Replicas),
-				Method: "own time's growth with load", Identified: hs.own[i]}
+				Method: splitMethod, Identified: hs.own[i]}
 			// A demand of nothing keeps the least the model times.
 			r.CPU = math.Max(d, minLatency)
 			r.OffCPU = math.Max(o.own-r.CPU, 0)
