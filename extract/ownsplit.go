@@ -313,7 +313,7 @@ func (g *generator) splitOwnTimes() {
 		hs, ok := solveSplit(ops, am, c, g.arrivalSCV(h))
 		g.hostSCVs = nil // weighted by demands, which the split changes
 		if !ok {
-			g.rep.evidencef("host %s: the own times of operations whose CPU nothing measures do not grow with the load clearly enough to tell their CPU from their time off the CPU (%d operations): taken as CPU", h.Name, len(ops))
+			g.rep.evidencef("host %s: the own times of %s whose CPU nothing measures grow with the load as if they were all CPU, or too little shows to tell (a light load, few executions alone): taken as CPU", h.Name, textout.Plural(len(ops), "operation"))
 			continue
 		}
 		var pooled []string
@@ -321,11 +321,17 @@ func (g *generator) splitOwnTimes() {
 			d := hs.demand[i]
 			r := estimate.Result{CPU: d, OwnTime: o.own, Count: o.rate * span * float64(h.Replicas),
 				Method: splitMethod, Identified: hs.own[i]}
-			// A demand of nothing keeps the least the model times.
-			r.CPU = math.Max(d, minLatency)
-			r.OffCPU = math.Max(o.own-r.CPU, 0)
+			if d <= 0 {
+				// No growth at all: a trace of CPU, so that the rest
+				// is read as time off it.
+				d = math.Min(minLatency, o.own/10)
+			}
+			if d <= 0 {
+				continue // no own time to split
+			}
+			r.CPU, r.OffCPU = d, math.Max(o.own-d, 0)
 			split[o.id] = r
-			if !hs.own[i] {
+			if o.n < soloMin || o.alone <= 0 {
 				pooled = append(pooled, o.id)
 			}
 		}
@@ -333,7 +339,7 @@ func (g *generator) splitOwnTimes() {
 			h.Name, h.CPU.Cores, hs.busy, burstyWaitFactor(c, hs.busy, g.arrivalSCV(h)), 100*hs.share, 100*hs.shareH)
 		g.hostSCVs = nil
 		if len(pooled) > 0 {
-			g.rep.evidencef("host %s: too few executions alone, or too light a load, to split %s by their own: the host's share taken", h.Name, textout.Abbreviate(pooled, 6))
+			g.rep.evidencef("host %s: too few executions of %s ran alone to split their own times by themselves: the share of CPU of the host's others taken", h.Name, textout.Abbreviate(pooled, 6))
 		}
 	}
 	if len(split) == 0 {

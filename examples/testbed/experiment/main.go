@@ -377,7 +377,7 @@ func (e *env) experiment(ctx context.Context, o options) (*report, error) {
 	// The coarse lock saturates before the CPU when orders are frequent
 	// enough: keep the two-core run below 70 % of the lock, by a model of
 	// the first segment.
-	firstX, err := extractModel(ctx, refDirs[:1], ref, o.outside, o.slice)
+	firstX, err := extractModel(ctx, refDirs[:1], ref, o.outside, o.slice, true)
 	if err != nil {
 		return nil, err
 	}
@@ -526,7 +526,7 @@ func (e *env) experiment(ctx context.Context, o options) (*report, error) {
 		stepM = append(stepM, m)
 		refDirs = append(slices.Clip(refDirs), m.Dirs...)
 	}
-	refX, err := extractModel(ctx, refDirs, ref, o.outside, o.slice)
+	refX, err := extractModel(ctx, refDirs, ref, o.outside, o.slice, true)
 	if err != nil {
 		return nil, err
 	}
@@ -586,7 +586,12 @@ func (e *env) experiment(ctx context.Context, o options) (*report, error) {
 	ncIdx := slices.IndexFunc(rows, func(r row) bool { return r.s.Name == "span-cpu-off" })
 	heavy := slices.IndexFunc(rows, func(r row) bool { return r.s.Name == "load-80" })
 	if ncIdx >= 0 && heavy >= 0 {
-		ncX, err := extractModel(ctx, rows[ncIdx].m.Dirs, rows[ncIdx].s, o.outside, o.slice)
+		ncX, err := extractModel(ctx, rows[ncIdx].m.Dirs, rows[ncIdx].s, o.outside, o.slice, true)
+		if err != nil {
+			return nil, err
+		}
+		// And from its traces alone, as a user without metrics has it.
+		ncT, err := extractModel(ctx, rows[ncIdx].m.Dirs, rows[ncIdx].s, o.outside, o.slice, false)
 		if err != nil {
 			return nil, err
 		}
@@ -596,6 +601,7 @@ func (e *env) experiment(ctx context.Context, o options) (*report, error) {
 				return nil, err
 			}
 			addClientDelays(ncX.Model, g)
+			addClientDelays(ncT.Model, g)
 		}
 		// Kept beside the reference's, to compare the two extractions.
 		if err := saveModel(filepath.Join(e.work, "span-cpu-off-model.yaml"), ncX.Model, rows[ncIdx].s); err != nil {
@@ -611,6 +617,17 @@ func (e *env) experiment(ctx context.Context, o options) (*report, error) {
 		r := rows[heavy]
 		r.s.Name = "load-80 from span-cpu-off model"
 		r.s.What = "load-80 predicted by the model extracted from the run without span CPU time"
+		r.pred, r.adjusted = p, nil
+		extra = append(extra, r)
+		if err := saveModel(filepath.Join(e.work, "span-cpu-off-traces-model.yaml"), ncT.Model, rows[ncIdx].s); err != nil {
+			return nil, err
+		}
+		if p, err = predictFrom(ctx, ncT.Model, rows[heavy].s, e.mix, o.precision, 1); err != nil {
+			return nil, err
+		}
+		r = rows[heavy]
+		r.s.Name = "load-80 from span-cpu-off traces alone"
+		r.s.What = "load-80 predicted by the model extracted from the run without span CPU time, its traces alone (no metrics)"
 		r.pred, r.adjusted = p, nil
 		extra = append(extra, r)
 	}

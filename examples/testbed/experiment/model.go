@@ -45,8 +45,10 @@ const (
 // host's cores and every service's GOMAXPROCS as its CPU slots. The
 // segments' metrics go into one file in the first segment's parent. With
 // slice > 0 the host's CPU is round-robin with that quantum (see
-// hostConfig).
-func extractModel(ctx context.Context, dirs []string, s setup, outside string, slice time.Duration) (*extract.Result, error) {
+// hostConfig). Without metrics the traces alone are read: where their
+// spans carry no CPU time, extraction splits their own times by how they
+// grow with the load.
+func extractModel(ctx context.Context, dirs []string, s setup, outside string, slice time.Duration, metrics bool) (*extract.Result, error) {
 	var files []string
 	for _, dir := range dirs {
 		f, err := filepath.Glob(filepath.Join(dir, "*.otlp.jsonl"))
@@ -55,12 +57,16 @@ func extractModel(ctx context.Context, dirs []string, s setup, outside string, s
 		}
 		files = append(files, f...)
 	}
-	cpu := filepath.Join(dirs[0], "services-cpu.csv")
-	if len(dirs) > 1 {
-		cpu = filepath.Join(filepath.Dir(dirs[0]), fmt.Sprintf("services-cpu-%d.csv", len(dirs)))
-	}
-	if err := serviceMetrics(cpu, dirs...); err != nil {
-		return nil, err
+	var cpu []string
+	if metrics {
+		f := filepath.Join(dirs[0], "services-cpu.csv")
+		if len(dirs) > 1 {
+			f = filepath.Join(filepath.Dir(dirs[0]), fmt.Sprintf("services-cpu-%d.csv", len(dirs)))
+		}
+		if err := serviceMetrics(f, dirs...); err != nil {
+			return nil, err
+		}
+		cpu = []string{f}
 	}
 	// The pool and the lock are declared to extraction, which then takes
 	// their waits out of the callers' time off the CPU (the model makes
@@ -72,7 +78,7 @@ func extractModel(ctx context.Context, dirs []string, s setup, outside string, s
 	return extract.Run(ctx, files, "testbed", &extract.Config{
 		Hosts:        map[string]extract.HostConfig{hostName: hostConfig(s, slice)},
 		CPUSlots:     map[string]int{"*": s.GOMAXPROCS},
-		Metrics:      []string{cpu},
+		Metrics:      cpu,
 		OutsideSpans: outside,
 		Passive:      passive,
 	})
