@@ -361,6 +361,6 @@ func (g *generator) warnSplit() {
 	if len(g.splitOps) == 0 {
 		return
 	}
-	g.rep.warnf("no CPU time (perfcast.cpu.time) and no utilization metrics (--metrics) for %s; their CPU demand is the part of their own time that grows with the load as processor sharing on the given cores makes it grow, the rest time off the CPU: waits for locks or pools inside the spans count as CPU: %s",
+	g.rep.warnf("no CPU time (perfcast.cpu.time) and no utilization metrics (--metrics) for %s; their CPU demand is the part of their own time that grows with the load as processor sharing on the given cores makes it grow, the rest time off the CPU: waits for locks or pools inside the spans count as CPU, and the CPU a process spends outside spans (garbage collection, runtime, exporters; 17 to 20 %% on the testbed) is not seen without --metrics: %s",
 		textout.Plural(len(g.splitOps), "operation"), textout.Abbreviate(g.splitOps, 8))
 }
