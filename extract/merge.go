@@ -35,6 +35,13 @@ func (s *State) Merge(o *State) {
 	// two sets did not run at the same time (a split by time) and
 	// otherwise count some shared executions as alone.
 	o.finishSolo()
+	for h, c := range o.calm {
+		if mine := s.calm[h]; mine != nil {
+			mine.merge(c)
+		} else {
+			s.calm[h] = c
+		}
+	}
 	for k, st := range o.starts {
 		if mine := s.starts[k]; mine != nil {
 			mine.merge(st)
@@ -49,8 +56,12 @@ func (s *State) Merge(o *State) {
 			continue
 		}
 		mine.count += op.count
-		mine.intervals += op.intervals
-		mine.emptyStarts += op.emptyStarts
+		for i := 1; i < soloLevelCount; i++ {
+			mine.within[i].merge(op.within[i])
+		}
+		for i := range mine.begun {
+			mine.begun[i] += op.begun[i]
+		}
 		mine.errors += op.errors
 		mine.countSq += op.countSq
 		mine.cpuSq += op.cpuSq

@@ -16,21 +16,23 @@ import (
 // An execution's own time is its CPU demand D, its time off the CPU Z
 // (I/O, sleeps, systems without spans) and its wait for the CPU, which
 // processor sharing makes D·W(a) on average at a host's busy cores a. Only
-// the wait grows with the load. The executions that ran alone on their
-// host (soloSweep) waited for nothing, so their own times are D + Z; all
-// executions' own times average D·(1 + W(a)) + Z. The difference between
-// the two is D·W(a) for each operation, and a is what the demands make:
-// a = a_m + Σ λ·D over the operations (a_m the CPU measured or estimated
-// otherwise). One unknown, a, remains, and it has one root.
+// the wait grows with the load. On c cores the executions that never had
+// more than c − 1 others' own times beside their own (soloSweep's levels;
+// on one core those that ran alone) waited for nothing, so their own times
+// are D + Z; all executions' own times average D·(1 + W(a)) + Z. The
+// difference between the two is D·W(a) for each operation, and a is what
+// the demands make: a = a_m + Σ λ·D over the operations (a_m the CPU
+// measured or estimated otherwise). One unknown, a, remains, and it has
+// one root.
 //
-// The executions that ran alone are a biased sample: a long one is less
-// likely to meet no other. aloneMean weights them to undo that.
+// The executions that stayed within are a biased sample: a long one is
+// less likely to. withinMean weights them to undo that.
 //
 // The split needs the host's cores, since the stretch a wait makes at a
 // given load depends on them: on eight cores at half load an operation of
 // 10 ms waits 0.1 ms, on one core 10 ms. With the cores assumed, the own
 // time stays CPU (ownScales). It is made only where the data reject that
-// reading (see solveSplit). An operation with too few executions alone
+// reading (see solveSplit). An operation with too few executions within
 // takes the share of CPU pooled over the host's others; one whose own
 // difference tells its demand only loosely (splitPrecision) keeps it and
 // is reported as not identified.
@@ -42,9 +44,8 @@ const (
 	// demand from the split, as a share of its own time without waits,
 	// for its own difference to be used.
 	splitPrecision = 0.25
-	// splitWeightCap bounds the inverse-probability weights, e^(Λx):
-	// executions alone longer than that weight makes are the tail (see
-	// aloneMean).
+	// splitWeightCap bounds the inverse-probability weights: executions
+	// within longer than that weight makes are the tail (see withinMean).
 	splitWeightCap = 20
 )
 
@@ -54,9 +55,9 @@ type splitOp struct {
 	rate   float64 // executions per second per replica
 	own    float64 // mean own time of all executions
 	ownSE  float64
-	alone  float64 // weighted mean own time of those that ran alone; 0: too few
+	alone  float64 // weighted mean own time of those that stayed within; 0: too few
 	aloneS float64 // its standard error
-	// n is the effective number of executions that ran alone, after
+	// n is the effective number of executions that stayed within, after
 	// weighting.
 	n float64
 }
@@ -70,44 +71,69 @@ type hostSplit struct {
 	shareH float64   // its 95 % half-width
 }
 
-// aloneMean estimates the mean own time without waits of op from its
-// executions that ran alone on a host where own times begin at rate
-// lambda. It returns the estimate, its standard error and the effective
-// number of executions, (Σw)²/Σw².
+// withinMean estimates the mean own time without waits of op from its
+// executions that never had more than soloLevels[level] others beside
+// them on a host whose calm stretches at that level calm holds. It
+// returns the estimate, its standard error and the effective number of
+// executions, (Σw)²/Σw².
 //
-// An execution of own time x runs alone with probability q·e^(−lambda·x),
-// q that of beginning on an idle host (for a stretch of own time, that
-// of every stretch). Weighting each by w = e^(lambda·x) undoes that, but
-// at high load long executions hardly ever run alone, and the few that do
-// weigh so much that the mean swings with them. So only those shorter
-// than x_c, where the weight reaches splitWeightCap, are weighted: the
-// executions whose intervals all began on an idle host (op.emptyStarts,
-// E) were selected by q alone, so Σw/E over them is the share m' of all
-// executions shorter than x_c, and Σw·x/E their part of the mean. The
-// rest, 1 − m', are longer than x_c by what their tail holds: for an
-// exponential tail of mean excess θ, those seen alone beyond x_c exceed it
-// by θ/(1 + lambda·θ), which gives θ; with fewer than soloMin of them, the
-// mean excess of all own times beyond their (m') quantile stands in for it.
-// Without E, the weighted mean of those shorter than x_c is taken.
-func aloneMean(op *opStats, lambda float64) (mean, se, n float64) {
-	solo := op.solo
-	if solo == nil || solo.n == 0 || !(lambda >= 0) {
+// Those executions are a biased sample: a long one seldom fits in a calm
+// stretch. An execution of own time x that begins in one stays within
+// the level if the stretch lasts x longer, which for a point taken at
+// random in the host's calm time has probability F(x)/F(0), F(x) the sum
+// over calm stretches ℓ of max(ℓ − x, 0). So each is weighted by
+// w = F(0)/F(x) (on one level-0 host with Poisson arrivals, e^(Λx)). At
+// high load long executions hardly ever stay within, and the few that do
+// weigh so much that the mean swings with them; only those shorter than
+// x_c, where w reaches splitWeightCap, are weighted. The executions all of
+// whose intervals began within the level (op.begun, E) were selected by
+// that alone, so Σw/E over them is the share of all executions shorter
+// than x_c, and Σw·x/E their part of the mean. The rest are longer than
+// x_c by what their tail holds: for an exponential tail of mean excess θ,
+// those seen within beyond x_c exceed it by θ/(1 + κθ), κ = −F′/F at x_c
+// (Λ for Poisson arrivals), which gives θ; with fewer than soloMin of
+// them, the mean excess of all own times beyond their quantile at that
+// share stands in for it. Without E, the weighted mean of those shorter
+// than x_c is taken.
+func withinMean(op *opStats, calm *sample, level int) (mean, se, n float64) {
+	within := op.within[level]
+	if within == nil || within.n == 0 || calm == nil || calm.n == 0 {
 		return 0, 0, 0
 	}
-	xc := math.Inf(1)
-	if lambda > 0 {
-		xc = math.Log(splitWeightCap) / lambda
+	// F and the number of calm stretches longer than x.
+	f := func(x float64) (sum, count float64) {
+		calm.sketch.ForEach(func(l, c float64) bool {
+			if l > x {
+				sum += c * (l - x)
+				count += c
+			}
+			return false
+		})
+		return sum, count
 	}
+	f0, _ := f(0)
+	if f0 <= 0 {
+		return 0, 0, 0
+	}
+	lo, hi := 0.0, calm.max
+	for range 50 {
+		if m := (lo + hi) / 2; f0Ratio(f, m, f0) > splitWeightCap {
+			hi = m
+		} else {
+			lo = m
+		}
+	}
+	xc := hi
 	type bin struct{ x, c, w float64 }
 	var bins []bin
 	var sw, sw2, swx, beyond, beyondN float64
-	solo.sketch.ForEach(func(x, c float64) bool {
-		if x > xc {
+	within.sketch.ForEach(func(x, c float64) bool {
+		if x >= xc {
 			beyond += c * (x - xc)
 			beyondN += c
 			return false
 		}
-		w := math.Exp(lambda * x)
+		w := f0Ratio(f, x, f0)
 		bins = append(bins, bin{x, c, w})
 		sw += c * w
 		sw2 += c * w * w
@@ -123,7 +149,7 @@ func aloneMean(op *opStats, lambda float64) (mean, se, n float64) {
 		v += b.c * b.w * b.w * (b.x - mean) * (b.x - mean)
 	}
 	se, n = math.Sqrt(v)/sw, sw*sw/sw2
-	e := float64(op.emptyStarts)
+	e := float64(op.begun[level])
 	if e <= 0 {
 		return mean, se, n
 	}
@@ -133,9 +159,10 @@ func aloneMean(op *opStats, lambda float64) (mean, se, n float64) {
 	}
 	m := 1 - cover
 	excess := math.NaN()
-	if beyondN >= soloMin {
-		if t := beyond / beyondN; lambda*t < 0.9 {
-			excess = t / (1 - lambda*t)
+	if fc, count := f(xc); beyondN >= soloMin && fc > 0 {
+		kappa := count / fc
+		if t := beyond / beyondN; kappa*t < 0.9 {
+			excess = t / (1 - kappa*t)
 		}
 	}
 	if math.IsNaN(excess) {
@@ -157,18 +184,39 @@ func aloneMean(op *opStats, lambda float64) (mean, se, n float64) {
 	return swx/e + m*tail, math.Hypot(math.Sqrt(v)/e, coverSE*tail), n
 }
 
+// f0Ratio is F(0)/F(x) for the F that f gives, +Inf where F(x) is 0.
+func f0Ratio(f func(float64) (float64, float64), x, f0 float64) float64 {
+	fx, _ := f(x)
+	if fx <= 0 {
+		return math.Inf(1)
+	}
+	return f0 / fx
+}
+
+// splitLevel is the highest level of soloLevels an execution on c cores
+// can stay within and never wait for the CPU: c − 1 others or fewer.
+func splitLevel(c int) int {
+	level := 0
+	for i, l := range soloLevels {
+		if l <= c-1 {
+			level = i
+		}
+	}
+	return level
+}
+
 // solveSplit finds the busy cores a, and each operation's CPU demand, at
-// which the operations' own times less those of their executions alone are
+// which the operations' own times less those of their executions within are
 // the waits W(a) that processor sharing on c cores makes for arrivals of
 // squared cv scv; am is the host's CPU busy otherwise, per replica.
 //
 // The split is made only where the data reject the reading extraction
 // takes otherwise, that the own times are all CPU and their waits: under
-// it the operations seen alone would have waited Σλ·own·W/(1 + W) at the
+// it the operations seen within would have waited Σλ·own·W/(1 + W) at the
 // busy cores that reading makes, and the difference measured must fall
 // short of that by more than twice its standard error. A light load, few
-// executions alone or own times that are indeed CPU keep that reading (ok
-// false). An operation with enough executions alone takes its own
+// executions within or own times that are indeed CPU keep that reading (ok
+// false). An operation with enough executions within takes its own
 // difference, clamped between no CPU and its own time without waits (own
 // says whether it is within splitPrecision of the latter at 95 %); one
 // with too few takes the share pooled over the others.
@@ -277,11 +325,26 @@ func (g *generator) splitOwnTimes() {
 	if span <= 0 || g.s.Sampled > 0 {
 		return
 	}
-	lambda := map[*model.Host]float64{}
-	for _, op := range g.s.ops {
-		if h := g.hostOf[op.component]; h != nil {
-			lambda[h] += float64(op.intervals) / span / float64(h.Replicas)
+	// The calm stretches of each model host's machines or replicas, at
+	// the level its cores allow.
+	calm := map[*model.Host]*sample{}
+	for _, key := range slices.Sorted(maps.Keys(g.s.calm)) {
+		var h *model.Host
+		if wh := g.s.Windows.hosts[key]; wh != nil {
+			for _, id := range wh.ops {
+				if op := g.s.ops[id]; op != nil && g.hostOf[op.component] != nil {
+					h = g.hostOf[op.component]
+					break
+				}
+			}
 		}
+		if h == nil {
+			continue
+		}
+		if calm[h] == nil {
+			calm[h] = newSample()
+		}
+		calm[h].merge(g.s.calm[key][splitLevel(h.CPU.Cores)])
 	}
 	split := map[string]estimate.Result{}
 	for _, h := range g.m.Hosts {
@@ -303,7 +366,7 @@ func (g *generator) splitOwnTimes() {
 			}
 			o := splitOp{id: id, rate: float64(op.count) / span / float64(h.Replicas), own: op.self.mean(),
 				ownSE: math.Sqrt(op.self.variance() / float64(op.self.n))}
-			o.alone, o.aloneS, o.n = aloneMean(op, lambda[h])
+			o.alone, o.aloneS, o.n = withinMean(op, calm[h], splitLevel(h.CPU.Cores))
 			ops = append(ops, o)
 		}
 		if len(ops) == 0 {
@@ -313,7 +376,7 @@ func (g *generator) splitOwnTimes() {
 		hs, ok := solveSplit(ops, am, c, g.arrivalSCV(h))
 		g.hostSCVs = nil // weighted by demands, which the split changes
 		if !ok {
-			g.rep.evidencef("host %s: the own times of %s whose CPU nothing measures grow with the load as if they were all CPU, or too little shows to tell (a light load, few executions alone): taken as CPU", h.Name, textout.Plural(len(ops), "operation"))
+			g.rep.evidencef("host %s: the own times of %s whose CPU nothing measures grow with the load as if they were all CPU, or too little shows to tell (a light load, few executions that waited for no core): taken as CPU", h.Name, textout.Plural(len(ops), "operation"))
 			continue
 		}
 		var pooled []string
@@ -335,11 +398,11 @@ func (g *generator) splitOwnTimes() {
 				pooled = append(pooled, o.id)
 			}
 		}
-		g.rep.evidencef("host %s: own times split into CPU and time off the CPU by how much longer they are than those of executions that ran alone (with %d cores at %.2f busy, processor sharing makes the CPU wait %.3g times the demand): %.0f %% of the own time without waits is CPU, ±%.0f %%",
-			h.Name, h.CPU.Cores, hs.busy, burstyWaitFactor(c, hs.busy, g.arrivalSCV(h)), 100*hs.share, 100*hs.shareH)
+		g.rep.evidencef("host %s: own times split into CPU and time off the CPU by how much longer they are than those of executions that had at most %d others beside them and so waited for no core (with %d cores at %.2f busy, processor sharing makes the CPU wait %.3g times the demand): %.0f %% of the own time without waits is CPU, ±%.0f %%",
+			h.Name, soloLevels[splitLevel(h.CPU.Cores)], h.CPU.Cores, hs.busy, burstyWaitFactor(c, hs.busy, g.arrivalSCV(h)), 100*hs.share, 100*hs.shareH)
 		g.hostSCVs = nil
 		if len(pooled) > 0 {
-			g.rep.evidencef("host %s: too few executions of %s ran alone to split their own times by themselves: the share of CPU of the host's others taken", h.Name, textout.Abbreviate(pooled, 6))
+			g.rep.evidencef("host %s: too few executions of %s waited for no core to split their own times by themselves: the share of CPU of the host's others taken", h.Name, textout.Abbreviate(pooled, 6))
 		}
 	}
 	if len(split) == 0 {

@@ -117,6 +117,9 @@ type savedState struct {
 	SiteTimes   map[string]*savedSample      `json:"site_times,omitempty"`
 	Windows     map[string]*savedHostWindows `json:"windows,omitempty"`
 	Solo        map[string]*savedSolo        `json:"solo,omitempty"`
+	// Calm holds per host the calm stretches' lengths, one sample per
+	// level of soloLevels; absent in states saved before they were kept.
+	Calm map[string][]*savedSample `json:"calm,omitempty"`
 	// Starts are the server spans' start times sampled per component
 	// replica; absent in states saved before they were kept.
 	Starts map[string][]*savedArrivalBlock `json:"starts,omitempty"`
@@ -153,8 +156,10 @@ type savedOp struct {
 	CountSq   float64                                `json:"count_sq,omitempty"`
 	CPUSq     float64                                `json:"cpu_sq,omitempty"`
 	Errors    int64                                  `json:"errors,omitempty"`
-	Intervals int64                                  `json:"intervals,omitempty"`
-	Empty     int64                                  `json:"empty_starts,omitempty"`
+	// Within are the samples of op.within past the first (Solo); Begun
+	// its counts begun. Absent in states saved before they were kept.
+	Within []*savedSample `json:"within,omitempty"`
+	Begun  []int64        `json:"begun,omitempty"`
 }
 
 type savedVariant struct {
@@ -252,32 +257,38 @@ type savedHostWindows struct {
 
 type savedSolo struct {
 	// Execs are the executions the sweep still waits on: the operation
-	// whose sample gets their own time, the time, the intervals left and
-	// whether another execution overlapped them.
+	// whose samples get their own time, the time, the intervals left and
+	// the most other executions met (see soloExec).
 	Execs     []savedSoloExec  `json:"execs,omitempty"`
 	Pending   []savedSoloIntvl `json:"pending,omitempty"`
 	Active    []savedSoloIntvl `json:"active,omitempty"`
-	Lone      int              `json:"lone"`
 	Latest    int64            `json:"latest"`
 	Seq       int64            `json:"seq"`
 	NextSweep int              `json:"next_sweep"`
+	Overflow  int64            `json:"overflow,omitempty"`
+	// CalmFrom is, per level, when the calm stretch now running began;
+	// Started says an interval has begun.
+	CalmFrom []int64 `json:"calm_from,omitempty"`
+	Started  bool    `json:"started,omitempty"`
 }
 
 type savedSoloExec struct {
-	Op     string  `json:"op"`
-	Own    float64 `json:"own"`
-	Left   int     `json:"left"`
-	Shared bool    `json:"shared,omitempty"`
-	// Crowded: one of its intervals began while another execution's
-	// was active.
-	Crowded bool `json:"crowded,omitempty"`
+	Op   string  `json:"op"`
+	Own  float64 `json:"own"`
+	Left int     `json:"left"`
+	// Shared is set by states saved before Most was kept: another
+	// execution overlapped it.
+	Shared      bool `json:"shared,omitempty"`
+	Most        int  `json:"most,omitempty"`
+	MostAtStart int  `json:"most_at_start,omitempty"`
 }
 
 type savedSoloIntvl struct {
-	Start int64 `json:"start"`
-	End   int64 `json:"end"`
-	Seq   int64 `json:"seq"`
-	Exec  int   `json:"exec"`
+	Start    int64 `json:"start"`
+	End      int64 `json:"end"`
+	Seq      int64 `json:"seq"`
+	Exec     int   `json:"exec"`
+	Overflow int64 `json:"overflow,omitempty"`
 }
 
 // snapshot copies the state into its saved form.
@@ -339,13 +350,17 @@ func (s *State) snapshot() *savedState {
 		}
 	}
 	if len(s.solo) > 0 {
-		owner := map[*sample]string{}
-		for id, op := range s.ops {
-			owner[op.solo] = id
-		}
 		v.Solo = map[string]*savedSolo{}
 		for h, w := range s.solo {
-			v.Solo[h] = saveSolo(w, owner)
+			v.Solo[h] = saveSolo(w, s.opID)
+		}
+	}
+	if len(s.calm) > 0 {
+		v.Calm = map[string][]*savedSample{}
+		for h, c := range s.calm {
+			for _, sm := range c {
+				v.Calm[h] = append(v.Calm[h], saveSample(sm))
+			}
 		}
 	}
 	if len(s.starts) > 0 {
@@ -378,9 +393,16 @@ func saveSample(sm *sample) *savedSample {
 
 func saveOp(op *opStats) *savedOp {
 	v := &savedOp{
-		Component: op.component, Name: op.name, Count: op.count, CountSq: op.countSq, CPUSq: op.cpuSq, Errors: op.errors, Intervals: op.intervals,
-		Empty: op.emptyStarts,
-		Resp:  saveSample(op.resp), Self: saveSample(op.self), Solo: saveSample(op.solo),
+		Component: op.component, Name: op.name, Count: op.count, CountSq: op.countSq, CPUSq: op.cpuSq, Errors: op.errors,
+		Begun: slices.Clone(op.begun[:]),
+		Within: func() []*savedSample {
+			var out []*savedSample
+			for _, sm := range op.within[1:] {
+				out = append(out, saveSample(sm))
+			}
+			return out
+		}(),
+		Resp: saveSample(op.resp), Self: saveSample(op.self), Solo: saveSample(op.solo),
 		CPU: saveSample(op.cpu), OffCPU: saveSample(op.offCPU), PreSpan: saveSample(op.preSpan),
 	}
 	if len(op.variants) > 0 {
@@ -501,25 +523,23 @@ func saveHostWindows(h *hostWindows) *savedHostWindows {
 
 // saveSolo numbers the executions the sweep's intervals point to, in the
 // order the intervals are listed.
-func saveSolo(w *soloSweep, owner map[*sample]string) *savedSolo {
-	v := &savedSolo{Lone: -1, Latest: w.latest, Seq: w.seq, NextSweep: w.nextSweep}
+func saveSolo(w *soloSweep, opID func(*opStats) string) *savedSolo {
+	v := &savedSolo{Latest: w.latest, Seq: w.seq, NextSweep: w.nextSweep, Overflow: w.overflow,
+		CalmFrom: slices.Clone(w.calmFrom[:]), Started: w.started}
 	index := map[*soloExec]int{}
 	exec := func(x *soloExec) int {
 		if i, ok := index[x]; ok {
 			return i
 		}
 		index[x] = len(v.Execs)
-		v.Execs = append(v.Execs, savedSoloExec{Op: owner[x.to], Own: x.own, Left: x.left, Shared: x.shared, Crowded: x.crowded})
+		v.Execs = append(v.Execs, savedSoloExec{Op: opID(x.op), Own: x.own, Left: x.left, Most: x.most, MostAtStart: x.mostAtStart})
 		return index[x]
 	}
 	for _, iv := range w.pending {
 		v.Pending = append(v.Pending, savedSoloIntvl{Start: iv.start, End: iv.end, Seq: iv.seq, Exec: exec(iv.x)})
 	}
 	for _, iv := range w.active {
-		v.Active = append(v.Active, savedSoloIntvl{Start: iv.start, End: iv.end, Seq: iv.seq, Exec: exec(iv.x)})
-	}
-	if w.lone != nil {
-		v.Lone = exec(w.lone)
+		v.Active = append(v.Active, savedSoloIntvl{Start: iv.start, End: iv.end, Seq: iv.seq, Exec: exec(iv.x), Overflow: iv.overflow})
 	}
 	return v
 }
@@ -609,8 +629,27 @@ func (v *savedState) restore() (*State, error) {
 		}
 		s.Windows.hosts[h] = hw
 	}
+	for _, h := range slices.Sorted(maps.Keys(v.Calm)) {
+		if len(v.Calm[h]) != soloLevelCount {
+			return nil, fmt.Errorf("calm stretches of host %q: %d levels, want %d", h, len(v.Calm[h]), soloLevelCount)
+		}
+		c := new(calmStats)
+		for i, sv := range v.Calm[h] {
+			sm, err := sv.restore()
+			if err != nil {
+				return nil, fmt.Errorf("calm stretches of host %q: %w", h, err)
+			}
+			c[i] = sm
+		}
+		s.calm[h] = c
+	}
 	for _, h := range slices.Sorted(maps.Keys(v.Solo)) {
-		w, err := v.Solo[h].restore(s.ops)
+		c := s.calm[h]
+		if c == nil {
+			c = newCalmStats()
+			s.calm[h] = c
+		}
+		w, err := v.Solo[h].restore(s.ops, c)
 		if err != nil {
 			return nil, fmt.Errorf("executions alone on host %q: %w", h, err)
 		}
@@ -718,10 +757,7 @@ func (v *savedOp) restore(id string) (*opStats, error) {
 	if v.Errors < 0 || v.Errors > v.Count {
 		return nil, fmt.Errorf("%d errors of %d executions", v.Errors, v.Count)
 	}
-	if v.Intervals < 0 || v.Empty < 0 || v.Empty > v.Count {
-		return nil, fmt.Errorf("%d intervals of own time, %d of %d executions begun alone", v.Intervals, v.Empty, v.Count)
-	}
-	op := &opStats{component: v.Component, name: v.Name, count: v.Count, countSq: v.CountSq, cpuSq: v.CPUSq, errors: v.Errors, intervals: v.Intervals, emptyStarts: v.Empty,
+	op := &opStats{component: v.Component, name: v.Name, count: v.Count, countSq: v.CountSq, cpuSq: v.CPUSq, errors: v.Errors,
 		variants: map[string]map[string]*variant{}, params: map[string]map[string]*paramStats{}}
 	var errs [6]error
 	op.resp, errs[0] = v.Resp.restore()
@@ -731,6 +767,9 @@ func (v *savedOp) restore(id string) (*opStats, error) {
 	op.offCPU, errs[4] = v.OffCPU.restore()
 	op.preSpan, errs[5] = v.PreSpan.restore()
 	if err := errors.Join(errs[:]...); err != nil {
+		return nil, err
+	}
+	if err := op.restoreWithin(v); err != nil {
 		return nil, err
 	}
 	for _, class := range slices.Sorted(maps.Keys(v.Variants)) {
@@ -958,13 +997,21 @@ func (v *savedHostWindows) restore() (*hostWindows, error) {
 	return h, nil
 }
 
-func (v *savedSolo) restore(ops map[string]*opStats) (*soloSweep, error) {
+func (v *savedSolo) restore(ops map[string]*opStats, calm *calmStats) (*soloSweep, error) {
 	if v == nil {
 		return nil, errors.New("missing")
 	}
-	w := newSoloSweep()
-	w.latest, w.seq = v.Latest, v.Seq
+	w := newSoloSweep(calm)
+	w.latest, w.seq, w.overflow, w.started = v.Latest, v.Seq, v.Overflow, v.Started
 	w.nextSweep = max(v.NextSweep, sweepBatch)
+	switch len(v.CalmFrom) {
+	case 0: // saved before calm stretches were kept: they start afresh
+		w.started = false
+	case soloLevelCount:
+		copy(w.calmFrom[:], v.CalmFrom)
+	default:
+		return nil, fmt.Errorf("%d calm stretches for %d levels", len(v.CalmFrom), soloLevelCount)
+	}
 	execs := make([]*soloExec, len(v.Execs))
 	left := make([]int, len(v.Execs))
 	for i, x := range v.Execs {
@@ -972,7 +1019,13 @@ func (v *savedSolo) restore(ops map[string]*opStats) (*soloSweep, error) {
 		if op == nil {
 			return nil, fmt.Errorf("execution %d: unknown operation %q", i, x.Op)
 		}
-		execs[i] = &soloExec{to: op.solo, empty: &op.emptyStarts, own: x.Own, left: x.Left, shared: x.Shared, crowded: x.Crowded}
+		if x.Most < 0 || x.Most > soloBeyond || x.MostAtStart < 0 || x.MostAtStart > x.Most {
+			return nil, fmt.Errorf("execution %d: met %d others, %d at a start", i, x.Most, x.MostAtStart)
+		}
+		execs[i] = &soloExec{op: op, own: x.Own, left: x.Left, most: x.Most, mostAtStart: x.MostAtStart}
+		if x.Shared {
+			execs[i].most = max(execs[i].most, 1)
+		}
 	}
 	intervals := func(list []savedSoloIntvl) ([]soloInterval, error) {
 		out := make([]soloInterval, 0, len(list))
@@ -981,7 +1034,7 @@ func (v *savedSolo) restore(ops map[string]*opStats) (*soloSweep, error) {
 				return nil, fmt.Errorf("interval %d does not hold together", i)
 			}
 			left[iv.Exec]++
-			out = append(out, soloInterval{start: iv.Start, end: iv.End, seq: iv.Seq, x: execs[iv.Exec]})
+			out = append(out, soloInterval{start: iv.Start, end: iv.End, seq: iv.Seq, x: execs[iv.Exec], overflow: iv.Overflow})
 		}
 		return out, nil
 	}
@@ -1000,11 +1053,37 @@ func (v *savedSolo) restore(ops map[string]*opStats) (*soloSweep, error) {
 			return nil, fmt.Errorf("execution %d: %d intervals left, %d listed", i, x.left, left[i])
 		}
 	}
-	switch {
-	case v.Lone >= len(execs) || v.Lone < -1:
-		return nil, fmt.Errorf("the execution alone, %d, is not listed", v.Lone)
-	case v.Lone >= 0:
-		w.lone = execs[v.Lone]
-	}
 	return w, nil
+}
+
+// restoreWithin restores op's samples and counts by level from v; a state
+// saved before they were kept leaves them empty.
+func (op *opStats) restoreWithin(v *savedOp) error {
+	switch len(v.Within) {
+	case 0:
+	case soloLevelCount - 1:
+		for i, sv := range v.Within {
+			sm, err := sv.restore()
+			if err != nil {
+				return fmt.Errorf("executions within level %d: %w", i+1, err)
+			}
+			op.within[i+1] = sm
+		}
+	default:
+		return fmt.Errorf("%d levels of executions within, want %d", len(v.Within)+1, soloLevelCount)
+	}
+	op.initWithin()
+	switch len(v.Begun) {
+	case 0:
+	case soloLevelCount:
+		for i, n := range v.Begun {
+			if n < 0 || n > v.Count || i > 0 && n < v.Begun[i-1] {
+				return fmt.Errorf("begun at level %d: %d of %d executions", i, n, v.Count)
+			}
+		}
+		copy(op.begun[:], v.Begun)
+	default:
+		return fmt.Errorf("%d levels of executions begun, want %d", len(v.Begun), soloLevelCount)
+	}
+	return nil
 }

@@ -12,68 +12,115 @@ import (
 // for their own times to give an operation's shape (see soloSweep).
 const soloMin = 30
 
+// soloLevels are the numbers of other executions' own times beside an
+// execution's own that the sweep tells apart. An execution that never had
+// more than L others beside it never waited for the CPU on L + 1 or more
+// cores; level 0 is the executions that ran alone.
+var soloLevels = [...]int{0, 1, 3, 7, 15, 31}
+
+// soloLevelCount is the number of soloLevels; soloBeyond stands for more
+// others than the highest level.
+const (
+	soloLevelCount = len(soloLevels)
+	soloBeyond     = 32
+)
+
 // soloSweep finds, on one host, the executions that ran alone: no other
 // execution's own time (its span less its synchronous calls) overlapped
-// theirs. An execution's own time holds its CPU time and whatever it
-// waited for on the way: the CPU other executions held, a CPU slot, a
-// lock. The waits vary more than the work, so own times as a whole are far
-// more variable than the work they carry (on the testbed, the catalog's
-// listing: own times with a coefficient of variation of 0.66, CPU times
-// 0.11). Executions that ran alone had nothing to wait for on their host,
-// and their own times show the spread of the work with its I/O (the
-// listing's: 0.15). Where CPU time is not measured, extraction takes the
-// demand's shape from them, since the model makes the waits again.
+// theirs; and, for each of soloLevels, those that never had more than
+// that many others beside them. An execution's own time holds its CPU
+// time and whatever it waited for on the way: the CPU other executions
+// held, a CPU slot, a lock. The waits vary more than the work, so own
+// times as a whole are far more variable than the work they carry (on the
+// testbed, the catalog's listing: own times with a coefficient of
+// variation of 0.66, CPU times 0.11). Executions that ran alone had
+// nothing to wait for on their host, and their own times show the spread
+// of the work with its I/O (the listing's: 0.15). Where CPU time is not
+// measured, extraction takes the demand's shape from them, since the model
+// makes the waits again, and splits the own times into CPU and time off
+// the CPU by them (ownsplit.go).
 //
 // Selecting the executions that ran alone favours short ones, which are
 // less likely to meet another; the shape so found is somewhat narrower
-// than the work's. Only the shape is taken from them, never the mean.
+// than the work's. Only the shape is taken from them, never the mean. For
+// the split, the sweep also measures that selection: per level, the
+// lengths of the stretches of time in which at most that many executions'
+// own times were active (calmStats), and per operation the executions
+// all of whose intervals began in one.
 //
 // The sweep runs like concurrency's: intervals are sorted and swept once
 // they are older than concurrencyLag, so memory holds the spans of that
 // window.
 type soloSweep struct {
-	pending []soloInterval
-	active  soloHeap
-	// lone is the execution of the interval that began while no other
-	// was active, until another begins.
-	lone      *soloExec
+	pending   []soloInterval
+	active    soloHeap
 	latest    int64
 	seq       int64
 	nextSweep int
+	// overflow counts the intervals that began with more than the highest
+	// level's others active: an interval active across one had that many
+	// beside it.
+	overflow int64
+	// calmFrom is, per level, when the number of active intervals last
+	// fell to the level; started says an interval has begun.
+	calmFrom [soloLevelCount]int64
+	started  bool
+	// calm is the host's record of calm stretches.
+	calm *calmStats
 }
 
-// soloExec is one execution: the sample its own time goes to when it ran
-// alone, its own time, how many of its intervals are not yet swept past,
-// and whether another execution overlapped it. empty counts, for its
-// operation, the executions all of whose intervals began while no other
-// execution was active; crowded says one of its intervals did not.
+// calmStats holds, per level of soloLevels, the lengths in seconds of the
+// stretches of time in which at most that many executions' own times were
+// active on a host, those longer than idleMinSeconds (pauses) left out.
+type calmStats [soloLevelCount]*sample
+
+func newCalmStats() *calmStats {
+	var c calmStats
+	for i := range c {
+		c[i] = newSample()
+	}
+	return &c
+}
+
+func (c *calmStats) merge(o *calmStats) {
+	for i := range c {
+		c[i].merge(o[i])
+	}
+}
+
+// soloExec is one execution: the operation it belongs to, its own time,
+// how many of its intervals are not yet swept past, the most other
+// executions' intervals that were active beside its own (soloBeyond: more
+// than every level) and the most that were when one of its intervals
+// began.
 type soloExec struct {
-	to      *sample
-	empty   *int64
-	own     float64
-	left    int
-	shared  bool
-	crowded bool
+	op                *opStats
+	own               float64
+	left              int
+	most, mostAtStart int
 }
 
 // soloInterval is one interval of an execution's own time; seq orders
-// intervals that start and end together by their arrival.
+// intervals that start and end together by their arrival; overflow is the
+// sweep's when it began.
 type soloInterval struct {
 	start, end, seq int64
 	x               *soloExec
+	overflow        int64
 }
 
-func newSoloSweep() *soloSweep { return &soloSweep{nextSweep: sweepBatch} }
+func newSoloSweep(calm *calmStats) *soloSweep {
+	return &soloSweep{nextSweep: sweepBatch, calm: calm}
+}
 
-// add records an execution whose own time, own seconds, is the union of
-// intervals (disjoint, within its span). Its own time goes to to once
-// the sweep has passed it, if no other execution overlapped it; empty is
-// counted up if none of its intervals began while another was active.
-func (w *soloSweep) add(to *sample, empty *int64, own float64, intervals []interval) {
-	x := &soloExec{to: to, empty: empty, own: own, left: len(intervals)}
+// add records an execution of op whose own time, own seconds, is the
+// union of intervals (disjoint, within its span). Once the sweep has
+// passed it, its own time goes to op's samples of the levels it stayed
+// within (see opStats.within).
+func (w *soloSweep) add(op *opStats, own float64, intervals []interval) {
+	x := &soloExec{op: op, own: own, left: len(intervals)}
 	if x.left == 0 {
-		to.add(own) // nothing of its own to overlap
-		*empty++
+		x.done() // nothing of its own to overlap
 		return
 	}
 	for _, iv := range intervals {
@@ -84,6 +131,18 @@ func (w *soloSweep) add(to *sample, empty *int64, own float64, intervals []inter
 	if len(w.pending) >= w.nextSweep {
 		w.sweep(w.latest - concurrencyLag)
 		w.nextSweep = max(sweepBatch, 2*len(w.pending))
+	}
+}
+
+// done records a swept execution in its operation's samples and counts.
+func (x *soloExec) done() {
+	for i, l := range soloLevels {
+		if x.most <= l {
+			x.op.within[i].add(x.own)
+		}
+		if x.mostAtStart <= l {
+			x.op.begun[i]++
+		}
 	}
 }
 
@@ -105,33 +164,60 @@ func (w *soloSweep) sweep(upTo int64) {
 			break
 		}
 		w.advance(iv.start)
-		// Every active interval but the one that began alone was marked
-		// when it began: marking the one that did, once, marks them all.
-		if len(w.active) == 0 {
-			w.lone = iv.x
-		} else {
-			iv.x.shared, iv.x.crowded = true, true
-			if w.lone != nil {
-				w.lone.shared, w.lone = true, nil
+		others := len(w.active)
+		if !w.started {
+			w.started = true
+			for i := range w.calmFrom {
+				w.calmFrom[i] = iv.start
 			}
 		}
+		for i, l := range soloLevels {
+			if others == l { // the count rises above the level
+				w.endCalm(i, iv.start)
+			}
+		}
+		if others > soloLevels[soloLevelCount-1] {
+			w.overflow++
+			iv.x.most, iv.x.mostAtStart = soloBeyond, soloBeyond
+		} else {
+			// Each active one now has others beside it, as the new one has.
+			for _, a := range w.active {
+				a.x.most = max(a.x.most, others)
+			}
+			iv.x.most = max(iv.x.most, others)
+			iv.x.mostAtStart = max(iv.x.mostAtStart, others)
+		}
+		iv.overflow = w.overflow
 		heap.Push(&w.active, iv)
 		n++
 	}
 	w.pending = append(w.pending[:0], w.pending[n:]...)
 }
 
+// endCalm records the calm stretch of level i that ends at t.
+func (w *soloSweep) endCalm(i int, t int64) {
+	if d := float64(t-w.calmFrom[i]) / 1e9; d > 0 && d <= idleMinSeconds {
+		w.calm[i].add(d)
+	}
+}
+
 // advance ends the active intervals that end by t; an execution whose
 // last interval ends is done.
 func (w *soloSweep) advance(t int64) {
 	for len(w.active) > 0 && w.active[0].end <= t {
-		x := heap.Pop(&w.active).(soloInterval).x
-		x.left--
-		if x.left == 0 && !x.shared {
-			x.to.add(x.own)
+		iv := heap.Pop(&w.active).(soloInterval)
+		for i, l := range soloLevels {
+			if len(w.active) == l { // the count falls to the level
+				w.calmFrom[i] = iv.end
+			}
 		}
-		if x.left == 0 && !x.crowded {
-			*x.empty++
+		x := iv.x
+		if w.overflow > iv.overflow {
+			x.most = soloBeyond
+		}
+		x.left--
+		if x.left == 0 {
+			x.done()
 		}
 	}
 }

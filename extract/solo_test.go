@@ -13,7 +13,9 @@ import (
 
 // TestSoloSweep checks which executions the sweep finds alone: those whose
 // own intervals meet no other execution's, touching ends not counting, an
-// execution's own gaps (its calls) letting others in.
+// execution's own gaps (its calls) letting others in; which stay within one
+// other and within three; which began within each; and the calm stretches
+// of the host at levels 0 and 1.
 func TestSoloSweep(t *testing.T) {
 	type exec struct {
 		own  float64
@@ -35,12 +37,16 @@ func TestSoloSweep(t *testing.T) {
 		{12, []interval{{310, 320}}, false},
 		{13, []interval{{330, 340}}, false},
 		{14, []interval{{400, 410}}, true},
+		{15, []interval{{500, 600}}, false}, // three at once from 515 to 520
+		{16, []interval{{510, 520}}, false},
+		{17, []interval{{515, 530}}, false},
 	}
-	w := newSoloSweep()
-	got := newSample()
-	var empty int64
+	calm := newCalmStats()
+	w := newSoloSweep(calm)
+	op := &opStats{solo: newSample()}
+	op.initWithin()
 	for _, e := range execs {
-		w.add(got, &empty, e.own, e.ivs)
+		w.add(op, e.own, e.ivs)
 	}
 	w.finish()
 	var want, n float64
@@ -50,13 +56,34 @@ func TestSoloSweep(t *testing.T) {
 			n++
 		}
 	}
-	if float64(got.n) != n || got.sum != want {
+	if got := op.solo; float64(got.n) != n || got.sum != want {
 		t.Errorf("alone: %d executions with %g s of own time, want %g with %g", got.n, got.sum, n, want)
 	}
-	// Begun on an idle host: all but 2, 7, 9, 12 and 13, whose first or
-	// only interval began inside another's.
-	if empty != 9 {
-		t.Errorf("%d executions began with no other active, want 9", empty)
+	// Within one other: all but the last three; within three, all.
+	if got := op.within[1]; got.n != 14 || got.sum != 105 {
+		t.Errorf("within one other: %d executions with %g s, want 14 with 105", got.n, got.sum)
+	}
+	if got := op.within[2]; got.n != 17 || got.sum != 153 {
+		t.Errorf("within three others: %d executions with %g s, want 17 with 153", got.n, got.sum)
+	}
+	// Begun on an idle host: all but 2, 7, 9, 12, 13, 16 and 17, whose
+	// first or only interval began inside another's; within one other,
+	// all but 17; within three, all.
+	if want := []int64{10, 16, 17}; op.begun[0] != want[0] || op.begun[1] != want[1] || op.begun[2] != want[2] {
+		t.Errorf("begun within 0, 1 and 3 others: %d, want %d", op.begun[:3], want)
+	}
+	// Idle (level 0): 20–30, 40–41, 59–60, 70–80, 90–95, 120–130,
+	// 200–300, 410–500; at most one active: 0–5, 10–99, 100–140,
+	// 150–310, 320–330, 340–510 (the stretch from 530 is still open).
+	for _, tc := range []struct {
+		level      int
+		n          int64
+		nanosecond float64
+	}{{0, 8, 227}, {1, 6, 474}} {
+		got := calm[tc.level]
+		if got.n != tc.n || math.Abs(got.sum-tc.nanosecond/1e9) > 1e-15 {
+			t.Errorf("calm stretches at level %d: %d of %g ns, want %d of %g", tc.level, got.n, got.sum*1e9, tc.n, tc.nanosecond)
+		}
 	}
 }
 

@@ -78,8 +78,10 @@ type State struct {
 	Windows *Windows
 	// active caches when the requests arrived (see activity).
 	active *activity
-	// solo finds, per host, the executions that ran alone.
+	// solo finds, per host, the executions that ran alone; calm holds,
+	// per host, the stretches of time its sweep found calm.
 	solo map[string]*soloSweep
+	calm map[string]*calmStats
 	// ownBuf and callBuf are scratch space for an execution's own
 	// intervals and its calls' (see ownIntervals).
 	ownBuf, callBuf []interval
@@ -119,6 +121,18 @@ func NewState() *State {
 		siteTimes:  map[string]*sample{},
 		starts:     map[string]*arrivalSample{},
 		solo:       map[string]*soloSweep{},
+		calm:       map[string]*calmStats{},
+	}
+}
+
+// initWithin makes op's samples of the executions within each level, the
+// first its solo sample; those not yet there are new and empty.
+func (op *opStats) initWithin() {
+	op.within[0] = op.solo
+	for i := 1; i < soloLevelCount; i++ {
+		if op.within[i] == nil {
+			op.within[i] = newSample()
+		}
 	}
 }
 
@@ -126,7 +140,12 @@ func NewState() *State {
 func (s *State) soloOn(host string) *soloSweep {
 	w := s.solo[host]
 	if w == nil {
-		w = newSoloSweep()
+		c := s.calm[host]
+		if c == nil {
+			c = newCalmStats()
+			s.calm[host] = c
+		}
+		w = newSoloSweep(c)
 		s.solo[host] = w
 	}
 	return w
@@ -156,17 +175,16 @@ type opStats struct {
 	resp            *sample // duration
 	self            *sample // own time: duration minus synchronous children
 	// solo holds the own times of the executions no other execution
-	// overlapped on their host (see soloSweep).
+	// overlapped on their host (see soloSweep); it is within[0].
 	solo *sample
-	// intervals counts the stretches of own time of all executions
-	// (ownIntervals): how often one begins on the host is what the
-	// executions that ran alone were selected by (see ownsplit.go).
-	intervals int64
-	// emptyStarts counts the executions all of whose own intervals began
-	// while no other execution's was active on the host (see soloExec).
-	emptyStarts int64
-	cpu         *sample // measured CPU time, when present
-	offCPU      *sample // own time minus CPU time, when CPU time is present
+	// within holds, per level of soloLevels, the own times of the
+	// executions that never had more other executions' own times beside
+	// theirs; begun counts, per level, those all of whose intervals began
+	// with at most that many active.
+	within [soloLevelCount]*sample
+	begun  [soloLevelCount]int64
+	cpu    *sample // measured CPU time, when present
+	offCPU *sample // own time minus CPU time, when CPU time is present
 	// preSpan is, for executions called through a client span, the time
 	// from the client span's start to the server span's: the network, and
 	// whatever the request waited for before the server began it.
@@ -418,6 +436,7 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 		op = &opStats{component: comp, name: name, resp: newSample(), self: newSample(), solo: newSample(),
 			cpu: newSample(), offCPU: newSample(), preSpan: newSample(), variants: map[string]map[string]*variant{},
 			params: map[string]map[string]*paramStats{}}
+		op.initWithin()
 		s.ops[id] = op
 	}
 	op.count++
@@ -563,8 +582,7 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 	}
 	self := seconds(ownNs)
 	op.self.add(self)
-	op.intervals += int64(len(own))
-	s.soloOn(host).add(op.solo, &op.emptyStarts, self, own)
+	s.soloOn(host).add(op, self, own)
 	spanCPU := math.NaN()
 	if hasCPU || cpu > 0 {
 		spanCPU = cpu
