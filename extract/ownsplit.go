@@ -73,51 +73,62 @@ type hostSplit struct {
 
 // withinMean estimates the mean own time without waits of op from its
 // executions that never had more than soloLevels[level] others beside
-// them on a host whose calm stretches at that level calm holds. It
-// returns the estimate, its standard error and the effective number of
-// executions, (Σw)²/Σw².
+// them, on a host where calm holds the calm that executions beginning
+// within that level found (calmStats). It returns the estimate, its
+// standard error and the effective number of executions, (Σw)²/Σw².
 //
-// Those executions are a biased sample: a long one seldom fits in a calm
-// stretch. An execution of own time x that begins in one stays within
-// the level if the stretch lasts x longer, which for a point taken at
-// random in the host's calm time has probability F(x)/F(0), F(x) the sum
-// over calm stretches ℓ of max(ℓ − x, 0). So each is weighted by
-// w = F(0)/F(x) (on one level-0 host with Poisson arrivals, e^(Λx)). At
-// high load long executions hardly ever stay within, and the few that do
-// weigh so much that the mean swings with them; only those shorter than
-// x_c, where w reaches splitWeightCap, are weighted. The executions all of
-// whose intervals began within the level (op.begun, E) were selected by
-// that alone, so Σw/E over them is the share of all executions shorter
-// than x_c, and Σw·x/E their part of the mean. The rest are longer than
-// x_c by what their tail holds: for an exponential tail of mean excess θ,
-// those seen within beyond x_c exceed it by θ/(1 + κθ), κ = −F′/F at x_c
-// (Λ for Poisson arrivals), which gives θ; with fewer than soloMin of
-// them, the mean excess of all own times beyond their quantile at that
-// share stands in for it. Without E, the weighted mean of those shorter
-// than x_c is taken.
+// Those executions are a biased sample: a long one seldom stays within.
+// One of own time x that began within stayed within when its calm lasted
+// x, which the calm the host's executions found says has the chance S(x),
+// the share of calm longer than x (on one core with Poisson arrivals,
+// e^(−Λx), Λ the rate at which own times begin). So each is weighted by
+// w = 1/S(x). At high load long executions hardly ever stay within, and
+// the few that do weigh so much that the mean swings with them; only
+// those shorter than x_c, where w reaches splitWeightCap, are weighted.
+// The executions that began within (op.begun, E) were selected by that
+// alone, so Σw/E over them is the share of all executions shorter than
+// x_c, and Σw·x/E their part of the mean. The rest are longer than x_c by
+// what their tail holds: for an exponential tail of mean excess θ, those
+// seen within beyond x_c exceed it by θ/(1 + κθ), κ the rate at which calm
+// ends beyond x_c (one over its mean excess there), which gives θ; with
+// fewer than soloMin of them, the mean excess of all own times beyond
+// their quantile at that share stands in for it. Without E, the weighted
+// mean of those shorter than x_c is taken.
 func withinMean(op *opStats, calm *sample, level int) (mean, se, n float64) {
 	within := op.within[level]
 	if within == nil || within.n == 0 || calm == nil || calm.n == 0 {
 		return 0, 0, 0
 	}
-	// F and the number of calm stretches longer than x.
-	f := func(x float64) (sum, count float64) {
-		calm.sketch.ForEach(func(l, c float64) bool {
-			if l > x {
-				sum += c * (l - x)
+	// beyondCalm is the number of calm times longer than x and their
+	// mean excess over it. The sketches share their bins, so x is often
+	// a bin's value: half of that bin counts.
+	beyondCalm := func(x float64) (count, excess float64) {
+		var sum float64
+		calm.sketch.ForEach(func(r, c float64) bool {
+			switch {
+			case r > x*(1+1e-9):
 				count += c
+				sum += c * (r - x)
+			case r >= x*(1-1e-9):
+				count += c / 2
 			}
 			return false
 		})
-		return sum, count
+		if count > 0 {
+			excess = sum / count
+		}
+		return count, excess
 	}
-	f0, _ := f(0)
-	if f0 <= 0 {
-		return 0, 0, 0
+	total := float64(calm.n)
+	weight := func(x float64) float64 {
+		if c, _ := beyondCalm(x); c > 0 {
+			return total / c
+		}
+		return math.Inf(1)
 	}
 	lo, hi := 0.0, calm.max
 	for range 50 {
-		if m := (lo + hi) / 2; f0Ratio(f, m, f0) > splitWeightCap {
+		if m := (lo + hi) / 2; weight(m) > splitWeightCap {
 			hi = m
 		} else {
 			lo = m
@@ -133,7 +144,7 @@ func withinMean(op *opStats, calm *sample, level int) (mean, se, n float64) {
 			beyondN += c
 			return false
 		}
-		w := f0Ratio(f, x, f0)
+		w := weight(x)
 		bins = append(bins, bin{x, c, w})
 		sw += c * w
 		sw2 += c * w * w
@@ -159,8 +170,8 @@ func withinMean(op *opStats, calm *sample, level int) (mean, se, n float64) {
 	}
 	m := 1 - cover
 	excess := math.NaN()
-	if fc, count := f(xc); beyondN >= soloMin && fc > 0 {
-		kappa := count / fc
+	if _, calmExcess := beyondCalm(xc); beyondN >= soloMin && calmExcess > 0 {
+		kappa := 1 / calmExcess
 		if t := beyond / beyondN; kappa*t < 0.9 {
 			excess = t / (1 - kappa*t)
 		}
@@ -182,15 +193,6 @@ func withinMean(op *opStats, calm *sample, level int) (mean, se, n float64) {
 	}
 	tail := xc + excess
 	return swx/e + m*tail, math.Hypot(math.Sqrt(v)/e, coverSE*tail), n
-}
-
-// f0Ratio is F(0)/F(x) for the F that f gives, +Inf where F(x) is 0.
-func f0Ratio(f func(float64) (float64, float64), x, f0 float64) float64 {
-	fx, _ := f(x)
-	if fx <= 0 {
-		return math.Inf(1)
-	}
-	return f0 / fx
 }
 
 // splitLevel is the highest level of soloLevels an execution on c cores
@@ -325,8 +327,8 @@ func (g *generator) splitOwnTimes() {
 	if span <= 0 || g.s.Sampled > 0 {
 		return
 	}
-	// The calm stretches of each model host's machines or replicas, at
-	// the level its cores allow.
+	// The calm found on each model host's machines or replicas, at the
+	// level its cores allow.
 	calm := map[*model.Host]*sample{}
 	for _, key := range slices.Sorted(maps.Keys(g.s.calm)) {
 		var h *model.Host

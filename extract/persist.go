@@ -117,9 +117,10 @@ type savedState struct {
 	SiteTimes   map[string]*savedSample      `json:"site_times,omitempty"`
 	Windows     map[string]*savedHostWindows `json:"windows,omitempty"`
 	Solo        map[string]*savedSolo        `json:"solo,omitempty"`
-	// Calm holds per host the calm stretches' lengths, one sample per
-	// level of soloLevels; absent in states saved before they were kept.
-	Calm map[string][]*savedSample `json:"calm,omitempty"`
+	// Calm holds per host the calm executions found (calmStats), one
+	// sample per level of soloLevels; absent in states saved before it
+	// was kept.
+	Calm map[string][]*savedSample `json:"calm_found,omitempty"`
 	// Starts are the server spans' start times sampled per component
 	// replica; absent in states saved before they were kept.
 	Starts map[string][]*savedArrivalBlock `json:"starts,omitempty"`
@@ -266,10 +267,8 @@ type savedSolo struct {
 	Seq       int64            `json:"seq"`
 	NextSweep int              `json:"next_sweep"`
 	Overflow  int64            `json:"overflow,omitempty"`
-	// CalmFrom is, per level, when the calm stretch now running began;
-	// Started says an interval has begun.
-	CalmFrom []int64 `json:"calm_from,omitempty"`
-	Started  bool    `json:"started,omitempty"`
+	// Open lists per level the executions whose calm is still timed.
+	Open [][]int `json:"open,omitempty"`
 }
 
 type savedSoloExec struct {
@@ -281,6 +280,9 @@ type savedSoloExec struct {
 	Shared      bool `json:"shared,omitempty"`
 	Most        int  `json:"most,omitempty"`
 	MostAtStart int  `json:"most_at_start,omitempty"`
+	// Start is when its first interval began, if Begun.
+	Start int64 `json:"start,omitempty"`
+	Begun bool  `json:"begun,omitempty"`
 }
 
 type savedSoloIntvl struct {
@@ -524,15 +526,15 @@ func saveHostWindows(h *hostWindows) *savedHostWindows {
 // saveSolo numbers the executions the sweep's intervals point to, in the
 // order the intervals are listed.
 func saveSolo(w *soloSweep, opID func(*opStats) string) *savedSolo {
-	v := &savedSolo{Latest: w.latest, Seq: w.seq, NextSweep: w.nextSweep, Overflow: w.overflow,
-		CalmFrom: slices.Clone(w.calmFrom[:]), Started: w.started}
+	v := &savedSolo{Latest: w.latest, Seq: w.seq, NextSweep: w.nextSweep, Overflow: w.overflow}
 	index := map[*soloExec]int{}
 	exec := func(x *soloExec) int {
 		if i, ok := index[x]; ok {
 			return i
 		}
 		index[x] = len(v.Execs)
-		v.Execs = append(v.Execs, savedSoloExec{Op: opID(x.op), Own: x.own, Left: x.left, Most: x.most, MostAtStart: x.mostAtStart})
+		v.Execs = append(v.Execs, savedSoloExec{Op: opID(x.op), Own: x.own, Left: x.left, Most: x.most, MostAtStart: x.mostAtStart,
+			Start: x.start, Begun: x.begun})
 		return index[x]
 	}
 	for _, iv := range w.pending {
@@ -540,6 +542,13 @@ func saveSolo(w *soloSweep, opID func(*opStats) string) *savedSolo {
 	}
 	for _, iv := range w.active {
 		v.Active = append(v.Active, savedSoloIntvl{Start: iv.start, End: iv.end, Seq: iv.seq, Exec: exec(iv.x), Overflow: iv.overflow})
+	}
+	for _, xs := range w.open {
+		var list []int
+		for _, x := range xs {
+			list = append(list, exec(x))
+		}
+		v.Open = append(v.Open, list)
 	}
 	return v
 }
@@ -1002,15 +1011,10 @@ func (v *savedSolo) restore(ops map[string]*opStats, calm *calmStats) (*soloSwee
 		return nil, errors.New("missing")
 	}
 	w := newSoloSweep(calm)
-	w.latest, w.seq, w.overflow, w.started = v.Latest, v.Seq, v.Overflow, v.Started
+	w.latest, w.seq, w.overflow = v.Latest, v.Seq, v.Overflow
 	w.nextSweep = max(v.NextSweep, sweepBatch)
-	switch len(v.CalmFrom) {
-	case 0: // saved before calm stretches were kept: they start afresh
-		w.started = false
-	case soloLevelCount:
-		copy(w.calmFrom[:], v.CalmFrom)
-	default:
-		return nil, fmt.Errorf("%d calm stretches for %d levels", len(v.CalmFrom), soloLevelCount)
+	if n := len(v.Open); n != 0 && n != soloLevelCount {
+		return nil, fmt.Errorf("executions timing their calm at %d levels, want %d", n, soloLevelCount)
 	}
 	execs := make([]*soloExec, len(v.Execs))
 	left := make([]int, len(v.Execs))
@@ -1022,7 +1026,7 @@ func (v *savedSolo) restore(ops map[string]*opStats, calm *calmStats) (*soloSwee
 		if x.Most < 0 || x.Most > soloBeyond || x.MostAtStart < 0 || x.MostAtStart > x.Most {
 			return nil, fmt.Errorf("execution %d: met %d others, %d at a start", i, x.Most, x.MostAtStart)
 		}
-		execs[i] = &soloExec{op: op, own: x.Own, left: x.Left, most: x.Most, mostAtStart: x.MostAtStart}
+		execs[i] = &soloExec{op: op, own: x.Own, left: x.Left, most: x.Most, mostAtStart: x.MostAtStart, start: x.Start, begun: x.Begun}
 		if x.Shared {
 			execs[i].most = max(execs[i].most, 1)
 		}
@@ -1048,6 +1052,18 @@ func (v *savedSolo) restore(ops map[string]*opStats, calm *calmStats) (*soloSwee
 	}
 	w.active = soloHeap(active)
 	heap.Init(&w.active)
+	for _, iv := range active {
+		iv.x.active = true
+	}
+	for i, list := range v.Open {
+		for _, k := range list {
+			if k < 0 || k >= len(execs) || !execs[k].begun || execs[k].open&(1<<i) != 0 {
+				return nil, fmt.Errorf("level %d: execution %d does not time its calm", i, k)
+			}
+			execs[k].open |= 1 << i
+			w.open[i] = append(w.open[i], execs[k])
+		}
+	}
 	for i, x := range execs {
 		if x.left != left[i] {
 			return nil, fmt.Errorf("execution %d: %d intervals left, %d listed", i, x.left, left[i])

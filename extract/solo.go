@@ -43,10 +43,9 @@ const (
 // Selecting the executions that ran alone favours short ones, which are
 // less likely to meet another; the shape so found is somewhat narrower
 // than the work's. Only the shape is taken from them, never the mean. For
-// the split, the sweep also measures that selection: per level, the
-// lengths of the stretches of time in which at most that many executions'
-// own times were active (calmStats), and per operation the executions
-// all of whose intervals began in one.
+// the split, the sweep also measures that selection: for each execution
+// that began with at most a level's others active, how long they stayed
+// so (calmStats), and per operation how many began so.
 //
 // The sweep runs like concurrency's: intervals are sorted and swept once
 // they are older than concurrencyLag, so memory holds the spans of that
@@ -61,17 +60,21 @@ type soloSweep struct {
 	// level's others active: an interval active across one had that many
 	// beside it.
 	overflow int64
-	// calmFrom is, per level, when the number of active intervals last
-	// fell to the level; started says an interval has begun.
-	calmFrom [soloLevelCount]int64
-	started  bool
-	// calm is the host's record of calm stretches.
+	// open holds, per level, the executions that began with at most the
+	// level's others active and still have no more (see calmStats).
+	open [soloLevelCount][]*soloExec
+	// calm is the host's record of the calm the executions found.
 	calm *calmStats
 }
 
-// calmStats holds, per level of soloLevels, the lengths in seconds of the
-// stretches of time in which at most that many executions' own times were
-// active on a host, those longer than idleMinSeconds (pauses) left out.
+// calmStats holds, per level of soloLevels, the calm that executions
+// beginning on a host with at most that many others' own times active
+// found: how long, in seconds from their first interval's start, the
+// others' own times active stayed at most that many. An execution of own
+// time x stayed within the level exactly when its calm lasted x, so the
+// share of calm longer than x is its chance to (see withinMean). Calm of
+// more than idleMinSeconds counts as that long; calm still running when
+// the traces end is not known and not counted.
 type calmStats [soloLevelCount]*sample
 
 func newCalmStats() *calmStats {
@@ -92,12 +95,17 @@ func (c *calmStats) merge(o *calmStats) {
 // how many of its intervals are not yet swept past, the most other
 // executions' intervals that were active beside its own (soloBeyond: more
 // than every level) and the most that were when one of its intervals
-// began.
+// began; when its first interval began (begun says it has), whether one
+// of its intervals is active now, and the levels (bits) whose calm it is
+// still timing.
 type soloExec struct {
 	op                *opStats
 	own               float64
 	left              int
 	most, mostAtStart int
+	start             int64
+	begun, active     bool
+	open              uint8
 }
 
 // soloInterval is one interval of an execution's own time; seq orders
@@ -165,15 +173,15 @@ func (w *soloSweep) sweep(upTo int64) {
 		}
 		w.advance(iv.start)
 		others := len(w.active)
-		if !w.started {
-			w.started = true
-			for i := range w.calmFrom {
-				w.calmFrom[i] = iv.start
-			}
-		}
-		for i, l := range soloLevels {
-			if others == l { // the count rises above the level
-				w.endCalm(i, iv.start)
+		iv.x.active = true
+		w.endCalm(iv.start, others+1)
+		if !iv.x.begun {
+			iv.x.begun, iv.x.start = true, iv.start
+			for i, l := range soloLevels {
+				if others <= l {
+					iv.x.open |= 1 << i
+					w.open[i] = append(w.open[i], iv.x)
+				}
 			}
 		}
 		if others > soloLevels[soloLevelCount-1] {
@@ -194,10 +202,43 @@ func (w *soloSweep) sweep(upTo int64) {
 	w.pending = append(w.pending[:0], w.pending[n:]...)
 }
 
-// endCalm records the calm stretch of level i that ends at t.
-func (w *soloSweep) endCalm(i int, t int64) {
-	if d := float64(t-w.calmFrom[i]) / 1e9; d > 0 && d <= idleMinSeconds {
-		w.calm[i].add(d)
+// endCalm ends, now that an interval begins at t with n active, the calm
+// of the open executions that have more than their level's others active:
+// n less one if their own interval is among them.
+func (w *soloSweep) endCalm(t int64, n int) {
+	for i, l := range soloLevels {
+		// Calm longer than a pause counts as that long: what matters is
+		// that it outlasted every execution.
+		stale := 0
+		for _, x := range w.open[i] {
+			if t-x.start <= idleMinSeconds*1e9 {
+				break
+			}
+			x.open &^= 1 << i
+			w.calm[i].add(idleMinSeconds)
+			stale++
+		}
+		if stale > 0 {
+			w.open[i] = slices.Delete(w.open[i], 0, stale)
+		}
+		if n <= l {
+			continue
+		}
+		keep := w.open[i][:0]
+		for _, x := range w.open[i] {
+			others := n
+			if x.active {
+				others--
+			}
+			if others <= l {
+				keep = append(keep, x)
+				continue
+			}
+			x.open &^= 1 << i
+			w.calm[i].add(float64(t-x.start) / 1e9)
+		}
+		clear(w.open[i][len(keep):])
+		w.open[i] = keep
 	}
 }
 
@@ -206,12 +247,8 @@ func (w *soloSweep) endCalm(i int, t int64) {
 func (w *soloSweep) advance(t int64) {
 	for len(w.active) > 0 && w.active[0].end <= t {
 		iv := heap.Pop(&w.active).(soloInterval)
-		for i, l := range soloLevels {
-			if len(w.active) == l { // the count falls to the level
-				w.calmFrom[i] = iv.end
-			}
-		}
 		x := iv.x
+		x.active = false
 		if w.overflow > iv.overflow {
 			x.most = soloBeyond
 		}

@@ -14,8 +14,8 @@ import (
 // TestSoloSweep checks which executions the sweep finds alone: those whose
 // own intervals meet no other execution's, touching ends not counting, an
 // execution's own gaps (its calls) letting others in; which stay within one
-// other and within three; which began within each; and the calm stretches
-// of the host at levels 0 and 1.
+// other and within three; which began within each; and the calm they
+// found at levels 0 and 1.
 func TestSoloSweep(t *testing.T) {
 	type exec struct {
 		own  float64
@@ -72,17 +72,21 @@ func TestSoloSweep(t *testing.T) {
 	if want := []int64{10, 16, 17}; op.begun[0] != want[0] || op.begun[1] != want[1] || op.begun[2] != want[2] {
 		t.Errorf("begun within 0, 1 and 3 others: %d, want %d", op.begun[:3], want)
 	}
-	// Idle (level 0): 20–30, 40–41, 59–60, 70–80, 90–95, 120–130,
-	// 200–300, 410–500; at most one active: 0–5, 10–99, 100–140,
-	// 150–310, 320–330, 340–510 (the stretch from 530 is still open).
+	// The calm each execution found, from its first interval's start to
+	// the start that put more than the level's others beside it: alone
+	// (level 0), 1, 3, 4, 5, 6, 8, 11, 14 and 15 began, and found 5, 18,
+	// 11, 19, 19 (6's own second interval does not end it), 10, 10, 100
+	// and 10; within one other, all but 10 and 17 began and found 99, 94,
+	// 87, 69, 58, 60, 41, 180, 170, 210 (11 has one other until it ends),
+	// 20, 180, 110, 15 and 5.
 	for _, tc := range []struct {
 		level      int
 		n          int64
 		nanosecond float64
-	}{{0, 8, 227}, {1, 6, 474}} {
+	}{{0, 9, 202}, {1, 15, 1398}} {
 		got := calm[tc.level]
 		if got.n != tc.n || math.Abs(got.sum-tc.nanosecond/1e9) > 1e-15 {
-			t.Errorf("calm stretches at level %d: %d of %g ns, want %d of %g", tc.level, got.n, got.sum*1e9, tc.n, tc.nanosecond)
+			t.Errorf("calm found at level %d: %d of %g ns in all, want %d of %g", tc.level, got.n, got.sum*1e9, tc.n, tc.nanosecond)
 		}
 	}
 }
