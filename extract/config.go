@@ -140,6 +140,29 @@ type Config struct {
 	componentRules, operationRules ruleSet
 	// machines are Machines compiled, on first use.
 	machines machineSet
+	// depth is soloDepth, found on first use.
+	depth struct {
+		once sync.Once
+		n    int
+	}
+}
+
+// soloDepth is the number of levels of soloLevels at which the executions
+// that stayed within them are worth timing (see soloSweep): those the
+// split can use on the most cores a host is given, one without any.
+func (c *Config) soloDepth() int {
+	if c == nil {
+		return 1
+	}
+	c.depth.once.Do(func() {
+		c.depth.n = 1
+		for _, h := range c.Hosts {
+			if h.Cores > 0 {
+				c.depth.n = max(c.depth.n, splitLevel(h.Cores)+1)
+			}
+		}
+	})
+	return c.depth.n
 }
 
 // machineSet holds Config.Machines compiled, built on first use.

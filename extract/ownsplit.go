@@ -95,8 +95,12 @@ type hostSplit struct {
 // their quantile at that share stands in for it. Without E, the weighted
 // mean of those shorter than x_c is taken.
 func withinMean(op *opStats, calm *sample, level int) (mean, se, n float64) {
-	within := op.within[level]
-	if within == nil || within.n == 0 || calm == nil || calm.n == 0 {
+	within, e := newSample(), 0.0
+	for i := 0; i <= level; i++ {
+		within.merge(op.within[i])
+		e += float64(op.begun[i])
+	}
+	if within.n == 0 || calm == nil || calm.n == 0 {
 		return 0, 0, 0
 	}
 	// beyondCalm is the number of calm times longer than x and their
@@ -160,7 +164,6 @@ func withinMean(op *opStats, calm *sample, level int) (mean, se, n float64) {
 		v += b.c * b.w * b.w * (b.x - mean) * (b.x - mean)
 	}
 	se, n = math.Sqrt(v)/sw, sw*sw/sw2
-	e := float64(op.begun[level])
 	if e <= 0 {
 		return mean, se, n
 	}
@@ -328,8 +331,8 @@ func (g *generator) splitOwnTimes() {
 		return
 	}
 	// The calm found on each model host's machines or replicas, at the
-	// level its cores allow.
-	calm := map[*model.Host]*sample{}
+	// highest level its cores allow that was timed.
+	calm := map[*model.Host]*calmStats{}
 	for _, key := range slices.Sorted(maps.Keys(g.s.calm)) {
 		var h *model.Host
 		if wh := g.s.Windows.hosts[key]; wh != nil {
@@ -344,9 +347,16 @@ func (g *generator) splitOwnTimes() {
 			continue
 		}
 		if calm[h] == nil {
-			calm[h] = newSample()
+			calm[h] = newCalmStats()
 		}
-		calm[h].merge(g.s.calm[key][splitLevel(h.CPU.Cores)])
+		calm[h].merge(g.s.calm[key])
+	}
+	levelOn := func(h *model.Host) int {
+		level := splitLevel(h.CPU.Cores)
+		for level > 0 && (calm[h] == nil || calm[h][level].n == 0) {
+			level--
+		}
+		return level
 	}
 	split := map[string]estimate.Result{}
 	for _, h := range g.m.Hosts {
@@ -368,7 +378,11 @@ func (g *generator) splitOwnTimes() {
 			}
 			o := splitOp{id: id, rate: float64(op.count) / span / float64(h.Replicas), own: op.self.mean(),
 				ownSE: math.Sqrt(op.self.variance() / float64(op.self.n))}
-			o.alone, o.aloneS, o.n = withinMean(op, calm[h], splitLevel(h.CPU.Cores))
+			var found *sample
+			if calm[h] != nil {
+				found = calm[h][levelOn(h)]
+			}
+			o.alone, o.aloneS, o.n = withinMean(op, found, levelOn(h))
 			ops = append(ops, o)
 		}
 		if len(ops) == 0 {
@@ -401,7 +415,7 @@ func (g *generator) splitOwnTimes() {
 			}
 		}
 		g.rep.evidencef("host %s: own times split into CPU and time off the CPU by how much longer they are than those of executions that had at most %d others beside them and so waited for no core (with %d cores at %.2f busy, processor sharing makes the CPU wait %.3g times the demand): %.0f %% of the own time without waits is CPU, ±%.0f %%",
-			h.Name, soloLevels[splitLevel(h.CPU.Cores)], h.CPU.Cores, hs.busy, burstyWaitFactor(c, hs.busy, g.arrivalSCV(h)), 100*hs.share, 100*hs.shareH)
+			h.Name, soloLevels[levelOn(h)], h.CPU.Cores, hs.busy, burstyWaitFactor(c, hs.busy, g.arrivalSCV(h)), 100*hs.share, 100*hs.shareH)
 		g.hostSCVs = nil
 		if len(pooled) > 0 {
 			g.rep.evidencef("host %s: too few executions of %s waited for no core to split their own times by themselves: the share of CPU of the host's others taken", h.Name, textout.Abbreviate(pooled, 6))

@@ -37,7 +37,7 @@ func TestWithinMean(t *testing.T) {
 				sum += x
 				op.self.add(x)
 				start := int64(at * 1e9)
-				w.add(op, x, []interval{{start, start + int64(x*1e9)}})
+				w.add(op, x, []interval{{start, start + int64(x*1e9)}}, level+1)
 			}
 			w.finish()
 			m, se, neff := withinMean(op, calm[level], level)
@@ -45,7 +45,11 @@ func TestWithinMean(t *testing.T) {
 				t.Fatalf("rate %g, seed %d: estimate %g ± %g from %g executions", tc.rate, seed, m, se, neff)
 			}
 			est = append(est, m)
-			raw = append(raw, op.within[level].mean())
+			rawSample := newSample()
+			for i := 0; i <= level; i++ {
+				rawSample.merge(op.within[i])
+			}
+			raw = append(raw, rawSample.mean())
 			truth = append(truth, sum/n)
 		}
 		mean, sd := meanSD(est)

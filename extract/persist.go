@@ -1092,8 +1092,9 @@ func (op *opStats) restoreWithin(v *savedOp) error {
 	switch len(v.Begun) {
 	case 0:
 	case soloLevelCount:
+		sum := int64(0)
 		for i, n := range v.Begun {
-			if n < 0 || n > v.Count || i > 0 && n < v.Begun[i-1] {
+			if sum += n; n < 0 || sum > v.Count {
 				return fmt.Errorf("begun at level %d: %d of %d executions", i, n, v.Count)
 			}
 		}

@@ -63,8 +63,10 @@ type soloSweep struct {
 	// open holds, per level, the executions that began with at most the
 	// level's others active and still have no more (see calmStats).
 	open [soloLevelCount][]*soloExec
-	// calm is the host's record of the calm the executions found.
-	calm *calmStats
+	// calm is the host's record of the calm the executions found, timed
+	// at the first depth levels.
+	calm  *calmStats
+	depth int
 }
 
 // calmStats holds, per level of soloLevels, the calm that executions
@@ -123,9 +125,11 @@ func newSoloSweep(calm *calmStats) *soloSweep {
 
 // add records an execution of op whose own time, own seconds, is the
 // union of intervals (disjoint, within its span). Once the sweep has
-// passed it, its own time goes to op's samples of the levels it stayed
-// within (see opStats.within).
-func (w *soloSweep) add(op *opStats, own float64, intervals []interval) {
+// passed it, its own time goes to op's sample of the level it stayed
+// within (see opStats.within). The calm executions find is timed at the
+// first depth levels from now on.
+func (w *soloSweep) add(op *opStats, own float64, intervals []interval, depth int) {
+	w.depth = max(w.depth, min(depth, soloLevelCount))
 	x := &soloExec{op: op, own: own, left: len(intervals)}
 	if x.left == 0 {
 		x.done() // nothing of its own to overlap
@@ -142,16 +146,26 @@ func (w *soloSweep) add(op *opStats, own float64, intervals []interval) {
 	}
 }
 
-// done records a swept execution in its operation's samples and counts.
+// done records a swept execution in its operation's sample and count of
+// the lowest level it stayed, and began, within.
 func (x *soloExec) done() {
+	if i := levelOf(x.most); i >= 0 {
+		x.op.within[i].add(x.own)
+	}
+	if i := levelOf(x.mostAtStart); i >= 0 {
+		x.op.begun[i]++
+	}
+}
+
+// levelOf is the lowest level of soloLevels that others others are
+// within, -1 for none.
+func levelOf(others int) int {
 	for i, l := range soloLevels {
-		if x.most <= l {
-			x.op.within[i].add(x.own)
-		}
-		if x.mostAtStart <= l {
-			x.op.begun[i]++
+		if others <= l {
+			return i
 		}
 	}
+	return -1
 }
 
 // sweep places the pending intervals that start at or before upTo.
@@ -177,7 +191,7 @@ func (w *soloSweep) sweep(upTo int64) {
 		w.endCalm(iv.start, others+1)
 		if !iv.x.begun {
 			iv.x.begun, iv.x.start = true, iv.start
-			for i, l := range soloLevels {
+			for i, l := range soloLevels[:w.depth] {
 				if others <= l {
 					iv.x.open |= 1 << i
 					w.open[i] = append(w.open[i], iv.x)

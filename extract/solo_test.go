@@ -46,7 +46,7 @@ func TestSoloSweep(t *testing.T) {
 	op := &opStats{solo: newSample()}
 	op.initWithin()
 	for _, e := range execs {
-		w.add(op, e.own, e.ivs)
+		w.add(op, e.own, e.ivs, soloLevelCount)
 	}
 	w.finish()
 	var want, n float64
@@ -59,17 +59,18 @@ func TestSoloSweep(t *testing.T) {
 	if got := op.solo; float64(got.n) != n || got.sum != want {
 		t.Errorf("alone: %d executions with %g s of own time, want %g with %g", got.n, got.sum, n, want)
 	}
-	// Within one other: all but the last three; within three, all.
-	if got := op.within[1]; got.n != 14 || got.sum != 105 {
-		t.Errorf("within one other: %d executions with %g s, want 14 with 105", got.n, got.sum)
+	// Within one other and not alone: 1, 2, 6, 7, 8, 9, 11, 12 and 13;
+	// within three and not one: the last three.
+	if got := op.within[1]; got.n != 9 || got.sum != 69 {
+		t.Errorf("within one other: %d executions with %g s, want 9 with 69", got.n, got.sum)
 	}
-	if got := op.within[2]; got.n != 17 || got.sum != 153 {
-		t.Errorf("within three others: %d executions with %g s, want 17 with 153", got.n, got.sum)
+	if got := op.within[2]; got.n != 3 || got.sum != 48 {
+		t.Errorf("within three others: %d executions with %g s, want 3 with 48", got.n, got.sum)
 	}
 	// Begun on an idle host: all but 2, 7, 9, 12, 13, 16 and 17, whose
-	// first or only interval began inside another's; within one other,
-	// all but 17; within three, all.
-	if want := []int64{10, 16, 17}; op.begun[0] != want[0] || op.begun[1] != want[1] || op.begun[2] != want[2] {
+	// first or only interval began inside another's; beside one other,
+	// all of those but 17; beside two, 17.
+	if want := []int64{10, 6, 1}; op.begun[0] != want[0] || op.begun[1] != want[1] || op.begun[2] != want[2] {
 		t.Errorf("begun within 0, 1 and 3 others: %d, want %d", op.begun[:3], want)
 	}
 	// The calm each execution found, from its first interval's start to

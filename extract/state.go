@@ -178,9 +178,10 @@ type opStats struct {
 	// overlapped on their host (see soloSweep); it is within[0].
 	solo *sample
 	// within holds, per level of soloLevels, the own times of the
-	// executions that never had more other executions' own times beside
-	// theirs; begun counts, per level, those all of whose intervals began
-	// with at most that many active.
+	// executions whose most other executions' own times beside theirs
+	// was within that level and not the one below; begun counts, per
+	// level, those whose intervals all began so (the most active at a
+	// start within the level, not the one below).
 	within [soloLevelCount]*sample
 	begun  [soloLevelCount]int64
 	cpu    *sample // measured CPU time, when present
@@ -582,7 +583,7 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 	}
 	self := seconds(ownNs)
 	op.self.add(self)
-	s.soloOn(host).add(op, self, own)
+	s.soloOn(host).add(op, self, own, cfg.soloDepth())
 	spanCPU := math.NaN()
 	if hasCPU || cpu > 0 {
 		spanCPU = cpu
