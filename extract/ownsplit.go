@@ -42,7 +42,7 @@ const (
 	splitMethod = "its own time's growth with load"
 	// splitPrecision bounds the 95 % half-width of an operation's CPU
 	// demand from the split, as a share of its own time without waits,
-	// for its own difference to be used.
+	// for the demand to be reported as identified.
 	splitPrecision = 0.25
 	// splitWeightCap bounds the inverse-probability weights: executions
 	// within longer than that weight makes are the tail (see withinMean).
@@ -51,12 +51,12 @@ const (
 
 // splitOp is what one operation on a host brings to the split.
 type splitOp struct {
-	id     string
-	rate   float64 // executions per second per replica
-	own    float64 // mean own time of all executions
-	ownSE  float64
-	alone  float64 // weighted mean own time of those that stayed within; 0: too few
-	aloneS float64 // its standard error
+	id       string
+	rate     float64 // executions per second per replica
+	own      float64 // mean own time of all executions
+	ownSE    float64
+	within   float64 // weighted mean own time of those that stayed within; 0: too few
+	withinSE float64 // its standard error
 	// n is the effective number of executions that stayed within, after
 	// weighting.
 	n float64
@@ -227,14 +227,14 @@ func splitLevel(c int) int {
 // with too few takes the share pooled over the others.
 func solveSplit(ops []splitOp, am float64, c int, scv float64) (hostSplit, bool) {
 	var pooled, pooledVar, pooledX float64
-	seen := func(o splitOp) bool { return o.n >= soloMin && o.alone > 0 }
+	seen := func(o splitOp) bool { return o.n >= soloMin && o.within > 0 }
 	for _, o := range ops {
 		if !seen(o) {
 			continue
 		}
-		pooled += o.rate * math.Max(o.own-o.alone, 0)
-		pooledVar += o.rate * o.rate * (o.ownSE*o.ownSE + o.aloneS*o.aloneS)
-		pooledX += o.rate * o.alone
+		pooled += o.rate * math.Max(o.own-o.within, 0)
+		pooledVar += o.rate * o.rate * (o.ownSE*o.ownSE + o.withinSE*o.withinSE)
+		pooledX += o.rate * o.within
 	}
 	if pooledX <= 0 || am >= loadCap*float64(c) {
 		return hostSplit{}, false
@@ -272,10 +272,10 @@ func solveSplit(ops []splitOp, am float64, c int, scv float64) (hostSplit, bool)
 			own[i] = false
 			switch {
 			case seen(o) && wa > 0:
-				d[i] = math.Min(math.Max(o.own-o.alone, 0)/wa, o.alone)
-				own[i] = 1.96*math.Hypot(o.ownSE, o.aloneS)/wa <= splitPrecision*o.alone
+				d[i] = math.Min(math.Max(o.own-o.within, 0)/wa, o.within)
+				own[i] = 1.96*math.Hypot(o.ownSE, o.withinSE)/wa <= splitPrecision*o.within
 			case seen(o):
-				d[i] = o.alone
+				d[i] = o.within
 			default:
 				d[i] = share * o.own / (1 + share*wa)
 			}
@@ -382,7 +382,7 @@ func (g *generator) splitOwnTimes() {
 			if calm[h] != nil {
 				found = calm[h][levelOn(h)]
 			}
-			o.alone, o.aloneS, o.n = withinMean(op, found, levelOn(h))
+			o.within, o.withinSE, o.n = withinMean(op, found, levelOn(h))
 			ops = append(ops, o)
 		}
 		if len(ops) == 0 {
@@ -410,7 +410,7 @@ func (g *generator) splitOwnTimes() {
 			}
 			r.CPU, r.OffCPU = d, math.Max(o.own-d, 0)
 			split[o.id] = r
-			if o.n < soloMin || o.alone <= 0 {
+			if o.n < soloMin || o.within <= 0 {
 				pooled = append(pooled, o.id)
 			}
 		}

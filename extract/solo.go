@@ -232,9 +232,10 @@ func (w *soloSweep) endCalm(t int64, n int) {
 			w.calm[i].add(idleMinSeconds)
 			stale++
 		}
-		if stale > 0 {
-			w.open[i] = slices.Delete(w.open[i], 0, stale)
-		}
+		// Dropped from the front without a copy: append moves the rest
+		// once the array is full.
+		clear(w.open[i][:stale])
+		w.open[i] = w.open[i][stale:]
 		if n <= l {
 			continue
 		}
