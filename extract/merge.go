@@ -35,20 +35,8 @@ func (s *State) Merge(o *State) {
 	// two sets did not run at the same time (a split by time) and
 	// otherwise count some shared executions as alone.
 	o.finishSolo()
-	for h, c := range o.calm {
-		if mine := s.calm[h]; mine != nil {
-			mine.merge(c)
-		} else {
-			s.calm[h] = c
-		}
-	}
-	for k, st := range o.starts {
-		if mine := s.starts[k]; mine != nil {
-			mine.merge(st)
-		} else {
-			s.starts[k] = st
-		}
-	}
+	mergeEach(s.calm, o.calm)
+	mergeEach(s.starts, o.starts)
 	for id, op := range o.ops {
 		mine := s.ops[id]
 		if mine == nil {
@@ -110,13 +98,7 @@ func (s *State) Merge(o *State) {
 		}
 	}
 	s.Windows.Merge(o.Windows)
-	for key, d := range o.siteTimes {
-		if mine := s.siteTimes[key]; mine != nil {
-			mine.merge(d)
-		} else {
-			s.siteTimes[key] = d
-		}
-	}
+	mergeEach(s.siteTimes, o.siteTimes)
 	if o.sessions != nil {
 		if s.sessions == nil {
 			s.sessions = newSessionStats()
@@ -131,13 +113,7 @@ func (s *State) Merge(o *State) {
 			s.categories[p][v] = true
 		}
 	}
-	for key, c := range o.conc {
-		if mine := s.conc[key]; mine != nil {
-			mine.merge(c)
-		} else {
-			s.conc[key] = c
-		}
-	}
+	mergeEach(s.conc, o.conc)
 	for comp, p := range o.placement {
 		mine := s.placement[comp]
 		if mine == nil {
@@ -263,4 +239,19 @@ func (s *State) activity() *activity {
 	}
 	a.span = total - a.idle
 	return a
+}
+
+// merger is a part of the state that takes in another of its kind.
+type merger[T any] interface{ merge(T) }
+
+// mergeEach merges each part of o into the part of s under the same key,
+// taking over those s does not have.
+func mergeEach[K comparable, V merger[V]](s, o map[K]V) {
+	for k, v := range o {
+		if mine, ok := s[k]; ok {
+			mine.merge(v)
+		} else {
+			s[k] = v
+		}
+	}
 }

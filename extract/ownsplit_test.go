@@ -113,33 +113,18 @@ func TestOwnTimeSplit(t *testing.T) {
 
 // cpuModel is ioModel with no time off the CPU: its own times are all CPU
 // and its waits, which extraction reads so without a split.
-const cpuModel = `perfcast: 1
-name: cpu
-hosts:
-  app: {cpu: {cores: 1}}
-components:
-  api:
-    host: app
-    operations:
-      item:
-        steps:
-          - cpu: exp(3ms)
-      list:
-        steps:
-          - cpu: gamma(4ms, cv=0.5)
-workload:
-  item:
-    open: {rate: 100/s}
-    steps: [{call: api/item}]
-  list:
-    open: {rate: 40/s}
-    steps: [{call: api/list}]
-`
+var cpuModel = strings.NewReplacer(
+	"- cpu: exp(2ms)\n          - delay: exp(6ms)\n          - cpu: exp(1ms)", "- cpu: exp(3ms)",
+	"- cpu: exp(4ms)\n          - delay: 3ms", "- cpu: gamma(4ms, cv=0.5)",
+	"rate: 120/s", "rate: 100/s").Replace(ioModel)
 
 // TestOwnTimeSplitKeepsCPU: where the own times are all CPU (46 % busy),
 // the split finds them so, or is not made; either way the demands are the
 // truth's within 5 %.
 func TestOwnTimeSplitKeepsCPU(t *testing.T) {
+	if strings.Contains(cpuModel, "delay") {
+		t.Fatalf("cpuModel kept a delay:\n%s", cpuModel)
+	}
 	got := splitSeeds(t, cpuModel, seedList(2), 40000, "api/item", "api/list")
 	for id, truth := range map[string]float64{"api/item": 3e-3, "api/list": 4e-3} {
 		for i, x := range got[id] {
