@@ -65,6 +65,7 @@ type splitOp struct {
 // hostSplit is the split found on one host.
 type hostSplit struct {
 	busy   float64   // busy cores per replica the demands make
+	wait   float64   // the wait for the CPU per unit of demand there, W(busy)
 	demand []float64 // per operation, as ops
 	own    []bool    // whether an operation's own difference gave it within splitPrecision
 	share  float64   // the pooled share of own time without waits that is CPU
@@ -299,7 +300,7 @@ func solveSplit(ops []splitOp, am float64, c int, scv float64) (hostSplit, bool)
 	if wa > 0 {
 		half = 2 * math.Sqrt(pooledVar) / (wa * pooledX)
 	}
-	return hostSplit{busy: a, demand: d, own: own, share: share, shareH: half}, true
+	return hostSplit{busy: a, wait: wa, demand: d, own: own, share: share, shareH: half}, true
 }
 
 // busyRoot finds the busy cores a, between am and loadCap·c, at which
@@ -365,6 +366,11 @@ func (g *generator) splitOwnTimes() {
 		}
 		var ops []splitOp
 		am := 0.0
+		level := levelOn(h)
+		var found *sample
+		if calm[h] != nil {
+			found = calm[h][level]
+		}
 		perServer := float64(h.Replicas) * h.CPU.Speed * span
 		for _, id := range slices.Sorted(maps.Keys(g.s.ops)) {
 			op := g.s.ops[id]
@@ -378,18 +384,13 @@ func (g *generator) splitOwnTimes() {
 			}
 			o := splitOp{id: id, rate: float64(op.count) / span / float64(h.Replicas), own: op.self.mean(),
 				ownSE: math.Sqrt(op.self.variance() / float64(op.self.n))}
-			var found *sample
-			if calm[h] != nil {
-				found = calm[h][levelOn(h)]
-			}
-			o.within, o.withinSE, o.n = withinMean(op, found, levelOn(h))
+			o.within, o.withinSE, o.n = withinMean(op, found, level)
 			ops = append(ops, o)
 		}
 		if len(ops) == 0 {
 			continue
 		}
-		c := h.CPU.Cores
-		hs, ok := solveSplit(ops, am, c, g.arrivalSCV(h))
+		hs, ok := solveSplit(ops, am, h.CPU.Cores, g.arrivalSCV(h))
 		g.hostSCVs = nil // weighted by demands, which the split changes
 		if !ok {
 			g.rep.evidencef("host %s: the own times of %s whose CPU nothing measures grow with the load as if they were all CPU, or too little shows to tell (a light load, few executions that waited for no core): taken as CPU", h.Name, textout.Plural(len(ops), "operation"))
@@ -398,8 +399,6 @@ func (g *generator) splitOwnTimes() {
 		var pooled []string
 		for i, o := range ops {
 			d := hs.demand[i]
-			r := estimate.Result{CPU: d, OwnTime: o.own, Count: o.rate * span * float64(h.Replicas),
-				Method: splitMethod, Identified: hs.own[i]}
 			if d <= 0 {
 				// No growth at all: a trace of CPU, so that the rest
 				// is read as time off it.
@@ -408,15 +407,14 @@ func (g *generator) splitOwnTimes() {
 			if d <= 0 {
 				continue // no own time to split
 			}
-			r.CPU, r.OffCPU = d, math.Max(o.own-d, 0)
-			split[o.id] = r
+			split[o.id] = estimate.Result{CPU: d, OffCPU: math.Max(o.own-d, 0), OwnTime: o.own,
+				Count: o.rate * span * float64(h.Replicas), Method: splitMethod, Identified: hs.own[i]}
 			if o.n < soloMin || o.within <= 0 {
 				pooled = append(pooled, o.id)
 			}
 		}
 		g.rep.evidencef("host %s: own times split into CPU and time off the CPU by how much longer they are than those of executions that had at most %d others beside them and so waited for no core (with %d cores at %.2f busy, processor sharing makes the CPU wait %.3g times the demand): %.0f %% of the own time without waits is CPU, ±%.0f %%",
-			h.Name, soloLevels[levelOn(h)], h.CPU.Cores, hs.busy, burstyWaitFactor(c, hs.busy, g.arrivalSCV(h)), 100*hs.share, 100*hs.shareH)
-		g.hostSCVs = nil
+			h.Name, soloLevels[level], h.CPU.Cores, hs.busy, hs.wait, 100*hs.share, 100*hs.shareH)
 		if len(pooled) > 0 {
 			g.rep.evidencef("host %s: too few executions of %s waited for no core to split their own times by themselves: the share of CPU of the host's others taken", h.Name, textout.Abbreviate(pooled, 6))
 		}
