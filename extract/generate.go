@@ -68,6 +68,9 @@ type Report struct {
 	// SpeedCurves says, per host, whether the CPU time of the same work
 	// changed with the load, and the speed curve put in the model.
 	SpeedCurves []*SpeedCurve `json:"speed_curves,omitempty"`
+	// OwnTimeSplits says, per host whose own times were split into CPU and
+	// time off the CPU (ownsplit.go), what share of them is CPU.
+	OwnTimeSplits []*OwnTimeSplit `json:"own_time_splits,omitempty"`
 }
 
 func (r *Report) warnf(format string, args ...any) {

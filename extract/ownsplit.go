@@ -1,9 +1,11 @@
 package extract
 
 import (
+	"fmt"
 	"maps"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/perfcast/perfcast/estimate"
 	"github.com/perfcast/perfcast/internal/textout"
@@ -49,6 +51,28 @@ const (
 	splitWeightCap = 20
 )
 
+// OwnTimeSplit is the split of one host's own times into CPU and time off
+// the CPU, where nothing measured their CPU.
+type OwnTimeSplit struct {
+	Host string `json:"host"`
+	// Others is the most other executions' own times an execution had
+	// beside it to count as one that waited for no core.
+	Others int `json:"others"`
+	// Busy is the busy cores per replica the demands make, and Wait the
+	// wait for the CPU per unit of demand there.
+	Busy float64 `json:"busy"`
+	Wait float64 `json:"wait"`
+	// Share is the share of the own times without waits taken as CPU;
+	// Low and High bound the central 95 % of what the data allow.
+	Share float64 `json:"share"`
+	Low   float64 `json:"low"`
+	High  float64 `json:"high"`
+	// Identified is false where the data do not tell the share (Low is
+	// none, or Low and High lie far apart): Share is then the mean of
+	// what they allow, on every operation of the host.
+	Identified bool `json:"identified"`
+}
+
 // splitOp is what one operation on a host brings to the split.
 type splitOp struct {
 	id       string
@@ -68,8 +92,12 @@ type hostSplit struct {
 	wait   float64   // the wait for the CPU per unit of demand there, W(busy)
 	demand []float64 // per operation, as ops
 	own    []bool    // whether an operation's own difference gave it within splitPrecision
-	share  float64   // the pooled share of own time without waits that is CPU
-	shareH float64   // its 95 % half-width
+	share  float64   // the share of own time without waits that is CPU
+	lo, hi float64   // the central 95 % of that share's posterior (shareOf)
+	// identified is false where lo is no CPU, the root's share lies
+	// outside lo to hi, or they lie further apart than twice
+	// splitPrecision: then every operation takes the posterior's mean.
+	identified bool
 }
 
 // withinMean estimates the mean own time without waits of op from its
@@ -295,12 +323,99 @@ func solveSplit(ops []splitOp, am float64, c int, scv float64) (hostSplit, bool)
 		return hostSplit{}, false
 	}
 	share := demands(a)
-	wa := w(a)
-	half := math.Inf(1)
-	if wa > 0 {
-		half = 2 * math.Sqrt(pooledVar) / (wa * pooledX)
+	hs := hostSplit{busy: a, wait: w(a), demand: d, own: own, share: share, identified: true}
+	post, ok := shareOf(ops, am, c, w, seen, pooled, math.Sqrt(pooledVar))
+	if !ok {
+		return hs, true
 	}
-	return hostSplit{busy: a, wait: wa, demand: d, own: own, share: share, shareH: half}, true
+	hs.lo, hs.hi = post.lo, post.hi
+	if post.lo > 0 && post.lo <= share && share <= post.hi && post.hi-post.lo <= 2*splitPrecision {
+		return hs, true
+	}
+	// The growth tells the share only loosely, or not from none, or the
+	// root sits at an end the noise pushed it to: the posterior's mean
+	// stands for the share on every operation.
+	s := post.mean
+	a, ok = busyRoot(am, c, func(a float64) float64 {
+		wa, x := w(a), 0.0
+		for _, o := range ops {
+			x += o.rate * s * o.own / (1 + s*wa)
+		}
+		return x
+	})
+	if !ok {
+		return hostSplit{}, false
+	}
+	wa := w(a)
+	for i, o := range ops {
+		d[i], own[i] = s*o.own/(1+s*wa), false
+	}
+	hs.busy, hs.wait, hs.share, hs.identified = a, wa, s, false
+	return hs, true
+}
+
+// sharePosterior is what the pooled growth of own times says of the share
+// s of own time without waits that is CPU, under a uniform prior on s.
+type sharePosterior struct {
+	mean, lo, hi float64 // its mean and central 95 %
+}
+
+// shareGrid is the number of shares at which shareOf weighs the evidence.
+const shareGrid = 200
+
+// shareOf weighs each share s between 0 and 1 by the likelihood of the
+// pooled difference measured, pooled ± se, where the operations whose
+// executions within were seen (seen) would have grown by Σλ·s·own·W/(1 +
+// s·W) at the busy cores that share makes (W = w(a)). A uniform prior on
+// s is all that is assumed. The growth is a flat function of s at light
+// loads, where the wait is small whatever the share, and a steep one near
+// saturation: a difference within its noise of none then allows anything
+// from no CPU to most of the own time, and the point where the equation
+// meets the noisy difference is no better than a draw from that range.
+// ok is false when no share is possible.
+func shareOf(ops []splitOp, am float64, c int, w func(float64) float64, seen func(splitOp) bool, pooled, se float64) (sharePosterior, bool) {
+	se = math.Max(se, 1e-9*math.Abs(pooled))
+	var weights [shareGrid]float64
+	total := 0.0
+	for k := range shareGrid {
+		s := (float64(k) + 0.5) / shareGrid
+		a, ok := busyRoot(am, c, func(a float64) float64 {
+			wa, x := w(a), 0.0
+			for _, o := range ops {
+				x += o.rate * s * o.own / (1 + s*wa)
+			}
+			return x
+		})
+		if !ok {
+			continue // more CPU than the cores hold
+		}
+		wa, grown := w(a), 0.0
+		for _, o := range ops {
+			if seen(o) {
+				grown += o.rate * s * o.own * wa / (1 + s*wa)
+			}
+		}
+		z := (pooled - grown) / se
+		weights[k] = math.Exp(-z * z / 2)
+		total += weights[k]
+	}
+	if !(total > 0) {
+		return sharePosterior{}, false
+	}
+	var p sharePosterior
+	cum := 0.0
+	for k, x := range weights {
+		s := (float64(k) + 0.5) / shareGrid
+		p.mean += s * x / total
+		if cum < 0.025*total && cum+x >= 0.025*total {
+			p.lo = float64(k) / shareGrid
+		}
+		if cum < 0.975*total && cum+x >= 0.975*total {
+			p.hi = float64(k+1) / shareGrid
+		}
+		cum += x
+	}
+	return p, true
 }
 
 // busyRoot finds the busy cores a, between am and loadCap·c, at which
@@ -413,8 +528,14 @@ func (g *generator) splitOwnTimes() {
 				pooled = append(pooled, o.id)
 			}
 		}
-		g.rep.evidencef("host %s: own times split into CPU and time off the CPU by how much longer they are than those of executions that had at most %d others beside them and so waited for no core (with %d cores at %.2f busy, processor sharing makes the CPU wait %.3g times the demand): %.0f %% of the own time without waits is CPU, ±%.0f %%",
-			h.Name, soloLevels[level], h.CPU.Cores, hs.busy, hs.wait, 100*hs.share, 100*hs.shareH)
+		g.rep.OwnTimeSplits = append(g.rep.OwnTimeSplits, &OwnTimeSplit{Host: h.Name, Others: soloLevels[level],
+			Busy: hs.busy, Wait: hs.wait, Share: hs.share, Low: hs.lo, High: hs.hi, Identified: hs.identified})
+		how := "the root of the growth's equation"
+		if !hs.identified {
+			how = "the mean of what the data allow: they do not tell it"
+		}
+		g.rep.evidencef("host %s: own times split into CPU and time off the CPU by how much longer they are than those of executions that had at most %d others beside them and so waited for no core (with %d cores at %.2f busy, processor sharing makes the CPU wait %.3g times the demand): %.0f %% of the own time without waits is CPU (95 %%: %.0f to %.0f %%), %s",
+			h.Name, soloLevels[level], h.CPU.Cores, hs.busy, hs.wait, 100*hs.share, 100*hs.lo, 100*hs.hi, how)
 		if len(pooled) > 0 {
 			g.rep.evidencef("host %s: too few executions of %s waited for no core to split their own times by themselves: the share of CPU of the host's others taken", h.Name, textout.Abbreviate(pooled, 6))
 		}
@@ -440,4 +561,14 @@ func (g *generator) warnSplit() {
 	}
 	g.rep.warnf("no CPU time (perfcast.cpu.time) and no utilization metrics (--metrics) for %s; their CPU demand is the part of their own time that grows with the load as processor sharing on the given cores makes it grow, the rest time off the CPU: waits for locks or pools inside the spans count as CPU, and the CPU a process spends outside spans (garbage collection, runtime, exporters; 17 to 20 %% on the testbed) is not seen without --metrics: %s",
 		textout.Plural(len(g.splitOps), "operation"), textout.Abbreviate(g.splitOps, 8))
+	var loose []string
+	for _, x := range g.rep.OwnTimeSplits {
+		if !x.Identified {
+			loose = append(loose, fmt.Sprintf("%s %.0f to %.0f %%, %.0f %% taken", x.Host, 100*x.Low, 100*x.High, 100*x.Share))
+		}
+	}
+	if len(loose) > 0 {
+		g.rep.warnf("the data do not tell what share of the own times is CPU on %s (too light a load for the waits to show, or too few executions that waited for no core): the mean of the shares they allow is taken, and predictions far from the observed load rest on it; give the CPU by --metrics or perfcast.cpu.time: %s",
+			textout.Plural(len(loose), "host"), strings.Join(loose, "; "))
+	}
 }

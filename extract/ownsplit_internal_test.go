@@ -76,3 +76,39 @@ func meanSD(xs []float64) (mean, sd float64) {
 	}
 	return mean, math.Sqrt(sd / float64(len(xs)-1))
 }
+
+// TestShareOf checks the posterior of the share of own time that is CPU on
+// one core (M/M/1's wait a/(1 − a)): a difference measured to within a
+// hair of what a share of 0.3 makes gives 0.3 back, with a narrow
+// interval; one whose noise dwarfs every share's growth leaves the uniform
+// prior, mean 0.5 and central 95 % from 0.025 to 0.975.
+func TestShareOf(t *testing.T) {
+	ops := []splitOp{{id: "a", rate: 100, own: 2e-3, within: 1.8e-3, n: 1000}, {id: "b", rate: 50, own: 4e-3}}
+	seen := func(o splitOp) bool { return o.n >= soloMin && o.within > 0 }
+	w := func(a float64) float64 { return burstyWaitFactor(1, a, 1) }
+	// The growth of a at s = 0.3: the busy cores solved by hand.
+	const s = 0.3
+	a, ok := busyRoot(0, 1, func(a float64) float64 {
+		return 100*s*2e-3/(1+s*w(a)) + 50*s*4e-3/(1+s*w(a))
+	})
+	if !ok {
+		t.Fatal("no busy cores at s = 0.3")
+	}
+	grown := 100 * s * 2e-3 * w(a) / (1 + s*w(a))
+	for _, tc := range []struct {
+		se                  float64
+		mean, lo, hi, slack float64
+	}{
+		{grown * 1e-3, s, s, s, 0.01},
+		{grown * 1e6, 0.5, 0.025, 0.975, 0.01},
+	} {
+		p, ok := shareOf(ops, 0, 1, w, seen, grown, tc.se)
+		if !ok {
+			t.Fatalf("se %g: no posterior", tc.se)
+		}
+		t.Logf("se %.3g: mean %.4f, 95 %% from %.3f to %.3f", tc.se, p.mean, p.lo, p.hi)
+		if math.Abs(p.mean-tc.mean) > tc.slack || math.Abs(p.lo-tc.lo) > tc.slack || math.Abs(p.hi-tc.hi) > tc.slack {
+			t.Errorf("se %g: mean %.4f, 95 %% %.3f to %.3f; want %.3f, %.3f to %.3f (± %.2f)", tc.se, p.mean, p.lo, p.hi, tc.mean, tc.lo, tc.hi, tc.slack)
+		}
+	}
+}
