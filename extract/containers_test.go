@@ -384,11 +384,11 @@ func recovered(t *testing.T, out *extract.Result, want map[string]float64) {
 func opCPU(m *model.Model, id string) float64 {
 	cpu := 0.0
 	if op := m.Operation(id); op != nil {
-		for _, s := range op.Steps {
+		model.Walk(op.Steps, func(s *model.Step) {
 			if s.Kind == model.StepCPU {
 				cpu += s.Demand.Mean()
 			}
-		}
+		})
 	}
 	return cpu
 }

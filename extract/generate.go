@@ -817,7 +817,7 @@ func (g *generator) operations() {
 			if r.Method == splitMethod {
 				source = "by " + r.Method
 				if !r.Identified {
-					how = fmt.Sprintf("not within %.0f %% of its own time at 95 %%: too light a load or too few executions that waited for no core", 100*splitPrecision)
+					how = "not told by the data: the mean of the shares its growth allows, whose 95 % interval reaches no CPU or spans more than " + fmt.Sprintf("%.0f points", 200*splitPrecision)
 				}
 			}
 			g.rep.evidencef("%s: CPU demand %s estimated %s (%s); %s of its %s own time off the CPU",

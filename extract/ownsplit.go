@@ -1,11 +1,9 @@
 package extract
 
 import (
-	"fmt"
 	"maps"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/perfcast/perfcast/estimate"
 	"github.com/perfcast/perfcast/internal/textout"
@@ -67,15 +65,20 @@ type OwnTimeSplit struct {
 	Share float64 `json:"share"`
 	Low   float64 `json:"low"`
 	High  float64 `json:"high"`
-	// Identified is false where the data do not tell the share (Low is
-	// none, or Low and High lie far apart): Share is then the mean of
-	// what they allow, on every operation of the host.
+	// Identified is false where the data do not tell the pooled share
+	// (Low is none, or Low and High lie far apart, or the equation's root
+	// lies outside them).
 	Identified bool `json:"identified"`
+	// Loose names the operations whose own growth does not tell their
+	// share, which take the mean of the shares it allows (the pooled
+	// one's, for those too few executions within tell nothing of).
+	Loose []string `json:"loose,omitempty"`
 }
 
 // splitOp is what one operation on a host brings to the split.
 type splitOp struct {
 	id       string
+	comp     string  // its component
 	rate     float64 // executions per second per replica
 	own      float64 // mean own time of all executions
 	ownSE    float64
@@ -89,15 +92,15 @@ type splitOp struct {
 // hostSplit is the split found on one host.
 type hostSplit struct {
 	busy   float64   // busy cores per replica the demands make
-	wait   float64   // the wait for the CPU per unit of demand there, W(busy)
+	wait   float64   // the wait for the CPU per unit of demand there, weighted by demand
 	demand []float64 // per operation, as ops
 	own    []bool    // whether an operation's own difference gave it within splitPrecision
 	share  float64   // the share of own time without waits that is CPU
 	lo, hi float64   // the central 95 % of that share's posterior (shareOf)
-	// identified is false where lo is no CPU, the root's share lies
-	// outside lo to hi, or they lie further apart than twice
-	// splitPrecision: then every operation takes the posterior's mean.
+	// identified is false where the pooled share is not told (told).
 	identified bool
+	// mean says, per operation, whether it took the mean of a posterior.
+	mean []bool
 }
 
 // withinMean estimates the mean own time without waits of op from its
@@ -239,10 +242,82 @@ func splitLevel(c int) int {
 	return level
 }
 
+// splitHost is the split's problem on one host.
+type splitHost struct {
+	ops []splitOp
+	// am is the host's CPU busy otherwise (operations whose CPU was
+	// measured or estimated), per replica, and amComp the part of it
+	// that is each component's.
+	am     float64
+	amComp map[string]float64
+	// slots holds the CPU slots of the components that have them
+	// (Config.CPUSlots).
+	slots map[string]int
+	c     int
+	scv   float64 // the squared cv of the arrivals the host's CPU sees
+}
+
+// busyAt solves, for demands that demand gives each operation from its
+// wait factor, the host's busy cores a per replica at which the demands
+// make a. It returns a and each operation's wait factor there. The wait
+// is GI/M/c's on the host's cores at the load a burst shares them with,
+// as cpuWaitFactor takes it: the host's, less 1/k of the load of its own
+// component where that has k CPU slots (with one, a Go service with
+// GOMAXPROCS 1, its other requests wait for the slot, before their spans,
+// not beside it on the cores). demand must not rise with the wait; ok is
+// false when even at loadCap·c the demands ask for more.
+func (p *splitHost) busyAt(demand func(i int, w float64) float64) (a float64, waits []float64, ok bool) {
+	waits = make([]float64, len(p.ops))
+	w := func(a float64) float64 { return burstyWaitFactor(p.c, math.Max(a, 0), p.scv) }
+	var slotted []string
+	for _, o := range p.ops {
+		if p.slots[o.comp] > 0 && !slices.Contains(slotted, o.comp) {
+			slotted = append(slotted, o.comp)
+		}
+	}
+	// busy is what the demands make at host load a.
+	busy := func(a float64) float64 {
+		total := 0.0
+		for i, o := range p.ops {
+			if p.slots[o.comp] == 0 {
+				waits[i] = w(a)
+				total += o.rate * demand(i, waits[i])
+			}
+		}
+		for _, comp := range slotted {
+			// The component's load aj is a fixed point of a rising
+			// function (less wait, more demand): iterated up from what
+			// was measured, it reaches the least one.
+			k, base := float64(p.slots[comp]), p.amComp[comp]
+			aj := base
+			for range 200 {
+				next := base
+				for i, o := range p.ops {
+					if o.comp == comp {
+						waits[i] = w(a - aj/k)
+						next += o.rate * demand(i, waits[i])
+					}
+				}
+				done := next-aj <= 1e-9*math.Max(next, 1e-9)
+				aj = next
+				if done {
+					break
+				}
+			}
+			total += aj - base
+		}
+		return total
+	}
+	a, ok = busyRoot(p.am, p.c, busy)
+	if ok {
+		busy(a)
+	}
+	return a, waits, ok
+}
+
 // solveSplit finds the busy cores a, and each operation's CPU demand, at
 // which the operations' own times less those of their executions within are
-// the waits W(a) that processor sharing on c cores makes for arrivals of
-// squared cv scv; am is the host's CPU busy otherwise, per replica.
+// the waits W that processor sharing on the host's cores makes (busyAt).
 //
 // The split is made only where the data reject the reading extraction
 // takes otherwise, that the own times are all CPU and their waits: under
@@ -253,9 +328,12 @@ func splitLevel(c int) int {
 // false). An operation with enough executions within takes its own
 // difference, clamped between no CPU and its own time without waits (own
 // says whether it is within splitPrecision of the latter at 95 %); one
-// with too few takes the share pooled over the others.
-func solveSplit(ops []splitOp, am float64, c int, scv float64) (hostSplit, bool) {
-	var pooled, pooledVar, pooledX float64
+// with too few takes the share pooled over the others. Where the pooled
+// difference tells the share only loosely (shareOf), every operation takes
+// the mean of what it allows.
+func solveSplit(p *splitHost) (hostSplit, bool) {
+	ops := p.ops
+	var pooled, pooledVar float64
 	seen := func(o splitOp) bool { return o.n >= soloMin && o.within > 0 }
 	for _, o := range ops {
 		if !seen(o) {
@@ -263,25 +341,16 @@ func solveSplit(ops []splitOp, am float64, c int, scv float64) (hostSplit, bool)
 		}
 		pooled += o.rate * math.Max(o.own-o.within, 0)
 		pooledVar += o.rate * o.rate * (o.ownSE*o.ownSE + o.withinSE*o.withinSE)
-		pooledX += o.rate * o.within
 	}
-	if pooledX <= 0 || am >= loadCap*float64(c) {
+	if !slices.ContainsFunc(ops, seen) || p.am >= loadCap*float64(p.c) {
 		return hostSplit{}, false
 	}
-	w := func(a float64) float64 { return burstyWaitFactor(c, a, scv) }
-	// All CPU: each own time is D·(1 + W(a)).
-	allCPU, ok := busyRoot(am, c, func(a float64) float64 {
-		x := 0.0
-		for _, o := range ops {
-			x += o.rate * o.own / (1 + w(a))
-		}
-		return x
-	})
-	if ok {
-		wa, expected := w(allCPU), 0.0
-		for _, o := range ops {
+	// All CPU: each own time is D·(1 + W).
+	if _, waits, ok := p.busyAt(func(i int, w float64) float64 { return ops[i].own / (1 + w) }); ok {
+		expected := 0.0
+		for i, o := range ops {
 			if seen(o) {
-				expected += o.rate * o.own * wa / (1 + wa)
+				expected += o.rate * o.own * waits[i] / (1 + waits[i])
 			}
 		}
 		if pooled+2*math.Sqrt(pooledVar) >= expected {
@@ -290,68 +359,178 @@ func solveSplit(ops []splitOp, am float64, c int, scv float64) (hostSplit, bool)
 	}
 	d := make([]float64, len(ops))
 	own := make([]bool, len(ops))
-	// demands sets each operation's demand at busy cores a.
-	demands := func(a float64) (share float64) {
-		wa := w(a)
-		share = 1.0
-		if wa > 0 {
-			share = math.Min(pooled/(wa*pooledX), 1)
-		}
-		for i, o := range ops {
-			own[i] = false
-			switch {
-			case seen(o) && wa > 0:
-				d[i] = math.Min(math.Max(o.own-o.within, 0)/wa, o.within)
-				own[i] = 1.96*math.Hypot(o.ownSE, o.withinSE)/wa <= splitPrecision*o.within
-			case seen(o):
-				d[i] = o.within
-			default:
-				d[i] = share * o.own / (1 + share*wa)
-			}
-		}
-		return share
-	}
-	a, ok := busyRoot(am, c, func(a float64) float64 {
-		demands(a)
+	// The share pooled over the operations seen, at their waits.
+	var share float64
+	pooledShare := func(waits []float64) float64 {
 		x := 0.0
 		for i, o := range ops {
-			x += o.rate * d[i]
+			if seen(o) {
+				x += o.rate * waits[i] * o.within
+			}
 		}
-		return x
+		if x <= 0 {
+			return 1
+		}
+		return math.Min(pooled/x, 1)
+	}
+	// root is an operation's demand from its own difference at wait w.
+	root := func(o splitOp, w float64) float64 {
+		if w > 0 {
+			return math.Min(math.Max(o.own-o.within, 0)/w, o.within)
+		}
+		return o.within
+	}
+	a, waits, ok := p.busyAt(func(i int, w float64) float64 {
+		if seen(ops[i]) {
+			return root(ops[i], w)
+		}
+		return 0 // set below, from the share the others make
 	})
 	if !ok {
 		return hostSplit{}, false
 	}
-	share := demands(a)
-	hs := hostSplit{busy: a, wait: w(a), demand: d, own: own, share: share, identified: true}
-	post, ok := shareOf(ops, am, c, w, seen, pooled, math.Sqrt(pooledVar))
-	if !ok {
-		return hs, true
-	}
-	hs.lo, hs.hi = post.lo, post.hi
-	if post.lo > 0 && post.lo <= share && share <= post.hi && post.hi-post.lo <= 2*splitPrecision {
-		return hs, true
-	}
-	// The growth tells the share only loosely, or not from none, or the
-	// root sits at an end the noise pushed it to: the posterior's mean
-	// stands for the share on every operation.
-	s := post.mean
-	a, ok = busyRoot(am, c, func(a float64) float64 {
-		wa, x := w(a), 0.0
-		for _, o := range ops {
-			x += o.rate * s * o.own / (1 + s*wa)
+	// The operations seen too rarely take the pooled share: solved again
+	// with them, the seen ones' demands as before at their new waits.
+	share = pooledShare(waits)
+	a, waits, ok = p.busyAt(func(i int, w float64) float64 {
+		if seen(ops[i]) {
+			return root(ops[i], w)
 		}
-		return x
+		return share * ops[i].own / (1 + share*w)
 	})
 	if !ok {
 		return hostSplit{}, false
 	}
-	wa := w(a)
+	share = pooledShare(waits)
+	hs := hostSplit{identified: true}
+	if post, ok := shareOf(p, seen, pooled, math.Sqrt(pooledVar)); ok {
+		hs.lo, hs.hi = post.lo, post.hi
+		if !told(post, share) {
+			// The pooled growth tells the share only loosely, or not
+			// from none, or its root sits at an end the noise pushed
+			// it to: the posterior's mean stands for it.
+			share, hs.identified = post.mean, false
+		}
+	}
+	// Each operation seen keeps its root where its own difference tells
+	// its share, the others' demands held at their roots; else the mean of
+	// what that difference allows. The rest take the pooled share.
 	for i, o := range ops {
-		d[i], own[i] = s*o.own/(1+s*wa), false
+		d[i] = root(o, waits[i])
+		if !seen(o) {
+			d[i] = share * o.own / (1 + share*waits[i])
+		}
 	}
-	hs.busy, hs.wait, hs.share, hs.identified = a, wa, s, false
+	fixed := make([]float64, len(ops)) // the share an operation takes; NaN: its root
+	hs.mean = make([]bool, len(ops))
+	for i, o := range ops {
+		fixed[i], hs.mean[i] = share, !hs.identified
+		if !seen(o) {
+			continue
+		}
+		post := opShare(o, p.waitBeside(i, a, d))
+		if told(post, root(o, waits[i])/o.within) {
+			fixed[i], own[i], hs.mean[i] = math.NaN(), true, false
+			continue
+		}
+		fixed[i], hs.mean[i] = post.mean, true
+	}
+	demand := func(i int, w float64) float64 {
+		if s := fixed[i]; !math.IsNaN(s) {
+			return s * ops[i].own / (1 + s*w)
+		}
+		return root(ops[i], w)
+	}
+	if a, waits, ok = p.busyAt(demand); !ok {
+		return hostSplit{}, false
+	}
+	var cpu, without float64
+	for i, o := range ops {
+		d[i] = demand(i, waits[i])
+		cpu += o.rate * d[i]
+		without += o.rate * (o.own - d[i]*waits[i])
+	}
+	hs.busy, hs.wait, hs.demand, hs.own = a, meanWait(ops, d, waits), d, own
+	if without > 0 {
+		hs.share = cpu / without
+	}
 	return hs, true
+}
+
+// told says whether a posterior tells a share: its central 95 % is no
+// wider than twice splitPrecision, excludes no CPU, and holds the share
+// the equation's root gives.
+func told(post sharePosterior, root float64) bool {
+	return post.lo > 0 && post.lo <= root && root <= post.hi && post.hi-post.lo <= 2*splitPrecision
+}
+
+// opShare is shareOf for one operation alone: the likelihood of its own
+// difference, own − within, under each share s, at the wait w(δ) its
+// demand makes when it brings δ more busy cores than it did (waitBeside).
+func opShare(o splitOp, w func(delta float64) (float64, bool)) sharePosterior {
+	diff, se := o.own-o.within, math.Hypot(o.ownSE, o.withinSE)
+	se = math.Max(se, 1e-9*o.own)
+	base, ok := w(0)
+	if !ok {
+		return sharePosterior{mean: math.NaN()}
+	}
+	return posterior(func(s float64) (float64, bool) {
+		// The demand and its wait, a fixed point: a few rounds from
+		// the wait it has now.
+		wait := base
+		for range 20 {
+			next, ok := w(o.rate * s * o.own / (1 + s*wait))
+			if !ok {
+				return 0, false
+			}
+			done := math.Abs(next-wait) <= 1e-6*wait
+			wait = next
+			if done {
+				break
+			}
+		}
+		z := (diff - s*o.own*wait/(1+s*wait)) / se
+		return math.Exp(-z * z / 2), true
+	})
+}
+
+// waitBeside returns, for operation i at host load a with the demands d,
+// its wait factor when its demand brings delta busy cores in place of
+// what it brings now, the others' held; false beyond loadCap·c.
+func (p *splitHost) waitBeside(i int, a float64, d []float64) func(delta float64) (float64, bool) {
+	o := p.ops[i]
+	now := o.rate * d[i]
+	k := float64(p.slots[o.comp])
+	comp := p.amComp[o.comp]
+	for j, x := range p.ops {
+		if x.comp == o.comp {
+			comp += x.rate * d[j]
+		}
+	}
+	return func(delta float64) (float64, bool) {
+		host := a - now + delta
+		if host >= loadCap*float64(p.c) {
+			return 0, false
+		}
+		if k > 0 {
+			host -= (comp - now + delta) / k
+		}
+		return burstyWaitFactor(p.c, math.Max(host, 0), p.scv), true
+	}
+}
+
+// meanWait is the operations' wait factors weighted by the CPU their
+// demands d bring.
+func meanWait(ops []splitOp, d, waits []float64) float64 {
+	var x, sum float64
+	for i, o := range ops {
+		x += o.rate * d[i] * waits[i]
+		sum += o.rate * d[i]
+	}
+	if sum <= 0 {
+		return 0
+	}
+	return x / sum
 }
 
 // sharePosterior is what the pooled growth of own times says of the share
@@ -366,56 +545,62 @@ const shareGrid = 200
 // shareOf weighs each share s between 0 and 1 by the likelihood of the
 // pooled difference measured, pooled ± se, where the operations whose
 // executions within were seen (seen) would have grown by Σλ·s·own·W/(1 +
-// s·W) at the busy cores that share makes (W = w(a)). A uniform prior on
-// s is all that is assumed. The growth is a flat function of s at light
-// loads, where the wait is small whatever the share, and a steep one near
+// s·W) at the waits W that share makes (busyAt). A uniform prior on s is
+// all that is assumed. The growth is a flat function of s at light loads,
+// where the wait is small whatever the share, and a steep one near
 // saturation: a difference within its noise of none then allows anything
 // from no CPU to most of the own time, and the point where the equation
-// meets the noisy difference is no better than a draw from that range.
-// ok is false when no share is possible.
-func shareOf(ops []splitOp, am float64, c int, w func(float64) float64, seen func(splitOp) bool, pooled, se float64) (sharePosterior, bool) {
+// meets the noisy difference is no better than a draw from that range. ok
+// is false when no share is possible.
+func shareOf(p *splitHost, seen func(splitOp) bool, pooled, se float64) (sharePosterior, bool) {
 	se = math.Max(se, 1e-9*math.Abs(pooled))
-	var weights [shareGrid]float64
-	total := 0.0
-	for k := range shareGrid {
-		s := (float64(k) + 0.5) / shareGrid
-		a, ok := busyRoot(am, c, func(a float64) float64 {
-			wa, x := w(a), 0.0
-			for _, o := range ops {
-				x += o.rate * s * o.own / (1 + s*wa)
-			}
-			return x
-		})
+	post := posterior(func(s float64) (float64, bool) {
+		_, waits, ok := p.busyAt(func(i int, w float64) float64 { return s * p.ops[i].own / (1 + s*w) })
 		if !ok {
-			continue // more CPU than the cores hold
+			return 0, false // more CPU than the cores hold
 		}
-		wa, grown := w(a), 0.0
-		for _, o := range ops {
+		grown := 0.0
+		for i, o := range p.ops {
 			if seen(o) {
-				grown += o.rate * s * o.own * wa / (1 + s*wa)
+				grown += o.rate * s * o.own * waits[i] / (1 + s*waits[i])
 			}
 		}
 		z := (pooled - grown) / se
-		weights[k] = math.Exp(-z * z / 2)
-		total += weights[k]
+		return math.Exp(-z * z / 2), true
+	})
+	return post, !math.IsNaN(post.mean)
+}
+
+// posterior weighs shareGrid shares evenly spaced over 0 to 1 by the
+// likelihood like gives each (false: impossible), a uniform prior, and
+// returns the mean and central 95 %; the mean is NaN where no share has
+// any weight.
+func posterior(like func(s float64) (float64, bool)) sharePosterior {
+	var weights [shareGrid]float64
+	total := 0.0
+	for k := range shareGrid {
+		if x, ok := like((float64(k) + 0.5) / shareGrid); ok {
+			weights[k] = x
+			total += x
+		}
 	}
 	if !(total > 0) {
-		return sharePosterior{}, false
+		return sharePosterior{mean: math.NaN()}
 	}
-	var p sharePosterior
+	var post sharePosterior
 	cum := 0.0
 	for k, x := range weights {
 		s := (float64(k) + 0.5) / shareGrid
-		p.mean += s * x / total
+		post.mean += s * x / total
 		if cum < 0.025*total && cum+x >= 0.025*total {
-			p.lo = float64(k) / shareGrid
+			post.lo = float64(k) / shareGrid
 		}
 		if cum < 0.975*total && cum+x >= 0.975*total {
-			p.hi = float64(k+1) / shareGrid
+			post.hi = float64(k+1) / shareGrid
 		}
 		cum += x
 	}
-	return p, true
+	return post
 }
 
 // busyRoot finds the busy cores a, between am and loadCap·c, at which
@@ -479,8 +664,7 @@ func (g *generator) splitOwnTimes() {
 		if !g.configured[h] || h.CPU.Limited() {
 			continue
 		}
-		var ops []splitOp
-		am := 0.0
+		p := &splitHost{amComp: map[string]float64{}, slots: map[string]int{}, c: h.CPU.Cores, scv: g.arrivalSCV(h)}
 		level := levelOn(h)
 		var found *sample
 		if calm[h] != nil {
@@ -492,20 +676,25 @@ func (g *generator) splitOwnTimes() {
 			if g.hostOf[op.component] != h || op.count == 0 {
 				continue
 			}
+			if k := g.cfg.cpuSlots(op.component); k > 0 {
+				p.slots[op.component] = k
+			}
 			d, own := g.cpuTotal(op)
 			if !own {
-				am += d / perServer
+				p.am += d / perServer
+				p.amComp[op.component] += d / perServer
 				continue
 			}
-			o := splitOp{id: id, rate: float64(op.count) / span / float64(h.Replicas), own: op.self.mean(),
+			o := splitOp{id: id, comp: op.component, rate: float64(op.count) / span / float64(h.Replicas), own: op.self.mean(),
 				ownSE: math.Sqrt(op.self.variance() / float64(op.self.n))}
 			o.within, o.withinSE, o.n = withinMean(op, found, level)
-			ops = append(ops, o)
+			p.ops = append(p.ops, o)
 		}
+		ops := p.ops
 		if len(ops) == 0 {
 			continue
 		}
-		hs, ok := solveSplit(ops, am, h.CPU.Cores, g.arrivalSCV(h))
+		hs, ok := solveSplit(p)
 		g.hostSCVs = nil // weighted by demands, which the split changes
 		if !ok {
 			g.rep.evidencef("host %s: the own times of %s whose CPU nothing measures grow with the load as if they were all CPU, or too little shows to tell (a light load, few executions that waited for no core): taken as CPU", h.Name, textout.Plural(len(ops), "operation"))
@@ -528,13 +717,19 @@ func (g *generator) splitOwnTimes() {
 				pooled = append(pooled, o.id)
 			}
 		}
-		g.rep.OwnTimeSplits = append(g.rep.OwnTimeSplits, &OwnTimeSplit{Host: h.Name, Others: soloLevels[level],
-			Busy: hs.busy, Wait: hs.wait, Share: hs.share, Low: hs.lo, High: hs.hi, Identified: hs.identified})
-		how := "the root of the growth's equation"
-		if !hs.identified {
-			how = "the mean of what the data allow: they do not tell it"
+		x := &OwnTimeSplit{Host: h.Name, Others: soloLevels[level], Busy: hs.busy, Wait: hs.wait,
+			Share: hs.share, Low: hs.lo, High: hs.hi, Identified: hs.identified}
+		for i, o := range ops {
+			if hs.mean[i] {
+				x.Loose = append(x.Loose, o.id)
+			}
 		}
-		g.rep.evidencef("host %s: own times split into CPU and time off the CPU by how much longer they are than those of executions that had at most %d others beside them and so waited for no core (with %d cores at %.2f busy, processor sharing makes the CPU wait %.3g times the demand): %.0f %% of the own time without waits is CPU (95 %%: %.0f to %.0f %%), %s",
+		g.rep.OwnTimeSplits = append(g.rep.OwnTimeSplits, x)
+		how := "the pooled share told"
+		if !hs.identified {
+			how = "the pooled share not told by the data"
+		}
+		g.rep.evidencef("host %s: own times split into CPU and time off the CPU by how much longer they are than those of executions that had at most %d others beside them and so waited for no core (with %d cores at %.2f busy, processor sharing makes the CPU wait %.3g times the demand): %.0f %% of the own time without waits is CPU (pooled, 95 %%: %.0f to %.0f %%: %s)",
 			h.Name, soloLevels[level], h.CPU.Cores, hs.busy, hs.wait, 100*hs.share, 100*hs.lo, 100*hs.hi, how)
 		if len(pooled) > 0 {
 			g.rep.evidencef("host %s: too few executions of %s waited for no core to split their own times by themselves: the share of CPU of the host's others taken", h.Name, textout.Abbreviate(pooled, 6))
@@ -563,12 +758,10 @@ func (g *generator) warnSplit() {
 		textout.Plural(len(g.splitOps), "operation"), textout.Abbreviate(g.splitOps, 8))
 	var loose []string
 	for _, x := range g.rep.OwnTimeSplits {
-		if !x.Identified {
-			loose = append(loose, fmt.Sprintf("%s %.0f to %.0f %%, %.0f %% taken", x.Host, 100*x.Low, 100*x.High, 100*x.Share))
-		}
+		loose = append(loose, x.Loose...)
 	}
 	if len(loose) > 0 {
-		g.rep.warnf("the data do not tell what share of the own times is CPU on %s (too light a load for the waits to show, or too few executions that waited for no core): the mean of the shares they allow is taken, and predictions far from the observed load rest on it; give the CPU by --metrics or perfcast.cpu.time: %s",
-			textout.Plural(len(loose), "host"), strings.Join(loose, "; "))
+		g.rep.warnf("the growth of their own times does not tell what share is CPU for %s (too light a load for the waits to show, or too few executions that waited for no core): each takes the mean of the shares its growth allows, and predictions far from the observed load rest on it; give the CPU by --metrics or perfcast.cpu.time: %s",
+			textout.Plural(len(loose), "operation"), textout.Abbreviate(loose, 8))
 	}
 }

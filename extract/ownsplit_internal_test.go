@@ -102,7 +102,7 @@ func TestShareOf(t *testing.T) {
 		{grown * 1e-3, s, s, s, 0.01},
 		{grown * 1e6, 0.5, 0.025, 0.975, 0.01},
 	} {
-		p, ok := shareOf(ops, 0, 1, w, seen, grown, tc.se)
+		p, ok := shareOf(&splitHost{ops: ops, c: 1, scv: 1}, seen, grown, tc.se)
 		if !ok {
 			t.Fatalf("se %g: no posterior", tc.se)
 		}

@@ -86,10 +86,12 @@ func seedList(n int) []uint64 {
 // load. Taken as CPU whole, as without the cores, the own times make the
 // lookup's demand 4.2 ms and the host 66 % busy, and the model saturates
 // at 1.6 times the load where the truth is 83 % busy. Over ten seeds the
-// lookup's demand came out at 2.90 ms (standard deviation 0.11), the
-// listing's at 4.05 (0.27): the lookup's own time without waits is a
+// lookup's demand came out at 2.88 ms (standard deviation 0.10), the
+// listing's at 4.18 (0.21): the lookup's own time without waits is a
 // little long where the executions alone leave its tail to an assumption
-// (see aloneMean). The tolerance is that bias plus three standard errors.
+// (see withinMean), and the listing's growth, where it does not tell its
+// share, gives the mean of what it allows, drawn towards the middle. The
+// tolerance is that bias plus three standard errors.
 func TestOwnTimeSplit(t *testing.T) {
 	got := splitSeeds(t, ioModel, seedList(3), 60000, "api/item", "api/list")
 	for _, tc := range []struct {
@@ -97,8 +99,8 @@ func TestOwnTimeSplit(t *testing.T) {
 		truth, bias float64 // the bias over ten seeds, by hand
 		sd          float64 // the standard deviation over those seeds
 	}{
-		{"api/item", 3e-3, -0.1e-3, 0.11e-3},
-		{"api/list", 4e-3, 0.05e-3, 0.27e-3},
+		{"api/item", 3e-3, -0.12e-3, 0.10e-3},
+		{"api/list", 4e-3, 0.18e-3, 0.21e-3},
 	} {
 		xs := got[tc.id]
 		mean := 0.0
@@ -140,12 +142,12 @@ func TestOwnTimeSplitKeepsCPU(t *testing.T) {
 // TestOwnTimeSplitOnCores: four cores, 67 % busy, two operations with time
 // off the CPU, about six executions' own times active at once. The
 // executions that never had more than three others beside them waited for
-// no core. Over ten seeds the demands made the host 2.61 cores busy
+// no core. Over ten seeds the demands made the host 2.60 cores busy
 // (standard deviation 0.045) for a truth of 2.70; the tolerance is that
 // bias plus three standard errors. One operation's split alone is loose
 // there (the lookup's demand scattered from 2.9 to 3.7 ms for a truth of
-// 3, the listing's from 2.5 to 6.3 for 6), the host's is not. Taken as CPU whole, the own times made the host
-// 5.7 cores busy.
+// 3, the listing's from 2.5 to 5.9 for 6), the host's is not. Taken as CPU
+// whole, the own times made the host 5.7 cores busy.
 func TestOwnTimeSplitOnCores(t *testing.T) {
 	src := strings.NewReplacer( // lookups of 2 + 4 + 1 ms, listings of 6 + 3 ms
 		"cores: 1", "cores: 4",
@@ -155,7 +157,7 @@ func TestOwnTimeSplitOnCores(t *testing.T) {
 		"rate: 40/s", "rate: 150/s").Replace(ioModel)
 	got := splitSeeds(t, src, seedList(3), 120000, "api/item", "api/list")
 	// Cores busy; the bias and standard deviation over ten seeds, by hand.
-	const truth, bias, sd = 2.7, -0.09, 0.045
+	const truth, bias, sd = 2.7, -0.10, 0.045
 	var busy []float64
 	for i := range got["api/item"] {
 		busy = append(busy, 600*got["api/item"][i]+150*got["api/list"][i])
@@ -199,8 +201,8 @@ workload:
 // as extraction did, made the demand either 20 µs or 12 ms by the seed's
 // draw (two seeds each of four). Now the split says that the share is not
 // told, its interval covers the truth, and the share taken, the mean of
-// the interval's posterior, moves with the noise only: over ten seeds, by
-// hand, 0.33 to 0.50, mean 0.364, standard deviation 0.052. Each seed's must
+// the growth's posterior, moves with the noise only: over ten seeds, by
+// hand, 0.33 to 0.53, mean 0.393, standard deviation 0.058. Each seed's must
 // lie within four standard deviations of that mean.
 func TestOwnTimeSplitLoose(t *testing.T) {
 	m, err := model.Parse([]byte(ioBoundModel), "iobound.yaml")
@@ -208,7 +210,7 @@ func TestOwnTimeSplitLoose(t *testing.T) {
 		t.Fatal(err)
 	}
 	const truth = 1.5 / 21.5
-	const shareMean, shareSD = 0.364, 0.052 // over ten seeds, by hand
+	const shareMean, shareSD = 0.393, 0.058 // over ten seeds, by hand
 	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"app": {Cores: 8}}}
 	for _, seed := range seedList(3) {
 		path := filepath.Join(t.TempDir(), "traces.jsonl")
@@ -232,8 +234,83 @@ func TestOwnTimeSplitLoose(t *testing.T) {
 		if math.Abs(s.Share-shareMean) > 4*shareSD {
 			t.Errorf("seed %d: share %.3f taken, where over ten seeds the posterior's mean was %.3f ± %.3f", seed, s.Share, shareMean, shareSD)
 		}
-		if !slices.ContainsFunc(x.Report.Warnings, func(w string) bool { return strings.Contains(w, "do not tell what share") }) {
+		if !slices.ContainsFunc(x.Report.Warnings, func(w string) bool { return strings.Contains(w, "does not tell what share") }) {
 			t.Errorf("seed %d: no warning that the share is not told: %q", seed, x.Report.Warnings)
 		}
+	}
+}
+
+// slotsModel is two Go services on one core, each with GOMAXPROCS 1: a
+// request waits for its service's one slot before its span starts, then
+// shares the core with the other service's request only. The lookup is
+// 3 ms of CPU and 6 ms of I/O at 80 a second, the listing 4 ms of CPU and
+// 3 ms of waiting at 60 a second: each service 24 % busy, the core 48 %.
+const slotsModel = `perfcast: 1
+name: slots
+hosts:
+  app: {cpu: {cores: 1}}
+components:
+  a:
+    host: app
+    operations:
+      item:
+        steps:
+          - hold: {resource: a-slots, steps: [{cpu: exp(3ms)}]}
+          - delay: exp(6ms)
+  b:
+    host: app
+    operations:
+      list:
+        steps:
+          - hold: {resource: b-slots, steps: [{cpu: exp(4ms)}]}
+          - delay: 3ms
+passive:
+  a-slots: {capacity: 1, before_span: true}
+  b-slots: {capacity: 1, before_span: true}
+workload:
+  item:
+    open: {rate: 80/s}
+    steps: [{call: a/item}]
+  list:
+    open: {rate: 60/s}
+    steps: [{call: b/list}]
+`
+
+// TestOwnTimeSplitSlots: where each service has one CPU slot, its own
+// requests queue for it before their spans, and inside a span only the
+// other service's work shares the core; the split takes the wait a span
+// grows by at that load, as the model makes it. But its executions alone
+// are no fair sample here: while one holds its slot no request of its
+// service can start a span, so a long burst of CPU keeps an execution
+// alone longer than the calm of the others says, and the weighted mean of
+// those alone comes out long (the lookup's 10.35 ± 0.55 ms where all its
+// own times average 9.82 and its truth without waits is 9). The growth
+// then does not tell the demands (the truth's 3 and 4 ms; taken at the
+// core's whole load, as before, they came out at 1.04 and 0.86 ms and
+// were not flagged as untold on the host). The test holds the split to
+// saying so: both operations are named as untold, with the warning.
+func TestOwnTimeSplitSlots(t *testing.T) {
+	m, err := model.Parse([]byte(slotsModel), "slots.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"app": {Cores: 1}}, CPUSlots: map[string]int{"*": 1}}
+	path := filepath.Join(t.TempDir(), "traces.jsonl")
+	recordWith(t, path, m, tracegen.Options{Seed: 2, NoCPUTime: true}, 60000, nil)
+	x, err := extract.Run(context.Background(), []string{path}, "split", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(x.Report.OwnTimeSplits) != 1 {
+		t.Fatalf("%d splits, want the host's one; warnings %q", len(x.Report.OwnTimeSplits), x.Report.Warnings)
+	}
+	s := x.Report.OwnTimeSplits[0]
+	t.Logf("share %.3f (95 %% %.3f to %.3f), busy %.2f, loose %q; lookup %.3g ms, listing %.3g ms",
+		s.Share, s.Low, s.High, s.Busy, s.Loose, 1e3*opCPU(x.Model, "a/item"), 1e3*opCPU(x.Model, "b/list"))
+	if !slices.Equal(s.Loose, []string{"a/item", "b/list"}) {
+		t.Errorf("operations named as untold: %q, want both", s.Loose)
+	}
+	if !slices.ContainsFunc(x.Report.Warnings, func(w string) bool { return strings.Contains(w, "does not tell what share") }) {
+		t.Errorf("no warning that the shares are not told: %q", x.Report.Warnings)
 	}
 }
