@@ -26,8 +26,8 @@ func TestWithinMean(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, 3))
 			op := &opStats{self: newSample(), solo: newSample()}
 			op.initWithin()
-			calm := newCalmStats()
-			w := newSoloSweep(calm)
+			calms := map[string]*calmStats{}
+			w := newSoloSweep("h", calms)
 			at, sum := 0.0, 0.0
 			for range n {
 				at += r.ExpFloat64() / tc.rate
@@ -37,10 +37,10 @@ func TestWithinMean(t *testing.T) {
 				sum += x
 				op.self.add(x)
 				start := int64(at * 1e9)
-				w.add(op, x, []interval{{start, start + int64(x*1e9)}}, level+1)
+				w.add(op, 0, x, []interval{{start, start + int64(x*1e9)}}, level+1)
 			}
 			w.finish()
-			m, se, neff := withinMean(op, calm[level], level)
+			m, se, neff := withinMean(op, calms["h"][level], level)
 			if !(se > 0) || neff < soloMin {
 				t.Fatalf("rate %g, seed %d: estimate %g ± %g from %g executions", tc.rate, seed, m, se, neff)
 			}

@@ -272,9 +272,11 @@ type savedSolo struct {
 }
 
 type savedSoloExec struct {
-	Op   string  `json:"op"`
-	Own  float64 `json:"own"`
-	Left int     `json:"left"`
+	Op string `json:"op"`
+	// Slots is its component's CPU slots, 0 for none.
+	Slots int     `json:"slots,omitempty"`
+	Own   float64 `json:"own"`
+	Left  int     `json:"left"`
 	// Shared is set by states saved before Most was kept: another
 	// execution overlapped it.
 	Shared      bool `json:"shared,omitempty"`
@@ -533,8 +535,8 @@ func saveSolo(w *soloSweep, opID func(*opStats) string) *savedSolo {
 			return i
 		}
 		index[x] = len(v.Execs)
-		v.Execs = append(v.Execs, savedSoloExec{Op: opID(x.op), Own: x.own, Left: x.left, Most: x.most, MostAtStart: x.mostAtStart,
-			Start: x.start, Begun: x.begun})
+		v.Execs = append(v.Execs, savedSoloExec{Op: opID(x.op), Slots: w.comps[x.comp].slots, Own: x.own, Left: x.left,
+			Most: x.most, MostAtStart: x.mostAtStart, Start: x.start, Begun: x.begun})
 		return index[x]
 	}
 	for _, iv := range w.pending {
@@ -639,6 +641,9 @@ func (v *savedState) restore() (*State, error) {
 		s.Windows.hosts[h] = hw
 	}
 	for _, h := range slices.Sorted(maps.Keys(v.Calm)) {
+		if host, _ := splitCalmKey(h); host == "" {
+			return nil, fmt.Errorf("calm stretches of %q: no host", h)
+		}
 		if len(v.Calm[h]) != soloLevelCount {
 			return nil, fmt.Errorf("calm stretches of host %q: %d levels, want %d", h, len(v.Calm[h]), soloLevelCount)
 		}
@@ -653,12 +658,7 @@ func (v *savedState) restore() (*State, error) {
 		s.calm[h] = c
 	}
 	for _, h := range slices.Sorted(maps.Keys(v.Solo)) {
-		c := s.calm[h]
-		if c == nil {
-			c = newCalmStats()
-			s.calm[h] = c
-		}
-		w, err := v.Solo[h].restore(s.ops, c)
+		w, err := v.Solo[h].restore(s.ops, h, s.calm)
 		if err != nil {
 			return nil, fmt.Errorf("executions alone on host %q: %w", h, err)
 		}
@@ -1006,11 +1006,11 @@ func (v *savedHostWindows) restore() (*hostWindows, error) {
 	return h, nil
 }
 
-func (v *savedSolo) restore(ops map[string]*opStats, calm *calmStats) (*soloSweep, error) {
+func (v *savedSolo) restore(ops map[string]*opStats, host string, calms map[string]*calmStats) (*soloSweep, error) {
 	if v == nil {
 		return nil, errors.New("missing")
 	}
-	w := newSoloSweep(calm)
+	w := newSoloSweep(host, calms)
 	w.latest, w.seq, w.overflow = v.Latest, v.Seq, v.Overflow
 	w.nextSweep = max(v.NextSweep, sweepBatch)
 	if n := len(v.Open); n != 0 && n != soloLevelCount {
@@ -1026,7 +1026,14 @@ func (v *savedSolo) restore(ops map[string]*opStats, calm *calmStats) (*soloSwee
 		if x.Most < 0 || x.Most > soloBeyond || x.MostAtStart < 0 || x.MostAtStart > x.Most {
 			return nil, fmt.Errorf("execution %d: met %d others, %d at a start", i, x.Most, x.MostAtStart)
 		}
-		execs[i] = &soloExec{op: op, own: x.Own, left: x.Left, most: x.Most, mostAtStart: x.MostAtStart, start: x.Start, begun: x.Begun}
+		if x.Slots < 0 {
+			return nil, fmt.Errorf("execution %d: %d CPU slots", i, x.Slots)
+		}
+		if j, ok := w.index[op.component]; ok && w.comps[j].slots != x.Slots {
+			return nil, fmt.Errorf("execution %d: %d CPU slots, where its component's others have %d", i, x.Slots, w.comps[j].slots)
+		}
+		execs[i] = &soloExec{op: op, own: x.Own, left: x.Left, most: x.Most, mostAtStart: x.MostAtStart, start: x.Start, begun: x.Begun,
+			comp: w.compOf(op.component, x.Slots), calm: w.calmOf(op.component, x.Slots)}
 		if x.Shared {
 			execs[i].most = max(execs[i].most, 1)
 		}
@@ -1053,7 +1060,11 @@ func (v *savedSolo) restore(ops map[string]*opStats, calm *calmStats) (*soloSwee
 	w.active = soloHeap(active)
 	heap.Init(&w.active)
 	for _, iv := range active {
+		if iv.x.active {
+			return nil, fmt.Errorf("execution with two intervals active")
+		}
 		iv.x.active = true
+		w.setActive(iv.x.comp, 1)
 	}
 	for i, list := range v.Open {
 		for _, k := range list {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // soloMin is the least number of executions that ran alone on their host
@@ -23,6 +24,12 @@ var soloLevels = [...]int{0, 1, 3, 7, 15, 31}
 const (
 	soloLevelCount = len(soloLevels)
 	soloBeyond     = 32
+	// soloActiveMax bounds the own times active that the sweep follows
+	// one by one: beyond it every execution active is taken as beyond the
+	// levels, however few of those it competes with for the cores (a
+	// component of few CPU slots and many requests waiting on I/O), so
+	// that each new one costs no more than that.
+	soloActiveMax = 256
 )
 
 // soloSweep finds, on one host, the executions that ran alone: no other
@@ -63,10 +70,104 @@ type soloSweep struct {
 	// open holds, per level, the executions that began with at most the
 	// level's others active and still have no more (see calmStats).
 	open [soloLevelCount][]*soloExec
-	// calm is the host's record of the calm the executions found, timed
-	// at the first depth levels.
-	calm  *calmStats
+	// calms is the state's record of the calm the executions found,
+	// timed at the first depth levels, keyed by calmKey: host for the
+	// executions of components without CPU slots, host and component for
+	// each component with them.
+	calms map[string]*calmStats
+	host  string
 	depth int
+	// comps are the components met, each with its CPU slots (0: none)
+	// and its own times active now; eff is what those active compete with
+	// on the cores: each component's count, capped at its slots.
+	comps []soloComp
+	index map[string]int32
+	eff   int
+}
+
+// soloComp is one component in a sweep.
+type soloComp struct {
+	name   string
+	slots  int
+	active int
+}
+
+// calmKey is the key of calmStats in State.calm for the executions of
+// component comp on host with slots CPU slots: the host alone where the
+// component has none.
+func calmKey(host, comp string, slots int) string {
+	if slots <= 0 {
+		return host
+	}
+	return host + "\x00" + comp
+}
+
+// splitCalmKey is the inverse of calmKey: the host and, for a component
+// with CPU slots, the component.
+func splitCalmKey(key string) (host, comp string) {
+	host, comp, _ = strings.Cut(key, "\x00")
+	return host, comp
+}
+
+// capped is component c's own times active, as many as can be on the
+// cores at once: at most its slots.
+func (c soloComp) capped(active int) int {
+	if c.slots > 0 {
+		return min(active, c.slots)
+	}
+	return active
+}
+
+// others is the number of other executions' own times that x competes
+// with for the cores now: every other component's active ones, each
+// capped at its slots, and its own component's others, capped at one less
+// than its slots (with one slot, a Go service at GOMAXPROCS 1, its other
+// requests are not on the cores while x is).
+func (w *soloSweep) others(x *soloExec) int {
+	c := w.comps[x.comp]
+	self := 0
+	if x.active {
+		self = 1
+	}
+	mine := c.active - self
+	if c.slots > 0 {
+		mine = min(mine, c.slots-1)
+	}
+	return w.eff - c.capped(c.active) + mine
+}
+
+// compOf returns the index of component comp with slots CPU slots,
+// adding it.
+func (w *soloSweep) compOf(comp string, slots int) int32 {
+	if i, ok := w.index[comp]; ok {
+		return i
+	}
+	if w.index == nil {
+		w.index = map[string]int32{}
+	}
+	w.comps = append(w.comps, soloComp{name: comp, slots: slots})
+	w.index[comp] = int32(len(w.comps) - 1)
+	return int32(len(w.comps) - 1)
+}
+
+// calmOf returns the calm that executions of component comp record.
+func (w *soloSweep) calmOf(comp string, slots int) *calmStats {
+	key := calmKey(w.host, comp, slots)
+	c := w.calms[key]
+	if c == nil {
+		c = newCalmStats()
+		w.calms[key] = c
+	}
+	return c
+}
+
+// setActive counts one more (d = 1) or one fewer (d = −1) own time of
+// component i active.
+func (w *soloSweep) setActive(i int32, d int) {
+	c := &w.comps[i]
+	w.eff -= c.capped(c.active)
+	c.active += d
+	w.eff += c.capped(c.active)
 }
 
 // calmStats holds, per level of soloLevels, the calm that executions
@@ -102,6 +203,8 @@ func (c *calmStats) merge(o *calmStats) {
 // still timing.
 type soloExec struct {
 	op                *opStats
+	calm              *calmStats // where its calm goes
+	comp              int32      // its component, in the sweep's comps
 	own               float64
 	left              int
 	most, mostAtStart int
@@ -119,18 +222,20 @@ type soloInterval struct {
 	overflow        int64
 }
 
-func newSoloSweep(calm *calmStats) *soloSweep {
-	return &soloSweep{nextSweep: sweepBatch, calm: calm}
+// newSoloSweep returns the sweep of host, which records the calm its
+// executions find in calms (State.calm).
+func newSoloSweep(host string, calms map[string]*calmStats) *soloSweep {
+	return &soloSweep{nextSweep: sweepBatch, host: host, calms: calms}
 }
 
-// add records an execution of op whose own time, own seconds, is the
-// union of intervals (disjoint, within its span). Once the sweep has
-// passed it, its own time goes to op's sample of the level it stayed
-// within (see opStats.within). The calm executions find is timed at the
-// first depth levels from now on.
-func (w *soloSweep) add(op *opStats, own float64, intervals []interval, depth int) {
+// add records an execution of op, of a component with slots CPU slots (0:
+// none), whose own time, own seconds, is the union of intervals (disjoint,
+// within its span). Once the sweep has passed it, its own time goes to
+// op's sample of the level it stayed within (see opStats.within). The
+// calm executions find is timed at the first depth levels from now on.
+func (w *soloSweep) add(op *opStats, slots int, own float64, intervals []interval, depth int) {
 	w.depth = max(w.depth, min(depth, soloLevelCount))
-	x := &soloExec{op: op, own: own, left: len(intervals)}
+	x := &soloExec{op: op, own: own, left: len(intervals), comp: w.compOf(op.component, slots), calm: w.calmOf(op.component, slots)}
 	if x.left == 0 {
 		x.done() // nothing of its own to overlap
 		return
@@ -186,9 +291,10 @@ func (w *soloSweep) sweep(upTo int64) {
 			break
 		}
 		w.advance(iv.start)
-		others := len(w.active)
+		others := w.others(iv.x)
 		iv.x.active = true
-		w.endCalm(iv.start, others+1)
+		w.setActive(iv.x.comp, 1)
+		w.endCalm(iv.start)
 		if !iv.x.begun {
 			iv.x.begun, iv.x.start = true, iv.start
 			for i, l := range soloLevels[:w.depth] {
@@ -198,13 +304,16 @@ func (w *soloSweep) sweep(upTo int64) {
 				}
 			}
 		}
-		if others > soloLevels[soloLevelCount-1] {
+		if others > soloLevels[soloLevelCount-1] || len(w.active) > soloActiveMax {
+			// Every one active now has about as many others beside it:
+			// all are beyond the levels (advance marks them).
 			w.overflow++
 			iv.x.most, iv.x.mostAtStart = soloBeyond, soloBeyond
 		} else {
-			// Each active one now has others beside it, as the new one has.
+			// Each active one now has others beside it, the new one
+			// among them.
 			for _, a := range w.active {
-				a.x.most = max(a.x.most, others)
+				a.x.most = max(a.x.most, w.others(a.x))
 			}
 			iv.x.most = max(iv.x.most, others)
 			iv.x.mostAtStart = max(iv.x.mostAtStart, others)
@@ -216,10 +325,9 @@ func (w *soloSweep) sweep(upTo int64) {
 	w.pending = append(w.pending[:0], w.pending[n:]...)
 }
 
-// endCalm ends, now that an interval begins at t with n active, the calm
-// of the open executions that have more than their level's others active:
-// n less one if their own interval is among them.
-func (w *soloSweep) endCalm(t int64, n int) {
+// endCalm ends, now that an interval has begun at t, the calm of the open
+// executions that have more than their level's others beside them.
+func (w *soloSweep) endCalm(t int64) {
 	for i, l := range soloLevels {
 		// Calm longer than a pause counts as that long: what matters is
 		// that it outlasted every execution.
@@ -229,28 +337,24 @@ func (w *soloSweep) endCalm(t int64, n int) {
 				break
 			}
 			x.open &^= 1 << i
-			w.calm[i].add(idleMinSeconds)
+			x.calm[i].add(idleMinSeconds)
 			stale++
 		}
 		// Dropped from the front without a copy: append moves the rest
 		// once the array is full.
 		clear(w.open[i][:stale])
 		w.open[i] = w.open[i][stale:]
-		if n <= l {
-			continue
+		if w.eff <= l {
+			continue // no one has more others than that
 		}
 		keep := w.open[i][:0]
 		for _, x := range w.open[i] {
-			others := n
-			if x.active {
-				others--
-			}
-			if others <= l {
+			if w.others(x) <= l {
 				keep = append(keep, x)
 				continue
 			}
 			x.open &^= 1 << i
-			w.calm[i].add(float64(t-x.start) / 1e9)
+			x.calm[i].add(float64(t-x.start) / 1e9)
 		}
 		clear(w.open[i][len(keep):])
 		w.open[i] = keep
@@ -264,6 +368,7 @@ func (w *soloSweep) advance(t int64) {
 		iv := heap.Pop(&w.active).(soloInterval)
 		x := iv.x
 		x.active = false
+		w.setActive(x.comp, -1)
 		if w.overflow > iv.overflow {
 			x.most = soloBeyond
 		}

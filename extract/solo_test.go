@@ -2,7 +2,9 @@ package extract
 
 import (
 	"context"
+	"maps"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/perfcast/perfcast/ingest"
@@ -41,13 +43,14 @@ func TestSoloSweep(t *testing.T) {
 		{16, []interval{{510, 520}}, false},
 		{17, []interval{{515, 530}}, false},
 	}
-	calm := newCalmStats()
-	w := newSoloSweep(calm)
+	calms := map[string]*calmStats{}
+	w := newSoloSweep("h", calms)
 	op := &opStats{solo: newSample()}
 	op.initWithin()
 	for _, e := range execs {
-		w.add(op, e.own, e.ivs, soloLevelCount)
+		w.add(op, 0, e.own, e.ivs, soloLevelCount)
 	}
+	calm := calms["h"]
 	w.finish()
 	var want, n float64
 	for _, e := range execs {
@@ -89,6 +92,48 @@ func TestSoloSweep(t *testing.T) {
 		if got.n != tc.n || math.Abs(got.sum-tc.nanosecond/1e9) > 1e-15 {
 			t.Errorf("calm found at level %d: %d of %g ns in all, want %d of %g", tc.level, got.n, got.sum*1e9, tc.n, tc.nanosecond)
 		}
+	}
+}
+
+// TestSoloSweepSlots: an execution of a component with one CPU slot has no
+// others of its own component beside it on the cores, so overlapping ones
+// of that component run alone as far as the cores go, while another
+// component's execution beside them is counted, capped at one for the
+// slotted component however many of its own times are active. Their calm
+// is kept apart from the host's, under the component's key.
+func TestSoloSweepSlots(t *testing.T) {
+	calms := map[string]*calmStats{}
+	w := newSoloSweep("h", calms)
+	slotted := &opStats{component: "s", solo: newSample()}
+	slotted.initWithin()
+	free := &opStats{component: "u", solo: newSample()}
+	free.initWithin()
+	w.add(slotted, 1, 1, []interval{{0, 10}}, soloLevelCount)  // beside the next only: alone
+	w.add(slotted, 1, 2, []interval{{5, 15}}, soloLevelCount)  // alone
+	w.add(slotted, 1, 4, []interval{{20, 40}}, soloLevelCount) // beside the two next: one other
+	w.add(slotted, 1, 8, []interval{{22, 38}}, soloLevelCount) // one other
+	w.add(free, 0, 16, []interval{{25, 30}}, soloLevelCount)   // two of s active, one on the cores: one other
+	w.finish()
+	if got := slotted.solo; got.n != 2 || got.sum != 3 {
+		t.Errorf("slotted alone: %d executions with %g s, want 2 with 3", got.n, got.sum)
+	}
+	if got := slotted.within[1]; got.n != 2 || got.sum != 12 {
+		t.Errorf("slotted within one other: %d executions with %g s, want 2 with 12", got.n, got.sum)
+	}
+	if got := free.within[1]; got.n != 1 || got.sum != 16 {
+		t.Errorf("free within one other: %d executions with %g s, want 1 with 16", got.n, got.sum)
+	}
+	if calms[calmKey("h", "s", 1)] == nil || calms["h"] == nil {
+		t.Fatalf("calm kept under %q, want the host's and the slotted component's", slices.Collect(maps.Keys(calms)))
+	}
+	// Alone: the slotted four began so, and found calm until the free one
+	// began at 25, their own component's others never counting: 25, 20,
+	// 5 and 3 ns. The free one began beside one.
+	if got := calms[calmKey("h", "s", 1)][0]; got.n != 4 || math.Abs(got.sum-53e-9) > 1e-18 {
+		t.Errorf("slotted calm alone: %d of %g ns, want 4 of 53", got.n, got.sum*1e9)
+	}
+	if got := calms["h"][0]; got.n != 0 {
+		t.Errorf("free calm alone: %d, want none", got.n)
 	}
 }
 

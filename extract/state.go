@@ -78,8 +78,9 @@ type State struct {
 	Windows *Windows
 	// active caches when the requests arrived (see activity).
 	active *activity
-	// solo finds, per host, the executions that ran alone; calm holds,
-	// per host, the stretches of time its sweep found calm.
+	// solo finds, per host, the executions that ran alone; calm holds
+	// the calm its executions found, per host and, for components with
+	// CPU slots, per component (calmKey).
 	solo map[string]*soloSweep
 	calm map[string]*calmStats
 	// ownBuf and callBuf are scratch space for an execution's own
@@ -140,12 +141,7 @@ func (op *opStats) initWithin() {
 func (s *State) soloOn(host string) *soloSweep {
 	w := s.solo[host]
 	if w == nil {
-		c := s.calm[host]
-		if c == nil {
-			c = newCalmStats()
-			s.calm[host] = c
-		}
-		w = newSoloSweep(c)
+		w = newSoloSweep(host, s.calm)
 		s.solo[host] = w
 	}
 	return w
@@ -583,7 +579,7 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 	}
 	self := seconds(ownNs)
 	op.self.add(self)
-	s.soloOn(host).add(op, self, own, cfg.soloDepth())
+	s.soloOn(host).add(op, cfg.cpuSlots(op.component), self, own, cfg.soloDepth())
 	spanCPU := math.NaN()
 	if hasCPU || cpu > 0 {
 		spanCPU = cpu
