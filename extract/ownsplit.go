@@ -335,9 +335,8 @@ func (p *splitHost) solveCoupled(post sharePosterior, seen func(splitOp) bool) (
 	hs := hostSplit{identified: told(post, post.mean), lo: post.lo, hi: post.hi,
 		own: make([]bool, len(ops)), mean: make([]bool, len(ops))}
 	for i := range ops {
-		shares[i], hs.mean[i] = post.mean, true
+		hs.mean[i] = true
 	}
-	weighed := false
 	for _, c := range []float64{math.Max(post.lo, 1.0/shareGrid), post.mean, post.hi} {
 		a, waits, ok := p.busyAt(func(i int, w float64) float64 { return c * ops[i].own / (1 + c*w) })
 		if !ok {
@@ -354,10 +353,6 @@ func (p *splitHost) solveCoupled(post sharePosterior, seen func(splitOp) bool) (
 			q := opShare(o, p.waitBeside(i, a, d))
 			if math.IsNaN(q.mean) {
 				return hostSplit{}, false
-			}
-			if !weighed {
-				clear(shares)
-				weighed = true
 			}
 			shares[i] += q.mean / 3
 		}
@@ -396,12 +391,12 @@ func (p *splitHost) solveCoupled(post sharePosterior, seen func(splitOp) bool) (
 // busy cores that reading makes, and the difference measured must fall
 // short of that by more than twice its standard error. A light load, few
 // executions within or own times that are indeed CPU keep that reading (ok
-// false). An operation with enough executions within takes its own
-// difference, clamped between no CPU and its own time without waits (own
-// says whether it is within splitPrecision of the latter at 95 %); one
-// with too few takes the share pooled over the others. Where the pooled
-// difference tells the share only loosely (shareOf), every operation takes
-// the mean of what it allows.
+// false). An operation with enough executions within takes the root of its
+// own difference, clamped between no CPU and its own time without waits,
+// where its posterior (opShare) tells its share, else that posterior's
+// mean; one with too few takes the share pooled over the others, the
+// pooled posterior's mean (shareOf) where that does not tell it. Hosts
+// whose components have CPU slots go to solveCoupled.
 func solveSplit(p *splitHost) (hostSplit, bool) {
 	ops := p.ops
 	var pooled, pooledVar float64
@@ -451,9 +446,9 @@ func solveSplit(p *splitHost) (hostSplit, bool) {
 		}
 		return o.within
 	}
-	post, told0 := shareOf(p, seen, pooled, math.Sqrt(pooledVar))
+	post, weighed := shareOf(p, seen, pooled, math.Sqrt(pooledVar))
 	if len(p.slots) > 0 {
-		if !told0 {
+		if !weighed {
 			return hostSplit{}, false
 		}
 		return p.solveCoupled(post, seen)
@@ -481,7 +476,7 @@ func solveSplit(p *splitHost) (hostSplit, bool) {
 	}
 	share = pooledShare(waits)
 	hs := hostSplit{identified: true}
-	if told0 {
+	if weighed {
 		hs.lo, hs.hi = post.lo, post.hi
 		if !told(post, share) {
 			// The pooled growth tells the share only loosely, or not
