@@ -322,18 +322,23 @@ func (p *splitHost) busyAt(demand func(i int, w float64) float64) (a float64, wa
 // services of one slot each on one core, by about twice per round). Each
 // operation's share is therefore weighed at the others' demands of three
 // pooled shares, the pooled posterior's (post) low end, mean and high end,
-// and takes the mean of the three posteriors' means. None counts as told:
+// and takes the mean of the three posteriors' means, averaged with the
+// pooled mean by their precisions (the widths of their posteriors, the
+// widest of the three for its own), so that an operation whose own
+// difference says little takes about the pool's. None counts as told:
 // even where all three posteriors are narrow and agree, the pooled share
 // misplaces the load between the components and each operation's share
-// leans the other way (on the two services, lookups of 3 ms came out at
-// 3.8 to 5.4 and listings of 4 at 2.0 to 3.7 over ten seeds, half of them
-// with narrow posteriors). Operations whose executions within were too
-// few take the pooled mean.
+// leans the other way (on the two services, without the pooled mean,
+// lookups of 3 ms came out at 3.8 to 5.4 and listings of 4 at 2.0 to 3.7
+// over ten seeds, half of them with narrow posteriors; with it, 3.7 to 4.5
+// and 2.8 to 3.7). Operations whose executions within were too few take
+// the pooled mean.
 func (p *splitHost) solveCoupled(post sharePosterior, seen func(splitOp) bool) (hostSplit, bool) {
 	ops := p.ops
 	shares := make([]float64, len(ops))
 	hs := hostSplit{identified: told(post, post.mean), lo: post.lo, hi: post.hi,
 		own: make([]bool, len(ops)), mean: make([]bool, len(ops))}
+	width := make([]float64, len(ops))
 	for i := range ops {
 		hs.mean[i] = true
 	}
@@ -355,12 +360,19 @@ func (p *splitHost) solveCoupled(post sharePosterior, seen func(splitOp) bool) (
 				return hostSplit{}, false
 			}
 			shares[i] += q.mean / 3
+			width[i] = math.Max(width[i], q.hi-q.lo)
 		}
 	}
 	for i, o := range ops {
 		if !seen(o) {
 			shares[i] = post.mean
+			continue
 		}
+		// Its share and the pool's, each weighed by its precision as
+		// its posterior's width tells it (the pool holds its own
+		// difference too, so it counts a little twice).
+		own, pool := 1/math.Max(width[i]*width[i], 1e-12), 1/math.Max((post.hi-post.lo)*(post.hi-post.lo), 1e-12)
+		shares[i] = (own*shares[i] + pool*post.mean) / (own + pool)
 	}
 	demand := func(i int, w float64) float64 { return shares[i] * ops[i].own / (1 + shares[i]*w) }
 	a, waits, ok := p.busyAt(demand)
@@ -501,12 +513,12 @@ func solveSplit(p *splitHost) (hostSplit, bool) {
 		if !seen(o) {
 			continue
 		}
-		post := opShare(o, p.waitBeside(i, a, d))
-		if told(post, root(o, waits[i])/o.within) {
+		q := opShare(o, p.waitBeside(i, a, d))
+		if told(q, root(o, waits[i])/o.within) {
 			fixed[i], own[i], hs.mean[i] = math.NaN(), true, false
 			continue
 		}
-		fixed[i], hs.mean[i] = post.mean, true
+		fixed[i], hs.mean[i] = q.mean, true
 	}
 	demand := func(i int, w float64) float64 {
 		if s := fixed[i]; !math.IsNaN(s) {

@@ -545,10 +545,12 @@ func saveSolo(w *soloSweep, opID func(*opStats) string) *savedSolo {
 	for _, iv := range w.active {
 		v.Active = append(v.Active, savedSoloIntvl{Start: iv.start, End: iv.end, Seq: iv.seq, Exec: exec(iv.x), Overflow: iv.overflow})
 	}
-	for _, xs := range w.open {
+	for _, lists := range w.open {
 		var list []int
-		for _, x := range xs {
-			list = append(list, exec(x))
+		for _, xs := range lists {
+			for _, x := range xs {
+				list = append(list, exec(x))
+			}
 		}
 		v.Open = append(v.Open, list)
 	}
@@ -1072,7 +1074,7 @@ func (v *savedSolo) restore(ops map[string]*opStats, host string, calms map[stri
 				return nil, fmt.Errorf("level %d: execution %d does not time its calm", i, k)
 			}
 			execs[k].open |= 1 << i
-			w.open[i] = append(w.open[i], execs[k])
+			w.open[i][execs[k].comp] = append(w.open[i][execs[k].comp], execs[k])
 		}
 	}
 	for i, x := range execs {

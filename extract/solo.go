@@ -67,9 +67,10 @@ type soloSweep struct {
 	// level's others active: an interval active across one had that many
 	// beside it.
 	overflow int64
-	// open holds, per level, the executions that began with at most the
-	// level's others active and still have no more (see calmStats).
-	open [soloLevelCount][]*soloExec
+	// open holds, per level and component (comps' index), the executions
+	// that began with at most the level's others active and still have no
+	// more (see calmStats), in the order they began.
+	open [soloLevelCount][][]*soloExec
 	// calms is the state's record of the calm the executions found,
 	// timed at the first depth levels, keyed by calmKey: host for the
 	// executions of components without CPU slots, host and component for
@@ -123,10 +124,13 @@ func (c soloComp) capped(active int) int {
 // capped at its slots, and its own component's others, capped at one less
 // than its slots (with one slot, a Go service at GOMAXPROCS 1, its other
 // requests are not on the cores while x is).
-func (w *soloSweep) others(x *soloExec) int {
-	c := w.comps[x.comp]
+func (w *soloSweep) others(x *soloExec) int { return w.othersOf(x.comp, x.active) }
+
+// othersOf is others for an execution of component i, active or not.
+func (w *soloSweep) othersOf(i int32, active bool) int {
+	c := w.comps[i]
 	self := 0
-	if x.active {
+	if active {
 		self = 1
 	}
 	mine := c.active - self
@@ -146,6 +150,9 @@ func (w *soloSweep) compOf(comp string, slots int) int32 {
 		w.index = map[string]int32{}
 	}
 	w.comps = append(w.comps, soloComp{name: comp, slots: slots})
+	for i := range w.open {
+		w.open[i] = append(w.open[i], nil)
+	}
 	w.index[comp] = int32(len(w.comps) - 1)
 	return int32(len(w.comps) - 1)
 }
@@ -300,7 +307,7 @@ func (w *soloSweep) sweep(upTo int64) {
 			for i, l := range soloLevels[:w.depth] {
 				if others <= l {
 					iv.x.open |= 1 << i
-					w.open[i] = append(w.open[i], iv.x)
+					w.open[i][iv.x.comp] = append(w.open[i][iv.x.comp], iv.x)
 				}
 			}
 		}
@@ -326,38 +333,43 @@ func (w *soloSweep) sweep(upTo int64) {
 }
 
 // endCalm ends, now that an interval has begun at t, the calm of the open
-// executions that have more than their level's others beside them.
+// executions that have more than their level's others beside them. All of
+// a component's open executions that are not active have the same others
+// (others), and those active no more, so a component's list is only gone
+// through when its inactive ones have more than the level's.
 func (w *soloSweep) endCalm(t int64) {
 	for i, l := range soloLevels {
-		// Calm longer than a pause counts as that long: what matters is
-		// that it outlasted every execution.
-		stale := 0
-		for _, x := range w.open[i] {
-			if t-x.start <= idleMinSeconds*1e9 {
-				break
+		for c, list := range w.open[i] {
+			// Calm longer than a pause counts as that long: what
+			// matters is that it outlasted every execution.
+			stale := 0
+			for _, x := range list {
+				if t-x.start <= idleMinSeconds*1e9 {
+					break
+				}
+				x.open &^= 1 << i
+				x.calm[i].add(idleMinSeconds)
+				stale++
 			}
-			x.open &^= 1 << i
-			x.calm[i].add(idleMinSeconds)
-			stale++
-		}
-		// Dropped from the front without a copy: append moves the rest
-		// once the array is full.
-		clear(w.open[i][:stale])
-		w.open[i] = w.open[i][stale:]
-		if w.eff <= l {
-			continue // no one has more others than that
-		}
-		keep := w.open[i][:0]
-		for _, x := range w.open[i] {
-			if w.others(x) <= l {
-				keep = append(keep, x)
-				continue
+			// Dropped from the front without a copy: append moves the
+			// rest once the array is full.
+			clear(list[:stale])
+			list = list[stale:]
+			if len(list) > 0 && w.othersOf(int32(c), false) > l {
+				keep := list[:0]
+				for _, x := range list {
+					if x.active && w.others(x) <= l {
+						keep = append(keep, x)
+						continue
+					}
+					x.open &^= 1 << i
+					x.calm[i].add(float64(t-x.start) / 1e9)
+				}
+				clear(list[len(keep):])
+				list = keep
 			}
-			x.open &^= 1 << i
-			x.calm[i].add(float64(t-x.start) / 1e9)
+			w.open[i][c] = list
 		}
-		clear(w.open[i][len(keep):])
-		w.open[i] = keep
 	}
 }
 
