@@ -48,12 +48,28 @@ workload:
 // host's cores given, and returns each operation's CPU demands by seed.
 func splitSeeds(t *testing.T, src string, seeds []uint64, requests int64, ops ...string) map[string][]float64 {
 	t.Helper()
+	out := map[string][]float64{}
+	for _, x := range extractSeeds(t, src, nil, seeds, requests) {
+		for _, id := range ops {
+			out[id] = append(out[id], opCPU(x.Model, id))
+		}
+	}
+	return out
+}
+
+// extractSeeds generates requests of src's traces without CPU times for
+// each seed and extracts each with cfg (nil: the cores of src's host app
+// given), returning the results in the seeds' order.
+func extractSeeds(t *testing.T, src string, cfg *extract.Config, seeds []uint64, requests int64) []*extract.Result {
+	t.Helper()
 	m, err := model.Parse([]byte(src), "split.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"app": {Cores: m.Hosts[0].CPU.Cores}}}
-	out := map[string][]float64{}
+	if cfg == nil {
+		cfg = &extract.Config{Hosts: map[string]extract.HostConfig{"app": {Cores: m.Hosts[0].CPU.Cores}}}
+	}
+	var out []*extract.Result
 	for _, seed := range seeds {
 		path := filepath.Join(t.TempDir(), "traces.jsonl")
 		recordWith(t, path, m, tracegen.Options{Seed: seed, NoCPUTime: true}, requests, nil)
@@ -61,9 +77,7 @@ func splitSeeds(t *testing.T, src string, seeds []uint64, requests int64, ops ..
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, id := range ops {
-			out[id] = append(out[id], opCPU(x.Model, id))
-		}
+		out = append(out, x)
 	}
 	return out
 }
@@ -205,24 +219,12 @@ workload:
 // hand, 0.33 to 0.53, mean 0.393, standard deviation 0.058. Each seed's must
 // lie within four standard deviations of that mean.
 func TestOwnTimeSplitLoose(t *testing.T) {
-	m, err := model.Parse([]byte(ioBoundModel), "iobound.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	const truth = 1.5 / 21.5
 	const shareMean, shareSD = 0.393, 0.058 // over ten seeds, by hand
-	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"app": {Cores: 8}}}
-	for _, seed := range seedList(3) {
-		path := filepath.Join(t.TempDir(), "traces.jsonl")
-		recordWith(t, path, m, tracegen.Options{Seed: seed, NoCPUTime: true}, 60000, nil)
-		x, err := extract.Run(context.Background(), []string{path}, "split", cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(x.Report.OwnTimeSplits) != 1 {
-			t.Fatalf("seed %d: %d splits, want the host's one; warnings %q", seed, len(x.Report.OwnTimeSplits), x.Report.Warnings)
-		}
-		s := x.Report.OwnTimeSplits[0]
+	seeds := seedList(3)
+	for k, x := range extractSeeds(t, ioBoundModel, nil, seeds, 60000) {
+		seed := seeds[k]
+		s := hostSplit(t, x, seed)
 		t.Logf("seed %d: share %.3f (95 %% %.3f to %.3f), busy %.2f, identified %v; demand %.3g ms",
 			seed, s.Share, s.Low, s.High, s.Busy, s.Identified, 1e3*opCPU(x.Model, "api/get"))
 		if s.Identified {
@@ -238,6 +240,15 @@ func TestOwnTimeSplitLoose(t *testing.T) {
 			t.Errorf("seed %d: no warning that the share is not told: %q", seed, x.Report.Warnings)
 		}
 	}
+}
+
+// hostSplit is the one split of x, extracted from the traces of seed.
+func hostSplit(t *testing.T, x *extract.Result, seed uint64) *extract.OwnTimeSplit {
+	t.Helper()
+	if len(x.Report.OwnTimeSplits) != 1 {
+		t.Fatalf("seed %d: %d splits, want the host's one; warnings %q", seed, len(x.Report.OwnTimeSplits), x.Report.Warnings)
+	}
+	return x.Report.OwnTimeSplits[0]
 }
 
 // slotsModel is two Go services on one core, each with GOMAXPROCS 1: a
@@ -293,24 +304,13 @@ workload:
 // cores busy (standard deviation 0.022) for a truth of 0.48, and before
 // 0.135. The tolerance is that bias plus three standard errors.
 func TestOwnTimeSplitSlots(t *testing.T) {
-	m, err := model.Parse([]byte(slotsModel), "slots.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	const truth, bias, sd = 0.48, 0.024, 0.022 // busy cores; bias and sd over ten seeds, by hand
 	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"app": {Cores: 1}}, CPUSlots: map[string]int{"*": 1}}
 	var busy []float64
-	for _, seed := range seedList(3) {
-		path := filepath.Join(t.TempDir(), "traces.jsonl")
-		recordWith(t, path, m, tracegen.Options{Seed: seed, NoCPUTime: true}, 60000, nil)
-		x, err := extract.Run(context.Background(), []string{path}, "split", cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(x.Report.OwnTimeSplits) != 1 {
-			t.Fatalf("seed %d: %d splits, want the host's one; warnings %q", seed, len(x.Report.OwnTimeSplits), x.Report.Warnings)
-		}
-		s := x.Report.OwnTimeSplits[0]
+	seeds := seedList(3)
+	for k, x := range extractSeeds(t, slotsModel, cfg, seeds, 60000) {
+		seed := seeds[k]
+		s := hostSplit(t, x, seed)
 		item, list := opCPU(x.Model, "a/item"), opCPU(x.Model, "b/list")
 		busy = append(busy, 80*item+60*list)
 		t.Logf("seed %d: share %.3f (95 %% %.3f to %.3f), loose %q; lookup %.3g ms, listing %.3g ms, busy %.3f",
