@@ -465,7 +465,7 @@ func solveSplit(p *splitHost) (hostSplit, bool) {
 		}
 		return p.solveCoupled(post, seen)
 	}
-	a, waits, ok := p.busyAt(func(i int, w float64) float64 {
+	_, waits, ok := p.busyAt(func(i int, w float64) float64 {
 		if seen(ops[i]) {
 			return root(ops[i], w)
 		}
@@ -477,7 +477,7 @@ func solveSplit(p *splitHost) (hostSplit, bool) {
 	// The operations seen too rarely take the pooled share: solved again
 	// with them, the seen ones' demands as before at their new waits.
 	share = pooledShare(waits)
-	a, waits, ok = p.busyAt(func(i int, w float64) float64 {
+	a, waits, ok := p.busyAt(func(i int, w float64) float64 {
 		if seen(ops[i]) {
 			return root(ops[i], w)
 		}

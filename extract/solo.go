@@ -86,9 +86,9 @@ type soloSweep struct {
 	eff   int
 }
 
-// soloComp is one component in a sweep.
+// soloComp is one component in a sweep: its CPU slots and its own times
+// active now.
 type soloComp struct {
-	name   string
 	slots  int
 	active int
 }
@@ -149,7 +149,7 @@ func (w *soloSweep) compOf(comp string, slots int) int32 {
 	if w.index == nil {
 		w.index = map[string]int32{}
 	}
-	w.comps = append(w.comps, soloComp{name: comp, slots: slots})
+	w.comps = append(w.comps, soloComp{slots: slots})
 	for i := range w.open {
 		w.open[i] = append(w.open[i], nil)
 	}
@@ -242,7 +242,8 @@ func newSoloSweep(host string, calms map[string]*calmStats) *soloSweep {
 // calm executions find is timed at the first depth levels from now on.
 func (w *soloSweep) add(op *opStats, slots int, own float64, intervals []interval, depth int) {
 	w.depth = max(w.depth, min(depth, soloLevelCount))
-	x := &soloExec{op: op, own: own, left: len(intervals), comp: w.compOf(op.component, slots), calm: w.calmOf(op.component, slots)}
+	c := w.compOf(op.component, slots) // the slots it was first met with
+	x := &soloExec{op: op, own: own, left: len(intervals), comp: c, calm: w.calmOf(op.component, w.comps[c].slots)}
 	if x.left == 0 {
 		x.done() // nothing of its own to overlap
 		return
