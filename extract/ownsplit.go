@@ -89,6 +89,10 @@ type splitOp struct {
 	n float64
 }
 
+// seen says whether enough of the operation's executions stayed within
+// for its own difference to count.
+func (o splitOp) seen() bool { return o.n >= soloMin && o.within > 0 }
+
 // hostSplit is the split found on one host.
 type hostSplit struct {
 	busy   float64   // busy cores per replica the demands make
@@ -333,7 +337,7 @@ func (p *splitHost) busyAt(demand func(i int, w float64) float64) (a float64, wa
 // over ten seeds, half of them with narrow posteriors; with it, 3.7 to 4.5
 // and 2.8 to 3.7). Operations whose executions within were too few take
 // the pooled mean.
-func (p *splitHost) solveCoupled(post sharePosterior, seen func(splitOp) bool) (hostSplit, bool) {
+func (p *splitHost) solveCoupled(post sharePosterior) (hostSplit, bool) {
 	ops := p.ops
 	shares := make([]float64, len(ops))
 	hs := hostSplit{identified: told(post, post.mean), lo: post.lo, hi: post.hi,
@@ -352,7 +356,7 @@ func (p *splitHost) solveCoupled(post sharePosterior, seen func(splitOp) bool) (
 			d[i] = c * o.own / (1 + c*waits[i])
 		}
 		for i, o := range ops {
-			if !seen(o) {
+			if !o.seen() {
 				continue
 			}
 			q := opShare(o, p.waitBeside(i, a, d))
@@ -364,7 +368,7 @@ func (p *splitHost) solveCoupled(post sharePosterior, seen func(splitOp) bool) (
 		}
 	}
 	for i, o := range ops {
-		if !seen(o) {
+		if !o.seen() {
 			shares[i] = post.mean
 			continue
 		}
@@ -412,22 +416,21 @@ func (p *splitHost) solveCoupled(post sharePosterior, seen func(splitOp) bool) (
 func solveSplit(p *splitHost) (hostSplit, bool) {
 	ops := p.ops
 	var pooled, pooledVar float64
-	seen := func(o splitOp) bool { return o.n >= soloMin && o.within > 0 }
 	for _, o := range ops {
-		if !seen(o) {
+		if !o.seen() {
 			continue
 		}
 		pooled += o.rate * math.Max(o.own-o.within, 0)
 		pooledVar += o.rate * o.rate * (o.ownSE*o.ownSE + o.withinSE*o.withinSE)
 	}
-	if !slices.ContainsFunc(ops, seen) || p.am >= loadCap*float64(p.c) {
+	if !slices.ContainsFunc(ops, splitOp.seen) || p.am >= loadCap*float64(p.c) {
 		return hostSplit{}, false
 	}
 	// All CPU: each own time is D·(1 + W).
 	if _, waits, ok := p.busyAt(func(i int, w float64) float64 { return ops[i].own / (1 + w) }); ok {
 		expected := 0.0
 		for i, o := range ops {
-			if seen(o) {
+			if o.seen() {
 				expected += o.rate * o.own * waits[i] / (1 + waits[i])
 			}
 		}
@@ -442,7 +445,7 @@ func solveSplit(p *splitHost) (hostSplit, bool) {
 	pooledShare := func(waits []float64) float64 {
 		x := 0.0
 		for i, o := range ops {
-			if seen(o) {
+			if o.seen() {
 				x += o.rate * waits[i] * o.within
 			}
 		}
@@ -458,15 +461,15 @@ func solveSplit(p *splitHost) (hostSplit, bool) {
 		}
 		return o.within
 	}
-	post, weighed := shareOf(p, seen, pooled, math.Sqrt(pooledVar))
+	post, weighed := shareOf(p, pooled, math.Sqrt(pooledVar))
 	if len(p.slots) > 0 {
 		if !weighed {
 			return hostSplit{}, false
 		}
-		return p.solveCoupled(post, seen)
+		return p.solveCoupled(post)
 	}
 	_, waits, ok := p.busyAt(func(i int, w float64) float64 {
-		if seen(ops[i]) {
+		if ops[i].seen() {
 			return root(ops[i], w)
 		}
 		return 0 // set below, from the share the others make
@@ -478,7 +481,7 @@ func solveSplit(p *splitHost) (hostSplit, bool) {
 	// with them, the seen ones' demands as before at their new waits.
 	share = pooledShare(waits)
 	a, waits, ok := p.busyAt(func(i int, w float64) float64 {
-		if seen(ops[i]) {
+		if ops[i].seen() {
 			return root(ops[i], w)
 		}
 		return share * ops[i].own / (1 + share*w)
@@ -502,7 +505,7 @@ func solveSplit(p *splitHost) (hostSplit, bool) {
 	// what that difference allows. The rest take the pooled share.
 	for i, o := range ops {
 		d[i] = root(o, waits[i])
-		if !seen(o) {
+		if !o.seen() {
 			d[i] = share * o.own / (1 + share*waits[i])
 		}
 	}
@@ -510,7 +513,7 @@ func solveSplit(p *splitHost) (hostSplit, bool) {
 	hs.mean = make([]bool, len(ops))
 	for i, o := range ops {
 		fixed[i], hs.mean[i] = share, !hs.identified
-		if !seen(o) {
+		if !o.seen() {
 			continue
 		}
 		q := opShare(o, p.waitBeside(i, a, d))
@@ -629,15 +632,15 @@ const shareGrid = 200
 
 // shareOf weighs each share s between 0 and 1 by the likelihood of the
 // pooled difference measured, pooled ± se, where the operations whose
-// executions within were seen (seen) would have grown by Σλ·s·own·W/(1 +
-// s·W) at the waits W that share makes (busyAt). A uniform prior on s is
-// all that is assumed. The growth is a flat function of s at light loads,
-// where the wait is small whatever the share, and a steep one near
-// saturation: a difference within its noise of none then allows anything
-// from no CPU to most of the own time, and the point where the equation
-// meets the noisy difference is no better than a draw from that range. ok
-// is false when no share is possible.
-func shareOf(p *splitHost, seen func(splitOp) bool, pooled, se float64) (sharePosterior, bool) {
+// executions within were seen (splitOp.seen) would have grown by
+// Σλ·s·own·W/(1 + s·W) at the waits W that share makes (busyAt). A
+// uniform prior on s is all that is assumed. The growth is a flat function
+// of s at light loads, where the wait is small whatever the share, and a
+// steep one near saturation: a difference within its noise of none then
+// allows anything from no CPU to most of the own time, and the point where
+// the equation meets the noisy difference is no better than a draw from
+// that range. ok is false when no share is possible.
+func shareOf(p *splitHost, pooled, se float64) (sharePosterior, bool) {
 	se = math.Max(se, 1e-9*math.Abs(pooled))
 	post := posterior(func(s float64) (float64, bool) {
 		_, waits, ok := p.busyAt(func(i int, w float64) float64 { return s * p.ops[i].own / (1 + s*w) })
@@ -646,7 +649,7 @@ func shareOf(p *splitHost, seen func(splitOp) bool, pooled, se float64) (sharePo
 		}
 		grown := 0.0
 		for i, o := range p.ops {
-			if seen(o) {
+			if o.seen() {
 				grown += o.rate * s * o.own * waits[i] / (1 + s*waits[i])
 			}
 		}
@@ -794,6 +797,15 @@ func (g *generator) splitOwnTimes() {
 		hs, ok := solveSplit(p)
 		g.hostSCVs = nil // weighted by demands, which the split changes
 		if !ok {
+			active, anySeen := 0.0, false
+			for _, o := range ops {
+				active += o.rate * o.own
+				anySeen = anySeen || o.seen()
+			}
+			if !anySeen {
+				g.rep.evidencef("host %s: too few executions of %s whose CPU nothing measures waited for no core to split their own times (%.3g own times active at once on average, on %d cores): taken as CPU", h.Name, textout.Plural(len(ops), "operation"), active, h.CPU.Cores)
+				continue
+			}
 			g.rep.evidencef("host %s: the own times of %s whose CPU nothing measures grow with the load as if they were all CPU, or too little shows to tell (a light load, few executions that waited for no core): taken as CPU", h.Name, textout.Plural(len(ops), "operation"))
 			continue
 		}

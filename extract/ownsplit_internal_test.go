@@ -84,7 +84,6 @@ func meanSD(xs []float64) (mean, sd float64) {
 // prior, mean 0.5 and central 95 % from 0.025 to 0.975.
 func TestShareOf(t *testing.T) {
 	ops := []splitOp{{id: "a", rate: 100, own: 2e-3, within: 1.8e-3, n: 1000}, {id: "b", rate: 50, own: 4e-3}}
-	seen := func(o splitOp) bool { return o.n >= soloMin && o.within > 0 }
 	w := func(a float64) float64 { return burstyWaitFactor(1, a, 1) }
 	// The growth of a at s = 0.3: the busy cores solved by hand.
 	const s = 0.3
@@ -102,7 +101,7 @@ func TestShareOf(t *testing.T) {
 		{grown * 1e-3, s, s, s, 0.01},
 		{grown * 1e6, 0.5, 0.025, 0.975, 0.01},
 	} {
-		p, ok := shareOf(&splitHost{ops: ops, c: 1, scv: 1}, seen, grown, tc.se)
+		p, ok := shareOf(&splitHost{ops: ops, c: 1, scv: 1}, grown, tc.se)
 		if !ok {
 			t.Fatalf("se %g: no posterior", tc.se)
 		}
