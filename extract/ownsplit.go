@@ -259,6 +259,30 @@ type splitHost struct {
 	slots map[string]int
 	c     int
 	scv   float64 // the squared cv of the arrivals the host's CPU sees
+	// groups holds, per component with slots, its operations' indices,
+	// found once (groupOps).
+	groups [][]int
+}
+
+// groupOps returns the indices of the operations of each component with
+// CPU slots, in the order the components first appear.
+func (p *splitHost) groupOps() [][]int {
+	if p.groups == nil {
+		index := map[string]int{}
+		for i, o := range p.ops {
+			if p.slots[o.comp] == 0 {
+				continue
+			}
+			g, ok := index[o.comp]
+			if !ok {
+				g = len(p.groups)
+				index[o.comp] = g
+				p.groups = append(p.groups, nil)
+			}
+			p.groups[g] = append(p.groups[g], i)
+		}
+	}
+	return p.groups
 }
 
 // busyAt solves, for demands that demand gives each operation from its
@@ -273,12 +297,7 @@ type splitHost struct {
 func (p *splitHost) busyAt(demand func(i int, w float64) float64) (a float64, waits []float64, ok bool) {
 	waits = make([]float64, len(p.ops))
 	w := func(a float64) float64 { return burstyWaitFactor(p.c, math.Max(a, 0), p.scv) }
-	var slotted []string
-	for _, o := range p.ops {
-		if p.slots[o.comp] > 0 && !slices.Contains(slotted, o.comp) {
-			slotted = append(slotted, o.comp)
-		}
-	}
+	groups := p.groupOps()
 	// busy is what the demands make at host load a.
 	busy := func(a float64) float64 {
 		total := 0.0
@@ -288,19 +307,19 @@ func (p *splitHost) busyAt(demand func(i int, w float64) float64) (a float64, wa
 				total += o.rate * demand(i, waits[i])
 			}
 		}
-		for _, comp := range slotted {
+		for _, group := range groups {
 			// The component's load aj is a fixed point of a rising
 			// function (less wait, more demand): iterated up from what
 			// was measured, it reaches the least one.
+			comp := p.ops[group[0]].comp
 			k, base := float64(p.slots[comp]), p.amComp[comp]
 			aj := base
 			for range 200 {
 				next := base
-				for i, o := range p.ops {
-					if o.comp == comp {
-						waits[i] = w(a - aj/k)
-						next += o.rate * demand(i, waits[i])
-					}
+				wa := w(a - aj/k)
+				for _, i := range group {
+					waits[i] = wa
+					next += p.ops[i].rate * demand(i, wa)
 				}
 				done := next-aj <= 1e-9*math.Max(next, 1e-9)
 				aj = next
