@@ -260,8 +260,9 @@ type cpuWaitKey struct {
 // host's, less what its own component's CPU slots keep from it: with k
 // slots a burst has at most k − 1 bursts of its component beside it on the
 // CPU, so that component's load counts (k − 1)/k, not at all with one slot
-// (a Go service with GOMAXPROCS 1 runs one request's CPU at a time). A
-// window's load is its expected busy time, scaled so that the windows'
+// (a Go service with GOMAXPROCS 1 runs one request's CPU at a time); where
+// the slots beside it are fewer than the cores, it waits for none
+// (waitsForCores). A window's load is its expected busy time, scaled so that the windows'
 // mean is that load over the traces, which counts work no window shows,
 // such as the CPU outside spans that metrics give.
 func (g *generator) cpuWaitFactor(comp string) float64 {
@@ -286,6 +287,11 @@ func (g *generator) waitFactorOn(h *model.Host, comp string, k int) float64 {
 	}
 	if g.cpuWaits == nil {
 		g.cpuWaits = map[cpuWaitKey]float64{}
+	}
+	if key.comp != "" && !g.waitsForCores(h, comp) {
+		f := g.throttleWaitFactor(h)
+		g.cpuWaits[key] = f
+		return f
 	}
 	weight := func(id string) float64 {
 		if op := g.s.ops[id]; op != nil && op.component == key.comp {
@@ -332,6 +338,41 @@ func (g *generator) waitFactorOn(h *model.Host, comp string, k int) float64 {
 	f += g.throttleWaitFactor(h)
 	g.cpuWaits[key] = f
 	return f
+}
+
+// waitsForCores reports whether a CPU burst of component comp, which has
+// CPU slots, can find every core of its host h busy. Where every
+// component with work on h has slots, at most its own slots less one and
+// the others' slots run beside the burst; when they are fewer than the
+// cores, processor sharing gives each burst a core of its own and the
+// burst never waits (a Go service alone on its machine, GOMAXPROCS at
+// most its cores). A component without slots, or an external system with
+// CPU on h, can put any number of bursts there.
+func (g *generator) waitsForCores(h *model.Host, comp string) bool {
+	k := g.cfg.cpuSlots(comp)
+	if k == 0 {
+		return true
+	}
+	beside := k - 1
+	seen := map[string]bool{comp: true}
+	for _, id := range slices.Sorted(maps.Keys(g.s.ops)) {
+		op := g.s.ops[id]
+		if op.count == 0 || seen[op.component] || g.hostOf[op.component] != h {
+			continue
+		}
+		seen[op.component] = true
+		j := g.cfg.cpuSlots(op.component)
+		if j == 0 {
+			return true
+		}
+		beside += j
+	}
+	for _, id := range slices.Sorted(maps.Keys(g.externals)) {
+		if x := g.externals[id]; x.host == h && x.r.CPU > 0 {
+			return true
+		}
+	}
+	return beside >= h.CPU.Cores
 }
 
 // entryCV is the interarrival cv of the requests entering at operation

@@ -257,8 +257,11 @@ type splitHost struct {
 	// slots holds the CPU slots of the components that have them
 	// (Config.CPUSlots).
 	slots map[string]int
-	c     int
-	scv   float64 // the squared cv of the arrivals the host's CPU sees
+	// free holds the components with slots whose bursts never find every
+	// core busy (waitsForCores is false): they wait for no core.
+	free map[string]bool
+	c    int
+	scv  float64 // the squared cv of the arrivals the host's CPU sees
 	// groups holds, per component with slots, its operations' indices,
 	// found once (groupOps).
 	groups [][]int
@@ -316,7 +319,10 @@ func (p *splitHost) busyAt(demand func(i int, w float64) float64) (a float64, wa
 			aj := base
 			for range 200 {
 				next := base
-				wa := w(a - aj/k)
+				wa := 0.0
+				if !p.free[comp] {
+					wa = w(a - aj/k)
+				}
 				for _, i := range group {
 					waits[i] = wa
 					next += p.ops[i].rate * demand(i, wa)
@@ -565,10 +571,15 @@ func solveSplit(p *splitHost) (hostSplit, bool) {
 }
 
 // told says whether a posterior tells a share: its central 95 % is no
-// wider than twice splitPrecision, excludes no CPU, and holds the share
-// the equation's root gives.
+// wider than twice splitPrecision nor than half the prior's over the
+// shares possible, excludes no CPU, and holds the share the equation's
+// root gives. The second bound keeps the cores' capacity from passing for
+// the growth's evidence: where the growth says nothing (no burst ever
+// waits for a core) but most shares would ask for more CPU than the cores
+// hold, the posterior is the prior over the rest, narrow and clear of
+// zero.
 func told(post sharePosterior, root float64) bool {
-	return post.lo > 0 && post.lo <= root && root <= post.hi && post.hi-post.lo <= 2*splitPrecision
+	return post.lo > 0 && post.lo <= root && root <= post.hi && post.hi-post.lo <= min(2*splitPrecision, post.prior/2)
 }
 
 // opShare is shareOf for one operation alone: the likelihood of its own
@@ -619,6 +630,9 @@ func (p *splitHost) waitBeside(i int, a float64, d []float64) func(delta float64
 		if host >= loadCap*float64(p.c) {
 			return 0, false
 		}
+		if p.free[o.comp] {
+			return 0, true
+		}
 		if k > 0 {
 			host -= (comp - now + delta) / k
 		}
@@ -644,6 +658,10 @@ func meanWait(ops []splitOp, d, waits []float64) float64 {
 // s of own time without waits that is CPU, under a uniform prior on s.
 type sharePosterior struct {
 	mean, lo, hi float64 // its mean and central 95 %
+	// prior is the width of the prior's central 95 % over the shares
+	// possible (those the cores can hold): where the likelihood is flat,
+	// the posterior is as wide as that.
+	prior float64
 }
 
 // shareGrid is the number of shares at which shareOf weighs the evidence.
@@ -685,16 +703,18 @@ func shareOf(p *splitHost, pooled, se float64) (sharePosterior, bool) {
 func posterior(like func(s float64) (float64, bool)) sharePosterior {
 	var weights [shareGrid]float64
 	total := 0.0
+	possible := 0
 	for k := range shareGrid {
 		if x, ok := like((float64(k) + 0.5) / shareGrid); ok {
 			weights[k] = x
 			total += x
+			possible++
 		}
 	}
 	if !(total > 0) {
 		return sharePosterior{mean: math.NaN()}
 	}
-	var post sharePosterior
+	post := sharePosterior{prior: 0.95 * float64(possible) / shareGrid}
 	cum := 0.0
 	for k, x := range weights {
 		s := (float64(k) + 0.5) / shareGrid
@@ -795,6 +815,12 @@ func (g *generator) splitOwnTimes() {
 			if slots := g.cfg.cpuSlots(op.component); slots > 0 {
 				p.slots[op.component] = slots
 				k.comp = op.component
+				if !g.waitsForCores(h, op.component) {
+					if p.free == nil {
+						p.free = map[string]bool{}
+					}
+					p.free[op.component] = true
+				}
 			}
 			d, own := g.cpuTotal(op)
 			if !own {
@@ -856,6 +882,9 @@ func (g *generator) splitOwnTimes() {
 		how := "the pooled share told"
 		if !hs.identified {
 			how = "the pooled share not told by the data"
+		}
+		if !slices.ContainsFunc(ops, func(o splitOp) bool { return !p.free[o.comp] }) {
+			how = "no burst here ever waits for a core, its CPU slots and the others' beside it being fewer than the cores, so the growth says nothing of the share: the mean of those the cores can hold"
 		}
 		g.rep.evidencef("host %s: own times split into CPU and time off the CPU by how much longer they are than those of executions that had at most %d others beside them and so waited for no core (with %d cores at %.2f busy, processor sharing makes the CPU wait %.3g times the demand): %.0f %% of the own time without waits is CPU (pooled, 95 %%: %.0f to %.0f %%: %s)",
 			h.Name, soloLevels[level], h.CPU.Cores, hs.busy, hs.wait, 100*hs.share, 100*hs.lo, 100*hs.hi, how)

@@ -327,3 +327,33 @@ func TestOwnTimeSplitSlots(t *testing.T) {
 		t.Errorf("busy cores %.3f over %d seeds, truth %.3f ± %.3f", mean, len(busy), truth, tol)
 	}
 }
+
+// TestOwnTimeSplitNoCoreWait splits the own times of goAloneModel's
+// service, two CPU slots alone on two cores: no burst ever waits for a
+// core, so the growth of its own times (the slots' waits inside the item's
+// spans) says nothing of the share that is CPU. Only the cores' capacity
+// bounds it (the own times would keep 4.2 cores busy), and a posterior
+// that is the prior over the shares the cores hold must not pass for a
+// told one: the host's share is reported untold, both operations loose,
+// its interval covering the truth's 35 %: 24 % (1 to 44 %) for two
+// seeds. Before, with a wait for the cores taken at the host's load less
+// half the service's, the growth was read as little CPU: 9 % (0 to 19 %),
+// 0.39 cores busy for 1.48.
+func TestOwnTimeSplitNoCoreWait(t *testing.T) {
+	const truth = 1.48 / (250*13.6e-3 + 120*7.0e-3) // the CPU over the own times without waits
+	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"app": {Cores: 2}}, CPUSlots: map[string]int{"api": 2}}
+	seeds := seedList(2)
+	for k, x := range extractSeeds(t, goAloneModel, cfg, seeds, 60000) {
+		s := hostSplit(t, x, seeds[k])
+		t.Logf("seed %d: share %.3f (95 %% %.3f to %.3f), identified %v, loose %q", seeds[k], s.Share, s.Low, s.High, s.Identified, s.Loose)
+		if s.Identified {
+			t.Errorf("seed %d: the share is reported told", seeds[k])
+		}
+		if !slices.Equal(s.Loose, []string{"api/item", "api/list"}) {
+			t.Errorf("seed %d: operations named as untold: %q, want both", seeds[k], s.Loose)
+		}
+		if s.Low > truth || s.High < truth {
+			t.Errorf("seed %d: 95 %% interval %.3f to %.3f misses the truth %.3f", seeds[k], s.Low, s.High, truth)
+		}
+	}
+}

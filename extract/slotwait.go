@@ -23,6 +23,9 @@ type slotQueue struct {
 	k, cores         int
 	mean, cs2, speed float64
 	scv, hostSCV     float64
+	// free is set where a burst never finds every core busy
+	// (waitsForCores is false).
+	free bool
 }
 
 // slotQueue returns comp's slotQueue and its slots' mean load (see
@@ -35,12 +38,16 @@ func (g *generator) slotQueue(comp string) (q slotQueue, a float64, ok bool) {
 		return slotQueue{}, 0, false
 	}
 	return slotQueue{k: k, cores: h.CPU.Cores, mean: mean, cs2: cs2, speed: h.CPU.Speed,
-		scv: g.componentSCV(comp), hostSCV: g.arrivalSCV(h)}, a, true
+		scv: g.componentSCV(comp), hostSCV: g.arrivalSCV(h), free: !g.waitsForCores(h, comp)}, a, true
 }
 
 // cpuWait is the factor of a burst's wait for the host's CPU at load
-// (busy cores) beside it: GI/M/c's for the host's arrivals.
+// (busy cores) beside it: GI/M/c's for the host's arrivals, none where
+// the slots beside the burst are fewer than the cores.
 func (q slotQueue) cpuWait(load float64) float64 {
+	if q.free {
+		return 0
+	}
 	return burstyWaitFactor(q.cores, load, q.hostSCV)
 }
 

@@ -530,12 +530,15 @@ func (e *env) experiment(ctx context.Context, o options) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
-	var gaps map[string]float64
+	var gaps, fixedGaps map[string]float64
 	if o.clientGap {
 		if gaps, err = clientGaps(ctx, refM.Dirs, refM.Parts, refM.Load); err != nil {
 			return nil, err
 		}
-		addClientDelays(refX.Model, gaps)
+		if fixedGaps, err = lessModeled(ctx, refX.Model, ref, e.mix, o.precision, gaps); err != nil {
+			return nil, err
+		}
+		addClientDelays(refX.Model, fixedGaps)
 	}
 	if err := saveModel(filepath.Join(e.work, "reference-model.yaml"), refX.Model, ref); err != nil {
 		return nil, err
@@ -600,8 +603,16 @@ func (e *env) experiment(ctx context.Context, o options) (*report, error) {
 			if err != nil {
 				return nil, err
 			}
-			addClientDelays(ncX.Model, g)
-			addClientDelays(ncT.Model, g)
+			gx, err := lessModeled(ctx, ncX.Model, rows[ncIdx].s, e.mix, o.precision, g)
+			if err != nil {
+				return nil, err
+			}
+			gt, err := lessModeled(ctx, ncT.Model, rows[ncIdx].s, e.mix, o.precision, g)
+			if err != nil {
+				return nil, err
+			}
+			addClientDelays(ncX.Model, gx)
+			addClientDelays(ncT.Model, gt)
 		}
 		// Kept beside the reference's, to compare the two extractions.
 		if err := saveModel(filepath.Join(e.work, "span-cpu-off-model.yaml"), ncX.Model, rows[ncIdx].s); err != nil {
@@ -636,7 +647,7 @@ func (e *env) experiment(ctx context.Context, o options) (*report, error) {
 		loadBefore: loadBefore, loadAfter: loadAfter, busyBefore: busyBefore, pinned: e.pin,
 		phases: e.phases, mix: e.mix, saturation: saturation, firstSaturation: firstSaturation, warmSaturation: warmSaturation, perRequest: perRequest, spanShare: spanShare,
 		warnings: refX.Report.Warnings, order: order, steps: stepM, curves: refX.Report.SpeedCurves, ref: refX.Model,
-		gaps: gaps, outside: o.outside, slice: o.slice, sliceFrom: o.sliceFrom, refMean: refM.Load.All.Mean, rounds: e.rounds,
+		gaps: gaps, fixedGaps: fixedGaps, outside: o.outside, slice: o.slice, sliceFrom: o.sliceFrom, refMean: refM.Load.All.Mean, rounds: e.rounds,
 	}
 	for _, r := range append(rows, extra...) {
 		rep.rows = append(rep.rows, reportRow{setup: r.s, measured: r.m, predicted: r.pred, adjusted: r.adjusted, speed: r.speed})

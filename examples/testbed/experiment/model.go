@@ -347,6 +347,32 @@ func rootSpans(ctx context.Context, path string, load *loadgen.Result, sum, n ma
 	}
 }
 
+// lessModeled returns gaps less what model m, solved by simulation in
+// configuration s (the one the gaps were measured in), already puts
+// outside the gateway's root spans: the wait for the gateway's first CPU
+// slot, which a Go server takes before its span starts, so that the load
+// generator's time holds it and no span does. Extraction leaves that wait
+// in no own time and the model makes it again, so the gap's fixed delay
+// keeps only the rest (the loopback network, the client's own work);
+// gaps do not go below zero.
+func lessModeled(ctx context.Context, m *model.Model, s setup, mix map[string]float64, precision float64, gaps map[string]float64) (map[string]float64, error) {
+	res, err := predict(ctx, m, s, mix, precision, 1)
+	if err != nil {
+		return nil, err
+	}
+	names := workloadOf(m)
+	out := map[string]float64{}
+	for class, gap := range gaps {
+		out[class] = gap
+		w, op := res.Workloads[names[class]], res.Operations[shop.EntryOperations[class]]
+		if w == nil || op == nil || op.Span == nil {
+			continue
+		}
+		out[class] = math.Max(gap-(w.ResponseTime.Mean-op.Span.Mean), 0)
+	}
+	return out, nil
+}
+
 // addClientDelays puts each class's gap (clientGaps) as a fixed delay at
 // the start of its workload in m, so that predictions are of the
 // response time the load generator measures. Negative gaps are left out.
