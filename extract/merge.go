@@ -51,6 +51,7 @@ func (s *State) Merge(o *State) {
 			mine.begun[i] += op.begun[i]
 		}
 		mine.errors += op.errors
+		mine.bare += op.bare
 		mine.countSq += op.countSq
 		mine.cpuSq += op.cpuSq
 		mine.resp.merge(op.resp)

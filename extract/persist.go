@@ -157,6 +157,8 @@ type savedOp struct {
 	CountSq   float64                                `json:"count_sq,omitempty"`
 	CPUSq     float64                                `json:"cpu_sq,omitempty"`
 	Errors    int64                                  `json:"errors,omitempty"`
+	// Bare is op.bare; absent in states saved before it was kept.
+	Bare int64 `json:"bare,omitempty"`
 	// Within are the samples of op.within past the first (Solo); Begun
 	// its counts begun. Absent in states saved before they were kept.
 	Within []*savedSample `json:"within,omitempty"`
@@ -397,7 +399,7 @@ func saveSample(sm *sample) *savedSample {
 
 func saveOp(op *opStats) *savedOp {
 	v := &savedOp{
-		Component: op.component, Name: op.name, Count: op.count, CountSq: op.countSq, CPUSq: op.cpuSq, Errors: op.errors,
+		Component: op.component, Name: op.name, Count: op.count, CountSq: op.countSq, CPUSq: op.cpuSq, Errors: op.errors, Bare: op.bare,
 		Begun: slices.Clone(op.begun[:]),
 		Within: func() []*savedSample {
 			var out []*savedSample
@@ -768,7 +770,10 @@ func (v *savedOp) restore(id string) (*opStats, error) {
 	if v.Errors < 0 || v.Errors > v.Count {
 		return nil, fmt.Errorf("%d errors of %d executions", v.Errors, v.Count)
 	}
-	op := &opStats{component: v.Component, name: v.Name, count: v.Count, countSq: v.CountSq, cpuSq: v.CPUSq, errors: v.Errors,
+	if v.Bare < 0 || v.Bare > v.Count {
+		return nil, fmt.Errorf("%d executions called with no client span of %d", v.Bare, v.Count)
+	}
+	op := &opStats{component: v.Component, name: v.Name, count: v.Count, countSq: v.CountSq, cpuSq: v.CPUSq, errors: v.Errors, bare: v.Bare,
 		variants: map[string]map[string]*variant{}, params: map[string]map[string]*paramStats{}}
 	var errs [6]error
 	op.resp, errs[0] = v.Resp.restore()

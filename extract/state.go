@@ -186,6 +186,11 @@ type opStats struct {
 	// from the client span's start to the server span's: the network, and
 	// whatever the request waited for before the server began it.
 	preSpan *sample
+	// bare counts the executions another service's span called with no
+	// client span between them (a hop with no client span): what such an
+	// execution waited for before its span started is in its caller's own
+	// time.
+	bare int64
 	// variants are the observed sequences of calls, by request class (the
 	// entry operation of the request) and then by signature.
 	variants map[string]map[string]*variant
@@ -493,6 +498,7 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 			case isOperation(c, parent):
 				found = append(found, foundElem(elemCall, c, cfg.opID(c.Span)))
 				s.operationCalled(c, class, params, cfg, host)
+				s.ops[cfg.opID(c.Span)].bare++
 			case c.Span.Kind == ingest.KindClient || c.Span.Kind == ingest.KindProducer:
 				servers := 0
 				for _, g := range c.Children {
