@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -285,19 +286,32 @@ func TestExtractRecoversKnownModel(t *testing.T) {
 }
 
 func TestExtractMergeEqualsWhole(t *testing.T) {
-	spans := generate(2, 3000, true)
-	whole := fold(t, spans)
-	// Split by trace: the first half of the requests and the rest.
-	cut := len(spans) / 2
-	for cut < len(spans) && spans[cut].TraceID == spans[cut-1].TraceID {
-		cut++
-	}
-	a, b := fold(t, spans[:cut]), fold(t, spans[cut:])
-	a.Merge(b)
-	m1, _ := whole.Model("x", nil)
-	m2, _ := a.Model("x", nil)
-	if y1, y2 := m1.Marshal(), m2.Marshal(); !bytes.Equal(y1, y2) {
-		t.Errorf("merged state gives another model:\n%s\n---\n%s", y1, y2)
+	for _, c := range []struct {
+		name  string
+		spans []*ingest.Span
+		cfg   *Config
+	}{
+		{"shop", generate(2, 3000, true), nil},
+		{"hops with no client span", withoutClients(generate(2, 3000, true)), &Config{CPUSlots: map[string]int{"*": 2}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			whole := foldWith(t, c.spans, c.cfg)
+			// Split by trace: the first half of the requests and the rest.
+			cut := len(c.spans) / 2
+			for cut < len(c.spans) && c.spans[cut].TraceID == c.spans[cut-1].TraceID {
+				cut++
+			}
+			a, b := foldWith(t, c.spans[:cut], c.cfg), foldWith(t, c.spans[cut:], c.cfg)
+			a.Merge(b)
+			m1, _ := whole.Model("x", c.cfg)
+			m2, _ := a.Model("x", c.cfg)
+			if y1, y2 := m1.Marshal(), m2.Marshal(); !bytes.Equal(y1, y2) {
+				t.Errorf("merged state gives another model:\n%s\n---\n%s", y1, y2)
+			}
+			if !maps.Equal(whole.siteBare, a.siteBare) || c.cfg != nil && len(whole.siteBare) == 0 {
+				t.Errorf("calls with no client span: whole %v, merged %v", whole.siteBare, a.siteBare)
+			}
+		})
 	}
 }
 

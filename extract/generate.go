@@ -1474,8 +1474,7 @@ func (g *generator) inSpanSlotWait(op *opStats) float64 {
 // for its slot before its span starts (inSpanSlotWait), and with no client
 // span that wait falls in the caller's own time, not in a call's latency.
 // The model makes it again in the callee, so it is taken out of the
-// caller's: per call, the callee's slot wait (slotWait) times the share of
-// the callee's executions that were called so. A Go front end on two
+// caller's: the callee's slot wait (slotWait) per such call. A Go front end on two
 // cores calling a Go store with no client span, the store's slots 70 %
 // busy, kept the store's 3.85 ms wait as its own delay, and the model
 // predicted the page 26 % slow.
@@ -1485,16 +1484,11 @@ func (g *generator) bareCallWait(caller string, op *opStats) float64 {
 	}
 	prefix := siteGroup(caller, "")
 	wait := 0.0
-	for _, key := range slices.Sorted(maps.Keys(g.s.siteTimes)) {
+	for _, key := range slices.Sorted(maps.Keys(g.s.siteBare)) {
 		target, ok := strings.CutPrefix(key, prefix)
-		if !ok {
-			continue
+		if callee := g.s.ops[target]; ok && callee != nil && g.cfg.cpuSlots(callee.component) > 0 {
+			wait += float64(g.s.siteBare[key]) / float64(op.count) * g.slotWait(callee.component)
 		}
-		callee, d := g.s.ops[target], g.s.siteTimes[key]
-		if callee == nil || callee.bare == 0 || callee.count == 0 || d == nil || g.cfg.cpuSlots(callee.component) == 0 {
-			continue
-		}
-		wait += float64(d.n) / float64(op.count) * float64(callee.bare) / float64(callee.count) * g.slotWait(callee.component)
 	}
 	return wait
 }

@@ -51,7 +51,6 @@ func (s *State) Merge(o *State) {
 			mine.begun[i] += op.begun[i]
 		}
 		mine.errors += op.errors
-		mine.bare += op.bare
 		mine.countSq += op.countSq
 		mine.cpuSq += op.cpuSq
 		mine.resp.merge(op.resp)
@@ -100,6 +99,9 @@ func (s *State) Merge(o *State) {
 	}
 	s.Windows.Merge(o.Windows)
 	mergeEach(s.siteTimes, o.siteTimes)
+	for k, n := range o.siteBare {
+		s.siteBare[k] += n
+	}
 	if o.sessions != nil {
 		if s.sessions == nil {
 			s.sessions = newSessionStats()

@@ -115,6 +115,9 @@ type savedState struct {
 	Categories  map[string][]string          `json:"categories,omitempty"`
 	Sessions    *savedSessions               `json:"sessions,omitempty"`
 	SiteTimes   map[string]*savedSample      `json:"site_times,omitempty"`
+	// SiteBare is State.siteBare; absent in states saved before it was
+	// kept.
+	SiteBare map[string]int64 `json:"site_bare,omitempty"`
 	Windows     map[string]*savedHostWindows `json:"windows,omitempty"`
 	Solo        map[string]*savedSolo        `json:"solo,omitempty"`
 	// Calm holds per host the calm executions found (calmStats), one
@@ -157,8 +160,6 @@ type savedOp struct {
 	CountSq   float64                                `json:"count_sq,omitempty"`
 	CPUSq     float64                                `json:"cpu_sq,omitempty"`
 	Errors    int64                                  `json:"errors,omitempty"`
-	// Bare is op.bare; absent in states saved before it was kept.
-	Bare int64 `json:"bare,omitempty"`
 	// Within are the samples of op.within past the first (Solo); Begun
 	// its counts begun. Absent in states saved before they were kept.
 	Within []*savedSample `json:"within,omitempty"`
@@ -349,6 +350,9 @@ func (s *State) snapshot() *savedState {
 			v.SiteTimes[k] = saveSample(sm)
 		}
 	}
+	if len(s.siteBare) > 0 {
+		v.SiteBare = maps.Clone(s.siteBare)
+	}
 	if s.Windows != nil && len(s.Windows.hosts) > 0 {
 		v.Windows = map[string]*savedHostWindows{}
 		for h, hw := range s.Windows.hosts {
@@ -399,7 +403,7 @@ func saveSample(sm *sample) *savedSample {
 
 func saveOp(op *opStats) *savedOp {
 	v := &savedOp{
-		Component: op.component, Name: op.name, Count: op.count, CountSq: op.countSq, CPUSq: op.cpuSq, Errors: op.errors, Bare: op.bare,
+		Component: op.component, Name: op.name, Count: op.count, CountSq: op.countSq, CPUSq: op.cpuSq, Errors: op.errors,
 		Begun: slices.Clone(op.begun[:]),
 		Within: func() []*savedSample {
 			var out []*savedSample
@@ -637,6 +641,12 @@ func (v *savedState) restore() (*State, error) {
 		}
 		s.siteTimes[k] = sm
 	}
+	for k, n := range v.SiteBare {
+		if d := s.siteTimes[k]; d == nil || n < 0 || n > d.n {
+			return nil, fmt.Errorf("call site %q: %d calls with no client span", strings.ReplaceAll(k, "\x00", " "), n)
+		}
+		s.siteBare[k] = n
+	}
 	for _, h := range slices.Sorted(maps.Keys(v.Windows)) {
 		hw, err := v.Windows[h].restore()
 		if err != nil {
@@ -770,10 +780,7 @@ func (v *savedOp) restore(id string) (*opStats, error) {
 	if v.Errors < 0 || v.Errors > v.Count {
 		return nil, fmt.Errorf("%d errors of %d executions", v.Errors, v.Count)
 	}
-	if v.Bare < 0 || v.Bare > v.Count {
-		return nil, fmt.Errorf("%d executions called with no client span of %d", v.Bare, v.Count)
-	}
-	op := &opStats{component: v.Component, name: v.Name, count: v.Count, countSq: v.CountSq, cpuSq: v.CPUSq, errors: v.Errors, bare: v.Bare,
+	op := &opStats{component: v.Component, name: v.Name, count: v.Count, countSq: v.CountSq, cpuSq: v.CPUSq, errors: v.Errors,
 		variants: map[string]map[string]*variant{}, params: map[string]map[string]*paramStats{}}
 	var errs [6]error
 	op.resp, errs[0] = v.Resp.restore()

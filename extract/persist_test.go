@@ -76,6 +76,7 @@ func TestStateSaveLoadFoldOn(t *testing.T) {
 		{"shop without CPU", generate(22, 3000, false), nil},
 		{"parameters", paramTraces(3000, 23), &Config{Params: []string{"http.request.body.size"}, ParamBins: 2}},
 		{"sessions", sessionTraces(40, 600, 24), &Config{Session: "session.id"}},
+		{"hops with no client span", withoutClients(generate(25, 3000, true)), &Config{CPUSlots: map[string]int{"*": 2}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -95,6 +96,37 @@ func TestStateSaveLoadFoldOn(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withoutClients leaves out the client spans that have a server span
+// below them, hanging their children on their parents, as traces of
+// callers whose HTTP clients are not instrumented have it.
+func withoutClients(spans []*ingest.Span) []*ingest.Span {
+	parent := map[ingest.SpanID]ingest.SpanID{}
+	served := map[ingest.SpanID]bool{}
+	for _, s := range spans {
+		if s.Kind == ingest.KindServer {
+			served[s.ParentID] = true
+		}
+	}
+	for _, s := range spans {
+		if s.Kind == ingest.KindClient && served[s.SpanID] {
+			parent[s.SpanID] = s.ParentID
+		}
+	}
+	var out []*ingest.Span
+	for _, s := range spans {
+		if _, ok := parent[s.SpanID]; ok {
+			continue
+		}
+		if p, ok := parent[s.ParentID]; ok {
+			c := *s
+			c.ParentID = p
+			s = &c
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 func TestStateSaveDeterministic(t *testing.T) {

@@ -65,8 +65,12 @@ type State struct {
 	// sessions aggregates the requests that carry a session id.
 	sessions *sessionStats
 	// siteTimes holds the durations of the calls of every call site (the
-	// caller's side, waits included).
+	// caller's side, waits included), and siteBare how many of them had
+	// no client span between the caller's span and the callee's (a hop
+	// with no client span): what the callee waited for before its span
+	// started is then in the caller's own time.
 	siteTimes map[string]*sample
+	siteBare  map[string]int64
 	// starts samples, per component replica (keyed as its concurrency
 	// profile, replicaGroup), the start times of its server spans: the
 	// arrivals its CPU sees, after the network, the balancer's split and
@@ -120,6 +124,7 @@ func NewState() *State {
 		categories: map[string]map[string]bool{},
 		Windows:    NewWindows(),
 		siteTimes:  map[string]*sample{},
+		siteBare:   map[string]int64{},
 		starts:     map[string]*arrivalSample{},
 		solo:       map[string]*soloSweep{},
 		calm:       map[string]*calmStats{},
@@ -186,11 +191,6 @@ type opStats struct {
 	// from the client span's start to the server span's: the network, and
 	// whatever the request waited for before the server began it.
 	preSpan *sample
-	// bare counts the executions another service's span called with no
-	// client span between them (a hop with no client span): what such an
-	// execution waited for before its span started is in its caller's own
-	// time.
-	bare int64
 	// variants are the observed sequences of calls, by request class (the
 	// entry operation of the request) and then by signature.
 	variants map[string]map[string]*variant
@@ -496,9 +496,10 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 				found = append(found, foundElem(elemSend, c, cfg.opID(c.Span)))
 				s.operationCalled(c, class, params, cfg, "")
 			case isOperation(c, parent):
-				found = append(found, foundElem(elemCall, c, cfg.opID(c.Span)))
+				f := foundElem(elemCall, c, cfg.opID(c.Span))
+				f.bare = true
+				found = append(found, f)
 				s.operationCalled(c, class, params, cfg, host)
-				s.ops[cfg.opID(c.Span)].bare++
 			case c.Span.Kind == ingest.KindClient || c.Span.Kind == ingest.KindProducer:
 				servers := 0
 				for _, g := range c.Children {
@@ -571,6 +572,9 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 				s.siteTimes[key] = d
 			}
 			d.add(seconds(f.end - f.start))
+			if f.bare {
+				s.siteBare[key]++
+			}
 		}
 	}
 
@@ -641,6 +645,8 @@ type found struct {
 	latency    float64
 	// async elements do not hold the caller.
 	async bool
+	// bare is set on a call with no client span (see State.siteBare).
+	bare bool
 }
 
 func foundElem(kind elemKind, n *trace.Node, target string) found {
