@@ -117,9 +117,9 @@ type savedState struct {
 	SiteTimes   map[string]*savedSample      `json:"site_times,omitempty"`
 	// SiteBare is State.siteBare; absent in states saved before it was
 	// kept.
-	SiteBare map[string]int64 `json:"site_bare,omitempty"`
-	Windows     map[string]*savedHostWindows `json:"windows,omitempty"`
-	Solo        map[string]*savedSolo        `json:"solo,omitempty"`
+	SiteBare map[string]int64             `json:"site_bare,omitempty"`
+	Windows  map[string]*savedHostWindows `json:"windows,omitempty"`
+	Solo     map[string]*savedSolo        `json:"solo,omitempty"`
 	// Calm holds per host the calm executions found (calmStats), one
 	// sample per level of soloLevels; absent in states saved before it
 	// was kept.
