@@ -185,6 +185,10 @@ type generator struct {
 	// slotWaits memoizes slotWait by component, bursts slotBursts.
 	slotWaits map[string]float64
 	bursts    map[string]slotBurst
+	// coreWaits memoizes waitsForCores by component; bareSites lists, by
+	// caller, the call sites with calls with no client span (bareCallWait).
+	coreWaits map[string]bool
+	bareSites map[string][]string
 	// fittedDelays holds the operations whose fixed delay was fitted at
 	// no load (see loadFreeDelay).
 	fittedDelays map[string]bool
@@ -1482,12 +1486,18 @@ func (g *generator) bareCallWait(caller string, op *opStats) float64 {
 	if op.count == 0 {
 		return 0
 	}
-	prefix := siteGroup(caller, "")
+	if g.bareSites == nil {
+		g.bareSites = map[string][]string{}
+		for _, key := range slices.Sorted(maps.Keys(g.s.siteBare)) {
+			if parts := strings.Split(key, "\x00"); len(parts) == 3 {
+				g.bareSites[parts[1]] = append(g.bareSites[parts[1]], parts[2])
+			}
+		}
+	}
 	wait := 0.0
-	for _, key := range slices.Sorted(maps.Keys(g.s.siteBare)) {
-		target, ok := strings.CutPrefix(key, prefix)
-		if callee := g.s.ops[target]; ok && callee != nil && g.cfg.cpuSlots(callee.component) > 0 {
-			wait += float64(g.s.siteBare[key]) / float64(op.count) * g.slotWait(callee.component)
+	for _, target := range g.bareSites[caller] {
+		if callee := g.s.ops[target]; callee != nil && g.cfg.cpuSlots(callee.component) > 0 {
+			wait += float64(g.s.siteBare[siteGroup(caller, target)]) / float64(op.count) * g.slotWait(callee.component)
 		}
 	}
 	return wait

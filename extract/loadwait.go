@@ -349,14 +349,32 @@ func (g *generator) waitFactorOn(h *model.Host, comp string, k int) float64 {
 // most its cores). A component without slots, or an external system with
 // CPU on h, can put any number of bursts there.
 func (g *generator) waitsForCores(h *model.Host, comp string) bool {
+	if w, ok := g.coreWaits[comp]; ok {
+		return w
+	}
+	if g.coreWaits == nil {
+		g.coreWaits = map[string]bool{}
+	}
+	w := g.computeWaitsForCores(h, comp)
+	g.coreWaits[comp] = w
+	return w
+}
+
+// computeWaitsForCores is waitsForCores, computed. The answer depends on
+// no order, so the maps are walked as they come.
+func (g *generator) computeWaitsForCores(h *model.Host, comp string) bool {
 	k := g.cfg.cpuSlots(comp)
 	if k == 0 {
 		return true
 	}
+	for _, x := range g.externals {
+		if x.host == h && x.r.CPU > 0 {
+			return true
+		}
+	}
 	beside := k - 1
 	seen := map[string]bool{comp: true}
-	for _, id := range slices.Sorted(maps.Keys(g.s.ops)) {
-		op := g.s.ops[id]
+	for _, op := range g.s.ops {
 		if op.count == 0 || seen[op.component] || g.hostOf[op.component] != h {
 			continue
 		}
@@ -366,11 +384,6 @@ func (g *generator) waitsForCores(h *model.Host, comp string) bool {
 			return true
 		}
 		beside += j
-	}
-	for _, id := range slices.Sorted(maps.Keys(g.externals)) {
-		if x := g.externals[id]; x.host == h && x.r.CPU > 0 {
-			return true
-		}
 	}
 	return beside >= h.CPU.Cores
 }
