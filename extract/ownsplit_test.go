@@ -340,7 +340,7 @@ func TestOwnTimeSplitSlots(t *testing.T) {
 // half the service's, the growth was read as little CPU: 9 % (0 to 19 %),
 // 0.39 cores busy for 1.48.
 func TestOwnTimeSplitNoCoreWait(t *testing.T) {
-	const truth = 1.48 / (250*13.6e-3 + 120*7.0e-3) // the CPU over the own times without waits
+	const truth = 1.48 / (250*13.6e-3 + 120*7.0e-3) // the CPU over the own times, which hold no wait for a core
 	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"app": {Cores: 2}}, CPUSlots: map[string]int{"api": 2}}
 	seeds := seedList(2)
 	for k, x := range extractSeeds(t, goAloneModel, cfg, seeds, 60000) {
