@@ -700,12 +700,26 @@ func (v *savedState) restore() (*State, error) {
 }
 
 // consistent checks what folding keeps true across the parts of a state
-// and making a model relies on: every operation placed, every entry and
-// every operation in a window one of the operations.
+// and making a model relies on: every operation placed, every entry, every
+// operation in a window and every operation called or sent to one of the
+// operations.
 func (s *State) consistent() error {
 	for _, id := range slices.Sorted(maps.Keys(s.ops)) {
-		if s.placement[s.ops[id].component] == nil {
+		op := s.ops[id]
+		if s.placement[op.component] == nil {
 			return fmt.Errorf("operation %q: its component is placed on no host", id)
+		}
+		for _, class := range slices.Sorted(maps.Keys(op.variants)) {
+			if err := s.knownTargets(op.variants[class]); err != nil {
+				return fmt.Errorf("operation %q: %w", id, err)
+			}
+		}
+		for _, p := range slices.Sorted(maps.Keys(op.params)) {
+			for _, b := range slices.Sorted(maps.Keys(op.params[p])) {
+				if err := s.knownTargets(op.params[p][b].variants); err != nil {
+					return fmt.Errorf("operation %q, parameter %q: %w", id, p, err)
+				}
+			}
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(s.entries)) {
@@ -718,6 +732,31 @@ func (s *State) consistent() error {
 			if s.ops[id] == nil && !s.Windows.hosts[h].external[id] {
 				return fmt.Errorf("windows of host %q: %q is not an operation", h, id)
 			}
+		}
+	}
+	return nil
+}
+
+// knownTargets checks that the calls and sends of variants, at any depth,
+// go to operations of the state.
+func (s *State) knownTargets(variants map[string]*variant) error {
+	var walk func(elems []*elem) error
+	walk = func(elems []*elem) error {
+		for _, e := range elems {
+			if (e.kind == elemCall || e.kind == elemSend) && s.ops[e.target] == nil {
+				return fmt.Errorf("a call to %q, which is not an operation", e.target)
+			}
+			for _, l := range e.lists {
+				if err := walk(l); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	for _, sig := range slices.Sorted(maps.Keys(variants)) {
+		if err := walk(variants[sig].elems); err != nil {
+			return err
 		}
 	}
 	return nil
