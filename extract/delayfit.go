@@ -228,23 +228,20 @@ const maxResumes = 8
 // burst, each holding a slot of its own; the delay's last share stays
 // where the delay was. So the model makes the waits inside the span
 // again, and a short request waits behind part of a long one, not the
-// whole. Steps without a top-level CPU step are returned as they are.
-func (g *generator) resumeBursts(id string, steps []model.Step, delayAt int, fit delayFit) []model.Step {
+// whole. made is the bursts the steps already hold after the first
+// (resumeSplit's, for the calls): r counts only those beyond them. Steps
+// without a top-level CPU step are returned as they are.
+func (g *generator) resumeBursts(id string, steps []model.Step, delayAt int, fit delayFit, made float64) []model.Step {
 	i := slices.IndexFunc(steps, func(s model.Step) bool { return s.Kind == model.StepCPU })
-	r := min(fit.slope, maxResumes)
+	r := min(fit.slope-made, maxResumes)
 	if i < 0 || r < minResumes {
 		g.delayEvidence(id, fit, 1)
 		return steps
 	}
 	n := 1 + r
-	k := int(math.Floor(r))
-	frac := r - float64(k)
-	times := model.ConstCount(k)
-	if frac > 1e-9 {
-		var err error
-		if times, err = model.NewPMF([]int{k, k + 1}, []float64{1 - frac, frac}); err != nil {
-			return steps // cannot happen: two values ≥ 0, probabilities in (0, 1)
-		}
+	times, ok := meanTimes(r)
+	if !ok {
+		return steps // cannot happen: r ≥ minResumes, finite
 	}
 	out := slices.Clone(steps)
 	cpu := model.Step{Kind: model.StepCPU, Demand: withMean(steps[i].Demand, steps[i].Demand.Mean()/n)}

@@ -75,7 +75,7 @@ func TestResumeBursts(t *testing.T) {
 		delayAt     int
 		fixed, rest float64 // the fixed delay per execution, the other delay
 	}{{3, 0.4e-3, 1e-3}, {-1, 0, 1.4e-3}} {
-		out := g.resumeBursts("svc/op", slices.Clone(steps), c.delayAt, delayFit{slope: 1.5})
+		out := g.resumeBursts("svc/op", slices.Clone(steps), c.delayAt, delayFit{slope: 1.5}, 0)
 		if len(out) != 5 || out[0].Kind != model.StepCPU || out[1].Kind != model.StepLoop || out[2].Kind != model.StepCall {
 			t.Fatalf("delayAt %d: steps %+v", c.delayAt, out)
 		}

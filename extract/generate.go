@@ -886,8 +886,14 @@ func (g *generator) operations() {
 				g.rep.evidencef("%s: %s of its own time is off the CPU (own time minus perfcast.cpu.time%s, less %s of waits the model makes again, for %s, CPU slots, pools and locks, at the observed loads): modeled as a delay", id, textout.Duration(rest), spelled, textout.Duration(wait), what)
 			}
 		}
+		resumes, share := g.resumeSplit(op)
+		if resumes > 0 {
+			o.Steps = splitResumes(o.Steps, resumes, share)
+			g.rep.evidencef("%s: it goes on after its calls %.3g times per execution, and needs a CPU slot again each time: %.0f %% of its CPU (that share of its own time) is put in bursts after its calls, each holding a slot, and their waits for it, %s per execution at the observed loads, are not kept in its delay",
+				id, resumes, 100*share, textout.Duration(resumes*g.slotWait(op.component)))
+		}
 		if fitted {
-			o.Steps = g.resumeBursts(id, o.Steps, delayAt, fit)
+			o.Steps = g.resumeBursts(id, o.Steps, delayAt, fit, resumes)
 			g.fittedDelays[id] = true
 		}
 		if d := g.unattributedOf(id); d > 0 {
@@ -1480,16 +1486,154 @@ func (g *generator) cpuWait(comp string, d float64) float64 {
 // well, where no trace shows it: none of it is taken out of their own
 // time. Taking it out, a Go service with GOMAXPROCS 2 on two cores, 74 %
 // busy, kept none of a request's 3 ms off the CPU, and the model
-// predicted it 49 % fast.
+// predicted it 49 % fast. Each time an execution goes on after a call
+// (resumeSplit) it waits for a slot again, inside its span: all of those
+// waits are taken out.
 func (g *generator) inSpanSlotWait(op *opStats) float64 {
 	w := g.slotWait(op.component)
-	pre := op.preSpan
-	if w <= 0 || pre == nil || pre.n == 0 || op.count == 0 {
+	if w <= 0 || op.count == 0 {
 		return 0
 	}
-	before := math.Max(pre.mean()-pre.quantile(0.1), 0)
-	called := math.Min(float64(pre.n)/float64(op.count), 1)
-	return called * math.Max(w-before, 0)
+	r, _ := g.resumeSplit(op)
+	wait := r * w
+	if pre := op.preSpan; pre != nil && pre.n > 0 {
+		before := math.Max(pre.mean()-pre.quantile(0.1), 0)
+		called := math.Min(float64(pre.n)/float64(op.count), 1)
+		wait += called * math.Max(w-before, 0)
+	}
+	return wait
+}
+
+// maxResumeShare caps the share of an execution's CPU that resumeSplit
+// puts after its calls, so that the burst before them keeps some.
+const maxResumeShare = 0.99
+
+// resumeSplit tells how op's CPU is split into bursts where its component
+// has CPU slots: r more bursts per execution on average, one for each
+// time an execution went on after a call or an external call
+// (opStats.resumes), holding share of its CPU, the share of its own time
+// spent there. A Go handler that calls another service blocks, gives its
+// processor up, and needs one again to read the answer; so does Python's
+// thread for its GIL and Node's callback for its loop. Each such burst
+// waits for a slot again, and the model makes those waits at every load
+// rather than keep the observed load's in a fixed delay. The share is of
+// own time less the waits for slots after the calls (slotWait per
+// resume, from the bursts the uncorrected share makes); left in, a front
+// end with 2 ms of CPU before its call and 1 after, its two slots 70 %
+// busy, had 1.36 ms put after. None without slots, resumes or CPU.
+func (g *generator) resumeSplit(op *opStats) (r, share float64) {
+	r, share = g.rawResumeSplit(op)
+	if r == 0 {
+		return 0, 0
+	}
+	waits := r * float64(op.count) * g.slotWait(op.component)
+	resumed := seconds(op.resumedNs)
+	if rest := op.self.sum - waits; rest > 0 {
+		share = math.Min(math.Max(resumed-waits, 0)/rest, maxResumeShare)
+	}
+	return r, share
+}
+
+// rawResumeSplit is resumeSplit without its waits taken out of the share:
+// slotBursts, which slotWait's formula takes, has it.
+func (g *generator) rawResumeSplit(op *opStats) (r, share float64) {
+	if g.cfg.cpuSlots(op.component) == 0 || op.count == 0 || op.resumes == 0 || op.self.sum <= 0 {
+		return 0, 0
+	}
+	if d, _ := g.cpuTotal(op); d <= 0 {
+		return 0, 0
+	}
+	r = float64(op.resumes) / float64(op.count)
+	return r, math.Min(seconds(op.resumedNs)/op.self.sum, maxResumeShare)
+}
+
+// splitResumes returns steps with the CPU of every list that has CPU steps
+// of its own split as resumeSplit says: those steps keep 1 − share of
+// their demand, and a loop of r bursts on average (meanTimes) holding the
+// rest follows at the list's end, after the calls, each burst taking a
+// CPU slot of its own (holdCPU). A list of a parameter's case gets its
+// own loop, of its own CPU. The bursts are taken as independent, so that
+// they add up to the CPU's spread: each has its coefficient of variation
+// over √F (burstSquares). Kept at the whole's, a front end's 1 and 2 ms
+// of CPU around its call, each exponential, became bursts of cv 0.74,
+// and its slots' waits came out 15 % short.
+func splitResumes(steps []model.Step, r, share float64) []model.Step {
+	times, ok := meanTimes(r)
+	if !ok {
+		return steps
+	}
+	spread := 1 / math.Sqrt(burstSquares(r, share))
+	return model.RewriteLists(steps, func(list []model.Step) []model.Step {
+		total, first := 0.0, -1
+		for i, s := range list {
+			if s.Kind == model.StepCPU {
+				total += s.Demand.Mean()
+				if first < 0 {
+					first = i
+				}
+			}
+		}
+		if first < 0 || total <= 0 {
+			return list
+		}
+		out := slices.Clone(list)
+		for i := range out {
+			if d := out[i].Demand; out[i].Kind == model.StepCPU {
+				out[i].Demand = burstLike(d, d.Mean()*(1-share), d.CV()*spread)
+			}
+		}
+		d := list[first].Demand
+		burst := model.Step{Kind: model.StepCPU, Demand: burstLike(d, total*share/r, d.CV()*spread)}
+		return append(out, model.Step{Kind: model.StepLoop, Times: times, Steps: []model.Step{burst}})
+	})
+}
+
+// burstSquares is the sum of the squares of the shares of an execution's
+// CPU that its bursts hold: the first 1 − share, each of r after it
+// share/r. 1 without resumes.
+func burstSquares(r, share float64) float64 {
+	if r <= 0 {
+		return 1
+	}
+	return (1-share)*(1-share) + share*share/r
+}
+
+// burstLike is a distribution of the given mean and coefficient of
+// variation in d's family where that family has one of any spread
+// (lognormal; hyperexponential above 1), else a gamma's (an exponential's
+// at 1), a constant's below 0.05. cv is kept to at most 100, as fitSample
+// keeps it.
+func burstLike(d model.Dist, mean, cv float64) model.Dist {
+	mean, cv = round(mean, 4), round(math.Min(cv, 100), 3)
+	switch {
+	case cv < 0.05:
+		return model.Det(mean)
+	case d.Kind == model.DistLognormal:
+		return model.Lognormal(mean, cv)
+	case d.Kind == model.DistHyperexp && cv > 1:
+		if h, err := model.Hyperexp(mean, cv); err == nil {
+			return h
+		}
+	case cv == 1:
+		return model.Exp(mean)
+	}
+	return model.Gamma(mean, cv)
+}
+
+// meanTimes is a count of mean r: r itself where it is whole, else its
+// floor or its ceiling, by the chance that makes the mean r. ok is false
+// for r not above zero or not finite.
+func meanTimes(r float64) (model.Count, bool) {
+	if !(r > 0) || math.IsInf(r, 0) {
+		return model.Count{}, false
+	}
+	k := int(math.Floor(r))
+	frac := r - float64(k)
+	if frac <= 1e-9 {
+		return model.ConstCount(k), true
+	}
+	c, err := model.NewPMF([]int{k, k + 1}, []float64{1 - frac, frac})
+	return c, err == nil
 }
 
 // bareCallWait is the mean time one execution of caller spends in its own
@@ -1707,18 +1851,25 @@ func (g *generator) computeSlotBursts(comp string) (mean, cs2, a float64, ok boo
 			continue
 		}
 		c := float64(op.cpu.n)
+		// The execution's CPU in 1 + r independent bursts (resumeSplit),
+		// the first 1 − share of it: their squares sum to the CPU's less
+		// (1 − F) of its mean's, F the sum of the shares' squares
+		// (splitResumes).
+		r, share := g.rawResumeSplit(op)
+		lead := 1 - share
+		n, sum = n+c*(1+r), sum+op.cpu.sum
+		sq += op.cpu.sq - (1-burstSquares(r, share))*op.cpu.sum*op.cpu.sum/c
 		switch {
 		case u <= 0:
-			n, sum, sq = n+c, sum+op.cpu.sum, sq+op.cpu.sq
 		case g.cfg.background():
 			// Bursts of their own, exponential: second moment 2u².
-			n, sum, sq = n+2*c, sum+op.cpu.sum+c*u, sq+op.cpu.sq+2*c*u*u
+			n, sum, sq = n+c, sum+c*u, sq+2*c*u*u
 		default:
-			// Just before the span's, in the same hold: an exponential
-			// independent of it, so its second moment 2u² and the cross
-			// term add.
-			n, sum = n+c, sum+op.cpu.sum+c*u
-			sq += op.cpu.sq + 2*u*op.cpu.sum + 2*c*u*u
+			// Just before the first burst, in the same hold: an
+			// exponential independent of it, so its second moment 2u²
+			// and the cross term add.
+			sum += c * u
+			sq += 2*u*lead*op.cpu.sum + 2*c*u*u
 		}
 	}
 	if n == 0 || sum <= 0 {

@@ -51,6 +51,8 @@ func (s *State) Merge(o *State) {
 			mine.begun[i] += op.begun[i]
 		}
 		mine.errors += op.errors
+		mine.resumes += op.resumes
+		mine.resumedNs += op.resumedNs
 		mine.countSq += op.countSq
 		mine.cpuSq += op.cpuSq
 		mine.resp.merge(op.resp)

@@ -160,6 +160,10 @@ type savedOp struct {
 	CountSq   float64                                `json:"count_sq,omitempty"`
 	CPUSq     float64                                `json:"cpu_sq,omitempty"`
 	Errors    int64                                  `json:"errors,omitempty"`
+	// Resumes and ResumedNs are op.resumes and op.resumedNs; absent in
+	// states saved before they were kept.
+	Resumes   int64 `json:"resumes,omitempty"`
+	ResumedNs int64 `json:"resumed_ns,omitempty"`
 	// Within are the samples of op.within past the first (Solo); Begun
 	// its counts begun. Absent in states saved before they were kept.
 	Within []*savedSample `json:"within,omitempty"`
@@ -404,6 +408,7 @@ func saveSample(sm *sample) *savedSample {
 func saveOp(op *opStats) *savedOp {
 	v := &savedOp{
 		Component: op.component, Name: op.name, Count: op.count, CountSq: op.countSq, CPUSq: op.cpuSq, Errors: op.errors,
+		Resumes: op.resumes, ResumedNs: op.resumedNs,
 		Begun: slices.Clone(op.begun[:]),
 		Within: func() []*savedSample {
 			var out []*savedSample
@@ -819,7 +824,11 @@ func (v *savedOp) restore(id string) (*opStats, error) {
 	if v.Errors < 0 || v.Errors > v.Count {
 		return nil, fmt.Errorf("%d errors of %d executions", v.Errors, v.Count)
 	}
+	if v.Resumes < 0 || v.ResumedNs < 0 || (v.Resumes == 0) != (v.ResumedNs == 0) || v.ResumedNs/minResume < v.Resumes {
+		return nil, fmt.Errorf("%d resumes of %d ns in all", v.Resumes, v.ResumedNs)
+	}
 	op := &opStats{component: v.Component, name: v.Name, count: v.Count, countSq: v.CountSq, cpuSq: v.CPUSq, errors: v.Errors,
+		resumes: v.Resumes, resumedNs: v.ResumedNs,
 		variants: map[string]map[string]*variant{}, params: map[string]map[string]*paramStats{}}
 	var errs [6]error
 	op.resp, errs[0] = v.Resp.restore()
@@ -830,6 +839,9 @@ func (v *savedOp) restore(id string) (*opStats, error) {
 	op.preSpan, errs[5] = v.PreSpan.restore()
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
+	}
+	if own := op.self.sum * 1e9; float64(op.resumedNs) > own*(1+1e-9)+1 {
+		return nil, fmt.Errorf("resumes of %d ns in own times of %.0f ns", op.resumedNs, own)
 	}
 	if err := op.restoreWithin(v); err != nil {
 		return nil, err

@@ -206,7 +206,17 @@ type opStats struct {
 	reqCount, reqCPU float64
 	// errors counts the executions whose span's status was an error.
 	errors int64
+	// resumes counts the stretches of own time that began when a
+	// synchronous call or an external call ended, not at the span's
+	// start, and lasted at least minResume: where the execution went
+	// on after it blocked. resumedNs is their own time, nanoseconds.
+	resumes, resumedNs int64
 }
+
+// minResume is the least own time after a call that counts as the
+// execution going on after it (a resume): shorter gaps are timestamps'
+// rounding.
+const minResume = 2_000 // nanoseconds
 
 // variant is one observed control flow of an operation: a sequence of
 // elements, consecutive repetitions of one element folded into a loop.
@@ -589,6 +599,12 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 	}
 	self := seconds(ownNs)
 	op.self.add(self)
+	for _, iv := range own {
+		if iv.start > n.Span.Start && iv.end-iv.start >= minResume {
+			op.resumes++
+			op.resumedNs += iv.end - iv.start
+		}
+	}
 	s.soloOn(host).add(op, cfg.cpuSlots(op.component), self, own, cfg.soloDepth())
 	spanCPU := math.NaN()
 	if hasCPU || cpu > 0 {
