@@ -311,8 +311,23 @@ func TestExtractMergeEqualsWhole(t *testing.T) {
 			if !maps.Equal(whole.siteBare, a.siteBare) || c.cfg != nil && len(whole.siteBare) == 0 {
 				t.Errorf("calls with no client span: whole %v, merged %v", whole.siteBare, a.siteBare)
 			}
+			if r1, r2 := resumesOf(whole), resumesOf(a); !maps.Equal(r1, r2) || len(r1) == 0 {
+				t.Errorf("resumes after calls: whole %v, merged %v", r1, r2)
+			}
 		})
 	}
+}
+
+// resumesOf gives, per operation of s that resumed after its calls, its
+// resumes and their own time.
+func resumesOf(s *State) map[string][2]int64 {
+	out := map[string][2]int64{}
+	for id, op := range s.ops {
+		if op.resumes > 0 {
+			out[id] = [2]int64{op.resumes, op.resumedNs}
+		}
+	}
+	return out
 }
 
 func TestExtractWithoutCPUWarns(t *testing.T) {

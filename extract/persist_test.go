@@ -178,6 +178,8 @@ func TestLoadStateRefuses(t *testing.T) {
 		{"entry", []string{`"op":"front/GET /page"`, `"op":"front/GET /other"`}, `names operation "front/GET /other"`},
 		{"placement", []string{`"placement":{"catalog"`, `"placement":{"catalogue"`}, "placed on no host"},
 		{"window operation", []string{`"ops":["`, `"ops":["nowhere/x","`}, `"nowhere/x" is not an operation`},
+		{"resumes", []string{`"resumes":`, `"resumes":-`}, "resumes of"},
+		{"resumed time", []string{`"resumed_ns":`, `"resumed_ns":9999999`}, "in own times of"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			bad := text
