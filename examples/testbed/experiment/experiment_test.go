@@ -743,3 +743,65 @@ func TestRemoveDatabases(t *testing.T) {
 		t.Errorf("again, with nothing to remove: %v", err)
 	}
 }
+
+// slottedGatewayModel is a gateway with one CPU slot, taken before its
+// span, alone on four cores: at 500 requests/s its 1 ms bursts keep the
+// slot half busy, and a request waits for it before the span starts as
+// an M/D/1 queue does, ρS/(2(1 − ρ)) = 0.5 ms.
+const slottedGatewayModel = `perfcast: 1
+hosts:
+  testbed: {cpu: {cores: 4}}
+components:
+  gateway:
+    host: testbed
+    operations:
+      GET /recommend/{user}:
+        steps:
+          - hold: {resource: gateway-cpu-slots, steps: [{cpu: 1ms}]}
+          - hold: {resource: gateway-pool, steps: [{call: "catalog/GET /products/{id}"}]}
+  catalog:
+    host: testbed
+    operations:
+      GET /products/{id}: {steps: [{delay: 1ms}]}
+passive:
+  gateway-pool: {capacity: 8}
+  gateway-cpu-slots: {capacity: 1, before_span: true}
+  catalog-cpu-slots: {capacity: 1, before_span: true}
+workload:
+  recommend:
+    open: {rate: 1}
+    steps: [{call: "gateway/GET /recommend/{user}"}]
+`
+
+// TestLessModeled checks that the client's gap keeps only what the model
+// does not put outside the gateway's span itself: a measured gap of 2 ms
+// keeps 1.5 ms, the model's 0.5 ms wait for the slot taken out, and one
+// shorter than that wait keeps none. The tolerance is twice the
+// simulation's relative precision (2 %) of the 2.5 ms response time.
+func TestLessModeled(t *testing.T) {
+	m, err := model.Parse([]byte(slottedGatewayModel), "gateway.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := setup{Name: "reference", Rate: 500, GOMAXPROCS: 1, ModelCores: 4, Pool: 8}
+	got, err := lessModeled(context.Background(), m, s, map[string]float64{"recommend": 1}, 0.02,
+		map[string]float64{"recommend": 2e-3, "order": 1e-3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("recommend's 2 ms gap keeps %.4g ms", got["recommend"]*1e3)
+	if g := got["recommend"]; math.Abs(g-1.5e-3) > 2*0.02*2.5e-3 {
+		t.Errorf("recommend's gap of 2 ms keeps %.3g ms, want 1.5 (less the slot's M/D/1 wait)", g*1e3)
+	}
+	if g := got["order"]; g != 1e-3 {
+		t.Errorf("order, which the model has no workload of, keeps %.3g ms of its 1 ms gap", g*1e3)
+	}
+	got, err = lessModeled(context.Background(), m, s, map[string]float64{"recommend": 1}, 0.02,
+		map[string]float64{"recommend": 0.3e-3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := got["recommend"]; g != 0 {
+		t.Errorf("a gap shorter than the slot's wait keeps %.3g ms, want none", g*1e3)
+	}
+}
