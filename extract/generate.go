@@ -186,8 +186,9 @@ type generator struct {
 	slotWaits map[string]float64
 	bursts    map[string]slotBurst
 	// wholeCPU holds the operations whose CPU stays one burst though
-	// they go on after their calls (see slotBursts).
-	wholeCPU map[string]bool
+	// they go on after their calls (see slotBursts), with the waits per
+	// execution their own time after the calls was found too short for.
+	wholeCPU map[string]float64
 	// coreWaits memoizes waitsForCores by component; bareSites lists, by
 	// caller, the call sites with calls with no client span (bareCallWait).
 	coreWaits map[string]bool
@@ -894,9 +895,9 @@ func (g *generator) operations() {
 			o.Steps = splitResumes(o.Steps, resumes, share)
 			g.rep.evidencef("%s: it goes on after its calls %.3g times per execution, and needs a CPU slot again each time: %.0f %% of its CPU (its own time's share there, less those waits) is put in bursts after its calls, each holding a slot, and their waits for it, %s per execution at the observed loads, are not kept in its delay",
 				id, resumes, 100*share, textout.Duration(resumes*g.slotWait(op.component)))
-		} else if g.wholeCPU[id] {
+		} else if waits, whole := g.wholeCPU[id]; whole {
 			g.rep.evidencef("%s: it goes on after its calls %.3g times per execution, but its own time there, %s per execution, is shorter than the waits for a CPU slot the model would make there (%s): it does not wait for the slot as a queue would, and its CPU is kept in one burst before its calls",
-				id, float64(op.resumes)/float64(op.count), textout.Duration(seconds(op.resumedNs)/float64(op.count)), textout.Duration(float64(op.resumes)/float64(op.count)*g.slotWait(op.component)))
+				id, float64(op.resumes)/float64(op.count), textout.Duration(seconds(op.resumedNs)/float64(op.count)), textout.Duration(waits))
 		}
 		if fitted {
 			o.Steps = g.resumeBursts(id, o.Steps, delayAt, fit, resumes)
@@ -1541,11 +1542,17 @@ func (g *generator) resumeSplit(op *opStats) (r, share float64) {
 	return r, share
 }
 
+// keptWhole reports whether slotBursts keeps op's CPU in one burst.
+func (g *generator) keptWhole(op *opStats) bool {
+	_, whole := g.wholeCPU[g.s.opID(op)]
+	return whole
+}
+
 // rawResumeSplit is resumeSplit without its waits taken out of the share:
 // slotBursts, which slotWait's formula takes, has it. None for the
 // operations slotBursts keeps whole.
 func (g *generator) rawResumeSplit(op *opStats) (r, share float64) {
-	if g.cfg.cpuSlots(op.component) == 0 || op.count == 0 || op.resumes == 0 || op.self.sum <= 0 || g.wholeCPU[g.s.opID(op)] {
+	if g.cfg.cpuSlots(op.component) == 0 || op.count == 0 || op.resumes == 0 || op.self.sum <= 0 || g.keptWhole(op) {
 		return 0, 0
 	}
 	if d, _ := g.cpuTotal(op); d <= 0 {
@@ -1861,9 +1868,9 @@ func (g *generator) slotBursts(comp string) (mean, cs2, a float64, ok bool) {
 		}
 		if seconds(op.resumedNs) < float64(op.resumes)*w {
 			if g.wholeCPU == nil {
-				g.wholeCPU = map[string]bool{}
+				g.wholeCPU = map[string]float64{}
 			}
-			g.wholeCPU[id], whole = true, true
+			g.wholeCPU[id], whole = float64(op.resumes)/float64(op.count)*w, true
 		}
 	}
 	if whole {
