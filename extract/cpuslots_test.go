@@ -510,14 +510,19 @@ workload:
 // there) keeps its CPU whole (slotBursts), as its truth does: split, it
 // would wait for a slot it does not take.
 func TestResumeAfterCall(t *testing.T) {
+	noStoreSlots := strings.Replace(resumeModel, "- hold: {resource: store-procs, steps: [{cpu: exp(2ms)}]}", "- cpu: exp(2ms)", 1)
 	offAfter := strings.Replace(strings.Replace(resumeModel, "exp(1ms)}]}", "exp(3ms)}]}", 1),
 		"- hold: {resource: front-procs, steps: [{cpu: exp(2ms)}]}", "- delay: 50us", 1)
 	for _, c := range []struct {
 		name, yaml string
 		bursts     []float64 // the truth's, by mean
+		goClient   bool      // sim.RecordOptions.ClientEndsOnResume
+		slots      map[string]int
 	}{
-		{"CPU after the call", resumeModel, []float64{1e-3, 2e-3}},
-		{"off the CPU after the call", offAfter, []float64{3e-3}},
+		{"CPU after the call", resumeModel, []float64{1e-3, 2e-3}, false, nil},
+		{"off the CPU after the call", offAfter, []float64{3e-3}, false, nil},
+		{"wait after the call in the client span", resumeModel, []float64{1e-3, 2e-3}, true, nil},
+		{"callee without slots", noStoreSlots, []float64{1e-3, 2e-3}, true, map[string]int{"front": 2}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m, err := model.Parse([]byte(c.yaml), "resume.yaml")
@@ -529,9 +534,13 @@ func TestResumeAfterCall(t *testing.T) {
 				requests = 15000
 			}
 			dir := t.TempDir()
-			base := generate(t, m, 3, requests, dir)
+			base := generateWith(t, m, sim.RecordOptions{Seed: 3, Requests: requests, ClientEndsOnResume: c.goClient}, dir)
+			slots := c.slots
+			if slots == nil {
+				slots = map[string]int{"*": 2}
+			}
 			x, err := extract.Run(context.Background(), []string{base.path}, "resume", &extract.Config{
-				Hosts: map[string]extract.HostConfig{"edge": {Cores: 2}, "back": {Cores: 2}}, CPUSlots: map[string]int{"*": 2}})
+				Hosts: map[string]extract.HostConfig{"edge": {Cores: 2}, "back": {Cores: 2}}, CPUSlots: slots})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -560,7 +569,7 @@ func TestResumeAfterCall(t *testing.T) {
 			for i, f := range []float64{0.6, 1, 1.2} {
 				obs := base
 				if f != 1 {
-					obs = generate(t, withLoad(t, m, f), uint64(4+i), requests, dir)
+					obs = generateWith(t, withLoad(t, m, f), sim.RecordOptions{Seed: uint64(4 + i), Requests: requests, ClientEndsOnResume: c.goClient}, dir)
 				}
 				c, _ := spanComparisons(t, withLoad(t, x.Model, f), obs, "front/page")
 				c[0].what = fmt.Sprintf("%gx %s", f, c[0].what)

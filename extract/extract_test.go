@@ -319,12 +319,12 @@ func TestExtractMergeEqualsWhole(t *testing.T) {
 }
 
 // resumesOf gives, per operation of s that resumed after its calls, its
-// resumes and their own time.
-func resumesOf(s *State) map[string][2]int64 {
-	out := map[string][2]int64{}
+// resumes, their own time and the resumes with a gap after a server span.
+func resumesOf(s *State) map[string][3]int64 {
+	out := map[string][3]int64{}
 	for id, op := range s.ops {
 		if op.resumes > 0 {
-			out[id] = [2]int64{op.resumes, op.resumedNs}
+			out[id] = [3]int64{op.resumes, op.resumedNs, op.resumeGap.n}
 		}
 	}
 	return out

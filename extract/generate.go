@@ -893,8 +893,13 @@ func (g *generator) operations() {
 		resumes, share := g.resumeSplit(op)
 		if resumes > 0 {
 			o.Steps = splitResumes(o.Steps, resumes, share)
-			g.rep.evidencef("%s: it goes on after its calls %.3g times per execution, and needs a CPU slot again each time: %.0f %% of its CPU (its own time's share there, less those waits) is put in bursts after its calls, each holding a slot, and their waits for it, %s per execution at the observed loads, are not kept in its delay",
-				id, resumes, 100*share, textout.Duration(resumes*g.slotWait(op.component)))
+			w := g.slotWait(op.component)
+			inClient := ""
+			if held := w - g.resumeWait(op, w); held > 0 {
+				inClient = fmt.Sprintf(" (%s of them were in its client spans after their servers' spans ended, as a client that ends its span only when the caller runs again shows them: not taken out of its own time, nor kept in its calls' latency)", textout.Duration(resumes*held))
+			}
+			g.rep.evidencef("%s: it goes on after its calls %.3g times per execution, and needs a CPU slot again each time: %.0f %% of its CPU (its own time's share there, less those waits) is put in bursts after its calls, each holding a slot, and their waits for it, %s per execution at the observed loads, are not kept in its delay%s",
+				id, resumes, 100*share, textout.Duration(resumes*w), inClient)
 		} else if waits, whole := g.wholeCPU[id]; whole {
 			g.rep.evidencef("%s: it goes on after its calls %.3g times per execution, but its own time there, %s per execution, is shorter than the waits for a CPU slot the model would make there (%s): it does not wait for the slot as a queue would, and its CPU is kept in one burst before its calls",
 				id, float64(op.resumes)/float64(op.count), textout.Duration(seconds(op.resumedNs)/float64(op.count)), textout.Duration(waits))
@@ -1177,11 +1182,17 @@ func (g *generator) elemSteps(elems []*elem) []model.Step {
 					body = append(body, model.Step{Kind: model.StepDelay, Demand: model.Det(base)})
 				}
 			case e.latency.mean()-outside >= minLatency:
-				d := g.fit("network to "+e.target, e.latency)
-				if outside > 0 {
-					d = withMean(d, e.latency.mean()-outside)
+				mean := e.latency.mean()
+				if held := g.resumeHeld(g.caller); held > 0 {
+					mean = math.Max(mean-held, e.latency.quantile(0.1))
 				}
-				body = append(body, model.Step{Kind: model.StepDelay, Demand: d})
+				if mean -= outside; mean >= minLatency {
+					d := g.fit("network to "+e.target, e.latency)
+					if mean != e.latency.mean() {
+						d = withMean(d, mean)
+					}
+					body = append(body, model.Step{Kind: model.StepDelay, Demand: d})
+				}
 			}
 			body = append(body, model.Step{Kind: model.StepCall, Target: e.target})
 			if name, ok := g.declaredCalls[e.target]; ok {
@@ -1502,7 +1513,7 @@ func (g *generator) inSpanSlotWait(op *opStats) float64 {
 		return 0
 	}
 	r, _ := g.resumeSplit(op)
-	wait := r * w
+	wait := r * g.resumeWait(op, w)
 	if pre := op.preSpan; pre != nil && pre.n > 0 {
 		before := math.Max(pre.mean()-pre.quantile(0.1), 0)
 		called := math.Min(float64(pre.n)/float64(op.count), 1)
@@ -1534,12 +1545,51 @@ func (g *generator) resumeSplit(op *opStats) (r, share float64) {
 	if r == 0 {
 		return 0, 0
 	}
-	waits := r * float64(op.count) * w
+	waits := r * float64(op.count) * g.resumeWait(op, w)
 	resumed := seconds(op.resumedNs)
 	if rest := op.self.sum - waits; rest > 0 {
 		share = math.Min(math.Max(resumed-waits, 0)/rest, maxResumeShare)
 	}
 	return r, share
+}
+
+// resumeWait is the part of w, the wait for a CPU slot each time an
+// execution of op goes on after a call, that its own time holds. The rest
+// shows in the client span after the server span has ended (resumeGap),
+// beyond that time's low end, which is the network's: Go's HTTP client
+// ends its span only when the caller runs again, after the connection's
+// reader goroutine has waited for a processor to read the reply. Resumes
+// after calls with no such record (external calls, calls without a
+// client span) hold all of w in their own time. Taking all of w out of
+// the own time of a Go front end whose 2 ms after its call were all CPU
+// left 1 ms there and put the other in the burst before the call.
+func (g *generator) resumeWait(op *opStats, w float64) float64 {
+	gp := op.resumeGap
+	if w <= 0 || op.resumes == 0 || gp == nil || gp.n == 0 {
+		return math.Max(w, 0)
+	}
+	held := math.Max(gp.mean()-gp.quantile(0.1), 0)
+	covered := math.Min(float64(gp.n)/float64(op.resumes), 1)
+	return covered*math.Max(w-held, 0) + (1-covered)*w
+}
+
+// resumeHeld is the wait for a CPU slot after a call that the client
+// spans of the operation id hold (resumeWait) and the model makes again:
+// where its CPU is split around its calls, what its resume gaps hold
+// beyond their low end, at most one slot wait. elemSteps takes it out of
+// the calls' latency it keeps (the low end of which stays): kept, a Go
+// front end calling a store with no CPU slots waited for its slot after
+// the call twice, and came out 17 % slow.
+func (g *generator) resumeHeld(id string) float64 {
+	op := g.s.ops[id]
+	if op == nil || op.resumeGap == nil || op.resumeGap.n == 0 {
+		return 0
+	}
+	if r, _ := g.resumeSplit(op); r == 0 {
+		return 0
+	}
+	gp := op.resumeGap
+	return math.Min(math.Max(gp.mean()-gp.quantile(0.1), 0), g.slotWait(op.component))
 }
 
 // keptWhole reports whether slotBursts keeps op's CPU in one burst.
@@ -1866,11 +1916,11 @@ func (g *generator) slotBursts(comp string) (mean, cs2, a float64, ok bool) {
 		if op.component != comp || op.resumes == 0 {
 			continue
 		}
-		if seconds(op.resumedNs) < float64(op.resumes)*w {
+		if in := g.resumeWait(op, w); seconds(op.resumedNs) < float64(op.resumes)*in {
 			if g.wholeCPU == nil {
 				g.wholeCPU = map[string]float64{}
 			}
-			g.wholeCPU[id], whole = float64(op.resumes)/float64(op.count)*w, true
+			g.wholeCPU[id], whole = float64(op.resumes)/float64(op.count)*in, true
 		}
 	}
 	if whole {

@@ -61,6 +61,7 @@ func (s *State) Merge(o *State) {
 		mine.cpu.merge(op.cpu)
 		mine.offCPU.merge(op.offCPU)
 		mine.preSpan.merge(op.preSpan)
+		mine.resumeGap.merge(op.resumeGap)
 		mergeParamStats(mine.params, op.params)
 		for class, vs := range op.variants {
 			byClass := mine.variants[class]

@@ -164,6 +164,9 @@ type savedOp struct {
 	// states saved before they were kept.
 	Resumes   int64 `json:"resumes,omitempty"`
 	ResumedNs int64 `json:"resumed_ns,omitempty"`
+	// ResumeGap is op.resumeGap; absent in states saved before it was
+	// kept, and where no resume followed a call to a traced server.
+	ResumeGap *savedSample `json:"resume_gap,omitempty"`
 	// Within are the samples of op.within past the first (Solo); Begun
 	// its counts begun. Absent in states saved before they were kept.
 	Within []*savedSample `json:"within,omitempty"`
@@ -419,6 +422,9 @@ func saveOp(op *opStats) *savedOp {
 		}(),
 		Resp: saveSample(op.resp), Self: saveSample(op.self), Solo: saveSample(op.solo),
 		CPU: saveSample(op.cpu), OffCPU: saveSample(op.offCPU), PreSpan: saveSample(op.preSpan),
+	}
+	if op.resumeGap.n > 0 {
+		v.ResumeGap = saveSample(op.resumeGap)
 	}
 	if len(op.variants) > 0 {
 		v.Variants = map[string][]*savedVariant{}
@@ -839,6 +845,17 @@ func (v *savedOp) restore(id string) (*opStats, error) {
 	op.preSpan, errs[5] = v.PreSpan.restore()
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
+	}
+	op.resumeGap = newSample()
+	if v.ResumeGap != nil {
+		g, err := v.ResumeGap.restore()
+		if err != nil {
+			return nil, fmt.Errorf("resume gap: %w", err)
+		}
+		if g.n > v.Resumes || g.min < 0 {
+			return nil, fmt.Errorf("%d gaps before resumes, the least %g s, for %d resumes", g.n, g.min, v.Resumes)
+		}
+		op.resumeGap = g
 	}
 	if own := op.self.sum * 1e9; float64(op.resumedNs) > own*(1+1e-9)+1 {
 		return nil, fmt.Errorf("resumes of %d ns in own times of %.0f ns", op.resumedNs, own)

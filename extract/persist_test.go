@@ -180,6 +180,7 @@ func TestLoadStateRefuses(t *testing.T) {
 		{"window operation", []string{`"ops":["`, `"ops":["nowhere/x","`}, `"nowhere/x" is not an operation`},
 		{"resumes", []string{`"resumes":`, `"resumes":-`}, "resumes of"},
 		{"resumed time", []string{`"resumed_ns":`, `"resumed_ns":9999999`}, "in own times of"},
+		{"resume gaps", []string{`"resume_gap":{"n":`, `"resume_gap":{"n":9999999`}, "gaps before resumes"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			bad := text

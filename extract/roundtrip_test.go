@@ -113,6 +113,14 @@ func batchEstimate(v []float64) estimate {
 // of each host's spans.
 func generate(t testing.TB, m *model.Model, seed uint64, requests int64, dir string) *observed {
 	t.Helper()
+	return generateWith(t, m, sim.RecordOptions{Seed: seed, Requests: requests}, dir)
+}
+
+// generateWith is generate with the recorder's options (its seed and
+// requests among them).
+func generateWith(t testing.TB, m *model.Model, opts sim.RecordOptions, dir string) *observed {
+	t.Helper()
+	seed := opts.Seed
 	path := filepath.Join(dir, fmt.Sprintf("traces-%d.otlp.jsonl", seed))
 	f, err := os.Create(path)
 	if err != nil {
@@ -121,7 +129,7 @@ func generate(t testing.TB, m *model.Model, seed uint64, requests int64, dir str
 	defer f.Close()
 	w := tracegen.NewWriter(f, tracegen.Options{Seed: seed})
 	var spans []*sim.Span
-	r, err := sim.Record(context.Background(), m, sim.RecordOptions{Seed: seed, Requests: requests},
+	r, err := sim.Record(context.Background(), m, opts,
 		func(s *sim.Span) error {
 			spans = append(spans, s)
 			return w.Add(s)

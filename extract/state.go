@@ -211,6 +211,13 @@ type opStats struct {
 	// start, and lasted at least minResume: where the execution went
 	// on after it blocked. resumedNs is their own time, nanoseconds.
 	resumes, resumedNs int64
+	// resumeGap is, for the resumes that followed a call through a client
+	// span to a traced server, the time from the server span's end to the
+	// client span's: the network back, and whatever the caller waited for
+	// before its client saw the reply. Go's HTTP client ends its span only
+	// when the caller runs again, so there the caller's wait for a
+	// processor after the call shows here, not in its own time.
+	resumeGap *sample
 }
 
 // minResume is the least own time after a call that counts as the
@@ -446,7 +453,7 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 	op := s.ops[id]
 	if op == nil {
 		op = &opStats{component: comp, name: name, resp: newSample(), self: newSample(), solo: newSample(),
-			cpu: newSample(), offCPU: newSample(), preSpan: newSample(), variants: map[string]map[string]*variant{},
+			cpu: newSample(), offCPU: newSample(), preSpan: newSample(), resumeGap: newSample(), variants: map[string]map[string]*variant{},
 			params: map[string]map[string]*paramStats{}}
 		op.initWithin()
 		s.ops[id] = op
@@ -550,6 +557,7 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 						// latency of the call.
 						f.start, f.end = c.Span.Start, c.Span.End
 						f.latency = math.Max(0, seconds(c.Duration()-g.Duration()))
+						f.post = math.Max(0, seconds(c.Span.End-g.Span.End))
 						caller = host
 					}
 					found = append(found, f)
@@ -603,6 +611,9 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 		if iv.start > n.Span.Start && iv.end-iv.start >= minResume {
 			op.resumes++
 			op.resumedNs += iv.end - iv.start
+			if p := postGap(found, iv.start); p >= 0 {
+				op.resumeGap.add(p)
+			}
 		}
 	}
 	s.soloOn(host).add(op, cfg.cpuSlots(op.component), self, own, cfg.soloDepth())
@@ -659,14 +670,28 @@ type found struct {
 	target     string
 	start, end int64
 	latency    float64
+	// post is, for a call to a traced server, the time from the server
+	// span's end to the client span's (negative for none).
+	post float64
 	// async elements do not hold the caller.
 	async bool
 	// bare is set on a call with no client span (see State.siteBare).
 	bare bool
 }
 
+// postGap is the post of the call to a traced server among found that
+// ended at t, the start of a resume; negative where none did.
+func postGap(found []found, t int64) float64 {
+	for _, f := range found {
+		if f.end == t && f.post >= 0 {
+			return f.post
+		}
+	}
+	return -1
+}
+
 func foundElem(kind elemKind, n *trace.Node, target string) found {
-	f := found{kind: kind, target: target, start: n.Span.Start, end: n.Span.End, async: kind == elemSend}
+	f := found{kind: kind, target: target, start: n.Span.Start, end: n.Span.End, async: kind == elemSend, post: -1}
 	if kind == elemExternal {
 		f.latency = seconds(n.Duration())
 	}

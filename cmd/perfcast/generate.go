@@ -24,6 +24,7 @@ func newGenerateCmd(g *globalFlags) *cobra.Command {
 		requests           int64
 		seed               uint64
 		noCPU, externalSpn bool
+		endsOnResume       bool
 		sample             float64
 		f                  solveFlags
 	)
@@ -44,6 +45,9 @@ a send gives an instant PRODUCER span and a CONSUMER span of the receiving
 operation. Server and consumer spans carry perfcast.cpu.time, the CPU time of
 their cpu steps, unless --no-cpu-time; with --external-spans, delay steps
 appear as CLIENT spans with peer.service "external" and no server span.
+With --client-ends-on-resume, a CLIENT span ends when its caller goes on after
+the reply (its next cpu step starts), as Go's HTTP client's spans do, so the
+caller's wait for a thread or CPU slot to read the reply is inside it.
 Replicas are hosts HOST-1, HOST-2, ...; service.instance.id is COMPONENT-N.
 With --metrics, the hosts' CPU time, each span's spread over its duration,
 is also written as a metrics file that "perfcast extract --metrics" reads:
@@ -100,7 +104,7 @@ and seed give the same file, byte for byte.`,
 			mw := tracegen.NewMetrics(metricsEvery.Seconds(), opts)
 			spans, traces := int64(0), map[uint64]struct{}{}
 			var last float64
-			res, err := sim.Record(cmd.Context(), m, sim.RecordOptions{Seed: seed, Requests: requests, ExternalSpans: externalSpn},
+			res, err := sim.Record(cmd.Context(), m, sim.RecordOptions{Seed: seed, Requests: requests, ExternalSpans: externalSpn, ClientEndsOnResume: endsOnResume},
 				func(s *sim.Span) error {
 					spans++
 					if s.Parent == 0 {
@@ -157,6 +161,7 @@ and seed give the same file, byte for byte.`,
 	cmd.Flags().StringArrayVar(&f.sets, "set", nil, "change the model first: `KEY=VALUE`, e.g. workload.*.load=2; repeatable")
 	cmd.Flags().BoolVar(&noCPU, "no-cpu-time", false, "leave out perfcast.cpu.time, as traces of systems that do not measure it")
 	cmd.Flags().BoolVar(&externalSpn, "external-spans", false, "write delay steps as client spans to an uninstrumented peer \"external\"")
+	cmd.Flags().BoolVar(&endsOnResume, "client-ends-on-resume", false, "end a client span when its caller goes on after the reply, as Go's HTTP client does")
 	cmd.Flags().StringVar(&format, "format", "otlp-json", "`otlp-json` or otlp-proto")
 	cmd.Flags().Float64Var(&sample, "sample", 1, "keep each trace with this `probability`, as a probability sampler does")
 	cmd.Flags().StringVar(&metricsOut, "metrics", "", "also write the hosts' CPU time as a metrics `file` (CSV, cumulative cpu_seconds), as a host agent would have sampled it")

@@ -541,7 +541,7 @@ func (e *engine) exec(t *task) {
 				if l := e.stations[st].cpuLimit; l != nil {
 					rate = l.speed
 				}
-				e.rec.cpu(t, w/rate)
+				e.rec.cpu(e, t, w/rate)
 			}
 			t.pc++
 			e.arrive(st, t, w)
@@ -620,7 +620,7 @@ func (e *engine) exec(t *task) {
 				c := e.newTask(t.req, taskFork, t.id)
 				c.pc, c.op, c.rep = pc, t.op, t.rep
 				if e.rec != nil { // span recording
-					e.rec.fork(t, c)
+					e.rec.fork(e, t, c)
 				}
 				e.ready.push(c.id)
 			}
@@ -901,6 +901,9 @@ func (e *engine) fail(t *task) {
 // endTask ends a task: a forked list joins its parent, a main path ends its
 // request's response time.
 func (e *engine) endTask(t *task, failed bool) {
+	if e.rec != nil { // span recording
+		e.rec.taskEnd(e, t)
+	}
 	rid := t.req
 	r := e.reqs[rid]
 	var parent *task

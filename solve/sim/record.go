@@ -114,6 +114,15 @@ type RecordOptions struct {
 	// ExternalSpans makes delay steps inside operations appear as client
 	// spans with no server child.
 	ExternalSpans bool
+	// ClientEndsOnResume ends a client span (and an external span) when the
+	// caller goes on after the reply, not when the reply comes: at the
+	// start of its next cpu step, or of whatever it records first (a call,
+	// a send, a fork, a delay, its own end). The caller's wait for a
+	// thread or a CPU slot to run again is then inside the client span, as
+	// Go's HTTP client shows it: the connection's reader goroutine waits
+	// for a processor to read the reply and hands it to the caller, whose
+	// span ends the call when it runs.
+	ClientEndsOnResume bool
 }
 
 // Record simulates m and hands emit the spans of each workload request, in
@@ -215,6 +224,7 @@ func ReplicaHost(host string, replicas, i int) string {
 type recorder struct {
 	p        *program
 	external bool
+	onResume bool // RecordOptions.ClientEndsOnResume
 	emit     func(*Span) error
 	err      error
 	want     int64 // requests to emit
@@ -248,6 +258,9 @@ type taskRec struct {
 	producer uint64
 	// ext is the external span of a delay in progress.
 	ext *Span
+	// resume is the client or external span of a call that has returned,
+	// which ends when the task goes on (RecordOptions.ClientEndsOnResume).
+	resume *Span
 }
 
 // current is the span the task's steps run in, nil at workload level.
@@ -259,7 +272,7 @@ func (tr *taskRec) current() *Span {
 }
 
 func newRecorder(p *program, opts RecordOptions, emit func(*Span) error) *recorder {
-	r := &recorder{p: p, external: opts.ExternalSpans, emit: emit, want: opts.Requests}
+	r := &recorder{p: p, external: opts.ExternalSpans, onResume: opts.ClientEndsOnResume, emit: emit, want: opts.Requests}
 	for _, h := range p.hosts {
 		names := make([]string, h.replicas)
 		for i := range names {
@@ -308,8 +321,9 @@ func (r *recorder) newTask(t *task) {
 }
 
 // fork starts forked list c of task t inside t's operation.
-func (r *recorder) fork(t, c *task) {
+func (r *recorder) fork(e *engine, t, c *task) {
 	pt := r.task(t.id)
+	r.goOn(e, t, pt)
 	ct := r.task(c.id)
 	ct.trace, ct.base = pt.trace, pt.current()
 }
@@ -318,6 +332,7 @@ func (r *recorder) fork(t, c *task) {
 // sender, or, at workload level, a new trace.
 func (r *recorder) send(e *engine, t, c *task, op int32) {
 	pt := r.task(t.id)
+	r.goOn(e, t, pt)
 	ct := r.task(c.id)
 	cur := pt.current()
 	if cur == nil {
@@ -337,6 +352,7 @@ func (r *recorder) send(e *engine, t, c *task, op int32) {
 // caller's): a client span, or, at workload level, a new trace.
 func (r *recorder) enter(e *engine, t *task, op int32) {
 	tr := r.task(t.id)
+	r.goOn(e, t, tr)
 	tr.pending = nil
 	if t.kind == taskSend && len(tr.stack) == 0 && tr.base == nil {
 		return // the send's own entry: its consumer span follows
@@ -399,6 +415,7 @@ func (r *recorder) started(e *engine, t *task) {
 // callee's).
 func (r *recorder) leave(e *engine, t *task, failed bool) {
 	tr := r.task(t.id)
+	r.goOn(e, t, tr)
 	n := len(tr.stack)
 	if n == 0 {
 		return
@@ -409,7 +426,27 @@ func (r *recorder) leave(e *engine, t *task, failed bool) {
 	r.ended(t.req, c.server)
 	if c.client != nil {
 		c.client.End, c.client.Error = e.now, failed
+		if r.onResume && !failed {
+			tr.resume = c.client
+			return
+		}
 		r.ended(t.req, c.client)
+	}
+}
+
+// taskEnd ends, as task t ends, the span of the call it returned from
+// last, if it is still open (RecordOptions.ClientEndsOnResume).
+func (r *recorder) taskEnd(e *engine, t *task) {
+	r.goOn(e, t, r.task(t.id))
+}
+
+// goOn ends the span of the call task t has returned from, now that t goes
+// on (RecordOptions.ClientEndsOnResume).
+func (r *recorder) goOn(e *engine, t *task, tr *taskRec) {
+	if s := tr.resume; s != nil {
+		s.End = e.now
+		r.ended(t.req, s)
+		tr.resume = nil
 	}
 }
 
@@ -425,18 +462,21 @@ func (r *recorder) fail(e *engine, t *task) {
 }
 
 // cpu adds the CPU time of a cpu step to the span it runs in.
-func (r *recorder) cpu(t *task, w float64) {
-	if s := r.task(t.id).current(); s != nil {
+func (r *recorder) cpu(e *engine, t *task, w float64) {
+	tr := r.task(t.id)
+	r.goOn(e, t, tr)
+	if s := tr.current(); s != nil {
 		s.CPU += w
 	}
 }
 
 // delay records the start of a delay step of d seconds.
 func (r *recorder) delay(e *engine, t *task, d float64) {
+	tr := r.task(t.id)
+	r.goOn(e, t, tr)
 	if !r.external {
 		return
 	}
-	tr := r.task(t.id)
 	cur := tr.current()
 	if cur == nil || t.op < 0 {
 		return
@@ -451,8 +491,12 @@ func (r *recorder) delay(e *engine, t *task, d float64) {
 func (r *recorder) wake(t *task) {
 	tr := r.task(t.id)
 	if s := tr.ext; s != nil {
-		r.ended(t.req, s)
 		tr.ext = nil
+		if r.onResume {
+			tr.resume = s
+			return
+		}
+		r.ended(t.req, s)
 	}
 }
 

@@ -71,6 +71,14 @@ func index(spans []*Span) *traceIndex {
 // dropped (lenient), a call may have no server span.
 func checkShapes(t *testing.T, spans []*Span, lenient bool) *traceIndex {
 	t.Helper()
+	return checkShapesOn(t, spans, lenient, false)
+}
+
+// checkShapesOn is checkShapes for spans recorded with or without
+// RecordOptions.ClientEndsOnResume (onResume): with it a client span may
+// end after its server span.
+func checkShapesOn(t *testing.T, spans []*Span, lenient, onResume bool) *traceIndex {
+	t.Helper()
 	x := index(spans)
 	if len(x.byID) != len(spans) {
 		t.Fatalf("%d spans but %d distinct ids", len(spans), len(x.byID))
@@ -111,7 +119,7 @@ func checkShapes(t *testing.T, spans []*Span, lenient bool) *traceIndex {
 			if p.Kind != SpanClient || p.Peer != s.Component || p.Operation != s.Operation {
 				fail("server span %s/%s under %s span %s/%s of peer %s", s.Component, s.Operation, p.Kind, p.Component, p.Operation, p.Peer)
 			}
-			if s.Start < p.Start || s.End != p.End {
+			if s.Start < p.Start || s.End > p.End || (!onResume && s.End != p.End) {
 				fail("server span [%g, %g] not ending with its client [%g, %g]", s.Start, s.End, p.Start, p.End)
 			}
 		case SpanConsumer:
@@ -352,6 +360,86 @@ func TestRecordShapes(t *testing.T) {
 	// page's CPU: exp(1ms) plus exp(0.5ms) in its parallel list.
 	e := estimateOf(pageCPU)
 	within(t, "CPU time of page spans", e.mean, e.ci(), 1.5e-3, 0)
+}
+
+// TestRecordClientEndsOnResume records the same runs with and without
+// ClientEndsOnResume: the spans are the same but for the ends of client
+// and external spans, which move to the moment their caller goes on. On a
+// front end whose CPU after its call holds its one slot on a host of
+// spare cores, that moment is the start of that CPU: the page's span ends
+// exactly its deterministic 0.3 ms after its client span, and the client
+// span has moved by the wait for the slot that the run without the option
+// shows between the two.
+func TestRecordClientEndsOnResume(t *testing.T) {
+	for _, c := range []struct {
+		name, yaml string
+		external   bool
+	}{
+		{"shapes", shapesModel, true},
+		{"slot after the call", `perfcast: 1
+hosts: {fe: {cpu: {cores: 4}}, be: {cpu: {cores: 2}}}
+components:
+  front:
+    host: fe
+    operations:
+      page:
+        steps:
+          - hold: {resource: slot, steps: [{cpu: 0.2ms}]}
+          - call: back/work
+          - hold: {resource: slot, steps: [{cpu: 0.3ms}]}
+  back: {host: be, operations: {work: {steps: [{cpu: exp(1ms)}]}}}
+passive: {slot: {capacity: 1, before_span: true}}
+workload:
+  w: {open: {rate: 900}, steps: [{call: front/page}]}
+`, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := parse(t, c.yaml)
+			n := requests(20000)
+			before, _ := record(t, m, RecordOptions{Seed: 4, Requests: n, ExternalSpans: c.external})
+			after, _ := record(t, m, RecordOptions{Seed: 4, Requests: n, ExternalSpans: c.external, ClientEndsOnResume: true})
+			checkShapesOn(t, after, false, true)
+			if len(before) != len(after) {
+				t.Fatalf("%d spans with the option, %d without", len(after), len(before))
+			}
+			was := index(before).byID
+			x := index(after)
+			moved, waited := 0, 0.0
+			for _, s := range after {
+				b := was[s.ID]
+				if b == nil {
+					t.Fatalf("span %d only with the option", s.ID)
+				}
+				o := *s
+				o.End = b.End
+				if !reflect.DeepEqual(&o, b) || s.End < b.End || (s.End != b.End && s.Kind != SpanClient) {
+					t.Fatalf("span %+v with the option, %+v without", *s, *b)
+				}
+				if s.End > b.End {
+					moved++
+				}
+				if c.external || s.Kind != SpanServer || s.Parent != 0 {
+					continue
+				}
+				call := x.children[s.ID][0]
+				if d := s.End - call.End; math.Abs(d-0.3e-3) > 1e-9 {
+					t.Fatalf("page ends %g s after its call, want 0.3 ms", d)
+				}
+				w := b.End - was[call.ID].End - 0.3e-3
+				if math.Abs(call.End-was[call.ID].End-w) > 1e-9 {
+					t.Fatalf("call moved by %g s, the wait for the slot was %g", call.End-was[call.ID].End, w)
+				}
+				waited += w
+			}
+			// The shapes have no wait after a call: nothing moves.
+			if !c.external && (moved == 0 || waited <= 0) {
+				t.Fatalf("%d client spans moved, %g s waited for the slot after the call: the case tests nothing", moved, waited)
+			}
+			if c.external && moved != 0 {
+				t.Fatalf("%d client spans moved where no caller waits to go on", moved)
+			}
+		})
+	}
 }
 
 // TestRecordNoExternalSpans checks that delays make no spans by default.
