@@ -1,6 +1,7 @@
 package extract_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -511,6 +512,8 @@ workload:
 // would wait for a slot it does not take.
 func TestResumeAfterCall(t *testing.T) {
 	noStoreSlots := strings.Replace(resumeModel, "- hold: {resource: store-procs, steps: [{cpu: exp(2ms)}]}", "- cpu: exp(2ms)", 1)
+	twoCalls := strings.Replace(strings.Replace(noStoreSlots, "- call: store/get", "- call: store/get\n          - hold: {resource: front-procs, steps: [{cpu: 1us}]}\n          - call: store/get", 1),
+		"- cpu: exp(2ms)", "- cpu: exp(1ms)", 1)
 	offAfter := strings.Replace(strings.Replace(resumeModel, "exp(1ms)}]}", "exp(3ms)}]}", 1),
 		"- hold: {resource: front-procs, steps: [{cpu: exp(2ms)}]}", "- delay: 50us", 1)
 	for _, c := range []struct {
@@ -518,11 +521,19 @@ func TestResumeAfterCall(t *testing.T) {
 		bursts     []float64 // the truth's, by mean
 		goClient   bool      // sim.RecordOptions.ClientEndsOnResume
 		slots      map[string]int
+		delay      [2]float64 // the page's fixed delay allowed, 0.25 ms at most if zero
 	}{
-		{"CPU after the call", resumeModel, []float64{1e-3, 2e-3}, false, nil},
-		{"off the CPU after the call", offAfter, []float64{3e-3}, false, nil},
-		{"wait after the call in the client span", resumeModel, []float64{1e-3, 2e-3}, true, nil},
-		{"callee without slots", noStoreSlots, []float64{1e-3, 2e-3}, true, map[string]int{"front": 2}},
+		{"CPU after the call", resumeModel, []float64{1e-3, 2e-3}, false, nil, [2]float64{}},
+		{"off the CPU after the call", offAfter, []float64{3e-3}, false, nil, [2]float64{}},
+		{"wait after the call in the client span", resumeModel, []float64{1e-3, 2e-3}, true, nil, [2]float64{}},
+		{"callee without slots", noStoreSlots, []float64{1e-3, 2e-3}, true, map[string]int{"front": 2}, [2]float64{}},
+		// The wait for the slot between the calls (1 µs of CPU there, no
+		// resume of 2 µs or more) the model does not make: it stays in the
+		// calls' latency at the observed load, 1.05 ms per execution, and
+		// the page comes out 10 % slow at 0.6 times the load. Taken out
+		// with the wait after the second call, which the model makes, it
+		// kept 0.11 ms and came out 5 and 12 % fast at 1 and 1.2 times.
+		{"two calls, one resume", twoCalls, []float64{1e-3, 2e-3}, true, map[string]int{"front": 2}, [2]float64{0.8e-3, 1.4e-3}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m, err := model.Parse([]byte(c.yaml), "resume.yaml")
@@ -562,8 +573,8 @@ func TestResumeAfterCall(t *testing.T) {
 			if !ok {
 				t.Errorf("front/page's CPU in bursts of %.3g s, want %.3g", bursts, c.bursts)
 			}
-			if d := fixedDelay(page); d > 0.25e-3 {
-				t.Errorf("front/page keeps a delay of %.3g ms, where the truth has at most 0.05", d*1e3)
+			if d, want := fixedDelay(page), cmp.Or(c.delay, [2]float64{0, 0.25e-3}); d < want[0] || d > want[1] {
+				t.Errorf("front/page keeps a delay of %.3g ms, want %.3g to %.3g", d*1e3, want[0]*1e3, want[1]*1e3)
 			}
 			var cs []comparison
 			for i, f := range []float64{0.6, 1, 1.2} {

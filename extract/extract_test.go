@@ -319,12 +319,13 @@ func TestExtractMergeEqualsWhole(t *testing.T) {
 }
 
 // resumesOf gives, per operation of s that resumed after its calls, its
-// resumes, their own time and the resumes with a gap after a server span.
-func resumesOf(s *State) map[string][3]int64 {
-	out := map[string][3]int64{}
+// resumes, their own time, the resumes with a gap after a server span and
+// the calls to traced servers.
+func resumesOf(s *State) map[string][4]int64 {
+	out := map[string][4]int64{}
 	for id, op := range s.ops {
 		if op.resumes > 0 {
-			out[id] = [3]int64{op.resumes, op.resumedNs, op.resumeGap.n}
+			out[id] = [4]int64{op.resumes, op.resumedNs, op.resumeGap.n, op.gapCalls}
 		}
 	}
 	return out

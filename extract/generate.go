@@ -1574,22 +1574,24 @@ func (g *generator) resumeWait(op *opStats, w float64) float64 {
 }
 
 // resumeHeld is the wait for a CPU slot after a call that the client
-// spans of the operation id hold (resumeWait) and the model makes again:
-// where its CPU is split around its calls, what its resume gaps hold
-// beyond their low end, at most one slot wait. elemSteps takes it out of
-// the calls' latency it keeps (the low end of which stays): kept, a Go
-// front end calling a store with no CPU slots waited for its slot after
-// the call twice, and came out 17 % slow.
+// spans of the operation id hold (resumeWait) and the model makes again,
+// per call: where its CPU is split around its calls, what its resume gaps
+// hold beyond their low end, at most one slot wait, times the share of
+// its calls that a resume follows (the model makes one wait per resume).
+// elemSteps takes it out of the calls' latency it keeps (the low end of
+// which stays): kept, a Go front end calling a store with no CPU slots
+// waited for its slot after the call twice, and came out 17 % slow.
 func (g *generator) resumeHeld(id string) float64 {
 	op := g.s.ops[id]
-	if op == nil || op.resumeGap == nil || op.resumeGap.n == 0 {
+	if op == nil || op.resumeGap == nil || op.resumeGap.n == 0 || op.gapCalls == 0 {
 		return 0
 	}
 	if r, _ := g.resumeSplit(op); r == 0 {
 		return 0
 	}
 	gp := op.resumeGap
-	return math.Min(math.Max(gp.mean()-gp.quantile(0.1), 0), g.slotWait(op.component))
+	held := math.Min(math.Max(gp.mean()-gp.quantile(0.1), 0), g.slotWait(op.component))
+	return held * math.Min(float64(gp.n)/float64(op.gapCalls), 1)
 }
 
 // keptWhole reports whether slotBursts keeps op's CPU in one burst.

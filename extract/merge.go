@@ -62,6 +62,7 @@ func (s *State) Merge(o *State) {
 		mine.offCPU.merge(op.offCPU)
 		mine.preSpan.merge(op.preSpan)
 		mine.resumeGap.merge(op.resumeGap)
+		mine.gapCalls += op.gapCalls
 		mergeParamStats(mine.params, op.params)
 		for class, vs := range op.variants {
 			byClass := mine.variants[class]

@@ -164,9 +164,11 @@ type savedOp struct {
 	// states saved before they were kept.
 	Resumes   int64 `json:"resumes,omitempty"`
 	ResumedNs int64 `json:"resumed_ns,omitempty"`
-	// ResumeGap is op.resumeGap; absent in states saved before it was
-	// kept, and where no resume followed a call to a traced server.
+	// ResumeGap and GapCalls are op.resumeGap and op.gapCalls; absent in
+	// states saved before they were kept, and where no resume followed a
+	// call to a traced server.
 	ResumeGap *savedSample `json:"resume_gap,omitempty"`
+	GapCalls  int64        `json:"gap_calls,omitempty"`
 	// Within are the samples of op.within past the first (Solo); Begun
 	// its counts begun. Absent in states saved before they were kept.
 	Within []*savedSample `json:"within,omitempty"`
@@ -424,7 +426,7 @@ func saveOp(op *opStats) *savedOp {
 		CPU: saveSample(op.cpu), OffCPU: saveSample(op.offCPU), PreSpan: saveSample(op.preSpan),
 	}
 	if op.resumeGap.n > 0 {
-		v.ResumeGap = saveSample(op.resumeGap)
+		v.ResumeGap, v.GapCalls = saveSample(op.resumeGap), op.gapCalls
 	}
 	if len(op.variants) > 0 {
 		v.Variants = map[string][]*savedVariant{}
@@ -852,10 +854,14 @@ func (v *savedOp) restore(id string) (*opStats, error) {
 		if err != nil {
 			return nil, fmt.Errorf("resume gap: %w", err)
 		}
-		if g.n > v.Resumes || g.min < 0 {
-			return nil, fmt.Errorf("%d gaps before resumes, the least %g s, for %d resumes", g.n, g.min, v.Resumes)
+		calls := v.GapCalls
+		if calls == 0 {
+			calls = g.n // saved before the calls were counted
 		}
-		op.resumeGap = g
+		if g.n > v.Resumes || g.n > calls || g.min < 0 {
+			return nil, fmt.Errorf("%d gaps before resumes, the least %g s, for %d resumes and %d calls", g.n, g.min, v.Resumes, calls)
+		}
+		op.resumeGap, op.gapCalls = g, calls
 	}
 	if own := op.self.sum * 1e9; float64(op.resumedNs) > own*(1+1e-9)+1 {
 		return nil, fmt.Errorf("resumes of %d ns in own times of %.0f ns", op.resumedNs, own)

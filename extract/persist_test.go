@@ -181,6 +181,7 @@ func TestLoadStateRefuses(t *testing.T) {
 		{"resumes", []string{`"resumes":`, `"resumes":-`}, "resumes of"},
 		{"resumed time", []string{`"resumed_ns":`, `"resumed_ns":9999999`}, "in own times of"},
 		{"resume gaps", []string{`"resume_gap":{"n":`, `"resume_gap":{"n":9999999`}, "gaps before resumes"},
+		{"calls before gaps", []string{`"gap_calls":`, `"gap_calls":-`}, "gaps before resumes"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			bad := text

@@ -216,8 +216,11 @@ type opStats struct {
 	// client span's: the network back, and whatever the caller waited for
 	// before its client saw the reply. Go's HTTP client ends its span only
 	// when the caller runs again, so there the caller's wait for a
-	// processor after the call shows here, not in its own time.
+	// processor after the call shows here, not in its own time. gapCalls
+	// counts the calls to traced servers through client spans, whether a
+	// resume followed them or not.
 	resumeGap *sample
+	gapCalls  int64
 }
 
 // minResume is the least own time after a call that counts as the
@@ -607,6 +610,11 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 	}
 	self := seconds(ownNs)
 	op.self.add(self)
+	for _, f := range found {
+		if f.post >= 0 {
+			op.gapCalls++
+		}
+	}
 	for _, iv := range own {
 		if iv.start > n.Span.Start && iv.end-iv.start >= minResume {
 			op.resumes++
