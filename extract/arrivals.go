@@ -212,13 +212,18 @@ func arrivalCV(e *entryStats, idle *activity) (float64, int) {
 
 // sampleCV is arrivalCV of the arrival times in a sample.
 func sampleCV(a *arrivalSample, idle *activity) (float64, int) {
+	return runsCV(a.runs(idle), true)
+}
+
+// runsCV is sampleCV of runs of sorted arrival times. With poisson, an
+// estimate within two standard errors of Poisson's is taken as 1.
+func runsCV(runs [][]int64, poisson bool) (float64, int) {
 	const fw = float64(arrivalWindow)
-	runs := a.runs(idle)
 	s, n := rescaledSCV(splitPauses(runs, idleArrivals))
 	if n < arrivalMinGaps || !(s > 0) {
 		return 1, int(n)
 	}
-	if math.Abs(s-fw/(fw-2)) <= 2*poissonRescaledSD(fw)/math.Sqrt(n) {
+	if poisson && math.Abs(s-fw/(fw-2)) <= 2*poissonRescaledSD(fw)/math.Sqrt(n) {
 		return 1, int(n)
 	}
 	scv := gammaSCV(s)

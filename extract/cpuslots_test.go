@@ -590,3 +590,70 @@ func TestResumeAfterCall(t *testing.T) {
 		})
 	}
 }
+
+// arrivalsModel is a Go front end with one CPU slot, 60 % busy, whose
+// requests come in bursts (gamma gaps of cv 2) and wait for the slot
+// before their spans start.
+const arrivalsModel = `perfcast: 1
+name: arrivals
+hosts:
+  edge: {cpu: {cores: 2}}
+components:
+  front:
+    host: edge
+    operations:
+      page:
+        steps:
+          - hold: {resource: front-procs, steps: [{cpu: exp(1ms)}]}
+          - delay: exp(1ms)
+passive:
+  front-procs: {capacity: 1, before_span: true}
+workload:
+  pages:
+    open: {rate: 600/s, cv: 2}
+    steps: [{call: front/page}]
+`
+
+// TestArrivalsBeforeSlot extracts arrivalsModel's traces with its slot
+// declared. The spans start after the wait for the slot, which evens them
+// out (their gaps' cv about 1.47); the workload's cv is the one whose
+// simulated starts show that (unsmoothArrivals), within a tenth of the
+// truth's 2, and the model predicts the requests' response time, the
+// wait before the span included, at 0.8, 1 and 1.2 times the load within
+// the round trip's tolerance of the truth's. With the starts' cv the
+// model came out 25 to 28 % fast.
+func TestArrivalsBeforeSlot(t *testing.T) {
+	m, err := model.Parse([]byte(arrivalsModel), "arrivals.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	requests := int64(60000)
+	if testing.Short() {
+		requests = 30000
+	}
+	obs := generate(t, m, 3, requests, t.TempDir())
+	x, err := extract.Run(context.Background(), []string{obs.path}, "arrivals", &extract.Config{
+		Hosts: map[string]extract.HostConfig{"edge": {Cores: 2}}, CPUSlots: map[string]int{"*": 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("extracted:\n%s", x.Model.Marshal())
+	if len(x.Model.Workloads) != 1 || x.Model.Workloads[0].Open == nil {
+		t.Fatal("want one open workload")
+	}
+	w := x.Model.Workloads[0]
+	if cv := w.Open.CV; cv < 1.8 || cv > 2.2 {
+		t.Errorf("workload %s: interarrival cv %.3g, want 2 within a tenth", w.Name, cv)
+	}
+	var cs []comparison
+	for _, f := range []float64{0.8, 1, 1.2} {
+		truth := solveSim(t, withLoad(t, m, f)).Workloads["pages"].ResponseTime
+		pred := solveSim(t, withLoad(t, x.Model, f)).Workloads[w.Name].ResponseTime
+		hw := 0.0
+		if truth.CI95 != nil {
+			hw = (truth.CI95[1] - truth.CI95[0]) / 2
+		}
+		cs = append(cs, compare(fmt.Sprintf("%gx response time", f), pred.Mean, pred.CI95, estimate{truth.Mean, hw}, truth.Mean))
+	}
+	check(t, cs)
+}

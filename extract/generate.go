@@ -146,6 +146,7 @@ func (s *State) ModelWith(name string, cfg *Config, est *Estimates) (*model.Mode
 	g.warnSplit()
 	g.warnSpells()
 	g.workloads()
+	g.unsmoothArrivals()
 	g.warnUnusedConfig()
 	g.rep.Components = len(g.m.Components)
 	g.rep.Workloads = len(g.m.Workloads)

@@ -1,0 +1,165 @@
+package extract
+
+import (
+	"context"
+	"math"
+	"slices"
+
+	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/solve/sim"
+)
+
+// Arrivals measured after a wait. A workload's arrivals are measured on its
+// entry operation's server spans' starts (arrivalCV). Where the entry's
+// component has CPU slots, a request waits for one before its span starts
+// (a Go server needs a processor to read the request), and a queue evens
+// out what leaves it: the starts are less bursty than the arrivals. Gamma
+// arrivals of cv 2 at a Go front end whose one slot was 60 % busy started
+// their spans with a cv of 1.47, and the model, given that, predicted the
+// page 27 % fast at the observed load and 28 % fast at 1.2 times it
+// (TestArrivalsBeforeSlot). The model itself tells how much its slot evens
+// arrivals out: unsmoothArrivals simulates it, measures its own starts as
+// the traces' were measured, and sets each such workload's cv to the one
+// whose starts show the traces' cv.
+const (
+	// unsmoothLoad is the least load of the entry's slots (busy slots over
+	// slots) at which the starts are corrected: a queue less busy than that
+	// keeps squared cv within about a tenth of the way to its bursts' (the
+	// departures' squared cv is about ρ²·cs² + (1 − ρ²)·ca², Whitt's
+	// QNA), and a simulation per extraction would cost more than it tells.
+	unsmoothLoad = 0.3
+	// unsmoothStarts is the number of a workload's starts each simulation
+	// records, about the arrivals arrivalCV measures in a block.
+	unsmoothStarts = 20000
+	// unsmoothRounds bounds the simulations; unsmoothTol is the relative
+	// distance between the simulated starts' cv and the traces' within
+	// which the search stops.
+	unsmoothRounds = 5
+	unsmoothTol    = 0.02
+	// unsmoothMaxRequests bounds a simulation's requests over all
+	// workloads.
+	unsmoothMaxRequests = 400000
+)
+
+// startCandidate is a workload whose arrivals unsmoothArrivals corrects.
+type startCandidate struct {
+	w        *model.Workload
+	id       string  // its entry operation
+	measured float64 // the cv of its entry's starts in the traces
+	load     float64 // of the entry's slots
+	// cv is the arrivals' cv being tried; last and lastGot the one tried
+	// before and the starts' cv it gave (lastGot 0 before the first).
+	cv, last, lastGot float64
+	done              bool
+}
+
+// unsmoothArrivals corrects the cv of the open workloads whose entry
+// operation waits for a CPU slot before its span starts, its slots at
+// least unsmoothLoad busy: by the secant method on the simulated starts'
+// cv (simulatedStartCVs), all such workloads at once, from their measured
+// cv, between 0.2 and 5 (arrivalCV's bounds). It leaves a workload as it
+// is where its traces were sampled, its measured cv was taken as
+// Poisson's, or a simulation does not reach a steady state.
+func (g *generator) unsmoothArrivals() {
+	var cs []*startCandidate
+	rate, least := 0.0, math.Inf(1)
+	for _, w := range g.m.Workloads {
+		if w.Open != nil {
+			rate += w.Open.Rate
+		}
+		if w.Open == nil || w.Open.CV == 1 || w.Open.Rate <= 0 || len(w.Steps) != 1 || w.Steps[0].Kind != model.StepCall {
+			continue
+		}
+		id := w.Steps[0].Target
+		e := g.s.entries[id]
+		comp, _ := splitID(id)
+		k := g.cfg.cpuSlots(comp)
+		if e == nil || k == 0 || float64(e.count) < e.weight || g.s.Sampled > 0 {
+			continue
+		}
+		_, _, a, ok := g.slotBursts(comp)
+		if load := a / float64(k); ok && load >= unsmoothLoad {
+			cs = append(cs, &startCandidate{w: w, id: id, measured: w.Open.CV, load: load, cv: w.Open.CV})
+			least = math.Min(least, w.Open.Rate)
+		}
+	}
+	if len(cs) == 0 {
+		return
+	}
+	requests := int64(math.Min(unsmoothStarts*rate/least, unsmoothMaxRequests))
+	for range unsmoothRounds {
+		got, ok := g.simulatedStartCVs(cs, requests)
+		if !ok {
+			return
+		}
+		more := false
+		for _, c := range cs {
+			s, seen := got[c.id]
+			if c.done || !seen || s <= 0 {
+				c.done = true
+				continue
+			}
+			if math.Abs(s-c.measured) <= unsmoothTol*c.measured {
+				c.done = true
+				continue
+			}
+			next := c.cv * c.measured / s // the starts' cv taken as proportional
+			if c.lastGot > 0 && s != c.lastGot {
+				next = c.cv + (c.measured-s)*(c.cv-c.last)/(s-c.lastGot)
+			}
+			c.last, c.lastGot = c.cv, s
+			c.cv = math.Min(math.Max(next, 0.2), 5)
+			more = true
+		}
+		if !more {
+			break
+		}
+	}
+	for _, c := range cs {
+		if cv := round(c.cv, 3); cv != c.w.Open.CV {
+			c.w.Open.CV = cv
+			g.rep.evidencef("workload %s: its requests wait for a CPU slot of %s (%.0f %% busy) before their spans start, which evens out the starts their cv is measured on: the model's own starts, simulated with arrivals of cv %.3g, show the traces' cv %.3g: interarrival cv %.3g",
+				c.w.Name, c.id, 100*c.load, cv, c.measured, cv)
+		}
+	}
+}
+
+// simulatedStartCVs simulates the model with each candidate workload's
+// arrivals at the cv being tried, for the given requests over all
+// workloads, and measures the cv of each candidate's entry span starts as
+// arrivalCV measures the traces' (without taking a cv near 1 as
+// Poisson's), the first tenth of the run, which starts empty, left out.
+func (g *generator) simulatedStartCVs(cs []*startCandidate, requests int64) (map[string]float64, bool) {
+	m, err := g.m.Clone()
+	if err != nil {
+		return nil, false
+	}
+	want := map[string]bool{}
+	for _, c := range cs {
+		want[c.id] = true
+		if w := m.Workload(c.w.Name); w != nil && w.Open != nil {
+			w.Open.CV = c.cv
+		}
+	}
+	starts := map[string][]int64{}
+	res, err := sim.Record(context.Background(), m, sim.RecordOptions{Seed: 1, Requests: requests}, func(s *sim.Span) error {
+		if s.Parent == 0 && s.Kind == sim.SpanServer {
+			if id := s.Component + "/" + s.Operation; want[id] {
+				starts[id] = append(starts[id], int64(math.Round(s.Start*1e9)))
+			}
+		}
+		return nil
+	})
+	if err != nil || !res.Stable {
+		return nil, false
+	}
+	out := map[string]float64{}
+	for id, t := range starts {
+		slices.Sort(t)
+		t = t[len(t)/10:]
+		if cv, n := runsCV([][]int64{t}, false); n >= arrivalMinGaps {
+			out[id] = cv
+		}
+	}
+	return out, true
+}
