@@ -16,7 +16,7 @@ import (
 // out what leaves it: the starts are less bursty than the arrivals. Gamma
 // arrivals of cv 2 at a Go front end whose one slot was 60 % busy started
 // their spans with a cv of 1.47, and the model, given that, predicted the
-// page 27 % fast at the observed load and 28 % fast at 1.2 times it
+// page 27 % fast at the observed load and 29 % fast at 1.2 times it
 // (TestArrivalsBeforeSlot). The model itself tells how much its slot evens
 // arrivals out: unsmoothArrivals simulates it, measures its own starts as
 // the traces' were measured, and sets each such workload's cv to the one
