@@ -249,21 +249,8 @@ workload:
 // did before), the listing kept no delay, the item 0.86 ms of its 9.6 off
 // the CPU, and the spans came out 43 and 64 % short.
 func TestGoServiceAlone(t *testing.T) {
-	m, err := model.Parse([]byte(goAloneModel), "go-alone.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	requests := int64(60000)
-	if testing.Short() {
-		requests = 20000
-	}
-	obs := generate(t, m, 3, requests, t.TempDir())
-	x, err := extract.Run(context.Background(), []string{obs.path}, "go-alone", &extract.Config{
+	_, obs, x := extractTruth(t, goAloneModel, "go-alone", 60000, 20000, &extract.Config{
 		Hosts: map[string]extract.HostConfig{"app": {Cores: 2}}, CPUSlots: map[string]int{"api": 2}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("extracted:\n%s", x.Model.Marshal())
 	if d := fixedDelay(x.Model.Operation("api/list")); math.Abs(d-3e-3) > 0.1e-3 {
 		t.Errorf("api/list keeps %.3g ms off the CPU of the 3 ms it spends there (its own time off the CPU: %.3g ms)", d*1e3, obs.offCPU["api/list"]*1e3)
 	}
@@ -621,23 +608,10 @@ workload:
 // truth's 2, and the model predicts the requests' response time, the
 // wait before the span included, at 0.8, 1 and 1.2 times the load within
 // the round trip's tolerance of the truth's. With the starts' cv the
-// model came out 25 to 28 % fast.
+// model came out 25 to 29 % fast.
 func TestArrivalsBeforeSlot(t *testing.T) {
-	m, err := model.Parse([]byte(arrivalsModel), "arrivals.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	requests := int64(60000)
-	if testing.Short() {
-		requests = 30000
-	}
-	obs := generate(t, m, 3, requests, t.TempDir())
-	x, err := extract.Run(context.Background(), []string{obs.path}, "arrivals", &extract.Config{
+	m, _, x := extractTruth(t, arrivalsModel, "arrivals", 60000, 30000, &extract.Config{
 		Hosts: map[string]extract.HostConfig{"edge": {Cores: 2}}, CPUSlots: map[string]int{"*": 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("extracted:\n%s", x.Model.Marshal())
 	if len(x.Model.Workloads) != 1 || x.Model.Workloads[0].Open == nil {
 		t.Fatal("want one open workload")
 	}
@@ -656,4 +630,24 @@ func TestArrivalsBeforeSlot(t *testing.T) {
 		cs = append(cs, compare(fmt.Sprintf("%gx response time", f), pred.Mean, pred.CI95, estimate{truth.Mean, hw}, truth.Mean))
 	}
 	check(t, cs)
+}
+
+// extractTruth parses the truth model text (named name), writes its traces
+// of requests (short under -short, seed 3) and extracts them with cfg.
+func extractTruth(t *testing.T, text, name string, requests, short int64, cfg *extract.Config) (*model.Model, *observed, *extract.Result) {
+	t.Helper()
+	m, err := model.Parse([]byte(text), name+".yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if testing.Short() {
+		requests = short
+	}
+	obs := generate(t, m, 3, requests, t.TempDir())
+	x, err := extract.Run(context.Background(), []string{obs.path}, name, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("extracted:\n%s", x.Model.Marshal())
+	return m, obs, x
 }
