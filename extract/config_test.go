@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"context"
 	"math"
 	"os"
 	"path/filepath"
@@ -89,7 +90,7 @@ func TestHostScheduling(t *testing.T) {
 		t.Fatalf("no host web:\n%s", m.Marshal())
 	}
 	bad := &Config{Hosts: map[string]HostConfig{"web": {Scheduling: "rr"}}}
-	if _, _, err := Generate(foldWith(t, spans, bad), "shop", bad); err == nil || !strings.Contains(err.Error(), "needs a quantum") {
+	if _, _, err := Generate(context.Background(), foldWith(t, spans, bad), "shop", bad); err == nil || !strings.Contains(err.Error(), "needs a quantum") {
 		t.Errorf("round-robin without a quantum: %v", err)
 	}
 }

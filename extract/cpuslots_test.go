@@ -1,8 +1,10 @@
 package extract_test
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -610,8 +612,8 @@ workload:
 // the round trip's tolerance of the truth's. With the starts' cv the
 // model came out 25 to 29 % fast.
 func TestArrivalsBeforeSlot(t *testing.T) {
-	m, _, x := extractTruth(t, arrivalsModel, "arrivals", 60000, 30000, &extract.Config{
-		Hosts: map[string]extract.HostConfig{"edge": {Cores: 2}}, CPUSlots: map[string]int{"*": 1}})
+	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"edge": {Cores: 2}}, CPUSlots: map[string]int{"*": 1}}
+	m, _, x := extractTruth(t, arrivalsModel, "arrivals", 60000, 30000, cfg)
 	if len(x.Model.Workloads) != 1 || x.Model.Workloads[0].Open == nil {
 		t.Fatal("want one open workload")
 	}
@@ -630,6 +632,21 @@ func TestArrivalsBeforeSlot(t *testing.T) {
 		cs = append(cs, compare(fmt.Sprintf("%gx response time", f), pred.Mean, pred.CI95, estimate{truth.Mean, hw}, truth.Mean))
 	}
 	check(t, cs)
+
+	// The state makes the same model again; a cancelled extraction stops
+	// in its simulations with the context's error.
+	again, _, err := extract.Generate(context.Background(), x.State, "arrivals", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(again.Marshal(), x.Model.Marshal()) {
+		t.Error("the state made another model the second time")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if m, _, err := extract.Generate(ctx, x.State, "arrivals", cfg); !errors.Is(err, context.Canceled) || m != nil {
+		t.Errorf("cancelled: got a model %v and error %v, want none and context.Canceled", m != nil, err)
+	}
 }
 
 // extractTruth parses the truth model text (named name), writes its traces

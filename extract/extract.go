@@ -67,7 +67,7 @@ func RunWith(ctx context.Context, paths []string, states []*State, name string, 
 		}
 		return nil, fmt.Errorf("no complete trace in %s", where)
 	}
-	m, rep, err := Generate(st, name, cfg)
+	m, rep, err := Generate(ctx, st, name, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -113,8 +113,9 @@ func Fold(ctx context.Context, st *State, paths []string, cfg *Config) (ingest.S
 // configuration's utilization metrics where spans carry no CPU time, speed
 // curves where the load varied, and the rest from the state alone.
 // Generating finishes the state's sweeps: fold no more into it afterwards
-// (Clone it first to go on folding).
-func Generate(st *State, name string, cfg *Config) (*model.Model, *Report, error) {
+// (Clone it first to go on folding). It stops with ctx's error once ctx is
+// done.
+func Generate(ctx context.Context, st *State, name string, cfg *Config) (*model.Model, *Report, error) {
 	if cfg == nil {
 		cfg = &Config{}
 	}
@@ -144,7 +145,10 @@ func Generate(st *State, name string, cfg *Config) (*model.Model, *Report, error
 	if !cfg.NoSpeedCurves {
 		est.SpeedCurves = EstimateSpeedCurves(st.Windows, set, cfg.serviceComponent, cores, est.PerOp, st.cpuVariances())
 	}
-	m, rep := st.ModelWith(name, cfg, est)
+	m, rep, err := st.ModelWith(ctx, name, cfg, est)
+	if err != nil {
+		return nil, nil, err
+	}
 	if err := m.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("extracted model is invalid (a bug in perfcast): %w", err)
 	}

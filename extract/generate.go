@@ -2,6 +2,7 @@ package extract
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"maps"
 	"math"
@@ -98,14 +99,18 @@ type Estimates struct {
 }
 
 // Model generates the model the state describes, with a report of the
-// evidence and the assumptions. name names the model.
+// evidence and the assumptions. name names the model. It cannot be
+// cancelled: ModelWith can.
 func (s *State) Model(name string, cfg *Config) (*model.Model, *Report) {
-	return s.ModelWith(name, cfg, nil)
+	m, rep, _ := s.ModelWith(context.Background(), name, cfg, nil) // fails only when ctx is done
+	return m, rep
 }
 
 // ModelWith generates the model, taking the CPU demand of operations whose
-// spans carry no CPU time from est where it has them.
-func (s *State) ModelWith(name string, cfg *Config, est *Estimates) (*model.Model, *Report) {
+// spans carry no CPU time from est where it has them. Generating simulates
+// parts of the model (see unsmoothArrivals and throttleTable); it fails
+// only when ctx is done before it finishes, with ctx's error.
+func (s *State) ModelWith(ctx context.Context, name string, cfg *Config, est *Estimates) (*model.Model, *Report, error) {
 	if cfg == nil {
 		cfg = &Config{}
 	}
@@ -113,7 +118,7 @@ func (s *State) ModelWith(name string, cfg *Config, est *Estimates) (*model.Mode
 		est = &Estimates{}
 	}
 	s.finishSolo()
-	g := &generator{s: s, cfg: cfg, est: est, fittedDelays: map[string]bool{}, m: &model.Model{Version: model.Version, Name: name},
+	g := &generator{ctx: ctx, s: s, cfg: cfg, est: est, fittedDelays: map[string]bool{}, m: &model.Model{Version: model.Version, Name: name},
 		rep: &Report{Traces: s.Traces, Spans: s.Spans, Modeled: s.Modeled, Partial: s.Partial,
 			Evidence: []string{}, Warnings: []string{}, Fits: map[string]map[string]float64{}}}
 	g.rep.Duration = s.covered()
@@ -147,16 +152,24 @@ func (s *State) ModelWith(name string, cfg *Config, est *Estimates) (*model.Mode
 	g.warnSpells()
 	g.workloads()
 	g.unsmoothArrivals()
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
 	g.warnUnusedConfig()
 	g.rep.Components = len(g.m.Components)
 	g.rep.Workloads = len(g.m.Workloads)
 	if s.Partial > 0 {
 		g.rep.warnf("%d of %d traces are partial (a parent span is missing); their pieces were modeled as separate requests", s.Partial, s.Traces)
 	}
-	return g.m, g.rep
+	return g.m, g.rep, nil
 }
 
+// A generator makes one model in one call of ModelWith.
 type generator struct {
+	// ctx cancels the simulations generating runs; once it is done they
+	// fail and their results are left out, and ModelWith returns its
+	// error.
+	ctx context.Context
 	s   *State
 	cfg *Config
 	m   *model.Model

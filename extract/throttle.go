@@ -1,7 +1,6 @@
 package extract
 
 import (
-	"context"
 	"maps"
 	"math"
 	"slices"
@@ -129,7 +128,7 @@ func (g *generator) throttleTable(h *model.Host) []throttlePoint {
 		if m == nil {
 			return 0, false
 		}
-		r, err := sim.New().Solve(context.Background(), m, solve.Options{Seed: 1, Requests: throttleRequests, Workers: 1})
+		r, err := sim.New().Solve(g.ctx, m, solve.Options{Seed: 1, Requests: throttleRequests, Workers: 1})
 		if err != nil || !r.Stable {
 			return 0, false
 		}

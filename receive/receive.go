@@ -258,7 +258,7 @@ func (r *Receiver) Run(ctx context.Context) error {
 			if now.Sub(r.lastSave) >= r.opts.Checkpoint && changed {
 				// A checkpoint that cannot be written (a full disk) is
 				// tried again at the next; the last one's error is Run's.
-				if err := r.checkpoint(now, r.st.Traces != r.foldedAt, false); err != nil {
+				if err := r.checkpoint(ctx, now, r.st.Traces != r.foldedAt, false); err != nil {
 					r.log.Error("checkpoint failed", "error", err)
 					r.lastSave = now
 				}
@@ -326,7 +326,8 @@ func (r *Receiver) finish() error {
 	if open > 0 {
 		r.log.Info("traces still open folded as they are", "traces", open)
 	}
-	err := r.checkpoint(time.Now(), true, true)
+	// The last model is made whatever the time it takes: ctx is done.
+	err := r.checkpoint(context.Background(), time.Now(), true, true)
 	r.refreshStats()
 	return err
 }
@@ -336,7 +337,7 @@ func (r *Receiver) finish() error {
 // checkpoint (final) makes it from the state itself, which folds nothing
 // more; the others from a copy loaded from the bytes just saved, since
 // making a model finishes sweeps that folding on needs.
-func (r *Receiver) checkpoint(now time.Time, withModel, final bool) error {
+func (r *Receiver) checkpoint(ctx context.Context, now time.Time, withModel, final bool) error {
 	var saved bytes.Buffer
 	if err := r.st.Save(&saved); err != nil {
 		return fmt.Errorf("receive: %w", err)
@@ -361,7 +362,10 @@ func (r *Receiver) checkpoint(now time.Time, withModel, final bool) error {
 			return fmt.Errorf("receive: %w", err)
 		}
 	}
-	m, rep, err := extract.Generate(st, r.opts.Name, r.opts.Config)
+	m, rep, err := extract.Generate(ctx, st, r.opts.Name, r.opts.Config)
+	if ctx.Err() != nil {
+		return nil // stopping: the last checkpoint makes the model
+	}
 	if err != nil {
 		// A model that cannot be made (a metrics file unreadable, say) is
 		// no reason to stop receiving.
@@ -434,7 +438,7 @@ func (r *Receiver) Model(ctx context.Context) (*model.Model, *extract.Report, er
 	if res.err != nil {
 		return nil, nil, res.err
 	}
-	return extract.Generate(res.st, r.opts.Name, r.opts.Config)
+	return extract.Generate(ctx, res.st, r.opts.Name, r.opts.Config)
 }
 
 // Errors of Model and of the handler.
