@@ -1776,23 +1776,11 @@ func (g *generator) poolWait(comp string) float64 {
 	}
 	w := 0.0
 	k, pooled := g.threads[comp]
-	span := g.s.span()
-	var n, sum, sq float64
-	for _, id := range slices.Sorted(maps.Keys(g.s.ops)) {
-		if op := g.s.ops[id]; op.component == comp && op.resp.n > 0 {
-			n += float64(op.count)
-			sum += float64(op.count) * op.resp.mean()
-			sq += float64(op.count) * (op.resp.variance() + op.resp.mean()*op.resp.mean())
-		}
-	}
-	if pooled && k > 0 && n > 0 && sum > 0 && span > 0 {
-		mean := sum / n
-		cs2 := math.Max(sq/n/(mean*mean)-1, 0)
+	if mean, cs2, a, ok := g.poolHolds(comp); pooled && k > 0 && ok {
 		replicas := 1.0
 		if h := g.hostOf[comp]; h != nil {
 			replicas = float64(h.Replicas)
 		}
-		a := sum / span / replicas
 		if a < float64(k) {
 			scv := g.componentSCV(comp)
 			wins, width := g.loadWindows(func(id string) bool {
@@ -1806,6 +1794,31 @@ func (g *generator) poolWait(comp string) float64 {
 	}
 	g.poolWaits[comp] = w
 	return w
+}
+
+// poolHolds returns the mean and squared coefficient of variation of the
+// time an execution of component comp holds a thread of its pool (its
+// span's duration), and the threads busy per replica on average; ok is
+// false without executions or observed time.
+func (g *generator) poolHolds(comp string) (mean, cs2, a float64, ok bool) {
+	span := g.s.span()
+	var n, sum, sq float64
+	for _, id := range slices.Sorted(maps.Keys(g.s.ops)) {
+		if op := g.s.ops[id]; op.component == comp && op.resp.n > 0 {
+			n += float64(op.count)
+			sum += float64(op.count) * op.resp.mean()
+			sq += float64(op.count) * (op.resp.variance() + op.resp.mean()*op.resp.mean())
+		}
+	}
+	if n == 0 || sum <= 0 || span <= 0 {
+		return 0, 0, 0, false
+	}
+	replicas := 1.0
+	if h := g.hostOf[comp]; h != nil {
+		replicas = float64(h.Replicas)
+	}
+	mean = sum / n
+	return mean, math.Max(sq/n/(mean*mean)-1, 0), sum / span / replicas, true
 }
 
 // CPUSlotsResource names the passive resource that holds component comp's

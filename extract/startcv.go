@@ -1,6 +1,8 @@
 package extract
 
 import (
+	"fmt"
+	"maps"
 	"math"
 	"slices"
 
@@ -9,20 +11,22 @@ import (
 )
 
 // Arrivals measured after a wait. A workload's arrivals are measured on its
-// entry operation's server spans' starts (arrivalCV). Where the entry's
-// component has CPU slots, a request waits for one before its span starts
-// (a Go server needs a processor to read the request), and a queue evens
-// out what leaves it: the starts are less bursty than the arrivals. Gamma
-// arrivals of cv 2 at a Go front end whose one slot was 60 % busy started
-// their spans with a cv of 1.47, and the model, given that, predicted the
-// page 27 % fast at the observed load and 29 % fast at 1.2 times it
-// (TestArrivalsBeforeSlot). The model itself tells how much its slot evens
-// arrivals out: unsmoothArrivals simulates it, measures its own starts as
-// the traces' were measured, and sets each such workload's cv to the one
-// whose starts show the traces' cv.
+// entry operation's server spans' starts (arrivalCV). Where a request waits
+// before the entry's span starts, for a CPU slot of its component (a Go
+// server needs a processor to read the request), a thread of its pool or
+// a limit on the operation, a queue evens out what leaves it: the starts
+// are less bursty than the arrivals. Gamma arrivals of cv 2 at a Go front
+// end whose one slot was 60 % busy started their spans with a cv of 1.47,
+// and the model, given that, predicted the page 27 % fast at the observed
+// load and 29 % fast at 1.2 times it (TestArrivalsBeforeSlot); at a pool
+// of four threads 72 % busy, 1.42, and 25 to 46 % fast at 0.8 to 1.2 times
+// the load (TestArrivalsBeforePool). The model itself tells how much its
+// queue evens arrivals out: unsmoothArrivals simulates it, measures its
+// own starts as the traces' were measured, and sets each such workload's
+// cv to the one whose starts show the traces' cv.
 const (
-	// unsmoothLoad is the least load of the entry's slots (busy slots over
-	// slots) at which the starts are corrected: a queue less busy than that
+	// unsmoothLoad is the least load of the queue before the entry's span
+	// (busy servers over servers) at which the starts are corrected: a queue less busy than that
 	// keeps squared cv within about a tenth of the way to its bursts' (the
 	// departures' squared cv is about ρ²·cs² + (1 − ρ²)·ca², Whitt's
 	// QNA), and a simulation per extraction would cost more than it tells.
@@ -44,8 +48,9 @@ const (
 type startCandidate struct {
 	w        *model.Workload
 	id       string  // its entry operation
+	what     string  // names the queue before the entry's span
 	measured float64 // the cv of its entry's starts in the traces
-	load     float64 // of the entry's slots
+	load     float64 // of that queue
 	// cv is the arrivals' cv being tried; last and lastGot the one tried
 	// before and the starts' cv it gave (lastGot 0 before the first).
 	cv, last, lastGot float64
@@ -53,8 +58,8 @@ type startCandidate struct {
 }
 
 // unsmoothArrivals corrects the cv of the open workloads whose entry
-// operation waits for a CPU slot before its span starts, its slots at
-// least unsmoothLoad busy: by the secant method on the simulated starts'
+// operation's requests wait before its span starts in a queue at least
+// unsmoothLoad busy (entryQueue): by the secant method on the simulated starts'
 // cv (simulatedStartCVs), all such workloads at once, from their measured
 // cv, between 0.2 and 5 (arrivalCV's bounds). It leaves a workload as it
 // is where its traces were sampled, its measured cv was taken as
@@ -71,14 +76,11 @@ func (g *generator) unsmoothArrivals() {
 		}
 		id := w.Steps[0].Target
 		e := g.s.entries[id]
-		comp, _ := splitID(id)
-		k := g.cfg.cpuSlots(comp)
-		if e == nil || k == 0 || float64(e.count) < e.weight || g.s.Sampled > 0 {
+		if e == nil || float64(e.count) < e.weight || g.s.Sampled > 0 {
 			continue
 		}
-		_, _, a, ok := g.slotBursts(comp)
-		if load := a / float64(k); ok && load >= unsmoothLoad {
-			cs = append(cs, &startCandidate{w: w, id: id, measured: w.Open.CV, load: load, cv: w.Open.CV})
+		if load, what, ok := g.entryQueue(id); ok && load >= unsmoothLoad {
+			cs = append(cs, &startCandidate{w: w, id: id, what: what, measured: w.Open.CV, load: load, cv: w.Open.CV})
 			least = math.Min(least, w.Open.Rate)
 		}
 	}
@@ -117,8 +119,8 @@ func (g *generator) unsmoothArrivals() {
 	for _, c := range cs {
 		if cv := round(c.cv, 3); cv != c.w.Open.CV {
 			c.w.Open.CV = cv
-			g.rep.evidencef("workload %s: its requests wait for a CPU slot of %s (%.0f %% busy) before their spans start, which evens out the starts their cv is measured on: the model's own starts, simulated with arrivals of cv %.3g, show the traces' cv %.3g: interarrival cv %.3g",
-				c.w.Name, c.id, 100*c.load, cv, c.measured, cv)
+			g.rep.evidencef("workload %s: its requests wait for %s (%.0f %% busy) before the spans of %s start, which evens out the starts their cv is measured on: the model's own starts, simulated with arrivals of cv %.3g, show the traces' cv %.3g: interarrival cv %.3g",
+				c.w.Name, c.what, 100*c.load, c.id, cv, c.measured, cv)
 		}
 	}
 }
@@ -161,4 +163,42 @@ func (g *generator) simulatedStartCVs(cs []*startCandidate, requests int64) (map
 		}
 	}
 	return out, true
+}
+
+// entryQueue returns the busiest queue the model makes a request to
+// operation id wait in before the operation's span starts, with its load
+// (busy servers over servers, per replica) and words that name it: its
+// component's CPU slots, its component's thread pool (inferLimits), a
+// limit inferred on the operation, or a passive resource the
+// configuration declares around it. ok is false where there is none.
+func (g *generator) entryQueue(id string) (load float64, what string, ok bool) {
+	comp, _ := splitID(id)
+	if k := g.cfg.cpuSlots(comp); k > 0 {
+		if _, _, a, measured := g.slotBursts(comp); measured {
+			load, what, ok = a/float64(k), "a CPU slot of "+comp, true
+		}
+	}
+	if k, pooled := g.threads[comp]; pooled && k > 0 {
+		if _, _, a, held := g.poolHolds(comp); held && a/float64(k) > load {
+			load, what, ok = a/float64(k), fmt.Sprintf("a thread of the pool of %d of %s", k, comp), true
+		}
+	}
+	if lim, limited := g.opLimits[id]; limited && lim.k > 0 && lim.mean/float64(lim.k) > load {
+		load, what, ok = lim.mean/float64(lim.k), fmt.Sprintf("the limit of %d inferred on %s", lim.k, id), true
+	}
+	if name, declared := g.declaredOps[id]; declared {
+		c := float64(max(g.cfg.Passive[name].Capacity, 1))
+		busy := 0.0
+		if span := g.s.span(); span > 0 {
+			for _, other := range slices.Sorted(maps.Keys(g.declaredOps)) {
+				if op := g.s.ops[other]; op != nil && g.declaredOps[other] == name && op.resp.n > 0 {
+					busy += float64(op.count) * op.resp.mean() / span
+				}
+			}
+		}
+		if busy/c > load {
+			load, what, ok = busy/c, fmt.Sprintf("%s (capacity %d)", name, int(c)), true
+		}
+	}
+	return load, what, ok
 }
