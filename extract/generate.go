@@ -305,7 +305,7 @@ func (g *generator) inferLimits() {
 			continue
 		}
 		caller, target := parts[1], parts[2]
-		if g.poolBoundsBareSite(key, target, lim.k) {
+		if g.calleeBoundsBareSite(key, target, lim.k) {
 			continue
 		}
 		if g.siteLimits[caller] == nil {
@@ -343,19 +343,28 @@ func (g *generator) inferLimits() {
 	}
 }
 
-// poolBoundsBareSite reports whether the bound k seen on call site key, to
-// target, is its callee's thread pool's: where most of the site's calls
-// have no client span, a call shows only the callee's span, whose
-// concurrency the callee's pool of at most k threads bounds, not a lock
-// its caller holds. (Two callers of one pool of four, with no client
-// spans, each came out holding a lock of four.)
-func (g *generator) poolBoundsBareSite(key, target string, k int) bool {
+// calleeBoundsBareSite reports whether the bound k seen on call site key,
+// to target, is its callee's: where most of the site's calls have no
+// client span, a call shows only the callee's span, whose concurrency the
+// callee's pool of at most k threads, or a limit of at most k on the
+// operation itself, bounds, not a lock its caller holds. (Two callers of
+// one pool of four, with no client spans, each came out holding a lock of
+// four; the busier of two callers of an operation limited to two, a lock
+// of two besides the operation's limit.)
+func (g *generator) calleeBoundsBareSite(key, target string, k int) bool {
 	d, op := g.s.siteTimes[key], g.s.ops[target]
 	if d == nil || op == nil || 2*g.s.siteBare[key] < d.n {
 		return false
 	}
-	t, pooled := g.threads[op.component]
-	return pooled && t <= k
+	if t, pooled := g.threads[op.component]; pooled && t <= k {
+		return true
+	}
+	c := g.s.conc["op\x00"+target]
+	if c == nil {
+		return false
+	}
+	lim, ok := c.inferLimit()
+	return ok && lim.k <= k
 }
 
 // declared applies the pools and locks of the configuration; they take the
@@ -1727,14 +1736,17 @@ func meanTimes(r float64) (model.Count, bool) {
 // bareCallWait is the mean time one execution of caller spends in its own
 // time waiting for its callees before their spans start, where it calls
 // them with no client span between (a hop with no client span): a callee
-// waits there for its thread pool (poolWait) and for its first CPU slot
-// (inSpanSlotWait), and with no client span those waits fall in the
+// waits there for its thread pool (poolWait), for a limit around the
+// operation (opLimitWait) and for its first CPU slot (slotWait), and with
+// no client span those waits fall in the
 // caller's own time, not in a call's latency. The model makes them again
 // in the callee, so they are taken out of the caller's, per such call. A
 // Go front end on two cores calling a Go store with no client span, the
 // store's slots 70 % busy, kept the store's 3.85 ms wait as its own
 // delay, and the model predicted the page 26 % slow; two callers of a
-// store with four threads, 76 % busy, came out 28 and 20 % slow.
+// store with four threads, 76 % busy, came out 28 and 20 % slow, and two
+// callers of an operation limited to two at once, 75 % busy, 42 and 39 %
+// (TestBareOpLimitWait).
 func (g *generator) bareCallWait(caller string, op *opStats) float64 {
 	if op.count == 0 {
 		return 0
@@ -1753,13 +1765,65 @@ func (g *generator) bareCallWait(caller string, op *opStats) float64 {
 		if callee == nil {
 			continue
 		}
-		w := g.poolWait(callee.component)
+		w := g.poolWait(callee.component) + g.opLimitWait(target)
 		if g.cfg.cpuSlots(callee.component) > 0 {
 			w += g.slotWait(callee.component)
 		}
 		wait += float64(g.s.siteBare[siteGroup(caller, target)]) / float64(op.count) * w
 	}
 	return wait
+}
+
+// opLimitWait is the mean time a call to operation target waits, before
+// its span starts, for the limit the model holds around it: one inferred
+// on it (inferLimits) or a passive resource the configuration declares
+// around it (passive, operations), shared with the other operations
+// declared in it. As poolWait: GI/G/k for the callee's component's
+// arrivals, a unit held for a span's duration, averaged over the windows
+// of the executions that hold it; per replica where the limit is (a
+// replicated component's inferred limit); 0 without a limit.
+func (g *generator) opLimitWait(target string) float64 {
+	op := g.s.ops[target]
+	if op == nil {
+		return 0
+	}
+	k, perReplica := 0, false
+	holds := func(id string) bool { return id == target }
+	if name, ok := g.declaredOps[target]; ok {
+		k = max(g.cfg.Passive[name].Capacity, 1)
+		holds = func(id string) bool { return g.declaredOps[id] == name }
+	} else if lim, ok := g.opLimits[target]; ok {
+		k, perReplica = lim.k, true
+	} else {
+		return 0
+	}
+	span := g.s.span()
+	var n, sum, sq float64
+	for _, id := range slices.Sorted(maps.Keys(g.s.ops)) {
+		if o := g.s.ops[id]; holds(id) && o.resp.n > 0 {
+			n += float64(o.count)
+			sum += float64(o.count) * o.resp.mean()
+			sq += float64(o.count) * (o.resp.variance() + o.resp.mean()*o.resp.mean())
+		}
+	}
+	if k <= 0 || n == 0 || sum <= 0 || span <= 0 {
+		return 0
+	}
+	replicas := 1.0
+	if h := g.hostOf[op.component]; perReplica && h != nil {
+		replicas = float64(h.Replicas)
+	}
+	mean := sum / n
+	cs2 := math.Max(sq/n/(mean*mean)-1, 0)
+	a := sum / span / replicas
+	if a >= float64(k) {
+		return 0
+	}
+	scv := g.componentSCV(op.component)
+	wins, width := g.loadWindows(holds, func(id string) float64 { return g.s.ops[id].resp.mean() })
+	return mean * meanOverWindows(wins, width, 1/replicas, a, scv, func(a float64) float64 {
+		return burstyServiceWait(k, a, scv, cs2)
+	})
 }
 
 // poolWait is the mean time an execution of component comp waits for one
