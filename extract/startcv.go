@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/solve/sim"
 )
@@ -26,22 +27,29 @@ import (
 // cv to the one whose starts show the traces' cv.
 const (
 	// unsmoothLoad is the least load of the queue before the entry's span
-	// (busy servers over servers) at which the starts are corrected: a queue less busy than that
-	// keeps squared cv within about a tenth of the way to its bursts' (the
+	// (busy servers over servers) at which the starts are corrected: a
+	// queue less busy than that keeps squared cv within about a tenth of the way to its bursts' (the
 	// departures' squared cv is about ρ²·cs² + (1 − ρ²)·ca², Whitt's
 	// QNA), and a simulation per extraction would cost more than it tells.
 	unsmoothLoad = 0.3
 	// unsmoothStarts is the number of a workload's starts each simulation
-	// records, about the arrivals arrivalCV measures in a block.
-	unsmoothStarts = 20000
+	// records, about the arrivals arrivalCV measures in a block, or twice
+	// the starts its traces hold where they hold fewer (the simulated cv's
+	// noise then about 0.7 times the measured one's), but at least
+	// unsmoothMinStarts.
+	unsmoothStarts    = 20000
+	unsmoothMinStarts = 4000
 	// unsmoothRounds bounds the simulations; unsmoothTol is the relative
 	// distance between the simulated starts' cv and the traces' within
 	// which the search stops.
 	unsmoothRounds = 5
 	unsmoothTol    = 0.02
 	// unsmoothMaxRequests bounds a simulation's requests over all
-	// workloads.
-	unsmoothMaxRequests = 400000
+	// workloads, unsmoothMaxExecutions the operations they execute (as
+	// many per request as the traces show): recording the spans of 200 000
+	// requests of a shop of five operations a request took 3 s.
+	unsmoothMaxRequests   = 400000
+	unsmoothMaxExecutions = 2000000
 )
 
 // startCandidate is a workload whose arrivals unsmoothArrivals corrects.
@@ -66,7 +74,8 @@ type startCandidate struct {
 // Poisson's, or a simulation does not reach a steady state.
 func (g *generator) unsmoothArrivals() {
 	var cs []*startCandidate
-	rate, least := 0.0, math.Inf(1)
+	// need is the simulated seconds the candidates' starts take.
+	rate, need := 0.0, 0.0
 	for _, w := range g.m.Workloads {
 		if w.Open != nil {
 			rate += w.Open.Rate
@@ -81,18 +90,25 @@ func (g *generator) unsmoothArrivals() {
 		}
 		if load, what, ok := g.entryQueue(id); ok && load >= unsmoothLoad {
 			cs = append(cs, &startCandidate{w: w, id: id, what: what, measured: w.Open.CV, load: load, cv: w.Open.CV})
-			least = math.Min(least, w.Open.Rate)
+			starts := math.Max(math.Min(unsmoothStarts, 2*float64(e.count)), unsmoothMinStarts)
+			need = math.Max(need, starts/w.Open.Rate)
 		}
 	}
 	if len(cs) == 0 {
 		return
 	}
-	requests := int64(math.Min(unsmoothStarts*rate/least, unsmoothMaxRequests))
+	limit := float64(unsmoothMaxRequests)
+	if perRequest := g.executionsPerRequest(); perRequest > 0 {
+		limit = math.Min(limit, unsmoothMaxExecutions/perRequest)
+	}
+	requests := int64(math.Min(need*rate, limit))
+	sims := 0
 	for range unsmoothRounds {
 		got, ok := g.simulatedStartCVs(cs, requests)
 		if !ok {
 			return
 		}
+		sims++
 		more := false
 		for _, c := range cs {
 			s, seen := got[c.id]
@@ -119,8 +135,8 @@ func (g *generator) unsmoothArrivals() {
 	for _, c := range cs {
 		if cv := round(c.cv, 3); cv != c.w.Open.CV {
 			c.w.Open.CV = cv
-			g.rep.evidencef("workload %s: its requests wait for %s (%.0f %% busy) before the spans of %s start, which evens out the starts their cv is measured on: the model's own starts, simulated with arrivals of cv %.3g, show the traces' cv %.3g: interarrival cv %.3g",
-				c.w.Name, c.what, 100*c.load, c.id, cv, c.measured, cv)
+			g.rep.evidencef("workload %s: its requests wait for %s (%.0f %% busy) before the spans of %s start, which evens out the starts their cv is measured on: the model's own starts, simulated with arrivals of cv %.3g, show the traces' cv %.3g (%s of %d requests): interarrival cv %.3g",
+				c.w.Name, c.what, 100*c.load, c.id, cv, c.measured, textout.Plural(sims, "simulation"), requests, cv)
 		}
 	}
 }
@@ -201,4 +217,20 @@ func (g *generator) entryQueue(id string) (load float64, what string, ok bool) {
 		}
 	}
 	return load, what, ok
+}
+
+// executionsPerRequest is the operations the traces' requests executed on
+// average, their sends' consumers included; 0 without requests.
+func (g *generator) executionsPerRequest() float64 {
+	var execs, requests float64
+	for _, id := range slices.Sorted(maps.Keys(g.s.ops)) {
+		execs += float64(g.s.ops[id].count)
+	}
+	for _, id := range slices.Sorted(maps.Keys(g.s.entries)) {
+		requests += float64(g.s.entries[id].count)
+	}
+	if requests == 0 {
+		return 0
+	}
+	return execs / requests
 }
