@@ -543,12 +543,13 @@ func (g *generator) limited(target string) bool {
 }
 
 // needPassive adds a passive resource of capacity k, one per replica of the
-// host of operation id when that host is replicated, unless it exists.
-func (g *generator) needPassive(name string, k int, id string) {
+// host of operation id when that host is replicated, unless it exists;
+// beforeSpan as model.Passive's.
+func (g *generator) needPassive(name string, k int, id string, beforeSpan bool) {
 	if g.m.PassiveResource(name) != nil {
 		return
 	}
-	p := &model.Passive{Name: name, Capacity: k}
+	p := &model.Passive{Name: name, Capacity: k, BeforeSpan: beforeSpan}
 	comp, _ := splitID(id)
 	if h := g.hostOf[comp]; h != nil && h.Replicas > 1 {
 		p.Host = h.Name
@@ -953,7 +954,9 @@ func (g *generator) operations() {
 			o.Steps = []model.Step{{Kind: model.StepHold, Resource: name, Units: 1, Steps: o.Steps}}
 		} else if lim, ok := g.opLimits[id]; ok {
 			name := limitName(id)
-			g.needPassive(name, lim.k, id)
+			// Its spans never overlapped more than k: the wait is before
+			// them.
+			g.needPassive(name, lim.k, id, true)
 			o.Steps = []model.Step{{Kind: model.StepHold, Resource: name, Units: 1, Steps: o.Steps}}
 		}
 		c.Operations = append(c.Operations, o)
@@ -1222,7 +1225,7 @@ func (g *generator) elemSteps(elems []*elem) []model.Step {
 				body = []model.Step{{Kind: model.StepHold, Resource: name, Units: 1, Steps: body}}
 			} else if lim, ok := g.siteLimits[g.caller][e.target]; ok {
 				name := siteLockName(g.caller, e.target)
-				g.needPassive(name, lim.k, g.caller)
+				g.needPassive(name, lim.k, g.caller, false)
 				body = []model.Step{{Kind: model.StepHold, Resource: name, Units: 1, Steps: body}}
 			}
 		case elemSend:
