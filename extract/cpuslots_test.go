@@ -695,8 +695,8 @@ workload:
 // extraction infers: the requests wait for one of its four threads before
 // their spans start, which evens out the starts (cv 1.42 at seed 3). The
 // cv comes back within 0.25 of the truth's 2: over six data sets of 60 000
-// requests (perfcast generate, seeds 1 to 6) it came out at 1.99 to 2.23,
-// mean 2.09 and standard deviation 0.08, and 0.25 is three of those. With
+// requests (perfcast generate, seeds 1 to 6) it came out at 1.97 to 2.23,
+// mean 2.08 and standard deviation 0.09, and 0.25 is about three of those. With
 // the starts' cv the model came out 25 to 46 % fast.
 func TestArrivalsBeforePool(t *testing.T) {
 	m, _, x := extractTruth(t, pooledModel, "pooled", 60000, 30000, &extract.Config{})

@@ -21,16 +21,19 @@ import (
 // and the model, given that, predicted the page 27 % fast at the observed
 // load and 29 % fast at 1.2 times it (TestArrivalsBeforeSlot); at a pool
 // of four threads 72 % busy, 1.42, and 25 to 46 % fast at 0.8 to 1.2 times
-// the load (TestArrivalsBeforePool). The model itself tells how much its
+// the load (TestArrivalsBeforePool); at an operation limited to two at
+// once, 67 % busy, 1.4, and 33 to 37 % fast (TestArrivalsBeforeOpLimit).
+// The model itself tells how much its
 // queue evens arrivals out: unsmoothArrivals simulates it, measures its
 // own starts as the traces' were measured, and sets each such workload's
 // cv to the one whose starts show the traces' cv.
 const (
 	// unsmoothLoad is the least load of the queue before the entry's span
 	// (busy servers over servers) at which the starts are corrected: a
-	// queue less busy than that keeps squared cv within about a tenth of the way to its bursts' (the
-	// departures' squared cv is about ρ²·cs² + (1 − ρ²)·ca², Whitt's
-	// QNA), and a simulation per extraction would cost more than it tells.
+	// queue less busy than that keeps squared cv within about a tenth of
+	// the way to its bursts' (the departures' squared cv is about
+	// ρ²·cs² + (1 − ρ²)·ca², Whitt's QNA), and a simulation per
+	// extraction would cost more than it tells.
 	unsmoothLoad = 0.3
 	// unsmoothStarts is the number of a workload's starts each simulation
 	// records, about the arrivals arrivalCV measures in a block, or twice
@@ -46,8 +49,8 @@ const (
 	unsmoothTol    = 0.02
 	// unsmoothMaxRequests bounds a simulation's requests over all
 	// workloads, unsmoothMaxExecutions the operations they execute (as
-	// many per request as the traces show): recording the spans of 200 000
-	// requests of a shop of five operations a request took 3 s.
+	// many per request as the traces show): recording the spans of 214 528
+	// requests of the shop example, about five operations each, took 3 s.
 	unsmoothMaxRequests   = 400000
 	unsmoothMaxExecutions = 2000000
 )
@@ -60,16 +63,18 @@ type startCandidate struct {
 	measured float64 // the cv of its entry's starts in the traces
 	load     float64 // of that queue
 	// cv is the arrivals' cv being tried; last and lastGot the one tried
-	// before and the starts' cv it gave (lastGot 0 before the first).
+	// before and the starts' cv it gave (lastGot 0 before the first); best
+	// and bestGot the one tried whose starts came closest to measured.
 	cv, last, lastGot float64
+	best, bestGot     float64
 	done              bool
 }
 
 // unsmoothArrivals corrects the cv of the open workloads whose entry
 // operation's requests wait before its span starts in a queue at least
-// unsmoothLoad busy (entryQueue): by the secant method on the simulated starts'
-// cv (simulatedStartCVs), all such workloads at once, from their measured
-// cv, between 0.2 and 5 (arrivalCV's bounds). It leaves a workload as it
+// unsmoothLoad busy (entryQueue): by the secant method on the simulated
+// starts' cv (simulatedStartCVs), all such workloads at once, from their
+// measured cv, between 0.2 and 5 (arrivalCV's bounds). It leaves a workload as it
 // is where its traces were sampled, its measured cv was taken as
 // Poisson's, or a simulation does not reach a steady state.
 func (g *generator) unsmoothArrivals() {
@@ -116,6 +121,9 @@ func (g *generator) unsmoothArrivals() {
 				c.done = true
 				continue
 			}
+			if c.bestGot == 0 || math.Abs(s-c.measured) < math.Abs(c.bestGot-c.measured) {
+				c.best, c.bestGot = c.cv, s
+			}
 			if math.Abs(s-c.measured) <= unsmoothTol*c.measured {
 				c.done = true
 				continue
@@ -133,10 +141,11 @@ func (g *generator) unsmoothArrivals() {
 		}
 	}
 	for _, c := range cs {
-		if cv := round(c.cv, 3); cv != c.w.Open.CV {
+		// Out of rounds, the last step is untried: the closest tried stays.
+		if cv := round(c.best, 3); c.bestGot > 0 && cv != c.w.Open.CV {
 			c.w.Open.CV = cv
-			g.rep.evidencef("workload %s: its requests wait for %s (%.0f %% busy) before the spans of %s start, which evens out the starts their cv is measured on: the model's own starts, simulated with arrivals of cv %.3g, show the traces' cv %.3g (%s of %d requests): interarrival cv %.3g",
-				c.w.Name, c.what, 100*c.load, c.id, cv, c.measured, textout.Plural(sims, "simulation"), requests, cv)
+			g.rep.evidencef("workload %s: its requests wait for %s (%.0f %% busy) before the spans of %s start, which evens out the starts their cv is measured on: the model's own starts, simulated with arrivals of cv %.3g, show cv %.3g where the traces' show %.3g (the closest of %s of %d requests): interarrival cv %.3g",
+				c.w.Name, c.what, 100*c.load, c.id, cv, c.bestGot, c.measured, textout.Plural(sims, "simulation"), requests, cv)
 		}
 	}
 }
