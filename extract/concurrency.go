@@ -141,6 +141,18 @@ type limit struct {
 	// unlimitedAbove is how often an unlimited system with that mean would
 	// have exceeded k (M/G/∞: the number in service is Poisson).
 	unlimitedAbove float64
+	// perReplica says the bound holds on each replica, not over the
+	// system (see generator.bound); mean, atLimit and unlimitedAbove are
+	// then a replica's, averaged over the replicas that showed it.
+	perReplica bool
+}
+
+// where says where the bound holds, for the evidence.
+func (l limit) where() string {
+	if l.perReplica {
+		return " on each replica"
+	}
+	return ""
 }
 
 // Thresholds of limit inference.

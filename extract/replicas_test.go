@@ -2,6 +2,7 @@ package extract_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -78,5 +79,73 @@ func TestMachinesConfigured(t *testing.T) {
 		if c.warn == "" && strings.Contains(warned, "configured differently") {
 			t.Errorf("hosts %v: warned of machines configured alike:\n%s", c.hosts, warned)
 		}
+	}
+}
+
+// replicatedLimitModel is a store of two replicas, one operation of which
+// is limited: LIMIT is replaced by the passive resource's definition.
+const replicatedLimitModel = `perfcast: 1
+name: replicated-limit
+hosts:
+  back: {replicas: 2, cpu: {cores: 2}}
+components:
+  store:
+    host: back
+    operations:
+      get:
+        steps:
+          - hold: {resource: get-limit, steps: [{cpu: exp(2ms)}, {delay: exp(4ms)}]}
+      ping:
+        steps:
+          - cpu: exp(1ms)
+          - delay: exp(3ms)
+passive:
+  get-limit: LIMIT
+workload:
+  gets:
+    open: {rate: 220/s}
+    steps: [{call: store/get}]
+  pings:
+    open: {rate: 300/s}
+    steps: [{call: store/ping}]
+`
+
+// TestLimitAcrossReplicas extracts a replicated store whose operation is
+// limited either over the system (two at once over both replicas) or on
+// each replica (one at a time on each, a mutex in each process). Both
+// show at most two executions over the system; the replicas' own profiles
+// tell them apart (bound), and the model gets one resource of two, or one
+// of one per replica, and predicts the limited requests within the round
+// trip's tolerance. Before, both became a resource of two per replica.
+func TestLimitAcrossReplicas(t *testing.T) {
+	for _, c := range []struct {
+		name, limit string
+		capacity    int
+		host        string
+	}{
+		{"system", "{capacity: 2, before_span: true}", 2, ""},
+		{"replica", "{capacity: 1, host: back, before_span: true}", 1, "store"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, _, x := extractTruth(t, strings.Replace(replicatedLimitModel, "LIMIT", c.limit, 1), "replicated-limit", 60000, 30000,
+				&extract.Config{Hosts: map[string]extract.HostConfig{"store": {Cores: 2}}})
+			if len(x.Model.Passive) != 1 {
+				t.Fatalf("want one passive resource:\n%s", x.Model.Marshal())
+			}
+			if p := x.Model.Passive[0]; p.Capacity != c.capacity || p.Host != c.host {
+				t.Errorf("passive %s: capacity %d on host %q, want %d on %q", p.Name, p.Capacity, p.Host, c.capacity, c.host)
+			}
+			var cs []comparison
+			for _, f := range []float64{0.8, 1, 1.2} {
+				truth := solveSim(t, withLoad(t, m, f)).Workloads["gets"].ResponseTime
+				pred := solveSim(t, withLoad(t, x.Model, f)).Workloads["get"].ResponseTime
+				hw := 0.0
+				if truth.CI95 != nil {
+					hw = (truth.CI95[1] - truth.CI95[0]) / 2
+				}
+				cs = append(cs, compare(fmt.Sprintf("%gx response time", f), pred.Mean, pred.CI95, estimate{truth.Mean, hw}, truth.Mean))
+			}
+			check(t, cs)
+		})
 	}
 }

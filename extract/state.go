@@ -103,10 +103,15 @@ type State struct {
 	reqEnds map[string]int64
 }
 
-// Keys of concurrency profiles.
+// Keys of concurrency profiles: an operation's and a call site's over the
+// whole system and on each replica (the caller's, for a call site).
 func opGroup(id string) string { return "op\x00" + id }
 func siteGroup(caller, target string) string {
 	return "site\x00" + caller + "\x00" + target
+}
+func opReplicaGroup(id, replica string) string { return "opr\x00" + id + "\x00" + replica }
+func siteReplicaGroup(caller, target, replica string) string {
+	return "sitr\x00" + caller + "\x00" + target + "\x00" + replica
 }
 func replicaGroup(comp, replica string) string {
 	return "replica\x00" + comp + "\x00" + replica
@@ -491,6 +496,7 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 	}
 	s.profile(opGroup(id), n.Span.Start, n.Span.End)
 	replica := n.Span.Host + "\x00" + n.Span.Replica()
+	s.profile(opReplicaGroup(id, replica), n.Span.Start, n.Span.End)
 	rg := replicaGroup(comp, replica)
 	s.profile(rg, n.Span.Start, n.Span.End)
 	s.addStart(rg, host, n.Span.Start, n.Span.End)
@@ -587,6 +593,7 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 		if f.kind == elemCall {
 			key := siteGroup(id, f.target)
 			s.profile(key, f.start, f.end)
+			s.profile(siteReplicaGroup(id, f.target, replica), f.start, f.end)
 			d := s.siteTimes[key]
 			if d == nil {
 				d = newSample()
