@@ -173,16 +173,7 @@ const (
 // time. The observed mean understates the offered one when requests wait,
 // so the test errs on the side of finding no bound.
 func (c *concurrency) inferLimit() (limit, bool) {
-	// Work on a copy, so that folding may go on afterwards.
-	cp := *c
-	cp.pending = append([]interval(nil), c.pending...)
-	cp.active = append(endHeap(nil), c.active...)
-	cp.levelTime = make(map[int]int64, len(c.levelTime))
-	for l, t := range c.levelTime {
-		cp.levelTime[l] = t
-	}
-	c = &cp
-	c.finish()
+	c = c.finished()
 	if c.max < 1 || c.busyPeriods < limitMinBusy || c.last <= c.first {
 		return limit{}, false
 	}
@@ -198,6 +189,37 @@ func (c *concurrency) inferLimit() (limit, bool) {
 	lim.unlimitedAbove = 1 - distuv.Poisson{Lambda: lim.mean}.CDF(float64(c.max))
 	ok := lim.atLimit >= limitMinAt && lim.unlimitedAbove >= limitMinAbove
 	return lim, ok
+}
+
+// finished returns a copy of the profile with its sweep finished, so that
+// folding may go on in c afterwards.
+func (c *concurrency) finished() *concurrency {
+	cp := *c
+	cp.pending = append([]interval(nil), c.pending...)
+	cp.active = append(endHeap(nil), c.active...)
+	cp.levelTime = make(map[int]int64, len(c.levelTime))
+	for l, t := range c.levelTime {
+		cp.levelTime[l] = t
+	}
+	cp.finish()
+	return &cp
+}
+
+// beyond returns the time-averaged number of intervals in progress beyond
+// the first k (those a resource of k units would keep waiting); ok is
+// false without observed time.
+func (c *concurrency) beyond(k int) (float64, bool) {
+	c = c.finished()
+	if c.last <= c.first {
+		return 0, false
+	}
+	var sum float64
+	for l, t := range c.levelTime {
+		if l > k {
+			sum += float64(l-k) * float64(t)
+		}
+	}
+	return sum / float64(c.last-c.first), true
 }
 
 // endHeap is a min-heap of end times.

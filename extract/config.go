@@ -270,6 +270,22 @@ type PassiveConfig struct {
 	Operations []string `yaml:"operations"`
 }
 
+// declaredAround returns, sorted, the passive resources the configuration
+// declares around operation id (PassiveConfig.Operations).
+func (c *Config) declaredAround(id string) []string {
+	if c == nil {
+		return nil
+	}
+	var out []string
+	for name, pc := range c.Passive {
+		if slices.Contains(pc.Operations, id) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // HostConfig describes one machine.
 type HostConfig struct {
 	Cores int     `yaml:"cores"`

@@ -110,6 +110,10 @@ func siteGroup(caller, target string) string {
 	return "site\x00" + caller + "\x00" + target
 }
 func opReplicaGroup(id, replica string) string { return "opr\x00" + id + "\x00" + replica }
+
+// resourceGroup keys the profile of the spans of the operations the
+// configuration declares a passive resource around (Config.Passive).
+func resourceGroup(name string) string { return "res\x00" + name }
 func siteReplicaGroup(caller, target, replica string) string {
 	return "sitr\x00" + caller + "\x00" + target + "\x00" + replica
 }
@@ -495,6 +499,9 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 		pl.instLife[i] = pl.instLife[i].widen(n.Span.Start, n.Span.End)
 	}
 	s.profile(opGroup(id), n.Span.Start, n.Span.End)
+	for _, name := range cfg.declaredAround(id) {
+		s.profile(resourceGroup(name), n.Span.Start, n.Span.End)
+	}
 	replica := n.Span.Host + "\x00" + n.Span.Replica()
 	s.profile(opReplicaGroup(id, replica), n.Span.Start, n.Span.End)
 	rg := replicaGroup(comp, replica)
