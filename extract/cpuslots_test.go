@@ -304,13 +304,8 @@ workload:
 // Before, the front kept the store's 3.9 ms wait as a delay of its own,
 // and its span came out 26 % slow.
 func TestBareHopSlotWait(t *testing.T) {
-	obs, path := recordBare(t, bareHopModel, 60000)
-	x, err := extract.Run(context.Background(), []string{path}, "bare-hop", &extract.Config{
+	obs, x := extractBare(t, bareHopModel, "bare-hop", &extract.Config{
 		Hosts: map[string]extract.HostConfig{"edge": {Cores: 2}, "back": {Cores: 2}}, CPUSlots: map[string]int{"*": 2}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("extracted:\n%s", x.Model.Marshal())
 	cs, _ := spanComparisons(t, x.Model, obs, "front/page")
 	check(t, cs)
 }
@@ -365,13 +360,8 @@ workload:
 // again: +28 and +20 %; and the front's calls, bounded by the pool, were
 // read as a lock of four it held.
 func TestBarePoolWait(t *testing.T) {
-	obs, path := recordBare(t, barePoolModel, 60000)
-	x, err := extract.Run(context.Background(), []string{path}, "bare-pool", &extract.Config{
+	obs, x := extractBare(t, barePoolModel, "bare-pool", &extract.Config{
 		Hosts: map[string]extract.HostConfig{"edge": {Cores: 4}, "mid": {Cores: 4}, "back": {Cores: 4}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("extracted:\n%s", x.Model.Marshal())
 	if c := x.Model.Component("store"); c == nil || c.Threads != 4 {
 		t.Fatalf("no pool of 4 threads found in the store:\n%s", x.Model.Marshal())
 	}
@@ -380,6 +370,20 @@ func TestBarePoolWait(t *testing.T) {
 	}
 	cs, _ := spanComparisons(t, x.Model, obs, "front/page", "admin/report")
 	check(t, cs)
+}
+
+// extractBare extracts, with cfg, the traces of 60 000 requests of the
+// model of src written without client spans (recordBare), the model named
+// name; it returns what generate measured too.
+func extractBare(t *testing.T, src, name string, cfg *extract.Config) (*observed, *extract.Result) {
+	t.Helper()
+	obs, path := recordBare(t, src, 60000)
+	x, err := extract.Run(context.Background(), []string{path}, name, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("extracted:\n%s", x.Model.Marshal())
+	return obs, x
 }
 
 // recordBare records the model of src at its load, as generate does, and
@@ -621,16 +625,7 @@ func TestArrivalsBeforeSlot(t *testing.T) {
 	if cv := w.Open.CV; cv < 1.8 || cv > 2.2 {
 		t.Errorf("workload %s: interarrival cv %.3g, want 2 within a tenth", w.Name, cv)
 	}
-	var cs []comparison
-	for _, f := range []float64{0.8, 1, 1.2} {
-		truth := solveSim(t, withLoad(t, m, f)).Workloads["pages"].ResponseTime
-		pred := solveSim(t, withLoad(t, x.Model, f)).Workloads[w.Name].ResponseTime
-		hw := 0.0
-		if truth.CI95 != nil {
-			hw = (truth.CI95[1] - truth.CI95[0]) / 2
-		}
-		cs = append(cs, compare(fmt.Sprintf("%gx response time", f), pred.Mean, pred.CI95, estimate{truth.Mean, hw}, truth.Mean))
-	}
+	cs := loadComparisons(t, m, "pages", x.Model, w.Name, 0.8, 1, 1.2)
 	check(t, cs)
 
 	// The state makes the same model again; a cancelled extraction stops
@@ -667,6 +662,28 @@ func extractTruth(t *testing.T, text, name string, requests, short int64, cfg *e
 	}
 	t.Logf("extracted:\n%s", x.Model.Marshal())
 	return m, obs, x
+}
+
+// loadComparisons sets the mean response time of workload predWL of the
+// extracted model against that of workload truthWL of the truth, both
+// simulated at each factor of their loads.
+func loadComparisons(t *testing.T, truth *model.Model, truthWL string, extracted *model.Model, predWL string, factors ...float64) []comparison {
+	t.Helper()
+	var cs []comparison
+	for _, f := range factors {
+		want, ok := solveSim(t, withLoad(t, truth, f)).Workloads[truthWL]
+		got, found := solveSim(t, withLoad(t, extracted, f)).Workloads[predWL]
+		if !ok || !found {
+			t.Fatalf("%gx: no result for workload %s or %s (saturated?)", f, truthWL, predWL)
+		}
+		hw := 0.0
+		if want.ResponseTime.CI95 != nil {
+			hw = (want.ResponseTime.CI95[1] - want.ResponseTime.CI95[0]) / 2
+		}
+		cs = append(cs, compare(fmt.Sprintf("%gx response time", f), got.ResponseTime.Mean, got.ResponseTime.CI95,
+			estimate{want.ResponseTime.Mean, hw}, want.ResponseTime.Mean))
+	}
+	return cs
 }
 
 // pooledModel is arrivalsModel's bursty requests at a thread-per-request
@@ -715,16 +732,7 @@ func TestArrivalsBeforePool(t *testing.T) {
 	if cv := w.Open.CV; cv < 1.75 || cv > 2.25 {
 		t.Errorf("workload %s: interarrival cv %.3g, want 2 within 0.25", w.Name, cv)
 	}
-	var cs []comparison
-	for _, f := range []float64{0.8, 1, 1.2} {
-		truth := solveSim(t, withLoad(t, m, f)).Workloads["gets"].ResponseTime
-		pred := solveSim(t, withLoad(t, x.Model, f)).Workloads[w.Name].ResponseTime
-		hw := 0.0
-		if truth.CI95 != nil {
-			hw = (truth.CI95[1] - truth.CI95[0]) / 2
-		}
-		cs = append(cs, compare(fmt.Sprintf("%gx response time", f), pred.Mean, pred.CI95, estimate{truth.Mean, hw}, truth.Mean))
-	}
+	cs := loadComparisons(t, m, "gets", x.Model, w.Name, 0.8, 1, 1.2)
 	check(t, cs)
 }
 
@@ -788,13 +796,8 @@ workload:
 // round trip's tolerance (−4 and −5 %). Left in, they came out +42 and
 // +39 %.
 func TestBareOpLimitWait(t *testing.T) {
-	obs, path := recordBare(t, bareLimitModel, 60000)
-	x, err := extract.Run(context.Background(), []string{path}, "bare-limit", &extract.Config{
+	obs, x := extractBare(t, bareLimitModel, "bare-limit", &extract.Config{
 		Hosts: map[string]extract.HostConfig{"edge": {Cores: 4}, "back": {Cores: 4}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("extracted:\n%s", x.Model.Marshal())
 	if c := x.Model.Component("store"); c == nil || c.Threads != model.Unlimited {
 		t.Fatalf("a pool found in the store:\n%s", x.Model.Marshal())
 	}
@@ -864,16 +867,7 @@ func TestArrivalsBeforeOpLimit(t *testing.T) {
 	if cv := pings.Open.CV; cv != 1 {
 		t.Errorf("workload ping: interarrival cv %.3g, want Poisson's", cv)
 	}
-	var cs []comparison
-	for _, f := range []float64{0.8, 1, 1.2} {
-		truth := solveSim(t, withLoad(t, m, f)).Workloads["gets"].ResponseTime
-		pred := solveSim(t, withLoad(t, x.Model, f)).Workloads["get"].ResponseTime
-		hw := 0.0
-		if truth.CI95 != nil {
-			hw = (truth.CI95[1] - truth.CI95[0]) / 2
-		}
-		cs = append(cs, compare(fmt.Sprintf("%gx response time", f), pred.Mean, pred.CI95, estimate{truth.Mean, hw}, truth.Mean))
-	}
+	cs := loadComparisons(t, m, "gets", x.Model, "get", 0.8, 1, 1.2)
 	if p := x.Model.Passive[0]; !p.BeforeSpan {
 		t.Errorf("passive %s: not waited for before the span", p.Name)
 	}

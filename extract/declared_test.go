@@ -76,19 +76,7 @@ func TestDeclaredLockInsideSpan(t *testing.T) {
 			if p == nil || p.BeforeSpan != c.before {
 				t.Fatalf("ledger %+v, want before_span %v", p, c.before)
 			}
-			var cs []comparison
-			for _, f := range []float64{0.8, 1, 1.1} {
-				truth := solveSim(t, withLoad(t, m, f)).Workloads["posts"].ResponseTime
-				pred := solveSim(t, withLoad(t, x.Model, f)).Workloads["post"]
-				if pred == nil {
-					t.Fatalf("%gx: no prediction for post (saturated?)", f)
-				}
-				hw := 0.0
-				if truth.CI95 != nil {
-					hw = (truth.CI95[1] - truth.CI95[0]) / 2
-				}
-				cs = append(cs, compare(fmt.Sprintf("%gx response time", f), pred.ResponseTime.Mean, pred.ResponseTime.CI95, estimate{truth.Mean, hw}, truth.Mean))
-			}
+			cs := loadComparisons(t, m, "posts", x.Model, "post", 0.8, 1, 1.1)
 			spans, _ := spanComparisons(t, x.Model, obs, "orders/post")
 			check(t, append(cs, spans...))
 		})

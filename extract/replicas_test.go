@@ -2,7 +2,6 @@ package extract_test
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -135,17 +134,7 @@ func TestLimitAcrossReplicas(t *testing.T) {
 			if p := x.Model.Passive[0]; p.Capacity != c.capacity || p.Host != c.host {
 				t.Errorf("passive %s: capacity %d on host %q, want %d on %q", p.Name, p.Capacity, p.Host, c.capacity, c.host)
 			}
-			var cs []comparison
-			for _, f := range []float64{0.8, 1, 1.2} {
-				truth := solveSim(t, withLoad(t, m, f)).Workloads["gets"].ResponseTime
-				pred := solveSim(t, withLoad(t, x.Model, f)).Workloads["get"].ResponseTime
-				hw := 0.0
-				if truth.CI95 != nil {
-					hw = (truth.CI95[1] - truth.CI95[0]) / 2
-				}
-				cs = append(cs, compare(fmt.Sprintf("%gx response time", f), pred.Mean, pred.CI95, estimate{truth.Mean, hw}, truth.Mean))
-			}
-			check(t, cs)
+			check(t, loadComparisons(t, m, "gets", x.Model, "get", 0.8, 1, 1.2))
 		})
 	}
 }
