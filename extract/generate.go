@@ -349,9 +349,9 @@ func (g *generator) inferLimits() {
 // bound decides whether the executions profiled under key (an operation's
 // or a call site's, over the whole system) show a bound, and whether it
 // holds over the system or on each replica, from the profiles of each
-// replica (those of keys, sorted, that begin with replicas). A bound k over the system
-// that is less than the replicas times the most one replica ran at once is
-// the system's (one resource: a database's limit, a lock in one place);
+// replica (those of keys, sorted, that begin with replicas). A bound k
+// over the system that is less than the replicas times the most one
+// replica ran at once is the system's (one resource: a database's limit, a lock in one place);
 // otherwise, where the replicas' own profiles show a bound, it is each
 // replica's (a mutex in each process), the largest of theirs. Two
 // replicas, each with a mutex around an operation, never ran more than
@@ -403,7 +403,7 @@ func (g *generator) calleeBoundsBareSite(key, target string, k int) bool {
 	if t, pooled := g.threads[op.component]; pooled && t <= k {
 		return true
 	}
-	c := g.s.conc["op\x00"+target]
+	c := g.s.conc[opGroup(target)]
 	if c == nil {
 		return false
 	}
@@ -467,6 +467,7 @@ func (g *generator) declared() {
 		case len(pc.Operations) > 0 && len(pc.Calls) == 0:
 			// Never more spans than units: the wait is before them.
 			g.m.PassiveResource(name).BeforeSpan = true
+			g.rep.evidencef("passive %s: its operations' spans never ran more than %d at once, so they wait for it before their spans start (before_span)", name, k)
 		}
 	}
 }
