@@ -110,13 +110,13 @@ func siteGroup(caller, target string) string {
 	return "site\x00" + caller + "\x00" + target
 }
 func opReplicaGroup(id, replica string) string { return "opr\x00" + id + "\x00" + replica }
+func siteReplicaGroup(caller, target, replica string) string {
+	return "sitr\x00" + caller + "\x00" + target + "\x00" + replica
+}
 
 // resourceGroup keys the profile of the spans of the operations the
 // configuration declares a passive resource around (Config.Passive).
 func resourceGroup(name string) string { return "res\x00" + name }
-func siteReplicaGroup(caller, target, replica string) string {
-	return "sitr\x00" + caller + "\x00" + target + "\x00" + replica
-}
 func replicaGroup(comp, replica string) string {
 	return "replica\x00" + comp + "\x00" + replica
 }
