@@ -299,13 +299,14 @@ func (g *generator) inferLimits() {
 	// Call sites: a lock the caller holds around its calls to one
 	// operation, waited for before the client span starts.
 	callers := map[string][]string{} // by target, every call site's caller
-	for _, key := range slices.Sorted(maps.Keys(g.s.conc)) {
+	for _, key := range keys {
 		parts := strings.Split(key, "\x00")
 		if parts[0] != "site" || len(parts) != 3 {
 			continue
 		}
 		callers[parts[2]] = append(callers[parts[2]], parts[1])
-		lim, ok := g.bound(keys, key, "sitr"+strings.TrimPrefix(key, "site")+"\x00")
+		callerComp, _ := splitID(parts[1])
+		lim, ok := g.bound(keys, key, "sitr"+strings.TrimPrefix(key, "site")+"\x00", callerComp)
 		if !ok {
 			continue
 		}
@@ -320,7 +321,7 @@ func (g *generator) inferLimits() {
 		g.rep.evidencef("calls from %s to %s: never more than %d at once%s, %.0f%% of the time at %d, where unlimited calls with the same mean (%.2f) would exceed %d %.0f%% of the time: a lock of capacity %d held by the caller around them",
 			caller, target, lim.k, lim.where(), 100*lim.atLimit, lim.k, lim.mean, lim.k, 100*lim.unlimitedAbove, lim.k)
 	}
-	for _, key := range slices.Sorted(maps.Keys(g.s.conc)) {
+	for _, key := range keys {
 		id, ok := strings.CutPrefix(key, "op\x00")
 		if !ok {
 			continue
@@ -333,7 +334,7 @@ func (g *generator) inferLimits() {
 		if op == nil {
 			continue
 		}
-		lim, ok := g.bound(keys, key, "opr\x00"+id+"\x00")
+		lim, ok := g.bound(keys, key, "opr\x00"+id+"\x00", op.component)
 		if !ok {
 			continue
 		}
@@ -348,9 +349,11 @@ func (g *generator) inferLimits() {
 
 // bound decides whether the executions profiled under key (an operation's
 // or a call site's, over the whole system) show a bound, and whether it
-// holds over the system or on each replica, from the profiles of each
-// replica (those of keys, sorted, that begin with replicas). A bound k
-// over the system that is less than the replicas times the most one
+// holds over the system or on each replica of component comp (its
+// caller's, for a call site), from the profiles of each replica (those of
+// keys, sorted, that begin with replicas). A bound k over the system that
+// is less than the replicas the model gives comp (those that served at
+// once, not every instance a rolling update brought) times the most one
 // replica ran at once is the system's (one resource: a database's limit, a lock in one place);
 // otherwise, where the replicas' own profiles show a bound, it is each
 // replica's (a mutex in each process), the largest of theirs. Two
@@ -359,23 +362,26 @@ func (g *generator) inferLimits() {
 // on each replica, came out 38 to 66 % fast at 0.8 to 1.2 times the load;
 // an operation limited to two over both replicas, 23 to 55 % fast
 // (TestLimitAcrossReplicas).
-func (g *generator) bound(keys []string, key, replicas string) (limit, bool) {
+func (g *generator) bound(keys []string, key, replicas, comp string) (limit, bool) {
 	sys, ok := g.s.conc[key].inferLimit()
-	var most, n int
+	h := g.hostOf[comp]
+	if h == nil || h.Replicas <= 1 {
+		return sys, ok
+	}
+	most := 0
 	var shown []limit
 	i, _ := slices.BinarySearch(keys, replicas)
 	for _, k := range keys[i:] {
 		if !strings.HasPrefix(k, replicas) {
 			break
 		}
-		n++
 		l, bounded := g.s.conc[k].inferLimit()
 		most = max(most, l.k)
 		if bounded {
 			shown = append(shown, l)
 		}
 	}
-	if n <= 1 || (ok && sys.k < n*most) || len(shown) == 0 {
+	if (ok && sys.k < h.Replicas*most) || len(shown) == 0 {
 		return sys, ok
 	}
 	lim := limit{k: most, perReplica: true}
