@@ -205,21 +205,18 @@ func (c *concurrency) finished() *concurrency {
 	return &cp
 }
 
-// beyond returns the time-averaged number of intervals in progress beyond
-// the first k (those a resource of k units would keep waiting); ok is
-// false without observed time.
-func (c *concurrency) beyond(k int) (float64, bool) {
+// beyond returns the time, in seconds, that the intervals in progress
+// beyond the first k (those a resource of k units would keep waiting)
+// spent so, summed over them.
+func (c *concurrency) beyond(k int) float64 {
 	c = c.finished()
-	if c.last <= c.first {
-		return 0, false
-	}
-	var sum float64
+	var ns float64
 	for l, t := range c.levelTime {
 		if l > k {
-			sum += float64(l-k) * float64(t)
+			ns += float64(l-k) * float64(t)
 		}
 	}
-	return sum / float64(c.last-c.first), true
+	return ns / 1e9
 }
 
 // endHeap is a min-heap of end times.

@@ -234,12 +234,12 @@ type generator struct {
 	// resources by the calls and operations that hold them.
 	declaredCalls, declaredOps map[string]string
 	// declaredWaits caches, per declared resource, the mean wait of one
-	// call holding it (see resourceWait), or of one execution of an
-	// operation declared around it (declaredOpWait); declaredInside holds
-	// the resources declared around operations whose spans wait for them
-	// inside (see declared).
-	declaredWaits  map[string]float64
-	declaredInside map[string]bool
+	// call holding it (see resourceWait), declaredOpWaits of one execution
+	// of an operation declared around it (declaredOpWait); declaredInside
+	// holds the resources declared around operations whose spans wait for
+	// them inside (see declared).
+	declaredWaits, declaredOpWaits map[string]float64
+	declaredInside                 map[string]bool
 	// bins maps, per request parameter, value buckets to bin labels.
 	bins map[string]map[string]string
 	// inSessions holds the entry operations of the session workload.
@@ -502,11 +502,11 @@ func (g *generator) declaredOpWait(id string) float64 {
 	if !ok || !g.declaredInside[name] || g.s.Sampled > 0 {
 		return 0
 	}
-	if w, ok := g.declaredWaits[name]; ok {
+	if w, ok := g.declaredOpWaits[name]; ok {
 		return w
 	}
-	if g.declaredWaits == nil {
-		g.declaredWaits = map[string]float64{}
+	if g.declaredOpWaits == nil {
+		g.declaredOpWaits = map[string]float64{}
 	}
 	k := max(g.cfg.Passive[name].Capacity, 1)
 	ops := declaredAround(g.cfg.Passive[name], g.s.ops)
@@ -528,18 +528,15 @@ func (g *generator) declaredOpWait(id string) float64 {
 	}
 	waited := 0.0 // seconds
 	for _, c := range profiles {
-		if c == nil {
-			continue
-		}
-		if waiting, ok := c.beyond(k); ok {
-			waited += waiting * float64(c.last-c.first) / 1e9
+		if c != nil {
+			waited += c.beyond(k)
 		}
 	}
 	w := 0.0
 	if n > 0 {
 		w = waited / n
 	}
-	g.declaredWaits[name] = w
+	g.declaredOpWaits[name] = w
 	return w
 }
 
