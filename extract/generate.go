@@ -671,13 +671,14 @@ func (g *generator) waitsBeforeSpan(target string) bool {
 
 // limited reports whether calls to an operation wait for a limit before
 // its server span starts: one inferred, or a pool or lock the
-// configuration declares around the operation.
+// configuration declares around the operation, unless its spans show
+// that they wait for it inside (declared).
 func (g *generator) limited(target string) bool {
 	comp, _ := splitID(target)
 	_, a := g.threads[comp]
 	_, b := g.opLimits[target]
-	_, c := g.declaredOps[target]
-	return a || b || c
+	name, c := g.declaredOps[target]
+	return a || b || c && !g.declaredInside[name]
 }
 
 // needPassive adds the passive resource of limit lim, unless it exists:

@@ -195,7 +195,8 @@ func (g *generator) simulatedStartCVs(cs []*startCandidate, requests int64) (map
 // (busy servers over servers, per replica) and words that name it: its
 // component's CPU slots, its component's thread pool (inferLimits), a
 // limit inferred on the operation, or a passive resource the
-// configuration declares around it. ok is false where there is none.
+// configuration declares around it whose wait is not inside the spans
+// (declared). ok is false where there is none.
 func (g *generator) entryQueue(id string) (load float64, what string, ok bool) {
 	comp, _ := splitID(id)
 	if k := g.cfg.cpuSlots(comp); k > 0 {
@@ -211,7 +212,7 @@ func (g *generator) entryQueue(id string) (load float64, what string, ok bool) {
 	if lim, limited := g.opLimits[id]; limited && lim.k > 0 && lim.mean/float64(lim.k) > load {
 		load, what, ok = lim.mean/float64(lim.k), fmt.Sprintf("the limit of %d inferred on %s", lim.k, id), true
 	}
-	if name, declared := g.declaredOps[id]; declared {
+	if name, declared := g.declaredOps[id]; declared && !g.declaredInside[name] {
 		c := float64(max(g.cfg.Passive[name].Capacity, 1))
 		busy := 0.0
 		if span := g.s.span(); span > 0 {
@@ -222,7 +223,7 @@ func (g *generator) entryQueue(id string) (load float64, what string, ok bool) {
 			}
 		}
 		if busy/c > load {
-			load, what, ok = busy/c, fmt.Sprintf("%s (capacity %d)", name, int(c)), true
+			load, what, ok = busy/c, fmt.Sprintf("the declared %s of %d", name, int(c)), true
 		}
 	}
 	return load, what, ok
