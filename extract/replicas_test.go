@@ -116,25 +116,81 @@ workload:
 // tell them apart (bound), and the model gets one resource of two, or one
 // of one per replica, and predicts the limited requests within the round
 // trip's tolerance. Before, both became a resource of two per replica.
+// In a rolling update (each replica's machine replaced halfway through
+// the traces: four machines seen, two at a time) the limit is still one
+// per replica: weighed against the four machines seen, the two at once
+// over the system read as one resource of two.
 func TestLimitAcrossReplicas(t *testing.T) {
 	for _, c := range []struct {
 		name, limit string
 		capacity    int
 		host        string
+		rolling     bool
 	}{
-		{"system", "{capacity: 2, before_span: true}", 2, ""},
-		{"replica", "{capacity: 1, host: back, before_span: true}", 1, "store"},
+		{"system", "{capacity: 2, before_span: true}", 2, "", false},
+		{"replica", "{capacity: 1, host: back, before_span: true}", 1, "store", false},
+		{"rolling", "{capacity: 1, host: back, before_span: true}", 1, "store", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			m, _, x := extractTruth(t, strings.Replace(replicatedLimitModel, "LIMIT", c.limit, 1), "replicated-limit", 60000, 30000,
-				&extract.Config{Hosts: map[string]extract.HostConfig{"store": {Cores: 2}}})
+			text := strings.Replace(replicatedLimitModel, "LIMIT", c.limit, 1)
+			cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"store": {Cores: 2}}}
+			var (
+				m *model.Model
+				x *extract.Result
+			)
+			if c.rolling {
+				m, x = extractRolling(t, text, "replicated-limit", 60000, 30000, cfg)
+			} else {
+				m, _, x = extractTruth(t, text, "replicated-limit", 60000, 30000, cfg)
+			}
 			if len(x.Model.Passive) != 1 {
 				t.Fatalf("want one passive resource:\n%s", x.Model.Marshal())
 			}
 			if p := x.Model.Passive[0]; p.Capacity != c.capacity || p.Host != c.host {
 				t.Errorf("passive %s: capacity %d on host %q, want %d on %q", p.Name, p.Capacity, p.Host, c.capacity, c.host)
 			}
+			if h := x.Model.Host(x.Model.Component("store").Host); h == nil || h.Replicas != 2 {
+				t.Errorf("store's host %+v, want 2 replicas", h)
+			}
+			if ev := strings.Join(x.Report.Evidence, "\n"); c.rolling && !strings.Contains(ev, "ran on 4 machines") {
+				t.Errorf("the report does not say four machines served the store:\n%s", ev)
+			}
 			check(t, loadComparisons(t, m, "gets", x.Model, "get", 0.8, 1, 1.2))
 		})
 	}
+}
+
+// extractRolling is extractTruth for a truth whose replicated machines
+// are each replaced by a new one halfway through the requests, as in a
+// rolling update: the spans after the middle of the run carry the new
+// machines' host names.
+func extractRolling(t *testing.T, text, name string, requests, short int64, cfg *extract.Config) (*model.Model, *extract.Result) {
+	t.Helper()
+	m, err := model.Parse([]byte(text), name+".yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if testing.Short() {
+		requests = short
+	}
+	rate := 0.0
+	for _, w := range m.Workloads {
+		if w.Open != nil {
+			rate += w.Open.Rate
+		}
+	}
+	half := float64(requests) / rate / 2
+	path := filepath.Join(t.TempDir(), name+".jsonl")
+	recordWith(t, path, m, tracegen.Options{Seed: 3}, requests, func(s *sim.Span) bool {
+		if s.Start > half {
+			s.Host += "-new"
+		}
+		return true
+	})
+	x, err := extract.Run(context.Background(), []string{path}, name, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("extracted:\n%s", x.Model.Marshal())
+	return m, x
 }
