@@ -168,7 +168,7 @@ func (g *generator) simulatedStartCVs(cs []*startCandidate, requests int64) (map
 		}
 	}
 	starts := map[string][]int64{}
-	res, err := sim.Record(g.ctx, m, sim.RecordOptions{Seed: 1, Requests: requests}, func(s *sim.Span) error {
+	res, err := sim.Record(g.ctx, m, sim.RecordOptions{Seed: 1, Requests: requests, RootsOnly: true}, func(s *sim.Span) error {
 		if s.Parent == 0 && s.Kind == sim.SpanServer {
 			if id := s.Component + "/" + s.Operation; want[id] {
 				starts[id] = append(starts[id], int64(math.Round(s.Start*1e9)))

@@ -112,3 +112,29 @@ func BenchmarkEngineMM1Limit(b *testing.B) {
 	m.Hosts[0].CPU.Cores, m.Hosts[0].CPU.Limit = 2, 0.8
 	benchEngine(b, m)
 }
+
+// BenchmarkRecordShop records the spans of 20 000 requests of the shop
+// example and counts the roots, as extraction's simulations of the
+// arrivals do: every span built ("all"), or only the roots (RootsOnly).
+func BenchmarkRecordShop(b *testing.B) {
+	m := exampleModel(b, "shop.yaml")
+	const n = 20000
+	for _, rootsOnly := range []bool{false, true} {
+		name := map[bool]string{false: "all", true: "roots"}[rootsOnly]
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				roots := 0
+				r, err := Record(context.Background(), m, RecordOptions{Seed: 1, Requests: n, RootsOnly: rootsOnly}, func(s *Span) error {
+					if s.Parent == 0 {
+						roots++
+					}
+					return nil
+				})
+				if err != nil || !r.Stable || roots < n {
+					b.Fatal(err, roots)
+				}
+			}
+		})
+	}
+}

@@ -123,6 +123,10 @@ type RecordOptions struct {
 	// for a processor to read the reply and hands it to the caller, whose
 	// span ends the call when it runs.
 	ClientEndsOnResume bool
+	// RootsOnly emits only the root span of each trace: the other spans
+	// are not built, which makes a run that needs only when requests
+	// started and ended cheaper.
+	RootsOnly bool
 }
 
 // Record simulates m and hands emit the spans of each workload request, in
@@ -222,9 +226,13 @@ func ReplicaHost(host string, replicas, i int) string {
 // recorder turns the engine's progress into spans. The engine calls it
 // through the hooks marked "span recording"; it is nil when not recording.
 type recorder struct {
-	p        *program
-	external bool
-	onResume bool // RecordOptions.ClientEndsOnResume
+	p         *program
+	external  bool
+	onResume  bool // RecordOptions.ClientEndsOnResume
+	rootsOnly bool // RecordOptions.RootsOnly
+	// scratch stands for every span below a root where only roots are
+	// recorded: its fields are written and never read.
+	scratch Span
 	emit     func(*Span) error
 	err      error
 	want     int64 // requests to emit
@@ -272,7 +280,7 @@ func (tr *taskRec) current() *Span {
 }
 
 func newRecorder(p *program, opts RecordOptions, emit func(*Span) error) *recorder {
-	r := &recorder{p: p, external: opts.ExternalSpans, onResume: opts.ClientEndsOnResume, emit: emit, want: opts.Requests}
+	r := &recorder{p: p, external: opts.ExternalSpans, onResume: opts.ClientEndsOnResume, rootsOnly: opts.RootsOnly, emit: emit, want: opts.Requests}
 	for _, h := range p.hosts {
 		names := make([]string, h.replicas)
 		for i := range names {
@@ -299,8 +307,13 @@ func (r *recorder) newID() uint64 {
 }
 
 // span starts a span of operation op (the one running, for placement) on
-// replica rep.
+// replica rep. Where only roots are recorded, a span with a parent is the
+// recorder's scratch span, given the ID the span would have had.
 func (r *recorder) span(e *engine, tr *taskRec, kind SpanKind, runs, rep int32, parent uint64) *Span {
+	if r.rootsOnly && parent != 0 {
+		r.scratch.ID = r.newID()
+		return &r.scratch
+	}
 	c := &r.p.comps[r.p.ops[runs].comp]
 	return &Span{Trace: tr.trace, ID: r.newID(), Parent: parent, Kind: kind, Component: c.name,
 		Operation: r.opNames[runs], Host: r.hostNames[c.host][rep], Replica: int(rep), Start: e.now}
@@ -308,6 +321,9 @@ func (r *recorder) span(e *engine, tr *taskRec, kind SpanKind, runs, rep int32, 
 
 // ended buffers a span that has ended with its request.
 func (r *recorder) ended(req int32, s *Span) {
+	if s == &r.scratch {
+		return
+	}
 	for int(req) >= len(r.buf) {
 		r.buf = append(r.buf, nil)
 	}

@@ -480,6 +480,33 @@ func TestRecordDeterministic(t *testing.T) {
 	}
 }
 
+// TestRecordRootsOnly checks that RecordOptions.RootsOnly emits the root
+// spans a full recording emits, field for field, and nothing else, on the
+// example shop (sends, a parallel delay, closed users), with and without
+// client spans ending on resume.
+func TestRecordRootsOnly(t *testing.T) {
+	m := exampleModel(t, "shop.yaml")
+	for _, onResume := range []bool{false, true} {
+		opts := RecordOptions{Seed: 9, Requests: 3000, ExternalSpans: true, ClientEndsOnResume: onResume}
+		all, ra := record(t, m, opts)
+		opts.RootsOnly = true
+		roots, rb := record(t, m, opts)
+		var want []*Span
+		for _, s := range all {
+			if s.Parent == 0 {
+				want = append(want, s)
+			}
+		}
+		if len(want) < 3000 || !reflect.DeepEqual(roots, want) {
+			t.Errorf("resume %v: %d spans recorded with RootsOnly, want the %d roots of %d spans", onResume, len(roots), len(want), len(all))
+		}
+		ra.Sim.WallSeconds, rb.Sim.WallSeconds = 0, 0
+		if !reflect.DeepEqual(ra, rb) {
+			t.Errorf("resume %v: RootsOnly changed the run's result", onResume)
+		}
+	}
+}
+
 // TestRecordDrops checks the spans of requests dropped at a full queue: the
 // call and the operations that made it end in error.
 func TestRecordDrops(t *testing.T) {
