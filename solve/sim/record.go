@@ -233,10 +233,10 @@ type recorder struct {
 	// scratch stands for every span below a root where only roots are
 	// recorded: its fields are written and never read.
 	scratch Span
-	emit     func(*Span) error
-	err      error
-	want     int64 // requests to emit
-	emitted  int64
+	emit    func(*Span) error
+	err     error
+	want    int64 // requests to emit
+	emitted int64
 
 	hostNames [][]string // per host, per replica
 	opNames   []string   // operation name without its component
