@@ -191,9 +191,8 @@ func (c *concurrency) inferLimit() (limit, bool) {
 	return lim, ok
 }
 
-// finished returns a copy of the profile with its sweep finished, so that
-// folding may go on in c afterwards.
-func (c *concurrency) finished() *concurrency {
+// clone returns a copy of the profile that folds on independently of c.
+func (c *concurrency) clone() *concurrency {
 	cp := *c
 	cp.pending = append([]interval(nil), c.pending...)
 	cp.active = append(endHeap(nil), c.active...)
@@ -201,8 +200,15 @@ func (c *concurrency) finished() *concurrency {
 	for l, t := range c.levelTime {
 		cp.levelTime[l] = t
 	}
-	cp.finish()
 	return &cp
+}
+
+// finished returns a copy of the profile with its sweep finished, so that
+// folding may go on in c afterwards.
+func (c *concurrency) finished() *concurrency {
+	cp := c.clone()
+	cp.finish()
+	return cp
 }
 
 // beyond returns the time, in seconds, that the intervals in progress

@@ -120,6 +120,7 @@ func (s *State) Merge(o *State) {
 			s.categories[p][v] = true
 		}
 	}
+	s.mergeReplicas(o)
 	mergeEach(s.conc, o.conc)
 	for comp, p := range o.placement {
 		mine := s.placement[comp]
@@ -259,6 +260,30 @@ func mergeEach[K comparable, V merger[V]](s, o map[K]V) {
 			mine.merge(v)
 		} else {
 			s[k] = v
+		}
+	}
+}
+
+// mergeReplicas makes s and o agree, before their profiles merge, on the
+// components that ran on several replicas: one that ran on one replica in
+// a state and on another, or on several, in the other gets its
+// per-replica profiles where it had none (splitReplicas).
+func (s *State) mergeReplicas(o *State) {
+	for _, comp := range slices.Sorted(maps.Keys(o.soleReplica)) {
+		mine, seen := s.soleReplica[comp]
+		theirs := o.soleReplica[comp]
+		switch {
+		case !seen:
+			s.soleReplica[comp] = theirs
+		case mine == theirs:
+			// The same one replica, or several in both.
+		default:
+			if mine != "" {
+				s.splitReplicas(comp, mine)
+			}
+			if theirs != "" {
+				o.splitReplicas(comp, theirs)
+			}
 		}
 	}
 }

@@ -130,6 +130,9 @@ type savedState struct {
 	// Links counts, per consumer entry and producing operation, the
 	// messages joined across traces.
 	Links map[string]map[string]int64 `json:"links,omitempty"`
+	// SoleReplica is State.soleReplica; absent in states saved before
+	// it was kept, which profiled every replica from the start.
+	SoleReplica map[string]string `json:"sole_replica,omitempty"`
 }
 
 type savedSample struct {
@@ -382,6 +385,9 @@ func (s *State) snapshot() *savedState {
 			}
 		}
 	}
+	if len(s.soleReplica) > 0 {
+		v.SoleReplica = maps.Clone(s.soleReplica)
+	}
 	if len(s.starts) > 0 {
 		v.Starts = map[string][]*savedArrivalBlock{}
 		for k, st := range s.starts {
@@ -623,6 +629,14 @@ func (v *savedState) restore() (*State, error) {
 			return nil, fmt.Errorf("concurrency %q: %w", strings.ReplaceAll(k, "\x00", " "), err)
 		}
 		s.conc[k] = c
+	}
+	// A state saved before components were profiled per replica only once
+	// a second was seen has every replica's profiles.
+	maps.Copy(s.soleReplica, v.SoleReplica)
+	if v.SoleReplica == nil {
+		for c := range s.placement {
+			s.soleReplica[c] = ""
+		}
 	}
 	for p, vals := range v.Categories {
 		m := map[string]bool{}

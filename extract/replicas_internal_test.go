@@ -1,8 +1,12 @@
 package extract
 
 import (
+	"maps"
 	"math"
+	"strings"
 	"testing"
+
+	"github.com/perfcast/perfcast/ingest"
 )
 
 func TestActiveReplicas(t *testing.T) {
@@ -38,6 +42,109 @@ func TestActiveReplicas(t *testing.T) {
 		avg, peak, ok := activeReplicas(names[:c.n], counts, lives)
 		if ok == c.missing || ok && (math.Abs(avg-c.avg) > 1e-9 || peak != c.peak) {
 			t.Errorf("%s: %g on average, at most %d, ok %v; want %g, %d, %v", c.name, avg, peak, ok, c.avg, c.peak, !c.missing)
+		}
+	}
+}
+
+// profileOf is the finished profile of the intervals of spans that keep
+// selects.
+func profileOf(spans []*ingest.Span, keep func(*ingest.Span) bool) map[int]int64 {
+	c := newConcurrency()
+	for _, s := range spans {
+		if keep(s) {
+			c.add(s.Start, s.End)
+		}
+	}
+	c.finish()
+	return c.levelTime
+}
+
+// TestReplicaProfilesSplitLate folds shopGen's traces with the catalog on
+// one machine for the first half of the time and on two after, and the
+// front end on one machine, then on two (by trace): the operations' and
+// the call sites' profiles on each replica, begun only once a second
+// replica is seen (splitReplicas), are those of the replica's spans from
+// the start; the worker, on one machine throughout, has none.
+func TestReplicaProfilesSplitLate(t *testing.T) {
+	spans := generate(31, 3000, true)
+	mid := spans[len(spans)/2].Start
+	for _, s := range spans {
+		switch {
+		case s.Start < mid && s.Host == "cat-2":
+			s.Host = "cat-1"
+		case s.Start >= mid && s.Service == "front" && s.TraceID[15]%2 == 1:
+			s.Host = "web-2"
+		}
+	}
+	st := foldWith(t, spans, nil)
+	want := map[string]map[int]int64{}
+	for _, h := range []string{"cat-1", "cat-2"} {
+		want[opReplicaGroup("catalog/GetItem", h+"\x00")] = profileOf(spans, func(s *ingest.Span) bool {
+			return s.Service == "catalog" && s.Host == h
+		})
+	}
+	byID := map[ingest.SpanID]*ingest.Span{}
+	for _, s := range spans {
+		byID[s.SpanID] = s
+	}
+	for _, h := range []string{"web", "web-2"} {
+		for _, name := range []string{"GET /page", "GET /home"} {
+			want[opReplicaGroup("front/"+name, h+"\x00")] = profileOf(spans, func(s *ingest.Span) bool {
+				return s.Service == "front" && s.Kind == ingest.KindServer && s.Host == h && s.Name == name
+			})
+			want[siteReplicaGroup("front/"+name, "catalog/GetItem", h+"\x00")] = profileOf(spans, func(s *ingest.Span) bool {
+				p := byID[s.ParentID]
+				return s.Kind == ingest.KindClient && s.Name == "GET" && s.Host == h && p != nil && p.Name == name
+			})
+		}
+	}
+	var got []string
+	for k := range st.conc {
+		if strings.HasPrefix(k, "opr\x00") || strings.HasPrefix(k, "sitr\x00") {
+			got = append(got, k)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("per-replica profiles %q, want %d", got, len(want))
+	}
+	for k, levels := range want {
+		c := st.conc[k]
+		if c == nil {
+			t.Errorf("no profile %q", k)
+			continue
+		}
+		if have := c.finished().levelTime; !maps.Equal(have, levels) {
+			t.Errorf("%q: time at each level %v, want %v", k, have, levels)
+		}
+	}
+}
+
+// TestReplicaProfilesMerge merges two states whose catalog ran on one
+// machine each: the merged state profiles each machine's operations as
+// its state did over the system.
+func TestReplicaProfilesMerge(t *testing.T) {
+	spans := generate(32, 2000, true)
+	mid := len(spans) / 2
+	for i, s := range spans {
+		if s.Service == "catalog" {
+			s.Host = map[bool]string{true: "cat-1", false: "cat-2"}[i < mid]
+		}
+	}
+	a, b := foldWith(t, spans[:mid], nil), foldWith(t, spans[mid:], nil)
+	want := map[string]map[int]int64{
+		opReplicaGroup("catalog/GetItem", "cat-1\x00"): a.conc[opGroup("catalog/GetItem")].finished().levelTime,
+		opReplicaGroup("catalog/GetItem", "cat-2\x00"): b.conc[opGroup("catalog/GetItem")].finished().levelTime,
+	}
+	if a.soleReplica["catalog"] != "cat-1\x00" || a.conc[opReplicaGroup("catalog/GetItem", "cat-1\x00")] != nil {
+		t.Fatalf("a state with the catalog on one machine: %q, profiled per replica", a.soleReplica["catalog"])
+	}
+	a.Merge(b)
+	if a.soleReplica["catalog"] != "" {
+		t.Errorf("merged: the catalog's sole replica %q, want several", a.soleReplica["catalog"])
+	}
+	for k, levels := range want {
+		if c := a.conc[k]; c == nil || !maps.Equal(c.finished().levelTime, levels) {
+			t.Errorf("merged: profile %q %v, want %v", k, c, levels)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"maps"
 	"math"
 	"regexp"
 	"sort"
@@ -60,6 +61,11 @@ type State struct {
 	// conc profiles the concurrency of every operation and of every
 	// component replica, to find hidden limits (thread pools, locks).
 	conc map[string]*concurrency
+	// soleReplica holds, per component, the one replica its spans ran on
+	// so far, or "" once they ran on a second. Until then the concurrency
+	// of its operations and call sites is profiled over the system alone,
+	// which is that replica's (splitReplicas).
+	soleReplica map[string]string
 	// categories holds the text values seen per request parameter.
 	categories map[string]map[string]bool
 	// sessions aggregates the requests that carry a session id.
@@ -124,19 +130,20 @@ func replicaGroup(comp, replica string) string {
 // NewState returns an empty state.
 func NewState() *State {
 	return &State{
-		First:      math.MaxInt64,
-		Last:       math.MinInt64,
-		ops:        map[string]*opStats{},
-		entries:    map[string]*entryStats{},
-		placement:  map[string]*placement{},
-		conc:       map[string]*concurrency{},
-		categories: map[string]map[string]bool{},
-		Windows:    NewWindows(),
-		siteTimes:  map[string]*sample{},
-		siteBare:   map[string]int64{},
-		starts:     map[string]*arrivalSample{},
-		solo:       map[string]*soloSweep{},
-		calm:       map[string]*calmStats{},
+		First:       math.MaxInt64,
+		Last:        math.MinInt64,
+		ops:         map[string]*opStats{},
+		entries:     map[string]*entryStats{},
+		placement:   map[string]*placement{},
+		conc:        map[string]*concurrency{},
+		soleReplica: map[string]string{},
+		categories:  map[string]map[string]bool{},
+		Windows:     NewWindows(),
+		siteTimes:   map[string]*sample{},
+		siteBare:    map[string]int64{},
+		starts:      map[string]*arrivalSample{},
+		solo:        map[string]*soloSweep{},
+		calm:        map[string]*calmStats{},
 	}
 }
 
@@ -167,6 +174,47 @@ func (s *State) finishSolo() {
 	for _, w := range s.solo {
 		w.finish()
 	}
+}
+
+// noteReplica records that a span of component comp ran on replica and
+// reports whether its operations' and call sites' concurrency is to be
+// profiled on each replica: once a second replica is seen, the profiles
+// over the system so far become the first replica's (splitReplicas).
+func (s *State) noteReplica(comp, replica string) bool {
+	one, seen := s.soleReplica[comp]
+	switch {
+	case !seen:
+		s.soleReplica[comp] = replica
+		return false
+	case one == "":
+		return true
+	case one == replica:
+		return false
+	}
+	s.splitReplicas(comp, one)
+	return true
+}
+
+// splitReplicas gives replica, the one component comp's spans ran on so
+// far, a copy of each profile over the system of comp's operations and
+// call sites, which every span folded so far went into (the same
+// intervals in the same order: the profile it would have had), and
+// marks comp as running on several.
+func (s *State) splitReplicas(comp, replica string) {
+	copies := map[string]*concurrency{}
+	for k, c := range s.conc {
+		kind, rest, _ := strings.Cut(k, "\x00")
+		caller, target, _ := strings.Cut(rest, "\x00")
+		switch op := s.ops[caller]; {
+		case op == nil || op.component != comp:
+		case kind == "op":
+			copies[opReplicaGroup(caller, replica)] = c.clone()
+		case kind == "site":
+			copies[siteReplicaGroup(caller, target, replica)] = c.clone()
+		}
+	}
+	maps.Copy(s.conc, copies)
+	s.soleReplica[comp] = ""
 }
 
 func (s *State) profile(key string, start, end int64) {
@@ -498,12 +546,17 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 		pl.instances[i]++
 		pl.instLife[i] = pl.instLife[i].widen(n.Span.Start, n.Span.End)
 	}
+	// Before the span goes into the profiles over the system: a second
+	// replica's first span must not go into the first's (splitReplicas).
+	replica := n.Span.Host + "\x00" + n.Span.Replica()
+	perReplica := s.noteReplica(comp, replica)
 	s.profile(opGroup(id), n.Span.Start, n.Span.End)
 	for _, name := range cfg.declaredAround(id) {
 		s.profile(resourceGroup(name), n.Span.Start, n.Span.End)
 	}
-	replica := n.Span.Host + "\x00" + n.Span.Replica()
-	s.profile(opReplicaGroup(id, replica), n.Span.Start, n.Span.End)
+	if perReplica {
+		s.profile(opReplicaGroup(id, replica), n.Span.Start, n.Span.End)
+	}
 	rg := replicaGroup(comp, replica)
 	s.profile(rg, n.Span.Start, n.Span.End)
 	s.addStart(rg, host, n.Span.Start, n.Span.End)
@@ -600,7 +653,9 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 		if f.kind == elemCall {
 			key := siteGroup(id, f.target)
 			s.profile(key, f.start, f.end)
-			s.profile(siteReplicaGroup(id, f.target, replica), f.start, f.end)
+			if perReplica {
+				s.profile(siteReplicaGroup(id, f.target, replica), f.start, f.end)
+			}
 			d := s.siteTimes[key]
 			if d == nil {
 				d = newSample()
