@@ -648,13 +648,7 @@ func TestArrivalsBeforeSlot(t *testing.T) {
 // of requests (short under -short, seed 3) and extracts them with cfg.
 func extractTruth(t *testing.T, text, name string, requests, short int64, cfg *extract.Config) (*model.Model, *observed, *extract.Result) {
 	t.Helper()
-	m, err := model.Parse([]byte(text), name+".yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if testing.Short() {
-		requests = short
-	}
+	m, requests := parseTruth(t, text, name, requests, short)
 	obs := generate(t, m, 3, requests, t.TempDir())
 	x, err := extract.Run(context.Background(), []string{obs.path}, name, cfg)
 	if err != nil {
@@ -662,6 +656,20 @@ func extractTruth(t *testing.T, text, name string, requests, short int64, cfg *e
 	}
 	t.Logf("extracted:\n%s", x.Model.Marshal())
 	return m, obs, x
+}
+
+// parseTruth parses the truth model text (named name) and returns it with
+// the requests to record: short under -short.
+func parseTruth(t *testing.T, text, name string, requests, short int64) (*model.Model, int64) {
+	t.Helper()
+	m, err := model.Parse([]byte(text), name+".yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if testing.Short() {
+		requests = short
+	}
+	return m, requests
 }
 
 // loadComparisons sets the mean response time of workload predWL of the

@@ -166,13 +166,7 @@ func TestLimitAcrossReplicas(t *testing.T) {
 // machines' host names.
 func extractRolling(t *testing.T, text, name string, requests, short int64, cfg *extract.Config) (*model.Model, *extract.Result) {
 	t.Helper()
-	m, err := model.Parse([]byte(text), name+".yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if testing.Short() {
-		requests = short
-	}
+	m, requests := parseTruth(t, text, name, requests, short)
 	rate := 0.0
 	for _, w := range m.Workloads {
 		if w.Open != nil {
