@@ -159,6 +159,9 @@ func newPage(m *model.Model, r *Results) *page {
 	} else if !hasPercentiles(r) {
 		p.RTNote += " The analytical solver gives means only; percentiles come from simulation (--solver sim)."
 	}
+	if r.Sweep != nil && len(r.Sweep.Fallback) > 0 {
+		p.RTNote += " The load levels were simulated, outside the analytical solver's reach: " + strings.Join(r.Sweep.Fallback, "; ") + "."
+	}
 	p.UtilBars = template.HTML(utilizationBars(m, r))
 	if p.HasSweep {
 		p.UtilLines = template.HTML(utilizationLines(r))

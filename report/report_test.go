@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/perfcast/perfcast/model"
@@ -514,4 +515,44 @@ workload:
 		t.Fatal(err)
 	}
 	return render(t, m, r)
+}
+
+// TestSweepFallbackSaysWhy sweeps a model whose arrivals are not Poisson,
+// which the analytical solver's Supports rejects: every load level goes to
+// the fallback, and the sweep and the page say why.
+func TestSweepFallbackSaysWhy(t *testing.T) {
+	m := tenMillisAt50(t, `{}`)
+	m.Workloads[0].Open.CV = 1.5
+	var fallbacks atomic.Int64
+	r, err := Analyze(context.Background(), m, Options{Solve: solveMVA, Points: 4, Workers: 2,
+		SweepSupported: mva.Supports,
+		SweepFallback: func(ctx context.Context, m *model.Model) (*solve.Result, error) {
+			fallbacks.Add(1)
+			return solveMVA(ctx, m)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Sweep == nil || len(r.Sweep.Points) != 4 || fallbacks.Load() != 4 {
+		t.Fatalf("sweep %+v: %d levels by the fallback, want all 4", r.Sweep, fallbacks.Load())
+	}
+	if len(r.Sweep.Fallback) != 1 || !strings.Contains(r.Sweep.Fallback[0], "cv 1.5") {
+		t.Errorf("the sweep's reasons %q, want the arrivals' cv", r.Sweep.Fallback)
+	}
+	if page := render(t, m, r); !strings.Contains(page, "The load levels were simulated") {
+		t.Error("the page does not say why the load levels were simulated")
+	}
+	// Poisson arrivals: the analytical solver, no reasons.
+	m.Workloads[0].Open.CV = 1
+	fallbacks.Store(0)
+	if r, err = Analyze(context.Background(), m, Options{Solve: solveMVA, Points: 4, SweepSupported: mva.Supports,
+		SweepFallback: func(ctx context.Context, m *model.Model) (*solve.Result, error) {
+			fallbacks.Add(1)
+			return solveMVA(ctx, m)
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	if fallbacks.Load() != 0 || r.Sweep == nil || r.Sweep.Fallback != nil {
+		t.Errorf("Poisson arrivals: %d levels by the fallback, reasons %q", fallbacks.Load(), r.Sweep.Fallback)
+	}
 }

@@ -87,6 +87,10 @@ type Sweep struct {
 	// Key is the swept key, LoadKey.
 	Key    string       `json:"key"`
 	Points []SweepPoint `json:"points"`
+	// Fallback says why the load levels were solved by Options'
+	// SweepFallback (the simulator) instead of SolveSweep: the reasons
+	// SweepSupported gave for the first level it rejected.
+	Fallback []string `json:"fallback,omitempty"`
 }
 
 // SweepPoint is one load level of a sweep.
@@ -106,9 +110,10 @@ type Options struct {
 	// SolveSweep solves each load level of the sweep (default: Solve).
 	SolveSweep whatif.SolveFunc
 	// SweepSupported, when set, is asked about the model of every load
-	// level before any is solved; if it rejects one, SweepFallback solves
-	// them all instead, so that one method draws each curve.
-	SweepSupported func(*model.Model) bool
+	// level before any is solved; if it rejects one, with the reasons
+	// why, SweepFallback solves them all instead, so that one method
+	// draws each curve, and the sweep keeps the reasons (Sweep.Fallback).
+	SweepSupported func(*model.Model) (ok bool, reasons []string)
 	SweepFallback  whatif.SolveFunc
 	// Workers is the number of load levels solved at once (default 1).
 	Workers int
@@ -190,14 +195,15 @@ func sweepLoad(ctx context.Context, m *model.Model, sat *Saturation, n int, opts
 	if solveFn == nil {
 		solveFn = opts.Solve
 	}
+	var fallback []string
 	if opts.SweepSupported != nil && opts.SweepFallback != nil {
 		for _, f := range factors {
 			pm, err := whatif.Apply(m, map[string]float64{LoadKey: f}, []string{LoadKey})
 			if err != nil {
 				return nil, fmt.Errorf("load sweep: %w", err)
 			}
-			if !opts.SweepSupported(pm) {
-				solveFn = opts.SweepFallback
+			if ok, reasons := opts.SweepSupported(pm); !ok {
+				solveFn, fallback = opts.SweepFallback, reasons
 				break
 			}
 		}
@@ -224,7 +230,7 @@ func sweepLoad(ctx context.Context, m *model.Model, sat *Saturation, n int, opts
 	if err != nil {
 		return nil, fmt.Errorf("load sweep: %w", err)
 	}
-	s := &Sweep{Key: LoadKey, Points: make([]SweepPoint, len(points))}
+	s := &Sweep{Key: LoadKey, Points: make([]SweepPoint, len(points)), Fallback: fallback}
 	for i, p := range points {
 		f := p.Set[LoadKey]
 		load := map[string]float64{}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -141,14 +142,11 @@ the curves do not jump between methods). All workloads' loads grow together
 func analyzeOptions(cmd *cobra.Command, f *solveFlags, prog *progress, points int, rep *extract.Report, measured *solve.Result) report.Options {
 	sweepFlags := *f
 	sweepFlags.workers = 1
-	var supported func(*model.Model) bool
+	var supported func(*model.Model) (bool, []string)
 	var fallback func(context.Context, *model.Model) (*solve.Result, error)
 	if !cmd.Flags().Changed("solver") {
 		sweepFlags.solver = "mva"
-		supported = func(m *model.Model) bool {
-			ok, _ := mva.Supports(m)
-			return ok
-		}
+		supported = mva.Supports
 		simFlags := sweepFlags
 		simFlags.solver = "sim"
 		fallback = func(ctx context.Context, m *model.Model) (*solve.Result, error) {
@@ -248,6 +246,9 @@ func writeFindings(w io.Writer, m *model.Model, r *report.Results) {
 			}
 		}
 		fmt.Fprintln(w, line)
+	}
+	if s := r.Sweep; s != nil && len(s.Fallback) > 0 {
+		fmt.Fprintf(w, "load levels simulated, outside the analytical solver's reach: %s (--solver mva solves them analytically all the same)\n", strings.Join(s.Fallback, "; "))
 	}
 }
 

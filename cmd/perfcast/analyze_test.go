@@ -180,3 +180,20 @@ func TestFindingsNameTenWorkloads(t *testing.T) {
 		t.Errorf("%d workload lines:\n%s", n, out)
 	}
 }
+
+// TestFindingsSayWhySimulated prints, where the load levels were
+// simulated because the analytical solver does not take the model, why,
+// and how to have them solved analytically.
+func TestFindingsSayWhySimulated(t *testing.T) {
+	m := &model.Model{}
+	pred := &solve.Result{Stable: true, Workloads: map[string]*solve.WorkloadResult{}}
+	for _, fallback := range [][]string{nil, {"workload w: arrivals with cv 1.06 are not Poisson"}} {
+		var b strings.Builder
+		writeFindings(&b, m, &report.Results{Predicted: pred, Sweep: &report.Sweep{Fallback: fallback}})
+		said := strings.Contains(b.String(), "load levels simulated, outside the analytical solver's reach: workload w: arrivals with cv 1.06") &&
+			strings.Contains(b.String(), "--solver mva")
+		if said != (fallback != nil) {
+			t.Errorf("reasons %q: the findings say\n%s", fallback, b.String())
+		}
+	}
+}
