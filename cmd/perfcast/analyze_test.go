@@ -197,3 +197,17 @@ func TestFindingsSayWhySimulated(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepPrecision: the load levels are simulated to 5 % unless
+// --precision says otherwise, and never finer than the observed load.
+func TestSweepPrecision(t *testing.T) {
+	for _, c := range []struct {
+		p    float64
+		set  bool
+		want float64
+	}{{0.02, false, 0.05}, {0.1, false, 0.1}, {0.02, true, 0.02}, {0.1, true, 0.1}} {
+		if got := sweepPrecision(c.p, c.set); got != c.want {
+			t.Errorf("precision %g (given: %v): levels at %g, want %g", c.p, c.set, got, c.want)
+		}
+	}
+}
