@@ -1,6 +1,9 @@
 package extract
 
 import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
 	"maps"
 	"math"
 	"strings"
@@ -145,6 +148,52 @@ func TestReplicaProfilesMerge(t *testing.T) {
 	for k, levels := range want {
 		if c := a.conc[k]; c == nil || !maps.Equal(c.finished().levelTime, levels) {
 			t.Errorf("merged: profile %q %v, want %v", k, c, levels)
+		}
+	}
+}
+
+// TestReplicaProfilesLegacyState loads a state saved before sole_replica
+// was kept: its components are taken as profiled on every replica from
+// the start, so folding on never clones the system's profiles into a
+// replica's; a state that keeps it comes back as it was.
+func TestReplicaProfilesLegacyState(t *testing.T) {
+	spans := generate(33, 600, true)
+	for _, s := range spans {
+		if s.Service == "catalog" {
+			s.Host = "cat-1"
+		}
+	}
+	st := foldWith(t, spans, nil)
+	if got := roundTrip(t, st).soleReplica["catalog"]; got != "cat-1\x00" {
+		t.Errorf("saved and loaded: the catalog's sole replica %q, want cat-1", got)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(saved(t, st), &v); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := v["sole_replica"]; !ok {
+		t.Fatal("no sole_replica in the saved state")
+	}
+	delete(v, "sole_replica")
+	raw, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	if _, err := zw.Write(raw); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	old, err := LoadState(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, comp := range []string{"catalog", "front", "worker"} {
+		if got, ok := old.soleReplica[comp]; !ok || got != "" {
+			t.Errorf("legacy state: %s's sole replica %q (%v), want several", comp, got, ok)
 		}
 	}
 }
