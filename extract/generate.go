@@ -677,8 +677,16 @@ func (g *generator) limited(target string) bool {
 	comp, _ := splitID(target)
 	_, a := g.threads[comp]
 	_, b := g.opLimits[target]
-	name, c := g.declaredOps[target]
-	return a || b || c && !g.declaredInside[name]
+	_, c := g.declaredBefore(target)
+	return a || b || c
+}
+
+// declaredBefore returns the passive resource the configuration declares
+// around operation id when the operation's spans wait for it before they
+// start: declared, and not shown waiting inside (declaredInside).
+func (g *generator) declaredBefore(id string) (string, bool) {
+	name, ok := g.declaredOps[id]
+	return name, ok && !g.declaredInside[name]
 }
 
 // needPassive adds the passive resource of limit lim, unless it exists:

@@ -212,7 +212,7 @@ func (g *generator) entryQueue(id string) (load float64, what string, ok bool) {
 	if lim, limited := g.opLimits[id]; limited && lim.k > 0 && lim.mean/float64(lim.k) > load {
 		load, what, ok = lim.mean/float64(lim.k), fmt.Sprintf("the limit of %d inferred on %s", lim.k, id), true
 	}
-	if name, declared := g.declaredOps[id]; declared && !g.declaredInside[name] {
+	if name, declared := g.declaredBefore(id); declared {
 		c := float64(max(g.cfg.Passive[name].Capacity, 1))
 		busy := 0.0
 		if span := g.s.span(); span > 0 {

@@ -182,7 +182,7 @@ func analyzeOptions(cmd *cobra.Command, f *solveFlags, prog *progress, points in
 // solved to unless --precision is given: its curves need less than the
 // observed load, whose percentiles are set against the traces', and the
 // levels near saturation are the costly ones (the quickstart's analyze
-// took 5 min 9 s of CPU at 0.02, 2 min 0 s at 0.05).
+// took 5 min 9 s of CPU at 0.02, 2 min 8 s at 0.05).
 const levelPrecision = 0.05
 
 // sweepPrecision is the precision of the sweep's load levels: the one
