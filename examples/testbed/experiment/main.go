@@ -58,7 +58,7 @@ type options struct {
 	dataset   string
 	refRate   float64
 	refLoad   float64
-	precision float64
+	requests  int64
 	small     bool
 	only      string
 	reuse     bool
@@ -82,7 +82,7 @@ func run() error {
 	flag.StringVar(&o.dataset, "dataset", "", "instead of the experiment, make the example data set in this `dir` (90 s at 25 requests/s)")
 	flag.Float64Var(&o.refRate, "ref-rate", 50, "the warm-up's arrival rate, requests per second; when set, the reference's too (instead of -ref-load)")
 	flag.Float64Var(&o.refLoad, "ref-load", 0.5, "the reference's arrival rate as a `fraction` of the rate that saturates one core by the warm-up's CPU time per request (mid-range: predictions interpolate rather than extrapolate)")
-	flag.Float64Var(&o.precision, "precision", 0.02, "simulation precision of the predictions")
+	flag.Int64Var(&o.requests, "requests", 400000, "workload requests each prediction simulates (after warm-up, over its replications)")
 	flag.StringVar(&o.only, "only", "", "run only these `configurations` (comma-separated names) besides the reference")
 	flag.StringVar(&o.pool, "pool", "", "instead of running, predict again the runs in these work `dirs` (comma-separated; each as -reuse would, its report written into it as accuracy.md) and report the errors pooled over them")
 	flag.BoolVar(&o.reuse, "reuse", false, "with -work, take the runs already there instead of running them again (to try another extraction on the same measurements)")
@@ -381,7 +381,7 @@ func (e *env) experiment(ctx context.Context, o options) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
-	refPred, err := predict(ctx, firstX.Model, ref, e.mix, 0.05, 1)
+	refPred, err := predict(ctx, firstX.Model, ref, e.mix, o.requests, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -535,7 +535,7 @@ func (e *env) experiment(ctx context.Context, o options) (*report, error) {
 		if gaps, err = clientGaps(ctx, refM.Dirs, refM.Parts, refM.Load); err != nil {
 			return nil, err
 		}
-		if fixedGaps, err = lessModeled(ctx, refX.Model, ref, e.mix, o.precision, gaps); err != nil {
+		if fixedGaps, err = lessModeled(ctx, refX.Model, ref, e.mix, o.requests, gaps); err != nil {
 			return nil, err
 		}
 		addClientDelays(refX.Model, fixedGaps)
@@ -560,7 +560,7 @@ func (e *env) experiment(ctx context.Context, o options) (*report, error) {
 	loadAfter, _ := loadAverage()
 	// Predictions after all runs, so that solving does not disturb them.
 	for i := range rows {
-		p, err := predictFrom(ctx, refX.Model, rows[i].s, e.mix, o.precision, 1)
+		p, err := predictFrom(ctx, refX.Model, rows[i].s, e.mix, o.requests, 1)
 		if err != nil {
 			return nil, err
 		}
@@ -576,7 +576,7 @@ func (e *env) experiment(ctx context.Context, o options) (*report, error) {
 		s, m := rows[i].s, rows[i].m
 		if s.Name != ref.Name && sameCodePath(s, ref) && m.Load.All.Throughput > 0 && m.CPUSeconds > 0 {
 			speed := perRequest / (m.CPUSeconds / m.Load.All.Throughput)
-			a, err := predictFrom(ctx, refX.Model, s, e.mix, o.precision, speed)
+			a, err := predictFrom(ctx, refX.Model, s, e.mix, o.requests, speed)
 			if err != nil {
 				return nil, err
 			}
@@ -603,11 +603,11 @@ func (e *env) experiment(ctx context.Context, o options) (*report, error) {
 			if err != nil {
 				return nil, err
 			}
-			gx, err := lessModeled(ctx, ncX.Model, rows[ncIdx].s, e.mix, o.precision, g)
+			gx, err := lessModeled(ctx, ncX.Model, rows[ncIdx].s, e.mix, o.requests, g)
 			if err != nil {
 				return nil, err
 			}
-			gt, err := lessModeled(ctx, ncT.Model, rows[ncIdx].s, e.mix, o.precision, g)
+			gt, err := lessModeled(ctx, ncT.Model, rows[ncIdx].s, e.mix, o.requests, g)
 			if err != nil {
 				return nil, err
 			}
@@ -621,7 +621,7 @@ func (e *env) experiment(ctx context.Context, o options) (*report, error) {
 		if err := saveJSON(filepath.Join(e.work, "span-cpu-off-extraction.json"), ncX.Report); err != nil {
 			return nil, err
 		}
-		p, err := predictFrom(ctx, ncX.Model, rows[heavy].s, e.mix, o.precision, 1)
+		p, err := predictFrom(ctx, ncX.Model, rows[heavy].s, e.mix, o.requests, 1)
 		if err != nil {
 			return nil, err
 		}
@@ -633,7 +633,7 @@ func (e *env) experiment(ctx context.Context, o options) (*report, error) {
 		if err := saveModel(filepath.Join(e.work, "span-cpu-off-traces-model.yaml"), ncT.Model, rows[ncIdx].s); err != nil {
 			return nil, err
 		}
-		if p, err = predictFrom(ctx, ncT.Model, rows[heavy].s, e.mix, o.precision, 1); err != nil {
+		if p, err = predictFrom(ctx, ncT.Model, rows[heavy].s, e.mix, o.requests, 1); err != nil {
 			return nil, err
 		}
 		r = rows[heavy]

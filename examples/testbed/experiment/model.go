@@ -209,18 +209,19 @@ func workloadOf(m *model.Model) map[string]string {
 
 // predict solves base changed to configuration s (see configure) by
 // simulation.
-func predict(ctx context.Context, base *model.Model, s setup, mix map[string]float64, precision, speed float64) (*solve.Result, error) {
+func predict(ctx context.Context, base *model.Model, s setup, mix map[string]float64, requests int64, speed float64) (*solve.Result, error) {
 	m, err := configure(base, s, mix, speed)
 	if err != nil {
 		return nil, err
 	}
-	return simulate(ctx, m, precision)
+	return simulate(ctx, m, requests)
 }
 
 // simulate solves a configured model as every prediction of the
-// experiment does.
-func simulate(ctx context.Context, m *model.Model, precision float64) (*solve.Result, error) {
-	return sim.New().Solve(ctx, m, solve.Options{Seed: 1, Precision: precision, Requests: 400000})
+// experiment does: requests workload requests after the warm-up, over all
+// replications.
+func simulate(ctx context.Context, m *model.Model, requests int64) (*solve.Result, error) {
+	return sim.New().Solve(ctx, m, solve.Options{Seed: 1, Requests: requests})
 }
 
 // configure returns base changed to configuration s, with the open rates
@@ -355,8 +356,8 @@ func rootSpans(ctx context.Context, path string, load *loadgen.Result, sum, n ma
 // in no own time and the model makes it again, so the gap's fixed delay
 // keeps only the rest (the loopback network, the client's own work);
 // gaps do not go below zero.
-func lessModeled(ctx context.Context, m *model.Model, s setup, mix map[string]float64, precision float64, gaps map[string]float64) (map[string]float64, error) {
-	res, err := predict(ctx, m, s, mix, precision, 1)
+func lessModeled(ctx context.Context, m *model.Model, s setup, mix map[string]float64, requests int64, gaps map[string]float64) (map[string]float64, error) {
+	res, err := predict(ctx, m, s, mix, requests, 1)
 	if err != nil {
 		return nil, err
 	}

@@ -36,12 +36,12 @@ type predicted struct {
 	model *model.Model
 }
 
-func predictFrom(ctx context.Context, base *model.Model, s setup, mix map[string]float64, precision, speed float64) (*predicted, error) {
+func predictFrom(ctx context.Context, base *model.Model, s setup, mix map[string]float64, requests int64, speed float64) (*predicted, error) {
 	m, err := configure(base, s, mix, speed)
 	if err != nil {
 		return nil, fmt.Errorf("predict %s: %w", s.Name, err)
 	}
-	res, err := simulate(ctx, m, precision)
+	res, err := simulate(ctx, m, requests)
 	if err != nil {
 		return nil, fmt.Errorf("predict %s: %w", s.Name, err)
 	}
