@@ -86,6 +86,20 @@ func BenchmarkSolveTestbedVaried(b *testing.B) {
 	})
 }
 
+// BenchmarkSolveTestbedBursty is BenchmarkSolveTestbed with every open
+// workload's arrivals of cv 1.06, as the example data's browse shows:
+// Supports weighs their waits with a second, lightly loaded solution
+// (arrivalMisjudged).
+func BenchmarkSolveTestbedBursty(b *testing.B) {
+	benchSolve(b, "../testdata/testbed-reference.yaml", func(m *model.Model) {
+		for _, w := range m.Workloads {
+			if w.Open != nil {
+				w.Open.CV = 1.06
+			}
+		}
+	})
+}
+
 // benchSolve times whole Solves of the model in the file at path, changed
 // by edit first when given.
 func benchSolve(b *testing.B, path string, edit ...func(*model.Model)) {
