@@ -22,8 +22,8 @@ import (
 // model, the two solvers' mean response times agree within arrivalShare
 // beyond the simulator's 95 % half-width (24 of the 140 models: cv 0.9 to
 // 1.1 at 10 % load, 0.95 at 30 % but for the exponential queues alone,
-// and 1.06 there with constant service; 1.1 to 3.8 % off). cv 1.06, the example data's, is taken at 10 %
-// load; cv 1.3 and 1.5 at none.
+// and 1.06 there with constant service; 1.1 to 3.8 % off). cv 1.06, the
+// example data's, is taken at 10 % load; cv 1.3 and 1.5 at none.
 func TestArrivalsNotPoisson(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates the models it takes")
