@@ -121,7 +121,7 @@ func BenchmarkExtractRun(b *testing.B) {
 	b.ResetTimer()
 	cpu := cpuTime()
 	for b.Loop() {
-		if _, err := extract.Run(context.Background(), []string{path}, "bench", extractConfig); err != nil {
+		if _, err := extractRun(context.Background(), []string{path}, "bench", extractConfig); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -222,7 +222,7 @@ func BenchmarkExtractLimited(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			cfg := &extract.Config{Metrics: []string{bc.metrics}, Hosts: map[string]extract.HostConfig{"app": {Cores: 2}}}
 			for b.Loop() {
-				if _, err := extract.Run(context.Background(), []string{tracesPath}, "limited", cfg); err != nil {
+				if _, err := extractRun(context.Background(), []string{tracesPath}, "limited", cfg); err != nil {
 					b.Fatal(err)
 				}
 			}

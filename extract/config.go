@@ -135,6 +135,10 @@ type Config struct {
 	// longer recording. They come from the command line (--from, --to),
 	// not the file.
 	From, To int64 `yaml:"-"`
+	// Simulator simulates the parts of the model whose effect on the
+	// traces no closed form gives (see Simulator). It comes from the
+	// caller, not the file; without one those corrections are left out.
+	Simulator Simulator `yaml:"-"`
 
 	// Components and Operations, compiled on first use.
 	componentRules, operationRules ruleSet

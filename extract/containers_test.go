@@ -66,7 +66,7 @@ func TestPodMetrics(t *testing.T) {
 	for _, p := range pods {
 		cfg.Hosts[p.pod] = extract.HostConfig{Cores: 1}
 	}
-	out, err := extract.Run(context.Background(), []string{tracesPath}, "twoops", cfg)
+	out, err := extractRun(context.Background(), []string{tracesPath}, "twoops", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestMachines(t *testing.T) {
 				Machines: map[string][]string{"box": {"*"}},
 				Metrics:  []string{c.metrics},
 			}
-			out, err := extract.Run(context.Background(), []string{tracesPath}, "box", cfg)
+			out, err := extractRun(context.Background(), []string{tracesPath}, "box", cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -305,7 +305,7 @@ func TestMachines(t *testing.T) {
 
 	// Without the configuration each container is a host of its own, of
 	// cores assumed.
-	out, err := extract.Run(context.Background(), []string{tracesPath}, "box", &extract.Config{Metrics: []string{perContainer}})
+	out, err := extractRun(context.Background(), []string{tracesPath}, "box", &extract.Config{Metrics: []string{perContainer}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +313,7 @@ func TestMachines(t *testing.T) {
 		t.Errorf("without machines: hosts %+v, want one per container", out.Model.Hosts)
 	}
 	// A machine whose patterns match no host is warned of.
-	out, err = extract.Run(context.Background(), []string{tracesPath}, "box", &extract.Config{Machines: map[string][]string{"box": {"web-*"}}})
+	out, err = extractRun(context.Background(), []string{tracesPath}, "box", &extract.Config{Machines: map[string][]string{"box": {"web-*"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -70,7 +71,7 @@ func slottedRoundTrip(t *testing.T, yaml, name string) (x *extract.Result, cfg *
 	base = generate(t, m0, 5, requests, dir)
 	heavy = generate(t, withLoad(t, m0, 1.6), 6, requests, dir)
 	cfg = &extract.Config{Hosts: map[string]extract.HostConfig{"box": {Cores: 1}}, CPUSlots: map[string]int{"store": 1}}
-	x, err = extract.Run(context.Background(), []string{base.path}, name, cfg)
+	x, err = extractRun(context.Background(), []string{base.path}, name, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func TestCPUSlotsRoundTrip(t *testing.T) {
 	}
 	check(t, cs)
 	cfg.CPUSlots = nil
-	plain, err := extract.Run(context.Background(), []string{base.path}, "plain", cfg)
+	plain, err := extractRun(context.Background(), []string{base.path}, "plain", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,7 +379,7 @@ func TestBarePoolWait(t *testing.T) {
 func extractBare(t *testing.T, src, name string, cfg *extract.Config) (*observed, *extract.Result) {
 	t.Helper()
 	obs, path := recordBare(t, src, 60000)
-	x, err := extract.Run(context.Background(), []string{path}, name, cfg)
+	x, err := extractRun(context.Background(), []string{path}, name, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -543,7 +544,7 @@ func TestResumeAfterCall(t *testing.T) {
 			if slots == nil {
 				slots = map[string]int{"*": 2}
 			}
-			x, err := extract.Run(context.Background(), []string{base.path}, "resume", &extract.Config{
+			x, err := extractRun(context.Background(), []string{base.path}, "resume", &extract.Config{
 				Hosts: map[string]extract.HostConfig{"edge": {Cores: 2}, "back": {Cores: 2}}, CPUSlots: slots})
 			if err != nil {
 				t.Fatal(err)
@@ -630,7 +631,7 @@ func TestArrivalsBeforeSlot(t *testing.T) {
 
 	// The state makes the same model again; a cancelled extraction stops
 	// in its simulations with the context's error.
-	again, _, err := extract.Generate(context.Background(), x.State, "arrivals", cfg)
+	again, _, err := extractGenerate(context.Background(), x.State, "arrivals", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -639,8 +640,22 @@ func TestArrivalsBeforeSlot(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if m, _, err := extract.Generate(ctx, x.State, "arrivals", cfg); !errors.Is(err, context.Canceled) || m != nil {
+	if m, _, err := extractGenerate(ctx, x.State, "arrivals", cfg); !errors.Is(err, context.Canceled) || m != nil {
 		t.Errorf("cancelled: got a model %v and error %v, want none and context.Canceled", m != nil, err)
+	}
+
+	// Without a simulator the workload keeps its starts' cv, and the
+	// report says so.
+	bare := &extract.Config{Hosts: cfg.Hosts, CPUSlots: cfg.CPUSlots}
+	unsmoothed, rep, err := extract.Generate(context.Background(), x.State, "arrivals", bare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cv := unsmoothed.Workloads[0].Open.CV; cv < 1.3 || cv > 1.65 {
+		t.Errorf("without a simulator: interarrival cv %.3g, want the starts' (about 1.47)", cv)
+	}
+	if !slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.Contains(w, "no simulator given") }) {
+		t.Errorf("without a simulator, no warning says so: %q", rep.Warnings)
 	}
 }
 
@@ -650,7 +665,7 @@ func extractTruth(t *testing.T, text, name string, requests, short int64, cfg *e
 	t.Helper()
 	m, requests := parseTruth(t, text, name, requests, short)
 	obs := generate(t, m, 3, requests, t.TempDir())
-	x, err := extract.Run(context.Background(), []string{obs.path}, name, cfg)
+	x, err := extractRun(context.Background(), []string{obs.path}, name, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -162,7 +162,7 @@ func TestFixedDelayAtNoLoadSpell(t *testing.T) {
 	stalled.Component("store").Operation("lookup").Steps[1].Demand = model.Exp(0.05)
 	spell := filepath.Join(t.TempDir(), "spell.otlp.jsonl")
 	record(t, spell, stalled, 99, float64(len(resumedRates))*60, 150*6)
-	x, err := extract.Run(context.Background(), append(paths, spell), "extracted", resumedConfig())
+	x, err := extractRun(context.Background(), append(paths, spell), "extracted", resumedConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

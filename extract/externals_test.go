@@ -56,7 +56,7 @@ func TestExternalSystem(t *testing.T) {
 		return s.Component != "db" // the database has no spans
 	})
 	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"app": {Cores: 2}, "db": {Cores: 1}}, Metrics: []string{metricsPath}}
-	out, err := extract.Run(context.Background(), []string{tracesPath}, "withdb", cfg)
+	out, err := extractRun(context.Background(), []string{tracesPath}, "withdb", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestExternalSystem(t *testing.T) {
 	if err := os.WriteFile(appOnly, []byte(strings.Join(kept, "\n")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	delays, err := extract.Run(context.Background(), []string{tracesPath}, "withdb", &extract.Config{Hosts: cfg.Hosts, Metrics: []string{appOnly}})
+	delays, err := extractRun(context.Background(), []string{tracesPath}, "withdb", &extract.Config{Hosts: cfg.Hosts, Metrics: []string{appOnly}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestExternalSystem(t *testing.T) {
 	if err := os.WriteFile(twoPath, split, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	two, err := extract.Run(context.Background(), []string{twoPath}, "withdb", cfg)
+	two, err := extractRun(context.Background(), []string{twoPath}, "withdb", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestExternalSystem(t *testing.T) {
 	if err := os.WriteFile(clashPath, clash, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	named, err := extract.Run(context.Background(), []string{clashPath}, "withdb", cfg)
+	named, err := extractRun(context.Background(), []string{clashPath}, "withdb", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func TestIdleStretches(t *testing.T) {
 		{"sparse", []string{path("d.jsonl")}, 0.2, 1000, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			x, err := extract.Run(context.Background(), tc.files, "x", cfg)
+			x, err := extractRun(context.Background(), tc.files, "x", cfg)
 			if err != nil {
 				t.Fatal(err)
 			}

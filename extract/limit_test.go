@@ -51,7 +51,7 @@ func TestCPULimit(t *testing.T) {
 	if data := string(mustRead(t, metricsPath)); !strings.Contains(data, ",1.5,100ms") {
 		t.Fatalf("the metrics state no limit:\n%.300s", data)
 	}
-	out, err := extract.Run(context.Background(), []string{tracesPath}, "limited", &extract.Config{Metrics: []string{metricsPath}})
+	out, err := extractRun(context.Background(), []string{tracesPath}, "limited", &extract.Config{Metrics: []string{metricsPath}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,6 +71,18 @@ func TestCPULimit(t *testing.T) {
 		t.Errorf("web/GET /a: delay %.3g ms, truth 2 ms", d*1e3)
 	} else {
 		t.Logf("web/GET /a: delay %.3g ms, truth 2 ms", d*1e3)
+	}
+	// Without a simulator the stalls stay in the delay, and the report
+	// says so.
+	bare, brep, err := extract.Generate(context.Background(), out.State, "limited", &extract.Config{Metrics: []string{metricsPath}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := delay(bare); d < delay(out.Model)+0.5e-3 {
+		t.Errorf("without a simulator: delay %.3g ms, want the stalls in it (more than %.3g)", d*1e3, delay(out.Model)*1e3+0.5)
+	}
+	if mentions(brep.Warnings, "no simulator given") == 0 {
+		t.Errorf("without a simulator, no warning says so: %q", brep.Warnings)
 	}
 	solver := func(ctx context.Context, m *model.Model) (*solve.Result, error) {
 		return sim.New().Solve(ctx, m, solve.Options{Seed: 1, Precision: 0.02, Workers: 2})
@@ -120,7 +132,7 @@ func TestCPULimit(t *testing.T) {
 	if err := os.WriteFile(noLimit, []byte(stripped), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfgd, err := extract.Run(context.Background(), []string{tracesPath}, "limited", &extract.Config{Metrics: []string{noLimit},
+	cfgd, err := extractRun(context.Background(), []string{tracesPath}, "limited", &extract.Config{Metrics: []string{noLimit},
 		Hosts: map[string]extract.HostConfig{"app": {Cores: 2, Limit: "1.5"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +141,7 @@ func TestCPULimit(t *testing.T) {
 		t.Errorf("limit from the configuration: %g cores, delay %.3g ms; want 1.5 and %.3g", h.CPU.Limit, delay(cfgd.Model)*1e3, delay(out.Model)*1e3)
 	}
 	// A configured limit of 0 is none, whatever the metrics state.
-	zero, err := extract.Run(context.Background(), []string{tracesPath}, "limited", &extract.Config{Metrics: []string{metricsPath},
+	zero, err := extractRun(context.Background(), []string{tracesPath}, "limited", &extract.Config{Metrics: []string{metricsPath},
 		Hosts: map[string]extract.HostConfig{"app": {Cores: 2, Limit: "0"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +149,7 @@ func TestCPULimit(t *testing.T) {
 	if l := zero.Model.Host("app").CPU.Limit; l != 0 {
 		t.Errorf("configured limit 0: the model has %g", l)
 	}
-	none, err := extract.Run(context.Background(), []string{tracesPath}, "limited", &extract.Config{Metrics: []string{noLimit},
+	none, err := extractRun(context.Background(), []string{tracesPath}, "limited", &extract.Config{Metrics: []string{noLimit},
 		Hosts: map[string]extract.HostConfig{"app": {Cores: 2}}})
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +173,7 @@ func TestCPULimit(t *testing.T) {
 func TestCPULimitMetricsPath(t *testing.T) {
 	truth, _, tracesPath, metricsPath := recordModel(t, strings.Replace(limitModel, "rate: 180/s", "rate: 180/s, cv: 2", 1), "limited",
 		tracegen.Options{NoCPUTime: true, Seed: 5}, 20000, nil)
-	out, err := extract.Run(context.Background(), []string{tracesPath}, "limited", &extract.Config{Metrics: []string{metricsPath}})
+	out, err := extractRun(context.Background(), []string{tracesPath}, "limited", &extract.Config{Metrics: []string{metricsPath}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +266,7 @@ func TestCPULimitReplicas(t *testing.T) {
 		if err := os.WriteFile(path, []byte(metrics), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		out, err := extract.Run(context.Background(), []string{tracesPath}, "replicas", &extract.Config{Metrics: []string{path}})
+		out, err := extractRun(context.Background(), []string{tracesPath}, "replicas", &extract.Config{Metrics: []string{path}})
 		if err != nil {
 			t.Fatal(err)
 		}

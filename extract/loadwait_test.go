@@ -100,7 +100,7 @@ func TestSpellWarning(t *testing.T) {
 	record(t, after, m, 3, 68, 30*30)
 	var delay float64 // the last extraction's fixed delay
 	warned := func(paths ...string) string {
-		x, err := extract.Run(context.Background(), paths, "x", &extract.Config{})
+		x, err := extractRun(context.Background(), paths, "x", &extract.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +181,7 @@ func TestDeclaredLockWait(t *testing.T) {
 		Hosts:   map[string]extract.HostConfig{"app": {Cores: 4}, "db": {Cores: 4}},
 		Passive: map[string]extract.PassiveConfig{"lock": {Capacity: 1, Calls: []string{"back/work"}}},
 	}
-	x, err := extract.Run(context.Background(), paths, "extracted", cfg)
+	x, err := extractRun(context.Background(), paths, "extracted", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func TestDeclaredLockWithBurstyArrivals(t *testing.T) {
 	for seed := range uint64(seeds) {
 		path := filepath.Join(t.TempDir(), "traces.jsonl")
 		record(t, path, m, 51+seed, 0, 20000)
-		x, err := extract.Run(context.Background(), []string{path}, "lock", cfg)
+		x, err := extractRun(context.Background(), []string{path}, "lock", cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -287,7 +287,7 @@ func TestWaitsOnReplicas(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "traces.jsonl")
 	record(t, path, m, 61, 0, 40000)
 	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"api": {Cores: 2}, "db": {Cores: 2}}}
-	x, err := extract.Run(context.Background(), []string{path}, "replicas", cfg)
+	x, err := extractRun(context.Background(), []string{path}, "replicas", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,7 +427,7 @@ func TestSlotWaitsWithBurstyArrivals(t *testing.T) {
 	for seed := range uint64(seeds) {
 		path := filepath.Join(t.TempDir(), "traces.jsonl")
 		record(t, path, m, 41+seed, 0, 40000)
-		x, err := extract.Run(context.Background(), []string{path}, "slot", &extract.Config{
+		x, err := extractRun(context.Background(), []string{path}, "slot", &extract.Config{
 			Hosts: map[string]extract.HostConfig{"app": {Cores: 2}}, CPUSlots: map[string]int{"svc": 1}})
 		if err != nil {
 			t.Fatal(err)
@@ -469,7 +469,7 @@ func TestWaitsWithBurstyArrivals(t *testing.T) {
 		for seed := range tc.seeds {
 			path := filepath.Join(t.TempDir(), "traces.jsonl")
 			record(t, path, m, 31+seed, 0, 40000)
-			x, err := extract.Run(context.Background(), []string{path}, "bursty", &extract.Config{Hosts: map[string]extract.HostConfig{"app": {Cores: tc.cores}}})
+			x, err := extractRun(context.Background(), []string{path}, "bursty", &extract.Config{Hosts: map[string]extract.HostConfig{"app": {Cores: tc.cores}}})
 			if err != nil {
 				t.Fatal(err)
 			}

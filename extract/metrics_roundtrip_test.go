@@ -47,7 +47,7 @@ func TestMetricsRoundTrip(t *testing.T) {
 	_, _, tracesPath, metricsPath := recordModel(t, twoOpsModel, "twoops", tracegen.Options{NoCPUTime: true, Seed: 6}, 30000, nil)
 
 	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"app": {Cores: 1}, "db": {Cores: 1}}, Metrics: []string{metricsPath}}
-	out, err := extract.Run(context.Background(), []string{tracesPath}, "twoops", cfg)
+	out, err := extractRun(context.Background(), []string{tracesPath}, "twoops", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func extractSeeds(t *testing.T, src string, cfg *extract.Config, seeds []uint64,
 	for _, seed := range seeds {
 		path := filepath.Join(t.TempDir(), "traces.jsonl")
 		recordWith(t, path, m, tracegen.Options{Seed: seed, NoCPUTime: true}, requests, nil)
-		x, err := extract.Run(context.Background(), []string{path}, "split", cfg)
+		x, err := extractRun(context.Background(), []string{path}, "split", cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,7 +28,7 @@ func TestReplicasThatCameAndWent(t *testing.T) {
 		}
 		return true
 	})
-	res, err := extract.Run(context.Background(), []string{path}, "rolling", nil)
+	res, err := extractRun(context.Background(), []string{path}, "rolling", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestMachinesConfigured(t *testing.T) {
 		{map[string]extract.HostConfig{"app-1": {Cores: 2}, "app-2": {Cores: 2}}, 2, ""},
 		{map[string]extract.HostConfig{"app-1": {Cores: 4}, "app-2": {Cores: 2}, "app-3": {Cores: 2}}, 4, "configured differently"},
 	} {
-		res, err := extract.Run(context.Background(), []string{path}, "machines", &extract.Config{Hosts: c.hosts})
+		res, err := extractRun(context.Background(), []string{path}, "machines", &extract.Config{Hosts: c.hosts})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +181,7 @@ func extractRolling(t *testing.T, text, name string, requests, short int64, cfg 
 		}
 		return true
 	})
-	x, err := extract.Run(context.Background(), []string{path}, name, cfg)
+	x, err := extractRun(context.Background(), []string{path}, name, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,25 @@ import (
 	"github.com/perfcast/perfcast/whatif"
 )
 
+// extractRun and extractGenerate are extract.Run and extract.Generate with
+// the simulator in the configuration, as perfcast's commands give it
+// (extract.Config.Simulator); a nil cfg becomes an empty one.
+func extractRun(ctx context.Context, paths []string, name string, cfg *extract.Config) (*extract.Result, error) {
+	return extract.Run(ctx, paths, name, simulating(cfg))
+}
+
+func extractGenerate(ctx context.Context, st *extract.State, name string, cfg *extract.Config) (*model.Model, *extract.Report, error) {
+	return extract.Generate(ctx, st, name, simulating(cfg))
+}
+
+func simulating(cfg *extract.Config) *extract.Config {
+	if cfg == nil {
+		cfg = &extract.Config{}
+	}
+	cfg.Simulator = sim.Solver{}
+	return cfg
+}
+
 // knownModel is the system the round trip generates traces from: an open
 // workload of 50 requests/s on a front end (two replicas of one core) that
 // calls a catalog service (one core) in a loop and, in 40 % of requests, an
@@ -324,10 +343,10 @@ func roundTrip(t *testing.T) *experiment {
 	x.base = generate(t, m0, 1, requests, dir)
 	x.double = generate(t, withLoad(t, m0, 2), 2, requests, dir)
 	ctx := context.Background()
-	if x.extracted, err = extract.Run(ctx, []string{x.base.path}, "extracted", extractConfig); err != nil {
+	if x.extracted, err = extractRun(ctx, []string{x.base.path}, "extracted", extractConfig); err != nil {
 		t.Fatal(err)
 	}
-	if x.doubled, err = extract.Run(ctx, []string{x.double.path}, "extracted2", extractConfig); err != nil {
+	if x.doubled, err = extractRun(ctx, []string{x.double.path}, "extracted2", extractConfig); err != nil {
 		t.Fatal(err)
 	}
 	x.measured = x.extracted.State.Measured(x.extracted.Model)

@@ -50,7 +50,7 @@ func TestRulesRoundTrip(t *testing.T) {
 			{Component: "web-canary", Attributes: map[string]string{"tier": "canary"}},
 		},
 	}
-	res, err := extract.Run(context.Background(), []string{obs.path}, "one", cfg)
+	res, err := extractRun(context.Background(), []string{obs.path}, "one", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ func TestSampledRoundTrip(t *testing.T) {
 	_, kept := w.Written()
 	t.Logf("%d of %.0f traces kept", kept, roots["GET /a"]+roots["GET /b"])
 
-	res, err := extract.Run(context.Background(), []string{path}, "sampled", &extract.Config{
+	res, err := extractRun(context.Background(), []string{path}, "sampled", &extract.Config{
 		Hosts: map[string]extract.HostConfig{"app": {Cores: 2}, "data": {Cores: 1}},
 	})
 	if err != nil {
@@ -167,11 +167,11 @@ func TestSamplingConfigured(t *testing.T) {
 	full := write("full.jsonl", 9, 1)
 	said := write("said.jsonl", 10, 0.5)
 	cfg := &extract.Config{Sampling: 0.25}
-	plain, err := extract.Run(context.Background(), []string{full}, "plain", nil)
+	plain, err := extractRun(context.Background(), []string{full}, "plain", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	configured, err := extract.Run(context.Background(), []string{full}, "configured", cfg)
+	configured, err := extractRun(context.Background(), []string{full}, "configured", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestSamplingConfigured(t *testing.T) {
 		t.Errorf("kept %g, want 0.25", k)
 	}
 	// The trace state's probability wins over the configuration's.
-	both, err := extract.Run(context.Background(), []string{said}, "both", cfg)
+	both, err := extractRun(context.Background(), []string{said}, "both", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestSamplingConfigured(t *testing.T) {
 	}
 	// Traces of both kinds: the rates are exact per workload, and the
 	// report warns that the probabilities differ.
-	mixed, err := extract.Run(context.Background(), []string{full, said}, "mixed", nil)
+	mixed, err := extractRun(context.Background(), []string{full, said}, "mixed", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func TestSamplingUnsaid(t *testing.T) {
 	})
 
 	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"app": {Cores: 2}, "data": {Cores: 1}}, Metrics: []string{metricsPath}}
-	unsaid, err := extract.Run(context.Background(), []string{tracesPath}, "unsaid", cfg)
+	unsaid, err := extractRun(context.Background(), []string{tracesPath}, "unsaid", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestSamplingUnsaid(t *testing.T) {
 		t.Errorf("no warning that the traces may be sampled: %q", unsaid.Report.Warnings)
 	}
 	cfg.Sampling = 0.2
-	said, err := extract.Run(context.Background(), []string{tracesPath}, "said", cfg)
+	said, err := extractRun(context.Background(), []string{tracesPath}, "said", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

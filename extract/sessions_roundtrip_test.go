@@ -63,7 +63,7 @@ func TestSessionsRoundTrip(t *testing.T) {
 		Params:  []string{"size"},
 		Session: "session.id",
 	}
-	res, err := extract.Run(context.Background(), []string{obs.path}, "users", cfg)
+	res, err := extractRun(context.Background(), []string{obs.path}, "users", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func extractSteps(t *testing.T, yaml string, rates []float64, seconds, pause flo
 	if err != nil {
 		t.Fatal(err)
 	}
-	x, err := extract.Run(context.Background(), steps(t, m, rates, seconds, pause), "extracted", cfg)
+	x, err := extractRun(context.Background(), steps(t, m, rates, seconds, pause), "extracted", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestSpeedCurveRecovered(t *testing.T) {
 	}
 	paths := steps(t, m, []float64{40, 120, 40, 120}, 60, 5)
 	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"svc": {Cores: 1}, "app": {Cores: 1}}}
-	x, err := extract.Run(context.Background(), paths, "extracted", cfg)
+	x, err := extractRun(context.Background(), paths, "extracted", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestSpeedCurveNotInvented(t *testing.T) {
 	}
 	m.Hosts[0].CPU.SpeedCurve = nil
 	paths := steps(t, m, []float64{40, 120, 40, 120}, 60, 5)
-	x, err := extract.Run(context.Background(), paths, "extracted", &extract.Config{})
+	x, err := extractRun(context.Background(), paths, "extracted", &extract.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestSpeedVariationRoundTrip(t *testing.T) {
 	m.Hosts[0].CPU.SpeedCurve = nil
 	m.Hosts[0].CPU.SpeedVariation, m.Hosts[0].CPU.SpeedWindow = cv, 1
 	paths := steps(t, m, []float64{40, 120, 40, 120}, 60, 5)
-	x, err := extract.Run(context.Background(), paths, "extracted", &extract.Config{SpeedWindow: true})
+	x, err := extractRun(context.Background(), paths, "extracted", &extract.Config{SpeedWindow: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestSpeedVariationRoundTrip(t *testing.T) {
 		t.Error("no host of the model has a speed variation")
 	}
 	// Without speed_window in the configuration, steady states are mixed.
-	x, err = extract.Run(context.Background(), paths, "extracted", &extract.Config{})
+	x, err = extractRun(context.Background(), paths, "extracted", &extract.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestSpeedCurveAcrossRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	paths := steps(t, m, []float64{40, 120, 40, 120, 40, 120, 40, 120}, 40, 60)
-	x, err := extract.Run(context.Background(), paths, "extracted", &extract.Config{Hosts: map[string]extract.HostConfig{"app": {Cores: 1}}})
+	x, err := extractRun(context.Background(), paths, "extracted", &extract.Config{Hosts: map[string]extract.HostConfig{"app": {Cores: 1}}})
 	if err != nil {
 		t.Fatal(err)
 	}

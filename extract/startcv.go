@@ -8,7 +8,6 @@ import (
 
 	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/model"
-	"github.com/perfcast/perfcast/solve/sim"
 )
 
 // Arrivals measured after a wait. A workload's arrivals are measured on its
@@ -102,6 +101,13 @@ func (g *generator) unsmoothArrivals() {
 	if len(cs) == 0 {
 		return
 	}
+	if g.cfg.Simulator == nil {
+		for _, c := range cs {
+			g.rep.warnf("workload %s: its requests wait for %s (%.0f %% busy) before the spans of %s start, which evens out the starts its interarrival cv (%.3g) is measured on; with no simulator given the cv is not corrected and may be too low",
+				c.w.Name, c.what, 100*c.load, c.id, c.measured)
+		}
+		return
+	}
 	limit := float64(unsmoothMaxRequests)
 	if perRequest := g.executionsPerRequest(); perRequest > 0 {
 		limit = math.Min(limit, unsmoothMaxExecutions/perRequest)
@@ -167,17 +173,19 @@ func (g *generator) simulatedStartCVs(cs []*startCandidate, requests int64) (map
 			w.Open.CV = c.cv
 		}
 	}
-	starts := map[string][]int64{}
-	res, err := sim.Record(g.ctx, m, sim.RecordOptions{Seed: 1, Requests: requests, RootsOnly: true}, func(s *sim.Span) error {
-		if s.Parent == 0 && s.Kind == sim.SpanServer {
-			if id := s.Component + "/" + s.Operation; want[id] {
-				starts[id] = append(starts[id], int64(math.Round(s.Start*1e9)))
-			}
-		}
-		return nil
-	})
-	if err != nil || !res.Stable {
+	got, stable, err := g.cfg.Simulator.EntryStarts(g.ctx, m, 1, requests)
+	if err != nil || !stable {
 		return nil, false
+	}
+	starts := map[string][]int64{}
+	for id, ts := range got {
+		if want[id] {
+			ns := make([]int64, len(ts))
+			for i, t := range ts {
+				ns[i] = int64(math.Round(t * 1e9))
+			}
+			starts[id] = ns
+		}
 	}
 	out := map[string]float64{}
 	for id, t := range starts {

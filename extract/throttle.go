@@ -7,7 +7,6 @@ import (
 
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/solve"
-	"github.com/perfcast/perfcast/solve/sim"
 )
 
 // A CPU limit (model.CPU.Limit) makes work wait beyond the CPU's queue:
@@ -91,6 +90,10 @@ func throttleAt(tab []throttlePoint, a float64) float64 {
 // throttleTable simulates the factor of host h at throttleLoads of its
 // limit (see the comment at the top of this file).
 func (g *generator) throttleTable(h *model.Host) []throttlePoint {
+	if g.cfg.Simulator == nil {
+		g.rep.warnf("host %s: with no simulator given, the stalls its CPU limit adds are left in the operations' time off the CPU, where the model adds them again", h.Name)
+		return nil
+	}
 	var cpu, n float64
 	for _, id := range slices.Sorted(maps.Keys(g.s.ops)) {
 		op := g.s.ops[id]
@@ -128,7 +131,7 @@ func (g *generator) throttleTable(h *model.Host) []throttlePoint {
 		if m == nil {
 			return 0, false
 		}
-		r, err := sim.New().Solve(g.ctx, m, solve.Options{Seed: 1, Requests: throttleRequests, Workers: 1})
+		r, err := g.cfg.Simulator.Solve(g.ctx, m, solve.Options{Seed: 1, Requests: throttleRequests, Workers: 1})
 		if err != nil || !r.Stable {
 			return 0, false
 		}

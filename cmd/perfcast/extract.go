@@ -13,6 +13,7 @@ import (
 	"github.com/perfcast/perfcast/internal/atomicfile"
 	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/solve/sim"
 )
 
 func newExtractCmd(g *globalFlags) *cobra.Command {
@@ -136,7 +137,7 @@ func writeReport(w io.Writer, r *extract.Report, out string) {
 }
 
 // extractConfig loads the extraction configuration file, if one is named,
-// and adds the --metrics files to it.
+// adds the --metrics files to it and gives it the simulator.
 func extractConfig(path string, metrics []string) (*extract.Config, error) {
 	cfg := &extract.Config{}
 	if path != "" {
@@ -147,5 +148,6 @@ func extractConfig(path string, metrics []string) (*extract.Config, error) {
 		cfg = c
 	}
 	cfg.Metrics = append(cfg.Metrics, metrics...)
+	cfg.Simulator = sim.Solver{}
 	return cfg, nil
 }

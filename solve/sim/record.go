@@ -540,3 +540,24 @@ func (r *recorder) done(e *engine, req int32) {
 		e.done = true
 	}
 }
+
+// EntryStarts simulates m for the given number of workload requests, from
+// empty, with the given seed, and returns, by entry operation
+// ("component/operation"), when the root server spans of its requests
+// started, in simulated seconds, in the order the requests completed.
+// stable is false when the open workloads need more than a resource can
+// give or the run finds no steady state; the starts are then nil.
+func (Solver) EntryStarts(ctx context.Context, m *model.Model, seed uint64, requests int64) (starts map[string][]float64, stable bool, err error) {
+	starts = map[string][]float64{}
+	res, err := Record(ctx, m, RecordOptions{Seed: seed, Requests: requests, RootsOnly: true}, func(s *Span) error {
+		if s.Parent == 0 && s.Kind == SpanServer {
+			id := s.Component + "/" + s.Operation
+			starts[id] = append(starts[id], s.Start)
+		}
+		return nil
+	})
+	if err != nil || !res.Stable {
+		return nil, false, err
+	}
+	return starts, true, nil
+}

@@ -568,3 +568,29 @@ func TestRecordErrors(t *testing.T) {
 		t.Errorf("cancelled: %v", err)
 	}
 }
+
+// TestEntryStarts checks EntryStarts against Record: the starts of the
+// root server spans, by entry operation, in the order Record emits them;
+// none, and not stable, where the open load is more than a CPU can give.
+func TestEntryStarts(t *testing.T) {
+	m := exampleModel(t, "shop.yaml")
+	roots, _ := record(t, m, RecordOptions{Seed: 9, Requests: 3000, RootsOnly: true})
+	want := map[string][]float64{}
+	for _, s := range roots {
+		if s.Kind == SpanServer {
+			id := s.Component + "/" + s.Operation
+			want[id] = append(want[id], s.Start)
+		}
+	}
+	got, stable, err := Solver{}.EntryStarts(context.Background(), m, 9, 3000)
+	if err != nil || !stable {
+		t.Fatalf("stable %v, error %v", stable, err)
+	}
+	if len(want) < 2 || !reflect.DeepEqual(got, want) {
+		t.Errorf("got the starts of %d operations, want those of Record's %d roots, by operation (%d)", len(got), len(roots), len(want))
+	}
+	over := parse(t, singleQueue(`{cpu: {cores: 2}}`, "", `[{cpu: exp(10ms)}]`, 250))
+	if got, stable, err := (Solver{}).EntryStarts(context.Background(), over, 1, 1000); err != nil || stable || got != nil {
+		t.Errorf("overloaded: starts of %d operations, stable %v, error %v; want none, not stable, no error", len(got), stable, err)
+	}
+}

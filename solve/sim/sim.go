@@ -114,12 +114,14 @@ import (
 )
 
 // New returns the simulator.
-func New() solve.Solver { return simulator{} }
+func New() solve.Solver { return Solver{} }
 
-type simulator struct{}
+// Solver is the simulator. Beyond solve.Solver it records when requests
+// start (EntryStarts), which extraction asks of a simulator.
+type Solver struct{}
 
 // Name implements solve.Solver.
-func (simulator) Name() string { return "sim" }
+func (Solver) Name() string { return "sim" }
 
 // Tuning constants; see the package documentation.
 const (
@@ -321,7 +323,7 @@ type config struct {
 // with a speed variation and a speed window change speed over the run,
 // every window; those without a window are simulated at each of its
 // speeds in turn, with the same seed (solve.SolveVaried).
-func (s simulator) Solve(ctx context.Context, m *model.Model, opts solve.Options) (*solve.Result, error) {
+func (s Solver) Solve(ctx context.Context, m *model.Model, opts solve.Options) (*solve.Result, error) {
 	return solve.SolveVaried(ctx, m, true, func(ctx context.Context, m *model.Model, j, of int) (*solve.Result, error) {
 		o := opts
 		if opts.Progress != nil && of > 1 {
@@ -335,7 +337,7 @@ func (s simulator) Solve(ctx context.Context, m *model.Model, opts solve.Options
 	})
 }
 
-func (simulator) solve(ctx context.Context, m *model.Model, opts solve.Options) (*solve.Result, error) {
+func (Solver) solve(ctx context.Context, m *model.Model, opts solve.Options) (*solve.Result, error) {
 	start := time.Now()
 	res := solve.NewResult(m, "sim")
 	cfg := config{seed: opts.Seed, workers: opts.Workers, precision: opts.Precision}

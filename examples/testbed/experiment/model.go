@@ -81,6 +81,7 @@ func extractModel(ctx context.Context, dirs []string, s setup, outside string, s
 		Metrics:      cpu,
 		OutsideSpans: outside,
 		Passive:      passive,
+		Simulator:    sim.Solver{},
 	})
 }
 
