@@ -61,7 +61,8 @@ type Options struct {
 	Dir string
 	// Config is the extraction configuration: how spans fold (component
 	// names, parameters, sessions) and how the model is made (hosts,
-	// metrics files, declared pools). Folding on a state saved under
+	// metrics files, declared pools, the simulator generating uses:
+	// perfcast receive gives sim.Solver). Folding on a state saved under
 	// another configuration mixes the two.
 	Config *extract.Config
 	// Name is the model's name (default "received").
