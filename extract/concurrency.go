@@ -6,6 +6,8 @@ import (
 	"sort"
 
 	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/perfcast/perfcast/model"
 )
 
 // concurrencyLag is how far back in time spans may still arrive once a later
@@ -153,6 +155,15 @@ func (l limit) where() string {
 		return " on each replica"
 	}
 	return ""
+}
+
+// system is the bound over the system: k, times the replicas of host h
+// where it holds on each replica.
+func (l limit) system(h *model.Host) int {
+	if l.perReplica && h != nil && h.Replicas > 1 {
+		return l.k * h.Replicas
+	}
+	return l.k
 }
 
 // Thresholds of limit inference.

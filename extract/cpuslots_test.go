@@ -373,6 +373,67 @@ func TestBarePoolWait(t *testing.T) {
 	check(t, cs)
 }
 
+// bareLockModel is barePoolModel's callers with the store on two
+// replicas of three threads each, and the front end holding a lock of
+// three around its calls to it.
+const bareLockModel = `perfcast: 1
+name: bare-lock
+hosts:
+  edge: {cpu: {cores: 4}}
+  mid: {cpu: {cores: 4}}
+  back: {replicas: 2, cpu: {cores: 4}}
+components:
+  front:
+    host: edge
+    operations:
+      page:
+        steps:
+          - cpu: exp(1ms)
+          - hold: {resource: front-lock, steps: [{call: store/get}]}
+  admin:
+    host: mid
+    operations:
+      report:
+        steps:
+          - cpu: exp(1ms)
+          - call: store/get
+  store:
+    host: back
+    threads: 3
+    operations:
+      get:
+        steps:
+          - cpu: exp(3ms)
+          - delay: exp(5ms)
+passive:
+  front-lock: {capacity: 3}
+workload:
+  pages:
+    open: {rate: 220/s}
+    steps: [{call: front/page}]
+  reports:
+    open: {rate: 330/s}
+    steps: [{call: admin/report}]
+`
+
+// TestBareLockReplicatedPool extracts bareLockModel from traces with no
+// client spans. The front's calls never run more than three at once: its
+// lock's bound, not the store's, whose pools allow six over both
+// replicas. Before, the bound was set against one replica's pool and
+// dropped, and the front's page came out 11 % fast.
+func TestBareLockReplicatedPool(t *testing.T) {
+	obs, x := extractBare(t, bareLockModel, "bare-lock", &extract.Config{
+		Hosts: map[string]extract.HostConfig{"edge": {Cores: 4}, "mid": {Cores: 4}, "store": {Cores: 4}}})
+	if c := x.Model.Component("store"); c == nil || c.Threads != 3 {
+		t.Fatalf("no pool of 3 threads found in the store:\n%s", x.Model.Marshal())
+	}
+	if len(x.Model.Passive) != 1 || x.Model.Passive[0].Capacity != 3 || x.Model.Passive[0].Host != "" {
+		t.Fatalf("want the front's lock of 3 over the system, got:\n%s", x.Model.Marshal())
+	}
+	cs, _ := spanComparisons(t, x.Model, obs, "front/page", "admin/report")
+	check(t, cs)
+}
+
 // extractBare extracts, with cfg, the traces of 60 000 requests of the
 // model of src written without client spans (recordBare), the model named
 // name; it returns what generate measured too.

@@ -311,7 +311,7 @@ func (g *generator) inferLimits() {
 			continue
 		}
 		caller, target := parts[1], parts[2]
-		if g.calleeBoundsBareSite(key, target, lim.k) {
+		if g.calleeBoundsBareSite(key, target, lim.system(g.hostOf[callerComp])) {
 			continue
 		}
 		if g.siteLimits[caller] == nil {
@@ -338,7 +338,9 @@ func (g *generator) inferLimits() {
 		if !ok {
 			continue
 		}
-		if t, limited := g.threads[op.component]; limited && lim.k >= t {
+		// A bound the component's pools make (a pool per replica) is not
+		// the operation's.
+		if t, limited := g.threads[op.component]; limited && lim.system(g.hostOf[op.component]) >= t*g.replicasOf(op.component) {
 			continue
 		}
 		g.opLimits[id] = lim
@@ -394,19 +396,22 @@ func (g *generator) bound(keys []string, key, replicas, comp string) (limit, boo
 }
 
 // calleeBoundsBareSite reports whether the bound k seen on call site key,
-// to target, is its callee's: where most of the site's calls have no
-// client span, a call shows only the callee's span, whose concurrency the
-// callee's pool of at most k threads, or a limit of at most k on the
-// operation itself, bounds, not a lock its caller holds. (Two callers of
-// one pool of four, with no client spans, each came out holding a lock of
-// four; the busier of two callers of an operation limited to two, a lock
-// of two besides the operation's limit.)
+// to target, over the system, is its callee's: where most of the site's
+// calls have no client span, a call shows only the callee's span, whose
+// concurrency the callee's pools of at most k threads in all (a pool per
+// replica), or a limit of at most k on the operation itself over the
+// system, bounds, not a lock its caller holds. (Two callers of one pool
+// of four, with no client spans, each came out holding a lock of four;
+// the busier of two callers of an operation limited to two, a lock of two
+// besides the operation's limit; a caller's lock of three around its calls
+// to two replicas of three threads each was taken for their pools,
+// TestBareLockReplicatedPool.)
 func (g *generator) calleeBoundsBareSite(key, target string, k int) bool {
 	d, op := g.s.siteTimes[key], g.s.ops[target]
 	if d == nil || op == nil || 2*g.s.siteBare[key] < d.n {
 		return false
 	}
-	if t, pooled := g.threads[op.component]; pooled && t <= k {
+	if t, pooled := g.threads[op.component]; pooled && t*g.replicasOf(op.component) <= k {
 		return true
 	}
 	c := g.s.conc[opGroup(target)]
@@ -415,6 +420,15 @@ func (g *generator) calleeBoundsBareSite(key, target string, k int) bool {
 	}
 	lim, ok := c.inferLimit()
 	return ok && lim.k <= k
+}
+
+// replicasOf is the number of replicas of component comp's host, 1
+// where it has none.
+func (g *generator) replicasOf(comp string) int {
+	if h := g.hostOf[comp]; h != nil && h.Replicas > 1 {
+		return h.Replicas
+	}
+	return 1
 }
 
 // declared applies the pools and locks of the configuration; they take the
