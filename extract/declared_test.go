@@ -1,11 +1,14 @@
 package extract_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/perfcast/perfcast/extract"
+	"github.com/perfcast/perfcast/solve"
+	"github.com/perfcast/perfcast/solve/sim"
 )
 
 // declaredLockModel is a service whose orders take a lock of one for 3 ms
@@ -75,6 +78,107 @@ func TestDeclaredLockInsideSpan(t *testing.T) {
 			p := x.Model.PassiveResource("ledger")
 			if p == nil || p.BeforeSpan != c.before {
 				t.Fatalf("ledger %+v, want before_span %v", p, c.before)
+			}
+			cs := loadComparisons(t, m, "posts", x.Model, "post", 0.8, 1, 1.1)
+			spans, _ := spanComparisons(t, x.Model, obs, "orders/post")
+			check(t, append(cs, spans...))
+		})
+	}
+}
+
+// replicaPoolModel is a service on two replicas, each with a connection
+// pool of two (60 % busy) around its queries to a database.
+const replicaPoolModel = `perfcast: 1
+name: replica-pool
+hosts:
+  app: {replicas: 2, cpu: {cores: 2}}
+  dbh: {cpu: {cores: 4}}
+components:
+  api:
+    host: app
+    operations:
+      get:
+        steps:
+          - cpu: exp(1ms)
+          - hold: {resource: dbpool, steps: [{call: db/query}]}
+  db:
+    host: dbh
+    operations:
+      query:
+        steps:
+          - cpu: exp(1ms)
+          - delay: exp(3ms)
+passive:
+  dbpool: {capacity: 2, host: app}
+workload:
+  gets:
+    open: {rate: 600/s}
+    steps: [{call: api/get}]
+`
+
+// TestDeclaredPoolPerReplica extracts replicaPoolModel with its pool
+// declared per replica: the model has one of two on each replica of the
+// service's host, and predicts the requests at 0.8 to 1.1 times the
+// load. Declared without per_replica, the pool is one of two over the
+// system, of which the observed load asks 1.2 times what it can serve,
+// and the report says so.
+func TestDeclaredPoolPerReplica(t *testing.T) {
+	hosts := map[string]extract.HostConfig{"api": {Cores: 2}, "dbh": {Cores: 4}}
+	m, _, x := extractTruth(t, replicaPoolModel, "replica-pool", 60000, 30000, &extract.Config{Hosts: hosts,
+		Passive: map[string]extract.PassiveConfig{"dbpool": {Capacity: 2, Calls: []string{"db/query"}, PerReplica: true}}})
+	p := x.Model.PassiveResource("dbpool")
+	if p == nil || p.Capacity != 2 || p.Host != "api" {
+		t.Fatalf("dbpool %+v, want 2 on each replica of host api:\n%s", p, x.Model.Marshal())
+	}
+	check(t, loadComparisons(t, m, "gets", x.Model, x.Model.Workloads[0].Name, 0.8, 1, 1.1))
+
+	system, rep, err := extract.Generate(context.Background(), x.State, "replica-pool", &extract.Config{Hosts: hosts,
+		Passive: map[string]extract.PassiveConfig{"dbpool": {Capacity: 2, Calls: []string{"db/query"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := system.PassiveResource("dbpool"); p == nil || p.Host != "" {
+		t.Errorf("without per_replica: dbpool %+v, want one over the system", p)
+	}
+	if r, err := sim.New().Solve(context.Background(), system, solve.Options{Seed: 1, Requests: 20000}); err != nil || r.Stable {
+		t.Errorf("without per_replica: stable %v (error %v), want the observed load to saturate one pool of two", r != nil && r.Stable, err)
+	}
+	if mentions(rep.Warnings, "per_replica: true") == 0 {
+		t.Errorf("without per_replica, no warning suggests it: %q", rep.Warnings)
+	}
+}
+
+// TestDeclaredLockPerReplica extracts declaredLockModel with the orders
+// on two replicas, each with its own lock (per_replica), at twice the
+// load: as in TestDeclaredLockInsideSpan, the lock taken inside the span
+// has its wait taken out of the time off the CPU (each replica's profile
+// beyond its one unit), the lock taken before it becomes before_span, and
+// the orders are predicted at 0.8 to 1.1 times the load. Taken out beyond
+// the two units over the system, the wait was 2.51 ms of 2.96, and the
+// model came out 47 % slow.
+func TestDeclaredLockPerReplica(t *testing.T) {
+	const (
+		locked = "{hold: {resource: ledger, steps: [{cpu: exp(1ms)}, {delay: exp(2ms)}]}}"
+		free   = "[{cpu: exp(1ms)}, {delay: exp(2ms)}]"
+	)
+	for _, c := range []struct {
+		name, post string
+		before     bool
+	}{
+		{"inside", "[{cpu: exp(0.5ms)}, " + locked + "]", false},
+		{"before", "[" + locked + "]", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			text := strings.NewReplacer("POST", c.post, "GET", free, "BEFORE", fmt.Sprint(c.before),
+				"app: {cpu: {cores: 4}}", "app: {replicas: 2, cpu: {cores: 4}}",
+				"ledger: {capacity: 1, before_span", "ledger: {capacity: 1, host: app, before_span",
+				"rate: 200/s", "rate: 400/s").Replace(declaredLockModel)
+			m, obs, x := extractTruth(t, text, "declared-lock", 60000, 30000,
+				&extract.Config{Hosts: map[string]extract.HostConfig{"orders": {Cores: 4}},
+					Passive: map[string]extract.PassiveConfig{"ledger": {Capacity: 1, Operations: []string{"orders/post"}, PerReplica: true}}})
+			p := x.Model.PassiveResource("ledger")
+			if p == nil || p.Host != "orders" || p.BeforeSpan != c.before {
+				t.Fatalf("ledger %+v, want one on each replica of host orders, before_span %v", p, c.before)
 			}
 			cs := loadComparisons(t, m, "posts", x.Model, "post", 0.8, 1, 1.1)
 			spans, _ := spanComparisons(t, x.Model, obs, "orders/post")

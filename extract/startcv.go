@@ -221,7 +221,7 @@ func (g *generator) entryQueue(id string) (load float64, what string, ok bool) {
 		load, what, ok = lim.mean/float64(lim.k), fmt.Sprintf("the limit of %d inferred on %s", lim.k, id), true
 	}
 	if name, declared := g.declaredBefore(id); declared {
-		c := float64(max(g.cfg.Passive[name].Capacity, 1))
+		c := float64(max(g.cfg.Passive[name].Capacity, 1) * g.declaredReplicas(name))
 		busy := 0.0
 		if span := g.s.span(); span > 0 {
 			for _, other := range slices.Sorted(maps.Keys(g.declaredOps)) {
