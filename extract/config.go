@@ -272,11 +272,12 @@ type PassiveConfig struct {
 	// Operations lists operations that hold a unit while they run, as a
 	// lock or semaphore inside a service.
 	Operations []string `yaml:"operations"`
-	// PerReplica makes the resource one of Capacity units in each
+	// PerReplica, true, makes the resource one of Capacity units in each
 	// replica of the host its holders run on (a connection pool or a
-	// mutex in each process) instead of one over the system (a lock in
-	// a database, a limit a gateway enforces for all).
-	PerReplica bool `yaml:"per_replica"`
+	// mutex in each process); false, one over the system (a lock in a
+	// database, a limit a gateway enforces for all). Unset, it is one
+	// over the system, with a warning where its holders run on replicas.
+	PerReplica *bool `yaml:"per_replica"`
 }
 
 // declaredAround returns, sorted, the passive resources the configuration

@@ -35,6 +35,8 @@ func TestLoadConfig(t *testing.T) {
 		{"machines", "hosts: {box: {cores: 4}}\nmachines: {box: [\"*\"], db: [\"db-?\"]}\n", "", ""},
 		{"machine without patterns", "machines: {box: []}\n", `bad.yaml: machines: box: give the patterns of its hosts`, ""},
 		{"machine with an empty pattern", "machines: {box: [web-*, \"\"]}\n", `bad.yaml: machines: box: give the patterns`, ""},
+		{"pool per replica", "passive: {dbpool: {capacity: 10, calls: [db/query], per_replica: true}}\n", "", ""},
+		{"per_replica not a bool", "passive: {dbpool: {capacity: 10, per_replica: each}}\n", `bad.yaml:1: `, ""},
 	} {
 		path := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".yaml")
 		if c.err != "" {

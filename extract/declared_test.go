@@ -125,7 +125,7 @@ workload:
 func TestDeclaredPoolPerReplica(t *testing.T) {
 	hosts := map[string]extract.HostConfig{"api": {Cores: 2}, "dbh": {Cores: 4}}
 	m, _, x := extractTruth(t, replicaPoolModel, "replica-pool", 60000, 30000, &extract.Config{Hosts: hosts,
-		Passive: map[string]extract.PassiveConfig{"dbpool": {Capacity: 2, Calls: []string{"db/query"}, PerReplica: true}}})
+		Passive: map[string]extract.PassiveConfig{"dbpool": {Capacity: 2, Calls: []string{"db/query"}, PerReplica: new(true)}}})
 	p := x.Model.PassiveResource("dbpool")
 	if p == nil || p.Capacity != 2 || p.Host != "api" {
 		t.Fatalf("dbpool %+v, want 2 on each replica of host api:\n%s", p, x.Model.Marshal())
@@ -145,6 +145,15 @@ func TestDeclaredPoolPerReplica(t *testing.T) {
 	}
 	if mentions(rep.Warnings, "per_replica: true") == 0 {
 		t.Errorf("without per_replica, no warning suggests it: %q", rep.Warnings)
+	}
+	// Said to be one over the system, it is, without a warning.
+	_, rep, err = extract.Generate(context.Background(), x.State, "replica-pool", &extract.Config{Hosts: hosts,
+		Passive: map[string]extract.PassiveConfig{"dbpool": {Capacity: 2, Calls: []string{"db/query"}, PerReplica: new(false)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := mentions(rep.Warnings, "per_replica"); n > 0 {
+		t.Errorf("per_replica: false, still warned: %q", rep.Warnings)
 	}
 }
 
@@ -175,7 +184,7 @@ func TestDeclaredLockPerReplica(t *testing.T) {
 				"rate: 200/s", "rate: 400/s").Replace(declaredLockModel)
 			m, obs, x := extractTruth(t, text, "declared-lock", 60000, 30000,
 				&extract.Config{Hosts: map[string]extract.HostConfig{"orders": {Cores: 4}},
-					Passive: map[string]extract.PassiveConfig{"ledger": {Capacity: 1, Operations: []string{"orders/post"}, PerReplica: true}}})
+					Passive: map[string]extract.PassiveConfig{"ledger": {Capacity: 1, Operations: []string{"orders/post"}, PerReplica: new(true)}}})
 			p := x.Model.PassiveResource("ledger")
 			if p == nil || p.Host != "orders" || p.BeforeSpan != c.before {
 				t.Fatalf("ledger %+v, want one on each replica of host orders, before_span %v", p, c.before)

@@ -494,6 +494,10 @@ func (g *generator) declared() {
 				inside = true
 			}
 		}
+		at := fmt.Sprint(units)
+		if len(perReplica) > 0 {
+			at = fmt.Sprintf("%d on a replica", k)
+		}
 		switch {
 		case g.s.Sampled > 0:
 			// The spans that overlapped are not all in the traces: the
@@ -504,15 +508,11 @@ func (g *generator) declared() {
 				g.declaredInside = map[string]bool{}
 			}
 			g.declaredInside[name] = true
-			at := fmt.Sprint(units)
-			if len(perReplica) > 0 {
-				at = fmt.Sprintf("%d on a replica", k)
-			}
 			g.rep.evidencef("passive %s: its operations' spans ran more than %s at once, so they wait for it inside their spans: its expected wait is taken out of their time off the CPU", name, at)
 		case len(pc.Operations) > 0 && len(pc.Calls) == 0:
 			// Never more spans than units: the wait is before them.
 			g.m.PassiveResource(name).BeforeSpan = true
-			g.rep.evidencef("passive %s: its operations' spans never ran more than %d at once, so they wait for it before their spans start (before_span)", name, units)
+			g.rep.evidencef("passive %s: its operations' spans never ran more than %s at once, so they wait for it before their spans start (before_span)", name, at)
 		}
 	}
 }
@@ -544,16 +544,17 @@ func (g *generator) declaredScope(name string, pc PassiveConfig) {
 			replicated = append(replicated, fmt.Sprintf("%d replicas of host %s", h.Replicas, h.Name))
 		}
 	}
+	perReplica := pc.PerReplica != nil && *pc.PerReplica
 	switch {
-	case pc.PerReplica && len(hosts) == 1:
+	case perReplica && len(hosts) == 1:
 		h := sorted[0]
 		g.declaredHosts[name] = h
 		g.m.PassiveResource(name).Host = h.Name
 		g.rep.evidencef("passive %s: one of capacity %d on each replica of host %s (%d), where its holders run, as the configuration declares (per_replica)", name, max(pc.Capacity, 1), h.Name, h.Replicas)
-	case pc.PerReplica && len(hosts) > 1:
+	case perReplica && len(hosts) > 1:
 		g.rep.warnf("passive %s: per_replica, but its holders run on several hosts (%s): it is one resource over the system", name, strings.Join(names, ", "))
-	case !pc.PerReplica && len(replicated) > 0:
-		g.rep.warnf("passive %s: its holders run on %s, and it is one resource over the system; per_replica: true makes it one in each replica (a pool or a mutex in each process)", name, strings.Join(replicated, " and "))
+	case pc.PerReplica == nil && len(replicated) > 0:
+		g.rep.warnf("passive %s: its holders run on %s, and it is taken as one resource over the system; per_replica: true makes it one in each replica (a pool or a mutex in each process), per_replica: false says it is one", name, strings.Join(replicated, " and "))
 	}
 }
 
