@@ -373,48 +373,16 @@ func TestBarePoolWait(t *testing.T) {
 	check(t, cs)
 }
 
-// bareLockModel is barePoolModel's callers with the store on two
-// replicas of three threads each, and the front end holding a lock of
-// three around its calls to it.
-const bareLockModel = `perfcast: 1
-name: bare-lock
-hosts:
-  edge: {cpu: {cores: 4}}
-  mid: {cpu: {cores: 4}}
-  back: {replicas: 2, cpu: {cores: 4}}
-components:
-  front:
-    host: edge
-    operations:
-      page:
-        steps:
-          - cpu: exp(1ms)
-          - hold: {resource: front-lock, steps: [{call: store/get}]}
-  admin:
-    host: mid
-    operations:
-      report:
-        steps:
-          - cpu: exp(1ms)
-          - call: store/get
-  store:
-    host: back
-    threads: 3
-    operations:
-      get:
-        steps:
-          - cpu: exp(3ms)
-          - delay: exp(5ms)
-passive:
-  front-lock: {capacity: 3}
-workload:
-  pages:
-    open: {rate: 220/s}
-    steps: [{call: front/page}]
-  reports:
-    open: {rate: 330/s}
-    steps: [{call: admin/report}]
-`
+// bareLockModel is barePoolModel with the store on two replicas of three
+// threads each, and the front end holding a lock of three around its
+// calls to it.
+var bareLockModel = strings.Replace(strings.NewReplacer(
+	"back: {cpu: {cores: 4}}", "back: {replicas: 2, cpu: {cores: 4}}",
+	"threads: 4", "threads: 3",
+	"rate: 250/s", "rate: 220/s",
+	"rate: 130/s", "rate: 330/s",
+	"workload:", "passive:\n  front-lock: {capacity: 3}\nworkload:",
+).Replace(barePoolModel), "- call: store/get", "- hold: {resource: front-lock, steps: [{call: store/get}]}", 1)
 
 // TestBareLockReplicatedPool extracts bareLockModel from traces with no
 // client spans. The front's calls never run more than three at once: its
