@@ -67,7 +67,9 @@ func profileOf(spans []*ingest.Span, keep func(*ingest.Span) bool) map[int]int64
 // front end on one machine, then on two (by trace): the operations' and
 // the call sites' profiles on each replica, begun only once a second
 // replica is seen (splitReplicas), are those of the replica's spans from
-// the start; the worker, on one machine throughout, has none.
+// the start; the worker, on one machine throughout, has none. So are
+// those of a resource declared per replica around both the front end's
+// operations: their spans together on each replica.
 func TestReplicaProfilesSplitLate(t *testing.T) {
 	spans := generate(31, 3000, true)
 	mid := spans[len(spans)/2].Start
@@ -79,7 +81,8 @@ func TestReplicaProfilesSplitLate(t *testing.T) {
 			s.Host = "web-2"
 		}
 	}
-	st := foldWith(t, spans, nil)
+	st := foldWith(t, spans, &Config{Passive: map[string]PassiveConfig{
+		"session": {Capacity: 1, Operations: []string{"front/GET /home", "front/GET /page"}, PerReplica: new(true)}}})
 	want := map[string]map[int]int64{}
 	for _, h := range []string{"cat-1", "cat-2"} {
 		want[opReplicaGroup("catalog/GetItem", h+"\x00")] = profileOf(spans, func(s *ingest.Span) bool {
@@ -91,6 +94,9 @@ func TestReplicaProfilesSplitLate(t *testing.T) {
 		byID[s.SpanID] = s
 	}
 	for _, h := range []string{"web", "web-2"} {
+		want[resourceReplicaGroup("session", "front", h+"\x00")] = profileOf(spans, func(s *ingest.Span) bool {
+			return s.Service == "front" && s.Kind == ingest.KindServer && s.Host == h
+		})
 		for _, name := range []string{"GET /page", "GET /home"} {
 			want[opReplicaGroup("front/"+name, h+"\x00")] = profileOf(spans, func(s *ingest.Span) bool {
 				return s.Service == "front" && s.Kind == ingest.KindServer && s.Host == h && s.Name == name
@@ -103,7 +109,7 @@ func TestReplicaProfilesSplitLate(t *testing.T) {
 	}
 	var got []string
 	for k := range st.conc {
-		if strings.HasPrefix(k, "opr\x00") || strings.HasPrefix(k, "sitr\x00") {
+		if strings.HasPrefix(k, "opr\x00") || strings.HasPrefix(k, "sitr\x00") || strings.HasPrefix(k, "resr\x00") {
 			got = append(got, k)
 		}
 	}
@@ -123,8 +129,9 @@ func TestReplicaProfilesSplitLate(t *testing.T) {
 }
 
 // TestReplicaProfilesMerge merges two states whose catalog ran on one
-// machine each: the merged state profiles each machine's operations as
-// its state did over the system.
+// machine each: the merged state profiles each machine's operations, and
+// a resource declared per replica around them, as its state did over the
+// system.
 func TestReplicaProfilesMerge(t *testing.T) {
 	spans := generate(32, 2000, true)
 	mid := len(spans) / 2
@@ -133,10 +140,13 @@ func TestReplicaProfilesMerge(t *testing.T) {
 			s.Host = map[bool]string{true: "cat-1", false: "cat-2"}[i < mid]
 		}
 	}
-	a, b := foldWith(t, spans[:mid], nil), foldWith(t, spans[mid:], nil)
+	cfg := &Config{Passive: map[string]PassiveConfig{"conn": {Capacity: 2, Operations: []string{"catalog/GetItem"}, PerReplica: new(true)}}}
+	a, b := foldWith(t, spans[:mid], cfg), foldWith(t, spans[mid:], cfg)
 	want := map[string]map[int]int64{
-		opReplicaGroup("catalog/GetItem", "cat-1\x00"): a.conc[opGroup("catalog/GetItem")].finished().levelTime,
-		opReplicaGroup("catalog/GetItem", "cat-2\x00"): b.conc[opGroup("catalog/GetItem")].finished().levelTime,
+		opReplicaGroup("catalog/GetItem", "cat-1\x00"):       a.conc[opGroup("catalog/GetItem")].finished().levelTime,
+		opReplicaGroup("catalog/GetItem", "cat-2\x00"):       b.conc[opGroup("catalog/GetItem")].finished().levelTime,
+		resourceReplicaGroup("conn", "catalog", "cat-1\x00"): a.conc[resourceCompGroup("conn", "catalog")].finished().levelTime,
+		resourceReplicaGroup("conn", "catalog", "cat-2\x00"): b.conc[resourceCompGroup("conn", "catalog")].finished().levelTime,
 	}
 	if a.soleReplica["catalog"] != "cat-1\x00" || a.conc[opReplicaGroup("catalog/GetItem", "cat-1\x00")] != nil {
 		t.Fatalf("a state with the catalog on one machine: %q, profiled per replica", a.soleReplica["catalog"])

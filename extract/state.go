@@ -121,8 +121,21 @@ func siteReplicaGroup(caller, target, replica string) string {
 }
 
 // resourceGroup keys the profile of the spans of the operations the
-// configuration declares a passive resource around (Config.Passive).
+// configuration declares a passive resource around (Config.Passive);
+// where it is declared per replica, resourceCompGroup keys those of one
+// component's operations over the system and resourceReplicaGroup those
+// on each of its replicas.
 func resourceGroup(name string) string { return "res\x00" + name }
+func resourceCompGroup(name, comp string) string {
+	return "resc\x00" + comp + "\x00" + name
+}
+func resourceReplicaGroup(name, comp, replica string) string {
+	return resourceReplicaPrefix(name) + comp + "\x00" + replica
+}
+
+// resourceReplicaPrefix begins the keys of every resourceReplicaGroup of
+// declared resource name.
+func resourceReplicaPrefix(name string) string { return "resr\x00" + name + "\x00" }
 func replicaGroup(comp, replica string) string {
 	return "replica\x00" + comp + "\x00" + replica
 }
@@ -196,16 +209,18 @@ func (s *State) noteReplica(comp, replica string) bool {
 }
 
 // splitReplicas gives replica, the one component comp's spans ran on so
-// far, a copy of each profile over the system of comp's operations and
-// call sites, which every span folded so far went into (the same
-// intervals in the same order: the profile it would have had), and
-// marks comp as running on several.
+// far, a copy of each profile over the system of comp's operations, call
+// sites and declared per-replica resources, which every span folded so
+// far went into (the same intervals in the same order: the profile it
+// would have had), and marks comp as running on several.
 func (s *State) splitReplicas(comp, replica string) {
 	copies := map[string]*concurrency{}
 	for k, c := range s.conc {
 		kind, rest, _ := strings.Cut(k, "\x00")
 		caller, target, _ := strings.Cut(rest, "\x00")
 		switch op := s.ops[caller]; {
+		case kind == "resc" && caller == comp:
+			copies[resourceReplicaGroup(target, comp, replica)] = c.clone()
 		case op == nil || op.component != comp:
 		case kind == "op":
 			copies[opReplicaGroup(caller, replica)] = c.clone()
@@ -553,6 +568,12 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 	s.profile(opGroup(id), n.Span.Start, n.Span.End)
 	for _, name := range cfg.declaredAround(id) {
 		s.profile(resourceGroup(name), n.Span.Start, n.Span.End)
+		if pr := cfg.Passive[name].PerReplica; pr != nil && *pr {
+			s.profile(resourceCompGroup(name, comp), n.Span.Start, n.Span.End)
+			if perReplica {
+				s.profile(resourceReplicaGroup(name, comp, replica), n.Span.Start, n.Span.End)
+			}
+		}
 	}
 	if perReplica {
 		s.profile(opReplicaGroup(id, replica), n.Span.Start, n.Span.End)
