@@ -1202,6 +1202,10 @@ func (g *generator) operations() {
 					what += " (its limit's stalls included)"
 				}
 				g.rep.evidencef("%s: %s of its own time is off the CPU (own time minus perfcast.cpu.time%s, less %s of waits the model makes again, for %s, CPU slots, pools and locks, at the observed loads): modeled as a delay", id, textout.Duration(rest), spelled, textout.Duration(wait), what)
+				if sw, ok := g.sharedWait(id, op, wait); ok {
+					g.rep.warnf("%s: its own time grows with the executions under way on its host as it begins: %s where it began alone (%.0f times), %s beside 1 to %d others (%.0f; %.1f standard errors apart, beyond the %s the model's waits allow), %s more per execution than alone at the observed load. It waits for something they share that the traces do not show (a disk, a database or service without spans, a lock inside the spans), and the model keeps that wait as a fixed delay: predictions beyond the observed load come out short",
+						id, textout.Duration(sw.alone.mean()), sw.alone.n, textout.Duration(sw.beside.mean()), sw.upTo, sw.beside.n, sw.extra/sw.se, textout.Duration(sw.allowed), textout.Duration(sw.waited))
+				}
 			}
 		}
 		resumes, share := g.resumeSplit(op)

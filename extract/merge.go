@@ -50,6 +50,9 @@ func (s *State) Merge(o *State) {
 		for i := range mine.begun {
 			mine.begun[i] += op.begun[i]
 		}
+		for i := range mine.ownAtStart {
+			mine.ownAtStart[i].merge(op.ownAtStart[i])
+		}
 		mine.errors += op.errors
 		mine.resumes += op.resumes
 		mine.resumedNs += op.resumedNs

@@ -176,6 +176,9 @@ type savedOp struct {
 	// its counts begun. Absent in states saved before they were kept.
 	Within []*savedSample `json:"within,omitempty"`
 	Begun  []int64        `json:"begun,omitempty"`
+	// OwnAtStart is op.ownAtStart, each level's count, sum and sum of
+	// squares; absent in states saved before it was kept.
+	OwnAtStart [][3]float64 `json:"own_at_start,omitempty"`
 }
 
 type savedVariant struct {
@@ -297,9 +300,11 @@ type savedSoloExec struct {
 	Shared      bool `json:"shared,omitempty"`
 	Most        int  `json:"most,omitempty"`
 	MostAtStart int  `json:"most_at_start,omitempty"`
-	// Start is when its first interval began, if Begun.
+	// Start is when its first interval began, if Begun, and First how
+	// many others were beside it then.
 	Start int64 `json:"start,omitempty"`
 	Begun bool  `json:"begun,omitempty"`
+	First int   `json:"first,omitempty"`
 }
 
 type savedSoloIntvl struct {
@@ -421,6 +426,13 @@ func saveOp(op *opStats) *savedOp {
 		Component: op.component, Name: op.name, Count: op.count, CountSq: op.countSq, CPUSq: op.cpuSq, Errors: op.errors,
 		Resumes: op.resumes, ResumedNs: op.resumedNs,
 		Begun: slices.Clone(op.begun[:]),
+		OwnAtStart: func() [][3]float64 {
+			var out [][3]float64
+			for _, m := range op.ownAtStart {
+				out = append(out, [3]float64{m.n, m.sum, m.sq})
+			}
+			return out
+		}(),
 		Within: func() []*savedSample {
 			var out []*savedSample
 			for _, sm := range op.within[1:] {
@@ -561,7 +573,7 @@ func saveSolo(w *soloSweep, opID func(*opStats) string) *savedSolo {
 		}
 		index[x] = len(v.Execs)
 		v.Execs = append(v.Execs, savedSoloExec{Op: opID(x.op), Slots: w.comps[x.comp].slots, Own: x.own, Left: x.left,
-			Most: x.most, MostAtStart: x.mostAtStart, Start: x.start, Begun: x.begun})
+			Most: x.most, MostAtStart: x.mostAtStart, Start: x.start, Begun: x.begun, First: x.first})
 		return index[x]
 	}
 	for _, iv := range w.pending {
@@ -1134,7 +1146,10 @@ func (v *savedSolo) restore(ops map[string]*opStats, host string, calms map[stri
 		if j, ok := w.index[op.component]; ok && w.comps[j].slots != x.Slots {
 			return nil, fmt.Errorf("execution %d: %d CPU slots, where its component's others have %d", i, x.Slots, w.comps[j].slots)
 		}
-		execs[i] = &soloExec{op: op, own: x.Own, left: x.Left, most: x.Most, mostAtStart: x.MostAtStart, start: x.Start, begun: x.Begun,
+		if x.First < 0 || x.First > soloBeyond {
+			return nil, fmt.Errorf("execution %d: %d others as it began", i, x.First)
+		}
+		execs[i] = &soloExec{op: op, own: x.Own, left: x.Left, most: x.Most, mostAtStart: x.MostAtStart, start: x.Start, begun: x.Begun, first: x.First,
 			comp: w.compOf(op.component, x.Slots), calm: w.calmOf(op.component, x.Slots)}
 		if x.Shared {
 			execs[i].most = max(execs[i].most, 1)
@@ -1214,6 +1229,20 @@ func (op *opStats) restoreWithin(v *savedOp) error {
 		copy(op.begun[:], v.Begun)
 	default:
 		return fmt.Errorf("%d levels of executions begun, want %d", len(v.Begun), soloLevelCount)
+	}
+	switch len(v.OwnAtStart) {
+	case 0:
+	case soloLevelCount + 1:
+		var n float64
+		for i, m := range v.OwnAtStart {
+			n += m[0]
+			if !(m[0] >= 0 && m[1] >= 0 && m[2] >= 0) || math.IsInf(m[2], 0) || n > float64(v.Count) {
+				return fmt.Errorf("own times at start, level %d: %v of %d executions", i, m, v.Count)
+			}
+			op.ownAtStart[i] = moments{n: m[0], sum: m[1], sq: m[2]}
+		}
+	default:
+		return fmt.Errorf("%d levels of own times at start, want %d", len(v.OwnAtStart), soloLevelCount+1)
 	}
 	return nil
 }

@@ -215,9 +215,12 @@ type soloExec struct {
 	own               float64
 	left              int
 	most, mostAtStart int
-	start             int64
-	begun, active     bool
-	open              uint8
+	// first is how many others were beside it when its first interval
+	// began (at most soloBeyond).
+	first         int
+	start         int64
+	begun, active bool
+	open          uint8
 }
 
 // soloInterval is one interval of an execution's own time; seq orders
@@ -260,7 +263,8 @@ func (w *soloSweep) add(op *opStats, slots int, own float64, intervals []interva
 }
 
 // done records a swept execution in its operation's sample and count of
-// the lowest level it stayed, and began, within.
+// the lowest level it stayed, and began, within, and its own time by the
+// others beside it as it began (opStats.ownAtStart).
 func (x *soloExec) done() {
 	if i := levelOf(x.most); i >= 0 {
 		x.op.within[i].add(x.own)
@@ -268,6 +272,37 @@ func (x *soloExec) done() {
 	if i := levelOf(x.mostAtStart); i >= 0 {
 		x.op.begun[i]++
 	}
+	if x.begun {
+		i := levelOf(x.first)
+		if i < 0 {
+			i = soloLevelCount
+		}
+		x.op.ownAtStart[i].add(x.own)
+	}
+}
+
+// moments are a count of values and their sum and sum of squares.
+type moments struct{ n, sum, sq float64 }
+
+func (m *moments) add(v float64) { m.n, m.sum, m.sq = m.n+1, m.sum+v, m.sq+v*v }
+
+func (m *moments) merge(o moments) { m.n, m.sum, m.sq = m.n+o.n, m.sum+o.sum, m.sq+o.sq }
+
+func (m moments) mean() float64 {
+	if m.n == 0 {
+		return 0
+	}
+	return m.sum / m.n
+}
+
+// meanVariance is the variance of the mean: the values' sample variance
+// over their count.
+func (m moments) meanVariance() float64 {
+	if m.n < 2 {
+		return 0
+	}
+	mean := m.sum / m.n
+	return math.Max(m.sq/m.n-mean*mean, 0) / (m.n - 1)
 }
 
 // levelOf is the lowest level of soloLevels that others others are
@@ -304,7 +339,7 @@ func (w *soloSweep) sweep(upTo int64) {
 		w.setActive(iv.x.comp, 1)
 		w.endCalm(iv.start)
 		if !iv.x.begun {
-			iv.x.begun, iv.x.start = true, iv.start
+			iv.x.begun, iv.x.start, iv.x.first = true, iv.start, min(others, soloBeyond)
 			for i, l := range soloLevels[:w.depth] {
 				if others <= l {
 					iv.x.open |= 1 << i

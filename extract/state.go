@@ -257,8 +257,15 @@ type opStats struct {
 	// start within the level, not the one below).
 	within [soloLevelCount]*sample
 	begun  [soloLevelCount]int64
-	cpu    *sample // measured CPU time, when present
-	offCPU *sample // own time minus CPU time, when CPU time is present
+	// ownAtStart holds the moments of the own times of the executions
+	// by how many others' own times were beside theirs on the host as
+	// they began: per level of soloLevels (the lowest within), the last
+	// beyond them all. Arrivals see the host as it is on average, so an
+	// execution's own time does not depend on its level unless it waits
+	// for something the others hold (see sharedWait).
+	ownAtStart [soloLevelCount + 1]moments
+	cpu        *sample // measured CPU time, when present
+	offCPU     *sample // own time minus CPU time, when CPU time is present
 	// preSpan is, for executions called through a client span, the time
 	// from the client span's start to the server span's: the network, and
 	// whatever the request waited for before the server began it.
