@@ -1102,6 +1102,7 @@ func (g *generator) operations() {
 	g.inferLimits()
 	g.declared()
 	g.bins = g.paramBins()
+	shared := g.sharedServers()
 	comps := map[string]*model.Component{}
 	sendsOutside := map[string]bool{} // components whose executions send CPU outside spans
 	ids := slices.Sorted(maps.Keys(g.s.ops))
@@ -1193,7 +1194,17 @@ func (g *generator) operations() {
 				offCPU *= s.keep()
 				spelled = fmt.Sprintf(" (%s without its spell)", textout.Duration(offCPU))
 			}
-			if rest := offCPU - wait; rest >= minLatency {
+			rest := offCPU - wait
+			if sv := shared[id]; sv != nil {
+				o.Steps = append(o.Steps, model.Step{Kind: model.StepDisk, Disk: sharedServerName,
+					Demand: burstLike(model.Dist{Kind: model.DistHyperexp}, sv.demand[id], math.Sqrt(sv.scv))})
+				sw := sv.seen[id]
+				g.rep.evidencef("%s: its own time grows with the executions under way on its host as it begins: %s where it began alone (%.0f times), %s beside 1 to %d others (%.0f; %.1f standard errors apart, beyond the %s the model's waits allow), %s more per execution than alone: %s of service at %s, its wait there %s, then %s of delay",
+					id, textout.Duration(sw.alone.mean()), sw.alone.n, textout.Duration(sw.beside.mean()), sw.upTo, sw.beside.n, sw.extra/sw.se, textout.Duration(sw.allowed), textout.Duration(sw.waited),
+					textout.Duration(sv.demand[id]), model.DiskResource(g.hostOf[op.component].Name, sharedServerName), textout.Duration(sv.wait), textout.Duration(math.Max(rest-sv.demand[id]-sv.wait, 0)))
+				rest -= sv.demand[id] + sv.wait
+			}
+			if rest >= minLatency {
 				d := withMean(g.fit(id+" off-cpu", off), rest)
 				delayAt = len(o.Steps)
 				o.Steps = append(o.Steps, model.Step{Kind: model.StepDelay, Demand: d})
@@ -1202,10 +1213,6 @@ func (g *generator) operations() {
 					what += " (its limit's stalls included)"
 				}
 				g.rep.evidencef("%s: %s of its own time is off the CPU (own time minus perfcast.cpu.time%s, less %s of waits the model makes again, for %s, CPU slots, pools and locks, at the observed loads): modeled as a delay", id, textout.Duration(rest), spelled, textout.Duration(wait), what)
-				if sw, ok := g.sharedWait(id, op, wait); ok {
-					g.rep.warnf("%s: its own time grows with the executions under way on its host as it begins: %s where it began alone (%.0f times), %s beside 1 to %d others (%.0f; %.1f standard errors apart, beyond the %s the model's waits allow), %s more per execution than alone at the observed load. It waits for something they share that the traces do not show (a disk, a database or service without spans, a lock inside the spans), and the model keeps that wait as a fixed delay: predictions beyond the observed load come out short",
-						id, textout.Duration(sw.alone.mean()), sw.alone.n, textout.Duration(sw.beside.mean()), sw.upTo, sw.beside.n, sw.extra/sw.se, textout.Duration(sw.allowed), textout.Duration(sw.waited))
-				}
 			}
 		}
 		resumes, share := g.resumeSplit(op)
