@@ -292,12 +292,13 @@ type sharedWait struct {
 // executions under way on its host as each began, beyond what made (the
 // waits the model makes again for one execution at the observed load)
 // and, on one core, the CPU the others hold may explain. It says nothing
-// for sampled traces (the others are not all in them) nor for components
-// with CPU slots (their own requests queue for a slot, a wait the model
-// makes, in a share that depends on the others as they began).
+// for sampled or rate-limited traces (the others are not all in them),
+// nor for components with CPU slots (their own requests queue for a
+// slot, a wait the model makes, in a share that depends on the others as
+// they began).
 func (g *generator) sharedWait(id string, op *opStats, made float64) (sharedWait, bool) {
 	h := g.hostOf[op.component]
-	if h == nil || g.s.Sampled > 0 || g.cfg.cpuSlots(op.component) > 0 {
+	if h == nil || g.s.Sampled > 0 || g.s.RateLimited > 0 || g.cfg.cpuSlots(op.component) > 0 {
 		return sharedWait{}, false
 	}
 	sw := sharedWait{alone: op.ownAtStart[0], upTo: max(h.CPU.Cores-1, 1)}
