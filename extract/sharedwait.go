@@ -109,7 +109,8 @@ func (g *generator) sharedServers() map[string]*sharedServer {
 		if op.count == 0 || op.cpu.n != op.count || op.offCPU.mean() <= 0 {
 			continue // CPU time not measured: its time off the CPU is not known
 		}
-		if sw, ok := g.sharedWait(id, op, g.waitsMadeAgain(id, op, op.cpu.mean())); ok {
+		made := func() float64 { return g.waitsMadeAgain(id, op, op.cpu.mean()) }
+		if sw, ok := g.sharedWait(op, made); ok {
 			h := g.hostOf[op.component]
 			byHost[h] = append(byHost[h], found{id, sw})
 		}
@@ -289,14 +290,15 @@ type sharedWait struct {
 }
 
 // sharedWait reports whether operation id's own times grow with the
-// executions under way on its host as each began, beyond what made (the
-// waits the model makes again for one execution at the observed load)
-// and, on one core, the CPU the others hold may explain. It says nothing
+// executions under way on its host as each began, beyond what made
+// returns (the waits the model makes again for one execution at the
+// observed load, asked only where the growth is clear of its noise) and,
+// on one core, the CPU the others hold may explain. It says nothing
 // for sampled or rate-limited traces (the others are not all in them),
 // nor for components with CPU slots (their own requests queue for a
 // slot, a wait the model makes, in a share that depends on the others as
 // they began).
-func (g *generator) sharedWait(id string, op *opStats, made float64) (sharedWait, bool) {
+func (g *generator) sharedWait(op *opStats, made func() float64) (sharedWait, bool) {
 	h := g.hostOf[op.component]
 	if h == nil || g.s.Sampled > 0 || g.s.RateLimited > 0 || g.cfg.cpuSlots(op.component) > 0 {
 		return sharedWait{}, false
@@ -311,23 +313,25 @@ func (g *generator) sharedWait(id string, op *opStats, made float64) (sharedWait
 	if sw.alone.n < soloMin || sw.beside.n < soloMin {
 		return sharedWait{}, false
 	}
-	sw.allowed = made / (1 - sw.alone.n/sw.all.n)
-	if h.CPU.Cores <= 1 {
-		sw.allowed += g.hostCPUPerExecution(h)
-	}
 	sw.extra = sw.beside.mean() - sw.alone.mean()
 	sw.se = math.Sqrt(sw.alone.meanVariance() + sw.beside.meanVariance())
 	sw.waited = sw.all.mean() - sw.alone.mean()
-	ok := sw.extra > sharedWaitT*sw.se && sw.extra > sw.allowed && sw.extra > sharedWaitShare*sw.alone.mean()
-	return sw, ok
+	if !(sw.extra > sharedWaitT*sw.se && sw.extra > sharedWaitShare*sw.alone.mean()) {
+		return sw, false
+	}
+	sw.allowed = made() / (1 - sw.alone.n/sw.all.n)
+	if h.CPU.Cores <= 1 {
+		sw.allowed += g.hostCPUPerExecution(h)
+	}
+	return sw, sw.extra > sw.allowed
 }
 
 // hostCPUPerExecution is the mean CPU time measured per execution of the
 // operations on host h.
 func (g *generator) hostCPUPerExecution(h *model.Host) float64 {
 	var sum, n float64
-	for _, op := range g.s.ops {
-		if g.hostOf[op.component] == h && op.cpu.n > 0 {
+	for _, id := range slices.Sorted(maps.Keys(g.s.ops)) {
+		if op := g.s.ops[id]; g.hostOf[op.component] == h && op.cpu.n > 0 {
 			sum += op.cpu.sum
 			n += float64(op.cpu.n)
 		}
