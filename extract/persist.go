@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"compress/gzip"
 	"container/heap"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/perfcast/perfcast/ingest"
 )
 
 // StateFormat is the version of the layout Save writes; LoadState reads
@@ -305,6 +308,8 @@ type savedSoloExec struct {
 	Start int64 `json:"start,omitempty"`
 	Begun bool  `json:"begun,omitempty"`
 	First int   `json:"first,omitempty"`
+	// Trace is its request's trace id, hex.
+	Trace string `json:"trace,omitempty"`
 }
 
 type savedSoloIntvl struct {
@@ -573,7 +578,7 @@ func saveSolo(w *soloSweep, opID func(*opStats) string) *savedSolo {
 		}
 		index[x] = len(v.Execs)
 		v.Execs = append(v.Execs, savedSoloExec{Op: opID(x.op), Slots: w.comps[x.comp].slots, Own: x.own, Left: x.left,
-			Most: x.most, MostAtStart: x.mostAtStart, Start: x.start, Begun: x.begun, First: x.first})
+			Most: x.most, MostAtStart: x.mostAtStart, Start: x.start, Begun: x.begun, First: x.first, Trace: traceHex(x.trace)})
 		return index[x]
 	}
 	for _, iv := range w.pending {
@@ -1120,6 +1125,14 @@ func (v *savedHostWindows) restore() (*hostWindows, error) {
 	return h, nil
 }
 
+// traceHex is a trace id in hex, "" for none.
+func traceHex(t ingest.TraceID) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.String()
+}
+
 func (v *savedSolo) restore(ops map[string]*opStats, host string, calms map[string]*calmStats) (*soloSweep, error) {
 	if v == nil {
 		return nil, errors.New("missing")
@@ -1149,8 +1162,16 @@ func (v *savedSolo) restore(ops map[string]*opStats, host string, calms map[stri
 		if x.First < 0 || x.First > soloBeyond {
 			return nil, fmt.Errorf("execution %d: %d others as it began", i, x.First)
 		}
+		var trace ingest.TraceID
+		if x.Trace != "" {
+			b, err := hex.DecodeString(x.Trace)
+			if err != nil || len(b) != len(trace) {
+				return nil, fmt.Errorf("execution %d: trace id %q", i, x.Trace)
+			}
+			copy(trace[:], b)
+		}
 		execs[i] = &soloExec{op: op, own: x.Own, left: x.Left, most: x.Most, mostAtStart: x.MostAtStart, start: x.Start, begun: x.Begun, first: x.First,
-			comp: w.compOf(op.component, x.Slots), calm: w.calmOf(op.component, x.Slots)}
+			trace: trace, comp: w.compOf(op.component, x.Slots), calm: w.calmOf(op.component, x.Slots)}
 		if x.Shared {
 			execs[i].most = max(execs[i].most, 1)
 		}
@@ -1182,6 +1203,7 @@ func (v *savedSolo) restore(ops map[string]*opStats, host string, calms map[stri
 		}
 		iv.x.active = true
 		w.setActive(iv.x.comp, 1)
+		w.traces[iv.x.trace]++
 	}
 	for i, list := range v.Open {
 		for _, k := range list {

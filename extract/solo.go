@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/perfcast/perfcast/ingest"
 )
 
 // soloMin is the least number of executions that ran alone on their host
@@ -84,6 +86,11 @@ type soloSweep struct {
 	comps []soloComp
 	index map[string]int32
 	eff   int
+	// traces counts the own times active of each request with any:
+	// an execution's others as it begins leave its own request's out
+	// (soloExec.first), whose parallel calls begin beside each other
+	// and are alike in cost where the request is.
+	traces map[ingest.TraceID]int32
 }
 
 // soloComp is one component in a sweep: its CPU slots and its own times
@@ -215,9 +222,11 @@ type soloExec struct {
 	own               float64
 	left              int
 	most, mostAtStart int
-	// first is how many others were beside it when its first interval
-	// began (at most soloBeyond).
+	// first is how many others of other requests were beside it when
+	// its first interval began (at most soloBeyond); trace is its
+	// request's.
 	first         int
+	trace         ingest.TraceID
 	start         int64
 	begun, active bool
 	open          uint8
@@ -235,7 +244,7 @@ type soloInterval struct {
 // newSoloSweep returns the sweep of host, which records the calm its
 // executions find in calms (State.calm).
 func newSoloSweep(host string, calms map[string]*calmStats) *soloSweep {
-	return &soloSweep{nextSweep: sweepBatch, host: host, calms: calms}
+	return &soloSweep{nextSweep: sweepBatch, host: host, calms: calms, traces: map[ingest.TraceID]int32{}}
 }
 
 // add records an execution of op, of a component with slots CPU slots (0:
@@ -243,10 +252,10 @@ func newSoloSweep(host string, calms map[string]*calmStats) *soloSweep {
 // within its span). Once the sweep has passed it, its own time goes to
 // op's sample of the level it stayed within (see opStats.within). The
 // calm executions find is timed at the first depth levels from now on.
-func (w *soloSweep) add(op *opStats, slots int, own float64, intervals []interval, depth int) {
+func (w *soloSweep) add(op *opStats, slots int, own float64, intervals []interval, depth int, trace ingest.TraceID) {
 	w.depth = max(w.depth, min(depth, soloLevelCount))
 	c := w.compOf(op.component, slots) // the slots it was first met with
-	x := &soloExec{op: op, own: own, left: len(intervals), comp: c, calm: w.calmOf(op.component, w.comps[c].slots)}
+	x := &soloExec{op: op, own: own, left: len(intervals), comp: c, calm: w.calmOf(op.component, w.comps[c].slots), trace: trace}
 	if x.left == 0 {
 		x.done() // nothing of its own to overlap
 		return
@@ -339,7 +348,8 @@ func (w *soloSweep) sweep(upTo int64) {
 		w.setActive(iv.x.comp, 1)
 		w.endCalm(iv.start)
 		if !iv.x.begun {
-			iv.x.begun, iv.x.start, iv.x.first = true, iv.start, min(others, soloBeyond)
+			iv.x.begun, iv.x.start = true, iv.start
+			iv.x.first = min(max(others-int(w.traces[iv.x.trace]), 0), soloBeyond)
 			for i, l := range soloLevels[:w.depth] {
 				if others <= l {
 					iv.x.open |= 1 << i
@@ -363,6 +373,7 @@ func (w *soloSweep) sweep(upTo int64) {
 		}
 		iv.overflow = w.overflow
 		heap.Push(&w.active, iv)
+		w.traces[iv.x.trace]++
 		n++
 	}
 	w.pending = append(w.pending[:0], w.pending[n:]...)
@@ -417,6 +428,9 @@ func (w *soloSweep) advance(t int64) {
 		x := iv.x
 		x.active = false
 		w.setActive(x.comp, -1)
+		if w.traces[x.trace]--; w.traces[x.trace] <= 0 {
+			delete(w.traces, x.trace)
+		}
 		if w.overflow > iv.overflow {
 			x.most = soloBeyond
 		}

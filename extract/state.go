@@ -721,7 +721,7 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 			}
 		}
 	}
-	s.soloOn(host).add(op, cfg.cpuSlots(op.component), self, own, cfg.soloDepth())
+	s.soloOn(host).add(op, cfg.cpuSlots(op.component), self, own, cfg.soloDepth(), n.Span.TraceID)
 	spanCPU := math.NaN()
 	if hasCPU || cpu > 0 {
 		spanCPU = cpu
