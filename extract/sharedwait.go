@@ -19,8 +19,10 @@ import (
 // model is short beyond the observed load (a disk of one server 45 %
 // busy behind 8 ms off the CPU: −64 % at 1.5 times the load).
 //
-// The sweep of each host (soloSweep) counts the other executions' own
-// times under way as each execution begins (opStats.ownAtStart). Arrivals
+// The sweep of each host (soloSweep) counts the own times of other
+// requests' executions under way as each execution begins
+// (opStats.ownAtStart; its own request's parallel calls are left out,
+// being alike in cost where the request is). Arrivals
 // see the host as it is on average, so where nothing shared lies behind
 // the time off the CPU, an execution's own time does not depend on how
 // many others it began beside (its CPU time does not, nor a fixed delay).
@@ -51,17 +53,14 @@ const sharedScvMax = 16
 // sharedServer is the server of a host's waits the traces do not show
 // (see sharedServers).
 type sharedServer struct {
-	// busy is the share of the time it is busy on one replica at the
-	// observed load, wait the mean wait of a visit there, scv its
+	// wait is the mean wait of a visit at the observed load, scv its
 	// service's squared coefficient of variation.
-	busy, wait, scv float64
+	wait, scv float64
 	// demand is its service per execution of each operation that visits
 	// it.
 	demand map[string]float64
 	// seen is each operation's evidence.
 	seen map[string]sharedWait
-	// how says where the busy share came from.
-	how string
 }
 
 // sharedServers gives each operation on a host whose own times show a
@@ -77,10 +76,12 @@ type sharedServer struct {
 // alone), and an arrival that finds it there waits its residual service
 // R; so they take ρR/N₀ longer than those that began alone, and with
 // Pollaczek–Khinchine's W = ρR/(1 − ρ), ρ = 1 − N₀·X₁/W, X₁ that
-// difference. ρ is at most the operations' time off the CPU alone times
-// their rates (all of it at the server), and at most the share of
-// executions that did not begin alone (one that begins alone finds the
-// server idle); where the estimate fails, it is the lesser of the two.
+// difference (fitShared takes, within its 95 % interval, the value
+// nearest to the most the executions allow). ρ is at most the
+// operations' time off the CPU alone times their rates (all of it at the
+// server), and at most the share of executions that did not begin alone
+// (one that begins alone finds the server idle); where the estimate
+// fails, it is the lesser of the two.
 // Each operation's service is its time off the CPU alone, scaled to make
 // ρ; its variability makes W at ρ (a squared coefficient of variation
 // 2W(1 − ρ)/(ρ·D̄) − 1, D̄ the mean service), or, where W is shorter than
@@ -92,8 +93,8 @@ type sharedServer struct {
 // lock of one 50 % busy behind 4 ms of 6.5 ms off the CPU: 49 and 50 %;
 // TestSharedWait). Where they visit it several times (the pipeline
 // example's reads, a loop of one to four), those that began alone wait
-// after they began too: ρ comes out short (29 % for 45 %) and so does the
-// wait's growth. The report says so.
+// after they began too: ρ comes out short (40 % for 45 %, the top of its
+// interval) and so does the wait's growth. The report says so.
 func (g *generator) sharedServers() map[string]*sharedServer {
 	span := g.s.span()
 	if span <= 0 {
@@ -167,18 +168,16 @@ func (g *generator) sharedServers() map[string]*sharedServer {
 		}
 		fit := fitShared(sharedFacts{wait: w, beside1: beside1.mean(), relErr: relErr, underWay: n0,
 			rate: rate, most: math.Min(offRate, 1-alone/all), whole: offRate, arrivalSCV: scvRate / rate})
-		rho, scv := fit.busy, fit.scv
-		sv.how = fit.how
-		sv.busy, sv.wait, sv.scv = rho, w, math.Min(scv, sharedScvMax)
+		sv.wait, sv.scv = w, fit.scv
 		for _, f := range list {
-			sv.demand[f.id] = offAlone[f.id] * rho / offRate
+			sv.demand[f.id] = offAlone[f.id] * fit.busy / offRate
 			out[f.id] = sv
 		}
 		if h.Disk(sharedServerName) == nil {
 			h.Disks = append(h.Disks, &model.Disk{Name: sharedServerName, Servers: 1, Scheduling: model.FCFS})
 		}
 		g.rep.warnf("host %s: the time off the CPU of %s waits for something the traces do not show, modeled as %s: one FCFS server that each execution visits once, %.0f %% busy at the observed load (%s), its wait there %s as measured (service cv %.2g). Where a request visits it several times, the model's wait grows more slowly than the truth's",
-			h.Name, strings.Join(ids, ", "), model.DiskResource(h.Name, sharedServerName), 100*rho, sv.how, textout.Duration(w), math.Sqrt(sv.scv))
+			h.Name, strings.Join(ids, ", "), model.DiskResource(h.Name, sharedServerName), 100*fit.busy, fit.how, textout.Duration(w), math.Sqrt(fit.scv))
 	}
 	return out
 }

@@ -258,9 +258,9 @@ type opStats struct {
 	within [soloLevelCount]*sample
 	begun  [soloLevelCount]int64
 	// ownAtStart holds the moments of the own times of the executions
-	// by how many others' own times were beside theirs on the host as
-	// they began: per level of soloLevels (the lowest within), the last
-	// beyond them all. Arrivals see the host as it is on average, so an
+	// by how many own times of other requests were under way on the host
+	// as they began: per level of soloLevels (the lowest within), the
+	// last beyond them all. Arrivals see the host as it is on average, so an
 	// execution's own time does not depend on its level unless it waits
 	// for something the others hold (see sharedWait).
 	ownAtStart [soloLevelCount + 1]moments
