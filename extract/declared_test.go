@@ -38,6 +38,31 @@ workload:
     steps: [{call: orders/get}]
 `
 
+// declaredLockCase is one way of taking declaredLockModel's lock: POST's
+// and GET's steps, whether the lock is waited for before the span, and
+// the operations the configuration declares it around.
+type declaredLockCase struct {
+	name, post, get string
+	before          bool
+	ops             []string
+}
+
+// declaredLockCases are the ways declaredLockModel's orders take the
+// lock (POST's steps, and GET's): inside the span, after 0.5 ms of CPU;
+// before it; and inside both operations' spans, the lock shared, each 30 %
+// busy (at half the rate).
+var declaredLockCases = func() []declaredLockCase {
+	const (
+		locked = "{hold: {resource: ledger, steps: [{cpu: exp(1ms)}, {delay: exp(2ms)}]}}"
+		free   = "[{cpu: exp(1ms)}, {delay: exp(2ms)}]"
+	)
+	return []declaredLockCase{
+		{"inside", "[{cpu: exp(0.5ms)}, " + locked + "]", free, false, []string{"orders/post"}},
+		{"before", "[" + locked + "]", free, true, []string{"orders/post"}},
+		{"shared", "[{cpu: exp(0.5ms)}, " + locked + "]", "[{cpu: exp(0.5ms)}, " + locked + "]", false, []string{"orders/get", "orders/post"}},
+	}
+}()
+
 // TestDeclaredLockInsideSpan extracts declaredLockModel with the lock
 // declared around orders/post (passive, operations). Where the lock is
 // taken inside the span (after 0.5 ms of CPU, the model's lock around the
@@ -53,20 +78,7 @@ workload:
 // resource profiled as the state is folded). Each way the orders'
 // response time is predicted within the round trip's tolerance.
 func TestDeclaredLockInsideSpan(t *testing.T) {
-	const (
-		locked = "{hold: {resource: ledger, steps: [{cpu: exp(1ms)}, {delay: exp(2ms)}]}}"
-		free   = "[{cpu: exp(1ms)}, {delay: exp(2ms)}]"
-	)
-	for _, c := range []struct {
-		name, post, get string
-		before          bool
-		ops             []string
-	}{
-		{"inside", "[{cpu: exp(0.5ms)}, " + locked + "]", free, false, []string{"orders/post"}},
-		{"before", "[" + locked + "]", free, true, []string{"orders/post"}},
-		// Two operations share the lock, each 30 % busy.
-		{"shared", "[{cpu: exp(0.5ms)}, " + locked + "]", "[{cpu: exp(0.5ms)}, " + locked + "]", false, []string{"orders/get", "orders/post"}},
-	} {
+	for _, c := range declaredLockCases {
 		t.Run(c.name, func(t *testing.T) {
 			text := strings.NewReplacer("POST", c.post, "GET", c.get, "BEFORE", fmt.Sprint(c.before)).Replace(declaredLockModel)
 			if c.name == "shared" {
@@ -169,20 +181,7 @@ func TestDeclaredPoolPerReplica(t *testing.T) {
 // (resourceReplicaGroup); by each operation's own profile there it
 // missed the waits behind the other, and the model came out 130 % slow.
 func TestDeclaredLockPerReplica(t *testing.T) {
-	const (
-		locked = "{hold: {resource: ledger, steps: [{cpu: exp(1ms)}, {delay: exp(2ms)}]}}"
-		free   = "[{cpu: exp(1ms)}, {delay: exp(2ms)}]"
-	)
-	for _, c := range []struct {
-		name, post, get string
-		before          bool
-		ops             []string
-	}{
-		{"inside", "[{cpu: exp(0.5ms)}, " + locked + "]", free, false, []string{"orders/post"}},
-		{"before", "[" + locked + "]", free, true, []string{"orders/post"}},
-		// Two operations share each replica's lock, each 30 % busy.
-		{"shared", "[{cpu: exp(0.5ms)}, " + locked + "]", "[{cpu: exp(0.5ms)}, " + locked + "]", false, []string{"orders/get", "orders/post"}},
-	} {
+	for _, c := range declaredLockCases {
 		t.Run(c.name, func(t *testing.T) {
 			rate := "rate: 400/s"
 			if c.name == "shared" {
