@@ -90,7 +90,7 @@ type sharedServer struct {
 // CPU, less its service and the wait the model makes there again.
 //
 // Where requests visit the server once, this recovers it (a disk or a
-// lock of one 50 % busy behind 4 ms of 6.5 ms off the CPU: 49 and 50 %;
+// lock of one 50 % busy behind 4 ms of 6.5 ms off the CPU: 52 and 53 %;
 // TestSharedWait). Where they visit it several times (the pipeline
 // example's reads, a loop of one to four), those that began alone wait
 // after they began too: ρ comes out short (40 % for 45 %, the top of its
