@@ -1203,6 +1203,7 @@ func (g *generator) operations() {
 					id, textout.Duration(sw.alone.mean()), sw.alone.n, textout.Duration(sw.beside.mean()), sw.upTo, sw.beside.n, sw.extra/sw.se, textout.Duration(sw.allowed), textout.Duration(sw.waited),
 					textout.Duration(sv.demand[id]), model.DiskResource(g.hostOf[op.component].Name, sharedServerName), textout.Duration(sv.wait), textout.Duration(math.Max(rest-sv.demand[id]-sv.wait, 0)))
 				rest -= sv.demand[id] + sv.wait
+				spelled += fmt.Sprintf(", less %s of service and wait at %s", textout.Duration(sv.demand[id]+sv.wait), sharedServerName)
 			}
 			if rest >= minLatency {
 				d := withMean(g.fit(id+" off-cpu", off), rest)
