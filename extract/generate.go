@@ -1199,10 +1199,10 @@ func (g *generator) operations() {
 				o.Steps = append(o.Steps, model.Step{Kind: model.StepDisk, Disk: sharedServerName,
 					Demand: burstLike(model.Dist{Kind: model.DistHyperexp}, sv.demand[id], math.Sqrt(sv.scv))})
 				sw := sv.seen[id]
+				rest -= sv.demand[id] + sv.wait
 				g.rep.evidencef("%s: its own time grows with the executions under way on its host as it begins: %s where it began alone (%.0f times), %s beside 1 to %d others (%.0f; %.1f standard errors apart, beyond the %s the model's waits allow), %s more per execution than alone: %s of service at %s, its wait there %s, then %s of delay",
 					id, textout.Duration(sw.alone.mean()), sw.alone.n, textout.Duration(sw.beside.mean()), sw.upTo, sw.beside.n, sw.extra/sw.se, textout.Duration(sw.allowed), textout.Duration(sw.waited),
-					textout.Duration(sv.demand[id]), model.DiskResource(g.hostOf[op.component].Name, sharedServerName), textout.Duration(sv.wait), textout.Duration(math.Max(rest-sv.demand[id]-sv.wait, 0)))
-				rest -= sv.demand[id] + sv.wait
+					textout.Duration(sv.demand[id]), model.DiskResource(g.hostOf[op.component].Name, sharedServerName), textout.Duration(sv.wait), textout.Duration(math.Max(rest, 0)))
 				spelled += fmt.Sprintf(", less %s of service and wait at %s", textout.Duration(sv.demand[id]+sv.wait), sharedServerName)
 			}
 			if rest >= minLatency {

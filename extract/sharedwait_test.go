@@ -37,14 +37,15 @@ workload:
 `
 
 // TestSharedWait extracts sharedModel's traces. Where the time off the
-// CPU is spent at a disk or under a lock that the traces do not show, the
-// operation's own time is longer where it began beside other executions
-// than where it began alone: the model gets a server on the host
-// (sharedServers), about as busy as the truth's (52 and 53 % for 50; on
-// two replicas behind a round-robin balancer, 55 %), the report warns, and the requests are predicted at 0.8 to 1.4 times the
-// load (as a fixed delay, the disk's were 16 % slow at 0.8 times and 17
-// and 36 % fast at 1.2 and 1.4). Where it is a delay, on four cores or
-// on one or two busy ones (where those that began beside others wait for
+// CPU is spent at a disk or under a lock that the traces do not show,
+// the operation's own time is longer where it began beside other
+// executions than where it began alone: the model gets a server on the
+// host (sharedServers), about as busy as the truth's (52 and 53 % for
+// 50; on two replicas behind a round-robin balancer, 55 %), the report
+// warns, and the requests are predicted at 0.8 to 1.4 times the load
+// (as a fixed delay, the disk's were 16 % slow at 0.8 times and 17 and
+// 36 % fast at 1.2 and 1.4). Where it is a delay, on four cores or on
+// one or two busy ones (where those that began beside others wait for
 // the CPU, which the model makes), or a lock the configuration declares
 // (whose wait the model makes), none is made. The declared lock is held
 // around the whole operation in the model, a known coarseness, so its
@@ -79,7 +80,6 @@ func TestSharedWait(t *testing.T) {
 				cfg.Passive = map[string]extract.PassiveConfig{"mutex": {Capacity: 1, Operations: []string{"files/read"}}}
 			}
 			m, _, x := extractTruth(t, text, "shared", 40000, 40000, cfg)
-			t.Logf("warnings: %q", x.Report.Warnings)
 			server := host + ".disk.untraced"
 			if got := mentions(x.Report.Warnings, server); (got > 0) != c.warned {
 				t.Errorf("warned %d times, want %v: %q", got, c.warned, x.Report.Warnings)
