@@ -79,8 +79,9 @@ type Config struct {
 	// ParamBins is the number of bins of a numeric parameter (default 3).
 	ParamBins int `yaml:"param_bins"`
 	// Session names the attribute that identifies a user or session, such
-	// as session.id or enduser.id: requests that carry it become a closed
-	// workload with think times measured between them.
+	// as enduser.id: requests that carry it become a closed workload with
+	// think times measured between them. Empty means session.id,
+	// OpenTelemetry's name for it; NoSession follows no sessions.
 	Session string `yaml:"session"`
 	// Sampling is the probability with which the traces were kept, for
 	// the traces whose spans do not say (an OpenTelemetry trace state's
@@ -546,12 +547,37 @@ func (c *Config) opID(sp *ingest.Span) string {
 	return c.component(sp, op) + "/" + op
 }
 
+// DefaultSession is the attribute that identifies a session where the
+// configuration names none: OpenTelemetry's semantic convention.
+const DefaultSession = "session.id"
+
+// NoSession as Config.Session follows no sessions: every workload is open.
+const NoSession = "none"
+
+// sessionAttr is the attribute whose requests form the closed workload of
+// sessions, or "" for none.
+func (c *Config) sessionAttr() string {
+	switch {
+	case c == nil || c.Session == "":
+		return DefaultSession
+	case c.Session == NoSession:
+		return ""
+	}
+	return c.Session
+}
+
+// sessionNamed reports whether the configuration names the session
+// attribute, rather than taking the default.
+func (c *Config) sessionNamed() bool {
+	return c != nil && c.Session != "" && c.Session != NoSession
+}
+
 // Attributes lists the span attributes readers must keep for folding
 // (ingest.Options.Attributes): the parameters, the session id and those
 // the component and operation rules match, each once.
 func (c *Config) Attributes() []string {
 	if c == nil {
-		return nil
+		return []string{DefaultSession}
 	}
 	out := slices.Clone(c.Params)
 	add := func(k string) {
@@ -559,7 +585,7 @@ func (c *Config) Attributes() []string {
 			out = append(out, k)
 		}
 	}
-	add(c.Session)
+	add(c.sessionAttr())
 	for _, r := range slices.Concat(c.Components, c.Operations) {
 		for _, k := range slices.Sorted(maps.Keys(r.Attributes)) {
 			add(k)
@@ -614,7 +640,7 @@ func (g *generator) warnUnusedConfig() {
 			g.rep.warnf("configuration: params: %s: no request carries that attribute (on its entry span or below), so no operation depends on it", p)
 		}
 	}
-	if cfg.Session != "" && g.s.Sampled < g.s.Traces { // else warnSampled says why
+	if cfg.sessionNamed() && g.s.Sampled < g.s.Traces { // else warnSampled says why
 		switch ss := g.s.sessions; {
 		case ss == nil || ss.requests == 0:
 			g.rep.warnf("configuration: session: no request carries the attribute %s (on its entry span or below), so every workload is open", cfg.Session)

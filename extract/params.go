@@ -51,7 +51,7 @@ func requestParams(n *trace.Node, cfg *Config, seen map[string]map[string]bool) 
 	}
 	out := map[string]string{}
 	for _, p := range cfg.Params {
-		if v, ok := findAttr(n, p, 0); ok {
+		if v, ok := findAttr(n, p); ok {
 			if seen[p] == nil {
 				seen[p] = map[string]bool{}
 			}
@@ -64,20 +64,23 @@ func requestParams(n *trace.Node, cfg *Config, seen map[string]map[string]bool) 
 }
 
 // findAttr looks for an attribute on n, then on its descendants, breadth
-// first.
-func findAttr(n *trace.Node, key string, depth int) (string, bool) {
-	queue := []*trace.Node{n}
-	for len(queue) > 0 && depth < 100000 {
-		c := queue[0]
-		queue = queue[1:]
+// first, over at most findAttrMax spans. The queue starts on the stack:
+// every request is searched for the session id, and most trees are small.
+func findAttr(n *trace.Node, key string) (string, bool) {
+	var buf [64]*trace.Node
+	queue := append(buf[:0], n)
+	for i := 0; i < len(queue) && i < findAttrMax; i++ {
+		c := queue[i]
 		if v, ok := c.Span.Lookup(key); ok {
 			return v, true
 		}
 		queue = append(queue, c.Children...)
-		depth++
 	}
 	return "", false
 }
+
+// findAttrMax bounds the spans findAttr looks at.
+const findAttrMax = 100000
 
 // bucketOf maps a value to its bucket key: `n:INDEX` for numbers (INDEX the
 // log-scale bucket, or `n:zero`), `s:VALUE` for text.

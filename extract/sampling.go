@@ -85,7 +85,7 @@ func (g *generator) warnSampled() {
 	if len(g.est.PerOp) > 0 {
 		g.rep.warnf("CPU demands estimated from utilization metrics with sampled traces: a window's throughputs are its kept traces times 1/p, which scatter about the system's by 1/√(p·n) for n executions, so the regression sees less of the load's own variation and identifies fewer demands")
 	}
-	if g.cfg.Session != "" {
+	if g.cfg.sessionNamed() {
 		g.rep.warnf("sessions (%s) are not followed in sampled traces, which hold only some of a session's requests: those requests are open workloads", g.cfg.Session)
 	}
 }

@@ -79,10 +79,11 @@ func newSessionStats() *sessionStats {
 
 // foldSession records a request of a session entering at n.
 func (s *State) foldSession(entry string, n *trace.Node, cfg *Config) {
-	if cfg == nil || cfg.Session == "" || s.weight > 1 {
+	attr := cfg.sessionAttr()
+	if attr == "" || s.weight > 1 {
 		return // a sampled trace leaves out some of its session's requests
 	}
-	id, ok := findAttr(n, cfg.Session, 0)
+	id, ok := findAttr(n, attr)
 	if !ok || id == "" {
 		return
 	}
@@ -241,10 +242,14 @@ func (g *generator) sessionWorkloadModel(entries map[string]bool) *model.Workloa
 		}
 		w.Steps = []model.Step{br}
 	}
-	g.rep.evidencef("workload %s: %d requests of %d sessions (attribute %s); think time %.3gs on average between a request's end and the next's start; %.4g requests/s and %.3gs per request give %d users by Little's law",
-		sessionWorkload, n, ss.sessions, g.cfg.Session, think, x, ss.resp.mean(), users)
+	how := "attribute " + g.cfg.sessionAttr()
+	if !g.cfg.sessionNamed() {
+		how += ", followed where no configuration names one; session: " + NoSession + " in --config leaves them open workloads"
+	}
+	g.rep.evidencef("workload %s: %d requests of %d sessions (%s); think time %.3gs on average between a request's end and the next's start; %.4g requests/s and %.3gs per request give %d users by Little's law",
+		sessionWorkload, n, ss.sessions, how, think, x, ss.resp.mean(), users)
 	if ss.split > 0 {
-		g.rep.warnf("%d sessions had requests in several of the merged states at once: each state took the time between the requests it saw as think time, though the others' came between, so the think time is overstated and the users with it; a session's traces must reach one receiver (a single receiver, or routing by an attribute every span of the session carries, such as %s set on every span)", ss.split, g.cfg.Session)
+		g.rep.warnf("%d sessions had requests in several of the merged states at once: each state took the time between the requests it saw as think time, though the others' came between, so the think time is overstated and the users with it; a session's traces must reach one receiver (a single receiver, or routing by an attribute every span of the session carries, such as %s set on every span)", ss.split, g.cfg.sessionAttr())
 	}
 	if ss.outOfOrder > 0 {
 		g.rep.warnf("%d session requests started before their session's previous request ended (concurrent requests of a session); no think time was taken from them", ss.outOfOrder)
@@ -254,7 +259,7 @@ func (g *generator) sessionWorkloadModel(entries map[string]bool) *model.Workloa
 		g.rep.warnf("only %d think times measured: the session workload's think time is uncertain", ss.think.n)
 	case ss.think.n < ss.sessions:
 		g.rep.warnf("%d think times from %d sessions: most sessions show one request, so the traces (%.3gs) are likely too short for the think time, and the think time and the users are underestimated; or %s identifies something other than a user",
-			ss.think.n, ss.sessions, span, g.cfg.Session)
+			ss.think.n, ss.sessions, span, g.cfg.sessionAttr())
 	}
 	return w
 }

@@ -3,6 +3,7 @@ package extract_test
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/perfcast/perfcast/extract"
@@ -149,5 +150,57 @@ func near(t *testing.T, what string, got, want, tol float64) {
 	t.Logf("%-18s %.5g, want %.5g ± %.3g", what, got, want, tol)
 	if math.Abs(got-want) > tol {
 		t.Errorf("%s = %.5g, want %.5g ± %.3g", what, got, want, tol)
+	}
+}
+
+// TestSessionsByDefault: traces whose requests carry session.id,
+// OpenTelemetry's name for a session, make a closed workload with no
+// configuration, and the report says how it was found; `session: none`
+// leaves every workload open. Without the default the users' requests
+// became an open workload, which at other loads answers as a stream that
+// does not slow down when its requests do.
+func TestSessionsByDefault(t *testing.T) {
+	m0, err := model.Parse([]byte(usersModel), "users.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := generate(t, m0, 5, 6000, t.TempDir())
+	hosts := map[string]extract.HostConfig{"app": {Cores: 1}}
+	for _, tc := range []struct {
+		name   string
+		cfg    *extract.Config
+		closed bool
+	}{
+		{"no configuration", nil, true},
+		{"no session named", &extract.Config{Hosts: hosts}, true},
+		{"none", &extract.Config{Hosts: hosts, Session: extract.NoSession}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := extractRun(context.Background(), []string{obs.path}, "users", tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var closed []string
+			for _, w := range res.Model.Workloads {
+				if w.Closed != nil {
+					closed = append(closed, w.Name)
+				}
+			}
+			if got := len(closed) == 1; got != tc.closed || len(closed) > 1 {
+				t.Fatalf("closed workloads %v, want one: %v\n%s", closed, tc.closed, res.Model.Marshal())
+			}
+			said := false
+			for _, e := range res.Report.Evidence {
+				said = said || strings.Contains(e, "followed where no configuration names one")
+			}
+			if said != tc.closed {
+				t.Errorf("the evidence says the sessions were followed by default: %v, want %v", said, tc.closed)
+			}
+			for _, w := range res.Report.Warnings {
+				if strings.Contains(w, "session") {
+					t.Errorf("warning: %s", w)
+				}
+			}
+		})
 	}
 }
