@@ -154,7 +154,8 @@ func (g *generator) placeExternals() []string {
 		machineOf[comp] = hs[0]
 	}
 	var names []string
-	told := map[string]bool{} // systems whose calls stay delays, said once
+	g.toldExternal = map[string]bool{} // systems whose calls stay delays, said once
+	told := g.toldExternal
 	for _, id := range slices.Sorted(maps.Keys(hostsOf)) {
 		r, ok := g.est.PerOp[id]
 		if !ok || !(r.CPU > 0) {

@@ -184,6 +184,12 @@ type generator struct {
 	// externals are the systems seen only by their clients' spans that
 	// the model has as components, by operation (see externals.go).
 	externals map[string]*external
+	// toldExternal holds the systems seen only by their clients whose
+	// calls placeExternals said stay delays.
+	toldExternal map[string]bool
+	// queues are the systems seen only by their clients' spans whose
+	// calls wait for their servers, by component (see peersystems.go).
+	queues map[string]*queueSystem
 	// entryCVs memoizes entryCV; hostSCVs memoizes arrivalSCVOf.
 	entryCVs map[string][2]float64
 	hostSCVs map[scvKey]float64
@@ -931,6 +937,7 @@ func (g *generator) placeComponents() {
 		g.hostOf[comp] = h
 	}
 	names = append(names, g.placeExternals()...)
+	names = append(names, g.peerHostNames()...)
 	// A configured host that is none of these is most likely a typo,
 	// which would leave the host it meant with assumed cores.
 	slices.Sort(names)
@@ -1103,6 +1110,7 @@ func (g *generator) operations() {
 	g.declared()
 	g.bins = g.paramBins()
 	shared := g.sharedServers()
+	g.placeQueues()
 	comps := map[string]*model.Component{}
 	sendsOutside := map[string]bool{} // components whose executions send CPU outside spans
 	ids := slices.Sorted(maps.Keys(g.s.ops))
@@ -1266,6 +1274,7 @@ func (g *generator) operations() {
 	}
 	g.outsideOperations(comps, sendsOutside)
 	g.externalComponents()
+	g.queueComponents()
 	g.rep.CPUMeasured = len(noCPU) == 0 && len(ids) > 0
 	if len(noCPU) > 0 {
 		g.rep.warnf("no CPU time (perfcast.cpu.time) and no utilization metrics (--metrics) for %d of %d operations; their own time (duration minus calls), less the wait for the CPU it implies at the observed load, is taken as CPU demand, which overstates CPU where they wait for locks, I/O or unmodeled systems (with the hosts' cores in --config hosts:, extraction splits it by how it grows with the load): %s",
@@ -1534,6 +1543,8 @@ func (g *generator) elemSteps(elems []*elem) []model.Step {
 			body = append(body, model.Step{Kind: model.StepSend, Target: e.target})
 		case elemExternal:
 			if st := g.externalStep(e.target); st != nil {
+				body = append(body, *st)
+			} else if st := g.queueStep(e.target); st != nil {
 				body = append(body, *st)
 			} else {
 				body = append(body, model.Step{Kind: model.StepDelay, Demand: g.fit("external "+e.target, e.latency)})

@@ -125,6 +125,7 @@ func (s *State) Merge(o *State) {
 	}
 	s.mergeReplicas(o)
 	mergeEach(s.conc, o.conc)
+	mergeEach(s.peers, o.peers)
 	for comp, p := range o.placement {
 		mine := s.placement[comp]
 		if mine == nil {

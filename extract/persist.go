@@ -123,6 +123,10 @@ type savedState struct {
 	SiteBare map[string]int64             `json:"site_bare,omitempty"`
 	Windows  map[string]*savedHostWindows `json:"windows,omitempty"`
 	Solo     map[string]*savedSolo        `json:"solo,omitempty"`
+	// Peers holds, per system seen only by its clients, its calls'
+	// latencies by the others in flight (peerSweep); absent in states
+	// saved before they were kept.
+	Peers map[string]*savedPeers `json:"peers,omitempty"`
 	// Calm holds per host the calm executions found (calmStats), one
 	// sample per level of soloLevels; absent in states saved before it
 	// was kept.
@@ -385,6 +389,12 @@ func (s *State) snapshot() *savedState {
 		v.Solo = map[string]*savedSolo{}
 		for h, w := range s.solo {
 			v.Solo[h] = saveSolo(w, s.opID)
+		}
+	}
+	if len(s.peers) > 0 {
+		v.Peers = map[string]*savedPeers{}
+		for sys, p := range s.peers {
+			v.Peers[sys] = savePeers(p)
 		}
 	}
 	if len(s.calm) > 0 {
@@ -721,6 +731,13 @@ func (v *savedState) restore() (*State, error) {
 			return nil, fmt.Errorf("executions alone on host %q: %w", h, err)
 		}
 		s.solo[h] = w
+	}
+	for _, sys := range slices.Sorted(maps.Keys(v.Peers)) {
+		p, err := v.Peers[sys].restore()
+		if err != nil {
+			return nil, fmt.Errorf("calls to %q: %w", sys, err)
+		}
+		s.peers[sys] = p
 	}
 	for _, k := range slices.Sorted(maps.Keys(v.Starts)) {
 		st := newStartSample()

@@ -9,9 +9,10 @@ import (
 
 // Simulator is what generating a model asks of a discrete-event simulator
 // where the traces show a queue's effect but no closed form gives it: the
-// stalls a CPU quota adds (throttleTable) and how much a queue before an
+// stalls a CPU quota adds (throttleTable), how much a queue before an
 // entry span evens out the arrivals measured on the span's starts
-// (unsmoothArrivals). Extraction does not solve models itself; the caller
+// (unsmoothArrivals), and how a system seen only by its clients answers
+// its calls (calibrateQueue). Extraction does not solve models itself; the caller
 // passes a simulator in Config.Simulator (perfcast passes sim.Solver).
 // Without one those corrections are left out and the report says so.
 type Simulator interface {
@@ -22,4 +23,7 @@ type Simulator interface {
 	// when its requests' root server spans started, in seconds. stable is
 	// false when the model has no steady state.
 	EntryStarts(ctx context.Context, m *model.Model, seed uint64, requests int64) (starts map[string][]float64, stable bool, err error)
+	// EntrySpans is EntryStarts with each root server span's start and
+	// end.
+	EntrySpans(ctx context.Context, m *model.Model, seed uint64, requests int64) (spans map[string][][2]float64, stable bool, err error)
 }

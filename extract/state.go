@@ -92,7 +92,11 @@ type State struct {
 	// the calm its executions found, per host and, for components with
 	// CPU slots, per component (calmKey).
 	solo map[string]*soloSweep
-	calm map[string]*calmStats
+	// peers sweeps the calls to each system seen only by its clients'
+	// spans, by the system's name (see peerqueue.go); calls of sampled
+	// traces are left out.
+	peers map[string]*peerSweep
+	calm  map[string]*calmStats
 	// ownBuf and callBuf are scratch space for an execution's own
 	// intervals and its calls' (see ownIntervals).
 	ownBuf, callBuf []interval
@@ -156,6 +160,7 @@ func NewState() *State {
 		siteBare:    map[string]int64{},
 		starts:      map[string]*arrivalSample{},
 		solo:        map[string]*soloSweep{},
+		peers:       map[string]*peerSweep{},
 		calm:        map[string]*calmStats{},
 	}
 }
@@ -628,6 +633,7 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 						if h, id := externalHost(c.Span), externalID(peerOf(c.Span), c.Span.Name); h != "" && id != "" {
 							s.Windows.addExternal(h, id, c.Span.End, seconds(c.Duration()), s.weight)
 						}
+						s.peerCall(c.Span)
 					} else {
 						// A message sent to no consumer in this trace
 						// costs only the producer's own time here; a

@@ -547,17 +547,32 @@ func (r *recorder) done(e *engine, req int32) {
 // started, in simulated seconds, in the order the requests completed.
 // stable is false when the open workloads need more than a resource can
 // give or the run finds no steady state; the starts are then nil.
-func (Solver) EntryStarts(ctx context.Context, m *model.Model, seed uint64, requests int64) (starts map[string][]float64, stable bool, err error) {
-	starts = map[string][]float64{}
+func (s Solver) EntryStarts(ctx context.Context, m *model.Model, seed uint64, requests int64) (starts map[string][]float64, stable bool, err error) {
+	spans, stable, err := s.EntrySpans(ctx, m, seed, requests)
+	if err != nil || !stable {
+		return nil, stable, err
+	}
+	starts = make(map[string][]float64, len(spans))
+	for id, ivs := range spans {
+		for _, iv := range ivs {
+			starts[id] = append(starts[id], iv[0])
+		}
+	}
+	return starts, true, nil
+}
+
+// EntrySpans is EntryStarts with each root server span's start and end.
+func (Solver) EntrySpans(ctx context.Context, m *model.Model, seed uint64, requests int64) (spans map[string][][2]float64, stable bool, err error) {
+	spans = map[string][][2]float64{}
 	res, err := Record(ctx, m, RecordOptions{Seed: seed, Requests: requests, RootsOnly: true}, func(s *Span) error {
 		if s.Parent == 0 && s.Kind == SpanServer {
 			id := s.Component + "/" + s.Operation
-			starts[id] = append(starts[id], s.Start)
+			spans[id] = append(spans[id], [2]float64{s.Start, s.End})
 		}
 		return nil
 	})
 	if err != nil || !res.Stable {
 		return nil, false, err
 	}
-	return starts, true, nil
+	return spans, true, nil
 }

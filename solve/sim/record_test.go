@@ -569,18 +569,25 @@ func TestRecordErrors(t *testing.T) {
 	}
 }
 
-// TestEntryStarts checks EntryStarts against Record: the starts of the
-// root server spans, by entry operation, in the order Record emits them;
+// TestEntryStarts checks EntryStarts and EntrySpans against Record: the
+// starts (and ends) of the root server spans, by entry operation, in the
+// order Record emits them;
 // none, and not stable, where the open load is more than a CPU can give.
 func TestEntryStarts(t *testing.T) {
 	m := exampleModel(t, "shop.yaml")
 	roots, _ := record(t, m, RecordOptions{Seed: 9, Requests: 3000, RootsOnly: true})
 	want := map[string][]float64{}
+	wantSpans := map[string][][2]float64{}
 	for _, s := range roots {
 		if s.Kind == SpanServer {
 			id := s.Component + "/" + s.Operation
 			want[id] = append(want[id], s.Start)
+			wantSpans[id] = append(wantSpans[id], [2]float64{s.Start, s.End})
 		}
+	}
+	spans, stable, err := Solver{}.EntrySpans(context.Background(), m, 9, 3000)
+	if err != nil || !stable || !reflect.DeepEqual(spans, wantSpans) {
+		t.Errorf("EntrySpans: the spans of %d operations (stable %v, error %v), want those of Record's roots, by operation (%d)", len(spans), stable, err, len(wantSpans))
 	}
 	got, stable, err := Solver{}.EntryStarts(context.Background(), m, 9, 3000)
 	if err != nil || !stable {
