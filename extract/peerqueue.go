@@ -31,14 +31,15 @@ import (
 // departure 1/c of a mean service apart, and not at all otherwise; so
 // kind j's mean latency is a_j + b·max(0, k − c + 1), a_j its latency
 // without a wait (network and service) and b = S/c for mean service S.
-// Processor sharing over c cores grows alike. fitPeerQueue fits a_j, b
-// and c by weighted least squares (see queueSystems for how it is used).
+// Cores shared among the calls grow otherwise, from the first other on.
+// fitPeerQueue fits a_j, b and c by weighted least squares; placeQueues
+// (peersystems.go) finds what answers the calls.
 
 // peerLevelCount is the number of counts of others in flight that the
 // sweep tells apart: 0 to peerLevelCount − 2 each, the last those of more.
 const peerLevelCount = 65
 
-// Thresholds of the fit (fitPeerQueue, queueSystems).
+// Thresholds of the fit (fitPeerQueue, observePeer).
 const (
 	// peerQueueT is the least slope, in its standard errors.
 	peerQueueT = 4
