@@ -171,23 +171,8 @@ func TestExternalSystem(t *testing.T) {
 		t.Errorf("a system named as a traced component: said %d times, component web %+v, host db %v", said, web, named.Model.Host("db") != nil)
 	}
 
-	solveAt := func(m *model.Model, load float64) *solve.Result {
-		t.Helper()
-		c, err := model.Parse(m.Marshal(), "copy.yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := whatif.Set(c, "workload.*.load="+strconv.FormatFloat(load, 'g', -1, 64)); err != nil {
-			t.Fatal(err)
-		}
-		res, err := sim.New().Solve(context.Background(), c, solve.Options{Seed: 1, Precision: 0.01, Workers: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
-	fromCalls := solveAt(delays.Model, 1.6)
-	want, got := solveAt(truth, 1.6), solveAt(out.Model, 1.6)
+	fromCalls := solveAtLoad(t, delays.Model, 1.6)
+	want, got := solveAtLoad(t, truth, 1.6), solveAtLoad(t, out.Model, 1.6)
 	u0, u1 := want.Resources["db.cpu"].Utilization, got.Resources["db.cpu"].Utilization
 	t.Logf("at 1.6 times the load: db.cpu %.3f, truth %.3f", u1, u0)
 	if math.Abs(u1-u0) > 0.05*u0 {
@@ -210,6 +195,24 @@ func TestExternalSystem(t *testing.T) {
 			t.Errorf("%s at 1.6 times the load, from the calls alone: %.2f ms, truth %.2f ms", w, r2*1e3, r0*1e3)
 		}
 	}
+}
+
+// solveAtLoad simulates a copy of m with every workload's load times
+// load, to 1 % precision.
+func solveAtLoad(t *testing.T, m *model.Model, load float64) *solve.Result {
+	t.Helper()
+	c, err := model.Parse(m.Marshal(), "copy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := whatif.Set(c, "workload.*.load="+strconv.FormatFloat(load, 'g', -1, 64)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := sim.New().Solve(context.Background(), c, solve.Options{Seed: 1, Precision: 0.01, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
 
 func mustRead(t *testing.T, path string) []byte {

@@ -420,15 +420,23 @@ func (g *generator) componentSCV(comp string) float64 {
 // external systems on host h bring to it; the callers' variants tell the
 // classes.
 func (g *generator) addExternalWeights(h *model.Host, weight map[string]float64) {
+	g.eachExternalCall(func(_ *opStats, class string, v *variant, x string) {
+		if ex := g.externals[x]; ex != nil && ex.host == h {
+			weight[class] += float64(v.count) * ex.r.CPU
+		}
+	})
+}
+
+// eachExternalCall calls f for each external call (as externalCalls
+// names it) in each variant of each operation, in a fixed order.
+func (g *generator) eachExternalCall(f func(op *opStats, class string, v *variant, target string)) {
 	for _, id := range slices.Sorted(maps.Keys(g.s.ops)) {
 		op := g.s.ops[id]
 		for _, class := range slices.Sorted(maps.Keys(op.variants)) {
 			for _, sig := range slices.Sorted(maps.Keys(op.variants[class])) {
 				v := op.variants[class][sig]
 				for _, x := range g.externalCalls(v.elems) {
-					if ex := g.externals[x]; ex != nil && ex.host == h {
-						weight[class] += float64(v.count) * ex.r.CPU
-					}
+					f(op, class, v, x)
 				}
 			}
 		}

@@ -3,7 +3,6 @@ package extract_test
 import (
 	"context"
 	"math"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -12,7 +11,6 @@ import (
 	"github.com/perfcast/perfcast/solve"
 	"github.com/perfcast/perfcast/solve/sim"
 	"github.com/perfcast/perfcast/tracegen"
-	"github.com/perfcast/perfcast/whatif"
 )
 
 // queueDBModel has a web service calling a database with no spans of its
@@ -68,21 +66,6 @@ func TestExternalQueue(t *testing.T) {
 	if db == nil || h == nil || db.Host != "db" {
 		t.Fatalf("the database is no component on host db")
 	}
-	solveAt := func(m *model.Model, load float64) *solve.Result {
-		t.Helper()
-		c, err := model.Parse(m.Marshal(), "copy.yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := whatif.Set(c, "workload.*.load="+strconv.FormatFloat(load, 'g', -1, 64)); err != nil {
-			t.Fatal(err)
-		}
-		res, err := sim.New().Solve(context.Background(), c, solve.Options{Seed: 1, Precision: 0.01, Workers: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
 	busy := func(r *solve.Result, host string) float64 {
 		var u float64
 		for name, res := range r.Resources {
@@ -93,7 +76,7 @@ func TestExternalQueue(t *testing.T) {
 		return u
 	}
 	for _, load := range []float64{1, 1.4} {
-		want, got := solveAt(truth, load), solveAt(out.Model, load)
+		want, got := solveAtLoad(t, truth, load), solveAtLoad(t, out.Model, load)
 		u0, u1 := busy(want, "db"), busy(got, "db")
 		t.Logf("at %.1f times the load: the database %.3f busy, truth %.3f", load, u1, u0)
 		if math.Abs(u1-u0) > 0.1*u0 {

@@ -256,19 +256,11 @@ func peerKinds(levels []peerLevels, fit peerFit) (n, mean, alone []float64) {
 // peerCallers counts, per calling component, its calls to system sys.
 func (g *generator) peerCallers(sys string) map[string]float64 {
 	out := map[string]float64{}
-	for _, id := range slices.Sorted(maps.Keys(g.s.ops)) {
-		op := g.s.ops[id]
-		for _, class := range slices.Sorted(maps.Keys(op.variants)) {
-			for _, sig := range slices.Sorted(maps.Keys(op.variants[class])) {
-				v := op.variants[class][sig]
-				for _, x := range g.externalCalls(v.elems) {
-					if comp, _ := splitID(x); comp == sys {
-						out[op.component] += float64(v.count)
-					}
-				}
-			}
+	g.eachExternalCall(func(op *opStats, _ string, v *variant, x string) {
+		if comp, _ := splitID(x); comp == sys {
+			out[op.component] += float64(v.count)
 		}
-	}
+	})
 	return out
 }
 
