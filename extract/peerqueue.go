@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/perfcast/perfcast/ingest"
 )
@@ -226,14 +227,15 @@ func (p *peerSweep) calls() float64 {
 // for a sampled trace, whose requests' calls are only some of those in
 // flight.
 func (s *State) peerCall(sp *ingest.Span) {
-	comp, _ := splitID(externalID(peerOf(sp), sp.Name))
-	if comp == "" || s.weight > 1 {
+	peer := peerOf(sp)
+	if peer == "" || s.weight > 1 {
 		return
 	}
-	p := s.peers[comp]
+	sys := strings.ReplaceAll(peer, "/", "-") // as externalID names it
+	p := s.peers[sys]
 	if p == nil {
 		p = newPeerSweep()
-		s.peers[comp] = p
+		s.peers[sys] = p
 	}
 	p.add(sp.Name, sp.Start, sp.End, sp.TraceID)
 }
