@@ -3,6 +3,7 @@ package extract_test
 import (
 	"context"
 	"math"
+	"os"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/perfcast/perfcast/solve"
 	"github.com/perfcast/perfcast/solve/sim"
 	"github.com/perfcast/perfcast/tracegen"
+	"github.com/perfcast/perfcast/whatif"
 )
 
 // queueDBModel has a web service calling a database with no spans of its
@@ -173,5 +175,52 @@ func BenchmarkExtractExternalQueue(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestExternalQueueShop drops the spans of the shop example's database,
+// which runs each call on eight cores and then on one disk, at six times
+// the example's users (the disk 25 % busy). Its clients' calls show the
+// disk's queue: extraction finds one server serving in order, as busy as
+// the disk within a tenth, and the front end's operations come within a
+// tenth of the truth's at 1.67 and 2.33 times that load (the disk 58 %
+// busy), the database's CPU, which hardly queues, in the network's fixed
+// delay.
+func TestExternalQueueShop(t *testing.T) {
+	raw, err := os.ReadFile("../examples/models/shop.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m0, err := model.Parse(raw, "shop.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := whatif.Set(m0, "workload.*.load=6"); err != nil {
+		t.Fatal(err)
+	}
+	truth, _, path, _ := recordModel(t, string(m0.Marshal()), "shop", tracegen.Options{Seed: 3}, 40000, func(s *sim.Span) bool { return s.Component != "db" })
+	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"web-1": {Cores: 2}, "web-2": {Cores: 2}, "backend": {Cores: 4}}}
+	out, err := extractRun(context.Background(), []string{path}, "shop", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := out.Model.Host("db")
+	if h == nil || h.Disk("db") == nil || h.Disk("db").Servers != 1 {
+		t.Fatalf("no disk of one server on host db:\n%s", out.Model.Marshal())
+	}
+	for _, load := range []float64{1, 1.67, 2.33} {
+		want, got := solveAtLoad(t, truth, load), solveAtLoad(t, out.Model, load)
+		u0, u1 := want.Resources["db.disk.data"].Utilization, got.Resources["db.disk.db"].Utilization
+		t.Logf("at %.2f times the load: the database's station %.3f busy, the truth's disk %.3f", load, u1, u0)
+		if math.Abs(u1-u0) > 0.1*u0 {
+			t.Errorf("at %.2f times the load: the database's station %.3f busy, the truth's disk %.3f", load, u1, u0)
+		}
+		for _, id := range []string{"frontend/GET /browse", "frontend/POST /checkout"} {
+			r0, r1 := want.Operations[id].ResponseTime.Mean, got.Operations[id].ResponseTime.Mean
+			t.Logf("at %.2f times the load: %s %.2f ms, truth %.2f ms", load, id, r1*1e3, r0*1e3)
+			if math.Abs(r1-r0) > 0.1*r0 {
+				t.Errorf("at %.2f times the load: %s %.2f ms, truth %.2f ms", load, id, r1*1e3, r0*1e3)
+			}
+		}
 	}
 }

@@ -35,9 +35,9 @@ import (
 // mean S_j; the calls arrive as a renewal stream at the observed rate with
 // the callers' components' arrival cv, kinds mixed by their counts. Each
 // station is simulated up to peerSimRounds times, its mean service
-// steered to the traces' slope and each D_j to kind j's mean latency (on
-// shared cores each kind's service to its own slope too), and stands for
-// its nearest simulation.
+// steered to the traces' mean wait and slope together and each D_j to
+// kind j's latency without a wait (on shared cores each kind's service to
+// its own slope too), and stands for its nearest simulation.
 const (
 	// peerSimCalls is the number of calls each simulation records; the
 	// first tenth are left out as warm-up.
@@ -156,10 +156,14 @@ func peerMeanAlone(obs *peerObserved) float64 {
 }
 
 // calibrateStation simulates a station of c servers or cores answering
-// obs's calls, steering its mean service towards the traces' slope (the
-// slope grows in proportion to it) and each kind's network towards the
-// kind's mean latency, and returns the simulation whose calls' latencies
-// by the others in flight are nearest the traces' (peerDistance). ok is
+// obs's calls, steering its mean service towards the traces' mean wait
+// and slope (the geometric mean of the two ratios: the wait alone gave a
+// shared core 10 % too much service on TestExternalSystem's database, the
+// slope alone its two servers 3 % too much and, moving the networks with
+// the mean latencies, swung between far too little and far too much on
+// the shop example's) and each kind's network towards the kind's latency
+// without a wait, and returns the simulation whose calls' latencies by
+// the others in flight are nearest the traces' (peerDistance). ok is
 // false where no simulation had a steady state and enough calls to fit.
 //
 // Each kind's service starts in proportion to its latency without a
@@ -170,7 +174,7 @@ func peerMeanAlone(obs *peerObserved) float64 {
 // slope too, where that is known within a quarter.
 func (g *generator) calibrateStation(obs *peerObserved, how queueDiscipline, c int) (*queueCalibration, bool) {
 	ref := peerMeanAlone(obs)
-	hi := math.Min(peerBusyMax*float64(c)/obs.rate, ref)
+	lo, hi := 0.0, math.Min(peerBusyMax*float64(c)/obs.rate, ref)
 	mean := math.Min(obs.b*float64(c), 0.9*hi)
 	share := make([]float64, len(obs.kinds))
 	network := make([]float64, len(obs.kinds))
@@ -186,7 +190,7 @@ func (g *generator) calibrateStation(obs *peerObserved, how queueDiscipline, c i
 		}
 		if !ok {
 			hi = mean // beyond saturation, or too few calls to fit
-			mean /= 2
+			mean = (lo + hi) / 2
 			continue
 		}
 		cal := &queueCalibration{how: how, servers: c, mean: mean, share: slices.Clone(share), network: slices.Clone(network),
@@ -194,40 +198,64 @@ func (g *generator) calibrateStation(obs *peerObserved, how queueDiscipline, c i
 		if best == nil || cal.distance < best.distance {
 			best = cal
 		}
-		// Settled when the slope and the kinds' means are within the
-		// tolerance or two standard errors of the traces'.
-		settled := math.Abs(sim.fit.b-obs.b) <= math.Max(peerCalTol*obs.b, 2*math.Hypot(obs.se, sim.fit.se))
+		// Settled when the slope and the kinds' latencies without a wait
+		// are within the tolerance or two standard errors of the
+		// traces'. The networks follow the latencies without a wait,
+		// which the service moves far less than it moves the waits.
+		settled := math.Abs(sim.wait-obs.wait) <= peerCalTol*obs.wait &&
+			math.Abs(sim.fit.b-obs.b) <= math.Max(peerCalTol*obs.b, 2*math.Hypot(obs.se, sim.fit.se))
 		for j := range network {
-			d := obs.mean[j] - sim.mean[j]
-			settled = settled && math.Abs(d) <= math.Max(peerCalTol*obs.mean[j], 2*math.Sqrt(obs.meanVar[j]+sim.meanVar[j]))
-			network[j] = math.Min(math.Max(network[j]+d, 0), obs.mean[j])
+			d := obs.alone[j] - sim.alone[j]
+			settled = settled && math.Abs(d) <= math.Max(peerCalTol*obs.alone[j], 2*math.Sqrt(obs.meanVar[j]+sim.meanVar[j]))
+			network[j] = math.Min(math.Max(network[j]+d, 0), obs.alone[j])
 		}
 		if how == sharedCores {
-			simSlope, _ := kindSlopes(sim.levels, obs.c)
-			var sum float64
-			for j := range share {
-				if b, se := obs.kindSlope[j], obs.kindSE[j]; b > 0 && se < b/4 && simSlope[j] > 0 {
-					settled = settled && math.Abs(simSlope[j]-b) <= peerCalTol*b
-					share[j] *= b / simSlope[j]
-				}
-				sum += obs.n[j] * share[j]
-			}
-			var n float64
-			for j := range share {
-				n += obs.n[j]
-			}
-			for j := range share {
-				share[j] *= n / sum
-			}
+			settled = steerShares(obs, sim, share) && settled
 		}
 		if settled {
 			break
 		}
-		if sim.fit.b > 0 {
-			mean = math.Min(mean*obs.b/sim.fit.b, 0.99*hi)
+		// The wait and the slope both grow with the service, faster
+		// near saturation: a step of the fourth root of each ratio,
+		// within the bracket.
+		ratio := math.Sqrt(obs.wait / sim.wait * obs.b / sim.fit.b)
+		if ratio > 1 {
+			lo = mean
+		} else {
+			hi = mean
 		}
+		next := mean
+		if ratio > 0 && !math.IsInf(ratio, 0) {
+			next = mean * math.Sqrt(ratio)
+		}
+		if !(next > lo && next < hi) {
+			next = (lo + hi) / 2
+		}
+		mean = next
 	}
 	return best, best != nil
+}
+
+// steerShares moves each kind's share of the service on shared cores
+// towards its own slope where that is known within a quarter (its
+// service over the mean, the mean kept), and reports whether every such
+// slope is within peerCalTol of the traces'.
+func steerShares(obs *peerObserved, sim stationRun, share []float64) bool {
+	simSlope, _ := kindSlopes(sim.levels, obs.c)
+	settled := true
+	var sum, n float64
+	for j := range share {
+		if b, se := obs.kindSlope[j], obs.kindSE[j]; b > 0 && se < b/4 && simSlope[j] > 0 {
+			settled = settled && math.Abs(simSlope[j]-b) <= peerCalTol*b
+			share[j] *= b / simSlope[j]
+		}
+		sum += obs.n[j] * share[j]
+		n += obs.n[j]
+	}
+	for j := range share {
+		share[j] *= n / sum
+	}
+	return settled
 }
 
 // kindSlopes fits each kind's latencies by the others in flight at c
@@ -303,19 +331,20 @@ func (g *generator) simulateStation(obs *peerObserved, how queueDiscipline, c in
 		run.wait += n[j] * (means[j] - alone[j])
 		total += n[j]
 	}
-	run.fit, run.mean, run.meanVar, run.levels = fit, means, kindMeanVariances(p.levels), p.levels
+	run.fit, run.mean, run.alone, run.meanVar, run.levels = fit, means, alone, kindMeanVariances(p.levels), p.levels
 	run.wait /= total
 	return run, total > 0
 }
 
 // stationRun is what a simulation of a station showed of its calls,
 // measured as the traces' were: the fit at the traces' c, the mean wait,
-// each kind's mean latency, and the latencies by the others in flight.
+// each kind's mean latency and latency without a wait, and the latencies
+// by the others in flight.
 type stationRun struct {
-	fit           peerFit
-	wait          float64
-	mean, meanVar []float64
-	levels        []peerLevels
+	fit                  peerFit
+	wait                 float64
+	mean, alone, meanVar []float64
+	levels               []peerLevels
 }
 
 // kindMeanVariances is the variance of each kind's mean latency.
