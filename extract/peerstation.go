@@ -198,10 +198,11 @@ func (g *generator) calibrateStation(obs *peerObserved, how queueDiscipline, c i
 		if best == nil || cal.distance < best.distance {
 			best = cal
 		}
-		// Settled when the slope and the kinds' latencies without a wait
-		// are within the tolerance or two standard errors of the
-		// traces'. The networks follow the latencies without a wait,
-		// which the service moves far less than it moves the waits.
+		// Settled when the mean wait, the slope and the kinds' latencies
+		// without a wait are within the tolerance (or two standard
+		// errors) of the traces'. The networks follow the latencies
+		// without a wait, which the service moves far less than it
+		// moves the waits.
 		settled := math.Abs(sim.wait-obs.wait) <= peerCalTol*obs.wait &&
 			math.Abs(sim.fit.b-obs.b) <= math.Max(peerCalTol*obs.b, 2*math.Hypot(obs.se, sim.fit.se))
 		for j := range network {
@@ -218,16 +219,14 @@ func (g *generator) calibrateStation(obs *peerObserved, how queueDiscipline, c i
 		// The wait and the slope both grow with the service, faster
 		// near saturation: a step of the fourth root of each ratio,
 		// within the bracket.
-		ratio := math.Sqrt(obs.wait / sim.wait * obs.b / sim.fit.b)
+		// A simulation that shows no wait or no slope had too little.
+		ratio := math.Sqrt(obs.wait / math.Max(sim.wait, 1e-12) * obs.b / math.Max(sim.fit.b, 1e-12))
 		if ratio > 1 {
 			lo = mean
 		} else {
 			hi = mean
 		}
-		next := mean
-		if ratio > 0 && !math.IsInf(ratio, 0) {
-			next = mean * math.Sqrt(ratio)
-		}
+		next := mean * math.Sqrt(ratio)
 		if !(next > lo && next < hi) {
 			next = (lo + hi) / 2
 		}
