@@ -19,6 +19,12 @@ const concurrencyLag = int64(120e9)
 // sweepBatch is how many pending intervals trigger a sweep.
 const sweepBatch = 4096
 
+// nextSweepAt is the number of pending intervals that triggers the next
+// sweep of a sweep that left pending ones: the spans of the last lag stay
+// pending, and the next sweep comes when as many more have come, so each
+// span is sorted a bounded number of times.
+func nextSweepAt(pending int) int { return max(sweepBatch, 2*pending) }
+
 // concurrency is the profile of how many spans of one group (the server
 // spans of an operation, or of a component replica) ran at once: the time
 // spent at each level, in nanoseconds.
@@ -53,9 +59,7 @@ func (c *concurrency) add(start, end int64) {
 	c.last = max(c.last, end)
 	if len(c.pending) >= c.nextSweep {
 		c.sweep(c.latest - concurrencyLag)
-		// Spans of the last lag stay pending; sweep again when as many
-		// more have come, so each span is sorted a bounded number of times.
-		c.nextSweep = max(sweepBatch, 2*len(c.pending))
+		c.nextSweep = nextSweepAt(len(c.pending))
 	}
 }
 

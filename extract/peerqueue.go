@@ -133,7 +133,7 @@ func (p *peerSweep) add(kind string, start, end int64, trace ingest.TraceID) {
 	p.latest = max(p.latest, start)
 	if len(p.pending) >= p.nextSweep {
 		p.sweep(p.latest - concurrencyLag)
-		p.nextSweep = max(sweepBatch, 2*len(p.pending))
+		p.nextSweep = nextSweepAt(len(p.pending))
 	}
 }
 

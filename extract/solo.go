@@ -267,7 +267,7 @@ func (w *soloSweep) add(op *opStats, slots int, own float64, intervals []interva
 	}
 	if len(w.pending) >= w.nextSweep {
 		w.sweep(w.latest - concurrencyLag)
-		w.nextSweep = max(sweepBatch, 2*len(w.pending))
+		w.nextSweep = nextSweepAt(len(w.pending))
 	}
 }
 
