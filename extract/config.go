@@ -103,8 +103,12 @@ type Config struct {
 	// the component's slots, which requests wait for in FIFO order, so a
 	// service with one slot runs its requests' CPU bursts one after the
 	// other while the host's processor sharing divides the CPU between
-	// services. Without an entry, a component's threads share the CPU
-	// freely.
+	// services. Without an entry, a component whose spans say it runs on
+	// a runtime that runs one thread at a time (telemetry.sdk.language
+	// nodejs, python or ruby, but for Jython, IronPython, JRuby and
+	// TruffleRuby) and name their process (service.instance.id or
+	// process.pid) gets one slot per process it ran at once on a replica;
+	// any other shares the CPU freely. An entry of 0 gives none.
 	CPUSlots map[string]int `yaml:"cpu_slots"`
 	// NoSpeedCurves keeps hosts at one CPU speed whatever their load, even
 	// where the traces show the CPU time of the same work changing with it
@@ -252,17 +256,6 @@ func (c *Config) window() string {
 
 // background reports whether the CPU outside spans is background work.
 func (c *Config) background() bool { return c == nil || c.OutsideSpans != OutsideInline }
-
-// cpuSlots is the slots of component comp, 0 for unbounded.
-func (c *Config) cpuSlots(comp string) int {
-	if c == nil {
-		return 0
-	}
-	if k, ok := c.CPUSlots[comp]; ok {
-		return max(k, 0)
-	}
-	return max(c.CPUSlots["*"], 0)
-}
 
 // PassiveConfig declares one pool or lock.
 type PassiveConfig struct {

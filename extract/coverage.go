@@ -255,7 +255,7 @@ func (g *generator) outsideOperations(comps map[string]*model.Component, sends m
 	for _, name := range slices.Sorted(maps.Keys(sends)) {
 		d := g.unattributed[name]
 		steps := []model.Step{{Kind: model.StepCPU, Demand: model.Exp(d)}}
-		if k := g.cfg.cpuSlots(name); k > 0 {
+		if k := g.cpuSlots(name); k > 0 {
 			steps = holdCPU(steps, g.cpuSlotsResource(name, k))
 		}
 		c := comps[name]

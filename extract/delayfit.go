@@ -76,7 +76,7 @@ type delayPoint struct{ x, y, w float64 }
 // one), else its own time less cpu per execution.
 func (g *generator) loadFreeDelay(id string, op *opStats, cpu float64, measured bool) (delayFit, bool) {
 	comp := op.component
-	k := g.cfg.cpuSlots(comp)
+	k := g.cpuSlots(comp)
 	h := g.hostOf[comp]
 	if k == 0 || h == nil {
 		return delayFit{}, false

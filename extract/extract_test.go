@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -293,6 +294,7 @@ func TestExtractMergeEqualsWhole(t *testing.T) {
 	}{
 		{"shop", generate(2, 3000, true), nil},
 		{"hops with no client span", withoutClients(generate(2, 3000, true)), &Config{CPUSlots: map[string]int{"*": 2}}},
+		{"one-thread runtime", onRuntime(generate(2, 3000, false), "catalog", "nodejs", 2), nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			whole := foldWith(t, c.spans, c.cfg)
@@ -316,6 +318,22 @@ func TestExtractMergeEqualsWhole(t *testing.T) {
 			}
 		})
 	}
+}
+
+// onRuntime returns copies of spans whose spans of service svc name
+// language as their runtime and one of processes processes (by their
+// trace) as theirs, by process.pid alone.
+func onRuntime(spans []*ingest.Span, svc, language string, processes int) []*ingest.Span {
+	out := make([]*ingest.Span, len(spans))
+	for i, s := range spans {
+		if s.Service == svc {
+			c := *s
+			c.Language, c.PID = language, strconv.Itoa(100+int(s.TraceID[15])%processes)
+			s = &c
+		}
+		out[i] = s
+	}
+	return out
 }
 
 // resumesOf gives, per operation of s that resumed after its calls, its

@@ -270,7 +270,7 @@ func (g *generator) cpuWaitFactor(comp string) float64 {
 	if h == nil {
 		return 0
 	}
-	return g.waitFactorOn(h, comp, g.cfg.cpuSlots(comp))
+	return g.waitFactorOn(h, comp, g.cpuSlots(comp))
 }
 
 // waitFactorOn is cpuWaitFactor of component comp on host h with k CPU
@@ -363,7 +363,7 @@ func (g *generator) waitsForCores(h *model.Host, comp string) bool {
 // computeWaitsForCores is waitsForCores, computed. The answer depends on
 // no order, so the maps are walked as they come.
 func (g *generator) computeWaitsForCores(h *model.Host, comp string) bool {
-	k := g.cfg.cpuSlots(comp)
+	k := g.cpuSlots(comp)
 	if k == 0 {
 		return true
 	}
@@ -379,7 +379,7 @@ func (g *generator) computeWaitsForCores(h *model.Host, comp string) bool {
 			continue
 		}
 		seen[op.component] = true
-		j := g.cfg.cpuSlots(op.component)
+		j := g.cpuSlots(op.component)
 		if j == 0 {
 			return true
 		}

@@ -144,6 +144,7 @@ func (s *State) Merge(o *State) {
 		for i, l := range p.instLife {
 			mine.instLife[i] = mine.instLife[i].widen(l.First, l.Last)
 		}
+		mine.mergeRuntimes(p)
 	}
 }
 

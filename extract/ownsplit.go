@@ -812,7 +812,7 @@ func (g *generator) splitOwnTimes() {
 				continue
 			}
 			k := class{h: h}
-			if slots := g.cfg.cpuSlots(op.component); slots > 0 {
+			if slots := g.cpuSlots(op.component); slots > 0 {
 				p.slots[op.component] = slots
 				k.comp = op.component
 				if !g.waitsForCores(h, op.component) {

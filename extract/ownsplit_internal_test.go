@@ -39,7 +39,7 @@ func TestWithinMean(t *testing.T) {
 				sum += x
 				op.self.add(x)
 				start := int64(at * 1e9)
-				w.add(op, 0, x, []interval{{start, start + int64(x*1e9)}}, level+1, ingest.TraceID{})
+				w.add(op, op.component, 0, x, []interval{{start, start + int64(x*1e9)}}, level+1, ingest.TraceID{})
 			}
 			w.finish()
 			m, se, neff := withinMean(op, calms["h"][level], level)

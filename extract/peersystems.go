@@ -286,7 +286,7 @@ func (g *generator) slottedShare(callers map[string]float64) float64 {
 	var all, slotted float64
 	for comp, n := range callers {
 		all += n
-		if g.cfg.cpuSlots(comp) > 0 {
+		if g.cpuSlots(comp) > 0 {
 			slotted += n
 		}
 	}

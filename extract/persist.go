@@ -236,6 +236,11 @@ type savedPlacement struct {
 	// were kept.
 	HostLife     map[string]lifetime `json:"host_life,omitempty"`
 	InstanceLife map[string]lifetime `json:"instance_life,omitempty"`
+	// Runtimes, Processes and ProcessLife are placement.runtimes, procs
+	// and procLife; absent where no span named its runtime.
+	Runtimes    map[string]int64    `json:"runtimes,omitempty"`
+	Processes   map[string]int64    `json:"processes,omitempty"`
+	ProcessLife map[string]lifetime `json:"process_life,omitempty"`
 }
 
 type savedConcurrency struct {
@@ -298,8 +303,11 @@ type savedSolo struct {
 
 type savedSoloExec struct {
 	Op string `json:"op"`
-	// Slots is its component's CPU slots, 0 for none.
+	// Slots is its component's CPU slots, 0 for none; Key, where it is
+	// not the component, the key it shares them under (Config.foldSlots:
+	// its process's).
 	Slots int     `json:"slots,omitempty"`
+	Key   string  `json:"key,omitempty"`
 	Own   float64 `json:"own"`
 	Left  int     `json:"left"`
 	// Shared is set by states saved before Most was kept: another
@@ -349,7 +357,8 @@ func (s *State) snapshot() *savedState {
 	if len(s.placement) > 0 {
 		v.Placement = map[string]*savedPlacement{}
 		for c, p := range s.placement {
-			v.Placement[c] = &savedPlacement{Hosts: p.hosts, Instances: p.instances, HostLife: p.hostLife, InstanceLife: p.instLife}
+			v.Placement[c] = &savedPlacement{Hosts: p.hosts, Instances: p.instances, HostLife: p.hostLife, InstanceLife: p.instLife,
+				Runtimes: p.runtimes, Processes: p.procs, ProcessLife: p.procLife}
 		}
 	}
 	if len(s.conc) > 0 {
@@ -587,7 +596,11 @@ func saveSolo(w *soloSweep, opID func(*opStats) string) *savedSolo {
 			return i
 		}
 		index[x] = len(v.Execs)
-		v.Execs = append(v.Execs, savedSoloExec{Op: opID(x.op), Slots: w.comps[x.comp].slots, Own: x.own, Left: x.left,
+		key := w.keys[x.comp]
+		if key == x.op.component {
+			key = ""
+		}
+		v.Execs = append(v.Execs, savedSoloExec{Op: opID(x.op), Slots: w.comps[x.comp].slots, Key: key, Own: x.own, Left: x.left,
 			Most: x.most, MostAtStart: x.mostAtStart, Start: x.start, Begun: x.begun, First: x.first, Trace: traceHex(x.trace)})
 		return index[x]
 	}
@@ -640,8 +653,12 @@ func (v *savedState) restore() (*State, error) {
 		if p == nil {
 			return nil, fmt.Errorf("placement %q: missing", c)
 		}
-		pl := &placement{hosts: orEmpty(p.Hosts), instances: orEmpty(p.Instances), hostLife: orEmpty(p.HostLife), instLife: orEmpty(p.InstanceLife)}
-		for _, lives := range []map[string]lifetime{pl.hostLife, pl.instLife} {
+		pl := &placement{hosts: orEmpty(p.Hosts), instances: orEmpty(p.Instances), hostLife: orEmpty(p.HostLife), instLife: orEmpty(p.InstanceLife),
+			runtimes: p.Runtimes, procs: p.Processes, procLife: p.ProcessLife}
+		if (pl.procs == nil) != (pl.procLife == nil) {
+			return nil, fmt.Errorf("placement %q: processes and their lifetimes must come together", c)
+		}
+		for _, lives := range []map[string]lifetime{pl.hostLife, pl.instLife, pl.procLife} {
 			for name, l := range lives {
 				if l.Last < l.First {
 					return nil, fmt.Errorf("placement %q: %s ends before it starts", c, name)
@@ -1173,8 +1190,15 @@ func (v *savedSolo) restore(ops map[string]*opStats, host string, calms map[stri
 		if x.Slots < 0 {
 			return nil, fmt.Errorf("execution %d: %d CPU slots", i, x.Slots)
 		}
-		if j, ok := w.index[op.component]; ok && w.comps[j].slots != x.Slots {
-			return nil, fmt.Errorf("execution %d: %d CPU slots, where its component's others have %d", i, x.Slots, w.comps[j].slots)
+		key := op.component
+		if x.Key != "" {
+			if !strings.HasPrefix(x.Key, op.component+"\x00") {
+				return nil, fmt.Errorf("execution %d: CPU slots shared under %q, not its component's", i, x.Key)
+			}
+			key = x.Key
+		}
+		if j, ok := w.index[key]; ok && w.comps[j].slots != x.Slots {
+			return nil, fmt.Errorf("execution %d: %d CPU slots, where the others it shares them with have %d", i, x.Slots, w.comps[j].slots)
 		}
 		if x.First < 0 || x.First > soloBeyond {
 			return nil, fmt.Errorf("execution %d: %d others as it began", i, x.First)
@@ -1188,7 +1212,7 @@ func (v *savedSolo) restore(ops map[string]*opStats, host string, calms map[stri
 			copy(trace[:], b)
 		}
 		execs[i] = &soloExec{op: op, own: x.Own, left: x.Left, most: x.Most, mostAtStart: x.MostAtStart, start: x.Start, begun: x.Begun, first: x.First,
-			trace: trace, comp: w.compOf(op.component, x.Slots), calm: w.calmOf(op.component, x.Slots)}
+			trace: trace, comp: w.compOf(key, x.Slots), calm: w.calmOf(op.component, x.Slots)}
 		if x.Shared {
 			execs[i].most = max(execs[i].most, 1)
 		}

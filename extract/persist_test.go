@@ -77,12 +77,16 @@ func TestStateSaveLoadFoldOn(t *testing.T) {
 		{"parameters", paramTraces(3000, 23), &Config{Params: []string{"http.request.body.size"}, ParamBins: 2}},
 		{"sessions", sessionTraces(40, 600, 24), &Config{Session: "session.id"}},
 		{"hops with no client span", withoutClients(generate(25, 3000, true)), &Config{CPUSlots: map[string]int{"*": 2}}},
+		{"one-thread runtime", onRuntime(generate(26, 3000, false), "catalog", "nodejs", 2), nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ws := foldThroughSave(t, c.spans, c.cfg, 0)
 			wantState := saved(t, ws)
 			whole, _ := ws.Model("x", c.cfg)
+			if c.name == "one-thread runtime" && whole.PassiveResource(CPUSlotsResource("catalog")) == nil {
+				t.Fatalf("no CPU slots for the catalog on nodejs:\n%s", whole.Marshal())
+			}
 			for _, cut := range []int{len(c.spans) / 2, len(c.spans)/5 + 1} {
 				gs := foldThroughSave(t, c.spans, c.cfg, cut)
 				// Every part of the state, not only what this model shows.

@@ -139,6 +139,12 @@ func generate(t testing.TB, m *model.Model, seed uint64, requests int64, dir str
 // requests among them).
 func generateWith(t testing.TB, m *model.Model, opts sim.RecordOptions, dir string) *observed {
 	t.Helper()
+	return generateTraces(t, m, opts, tracegen.Options{Seed: opts.Seed}, dir)
+}
+
+// generateTraces is generateWith with the trace writer's options.
+func generateTraces(t testing.TB, m *model.Model, opts sim.RecordOptions, topts tracegen.Options, dir string) *observed {
+	t.Helper()
 	seed := opts.Seed
 	path := filepath.Join(dir, fmt.Sprintf("traces-%d.otlp.jsonl", seed))
 	f, err := os.Create(path)
@@ -146,7 +152,7 @@ func generateWith(t testing.TB, m *model.Model, opts sim.RecordOptions, dir stri
 		t.Fatal(err)
 	}
 	defer f.Close()
-	w := tracegen.NewWriter(f, tracegen.Options{Seed: seed})
+	w := tracegen.NewWriter(f, topts)
 	var spans []*sim.Span
 	r, err := sim.Record(context.Background(), m, opts,
 		func(s *sim.Span) error {

@@ -299,7 +299,7 @@ type sharedWait struct {
 // they began).
 func (g *generator) sharedWait(op *opStats, made func() float64) (sharedWait, bool) {
 	h := g.hostOf[op.component]
-	if h == nil || g.s.Sampled > 0 || g.s.RateLimited > 0 || g.cfg.cpuSlots(op.component) > 0 {
+	if h == nil || g.s.Sampled > 0 || g.s.RateLimited > 0 || g.cpuSlots(op.component) > 0 {
 		return sharedWait{}, false
 	}
 	sw := sharedWait{alone: op.ownAtStart[0], upTo: max(h.CPU.Cores-1, 1)}

@@ -32,7 +32,7 @@ type slotQueue struct {
 // slotBursts); ok is false without slots or measured bursts.
 func (g *generator) slotQueue(comp string) (q slotQueue, a float64, ok bool) {
 	h := g.hostOf[comp]
-	k := g.cfg.cpuSlots(comp)
+	k := g.cpuSlots(comp)
 	mean, cs2, a, ok := g.slotBursts(comp)
 	if !ok || h == nil || k == 0 {
 		return slotQueue{}, 0, false
@@ -101,7 +101,7 @@ func (g *generator) slotGrid(comp string) ([]slotWin, int64) {
 // (nanoseconds).
 func (g *generator) computeSlotWindows(comp string) ([]slotWin, int64) {
 	h := g.hostOf[comp]
-	k := g.cfg.cpuSlots(comp)
+	k := g.cpuSlots(comp)
 	if h == nil || k == 0 {
 		return nil, 0
 	}

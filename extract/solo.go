@@ -80,11 +80,14 @@ type soloSweep struct {
 	calms map[string]*calmStats
 	host  string
 	depth int
-	// comps are the components met, each with its CPU slots (0: none)
-	// and its own times active now; eff is what those active compete with
-	// on the cores: each component's count, capped at its slots.
+	// comps are the components met (or, for the processes of one-thread
+	// runtimes, the processes: Config.foldSlots' keys), each with its CPU
+	// slots (0: none) and its own times active now; eff is what those
+	// active compete with on the cores: each one's count, capped at its
+	// slots.
 	comps []soloComp
 	index map[string]int32
+	keys  []string // comps' keys, as index has them
 	eff   int
 	// traces counts the own times active of each request with any:
 	// an execution's others as it begins leave its own request's out
@@ -147,8 +150,8 @@ func (w *soloSweep) othersOf(i int32, active bool) int {
 	return w.eff - c.capped(c.active) + mine
 }
 
-// compOf returns the index of component comp with slots CPU slots,
-// adding it.
+// compOf returns the index of the component (or process) of key comp with
+// slots CPU slots, adding it.
 func (w *soloSweep) compOf(comp string, slots int) int32 {
 	if i, ok := w.index[comp]; ok {
 		return i
@@ -157,6 +160,7 @@ func (w *soloSweep) compOf(comp string, slots int) int32 {
 		w.index = map[string]int32{}
 	}
 	w.comps = append(w.comps, soloComp{slots: slots})
+	w.keys = append(w.keys, comp)
 	for i := range w.open {
 		w.open[i] = append(w.open[i], nil)
 	}
@@ -248,13 +252,14 @@ func newSoloSweep(host string, calms map[string]*calmStats) *soloSweep {
 }
 
 // add records an execution of op, of a component with slots CPU slots (0:
-// none), whose own time, own seconds, is the union of intervals (disjoint,
+// none) that it shares with the executions of the same key (its
+// component's, or its process's: Config.foldSlots), whose own time, own seconds, is the union of intervals (disjoint,
 // within its span). Once the sweep has passed it, its own time goes to
 // op's sample of the level it stayed within (see opStats.within). The
 // calm executions find is timed at the first depth levels from now on.
-func (w *soloSweep) add(op *opStats, slots int, own float64, intervals []interval, depth int, trace ingest.TraceID) {
+func (w *soloSweep) add(op *opStats, key string, slots int, own float64, intervals []interval, depth int, trace ingest.TraceID) {
 	w.depth = max(w.depth, min(depth, soloLevelCount))
-	c := w.compOf(op.component, slots) // the slots it was first met with
+	c := w.compOf(key, slots) // the slots it was first met with
 	x := &soloExec{op: op, own: own, left: len(intervals), comp: c, calm: w.calmOf(op.component, w.comps[c].slots), trace: trace}
 	if x.left == 0 {
 		x.done() // nothing of its own to overlap

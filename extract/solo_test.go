@@ -48,7 +48,7 @@ func TestSoloSweep(t *testing.T) {
 	op := &opStats{solo: newSample()}
 	op.initWithin()
 	for _, e := range execs {
-		w.add(op, 0, e.own, e.ivs, soloLevelCount, ingest.TraceID{})
+		w.add(op, op.component, 0, e.own, e.ivs, soloLevelCount, ingest.TraceID{})
 	}
 	calm := calms["h"]
 	w.finish()
@@ -108,11 +108,11 @@ func TestSoloSweepSlots(t *testing.T) {
 	slotted.initWithin()
 	free := &opStats{component: "u", solo: newSample()}
 	free.initWithin()
-	w.add(slotted, 1, 1, []interval{{0, 10}}, soloLevelCount, ingest.TraceID{})  // beside the next only: alone
-	w.add(slotted, 1, 2, []interval{{5, 15}}, soloLevelCount, ingest.TraceID{})  // alone
-	w.add(slotted, 1, 4, []interval{{20, 40}}, soloLevelCount, ingest.TraceID{}) // beside the two next: one other
-	w.add(slotted, 1, 8, []interval{{22, 38}}, soloLevelCount, ingest.TraceID{}) // one other
-	w.add(free, 0, 16, []interval{{25, 30}}, soloLevelCount, ingest.TraceID{})   // two of s active, one on the cores: one other
+	w.add(slotted, slotted.component, 1, 1, []interval{{0, 10}}, soloLevelCount, ingest.TraceID{})  // beside the next only: alone
+	w.add(slotted, slotted.component, 1, 2, []interval{{5, 15}}, soloLevelCount, ingest.TraceID{})  // alone
+	w.add(slotted, slotted.component, 1, 4, []interval{{20, 40}}, soloLevelCount, ingest.TraceID{}) // beside the two next: one other
+	w.add(slotted, slotted.component, 1, 8, []interval{{22, 38}}, soloLevelCount, ingest.TraceID{}) // one other
+	w.add(free, free.component, 0, 16, []interval{{25, 30}}, soloLevelCount, ingest.TraceID{})      // two of s active, one on the cores: one other
 	w.finish()
 	if got := slotted.solo; got.n != 2 || got.sum != 3 {
 		t.Errorf("slotted alone: %d executions with %g s, want 2 with 3", got.n, got.sum)
@@ -254,10 +254,10 @@ func TestOwnAtStartLeavesOutItsRequest(t *testing.T) {
 		ops[name].initWithin()
 	}
 	one, two := ingest.TraceID{1}, ingest.TraceID{2}
-	w.add(ops["first"], 0, 10, []interval{{0, 10}}, soloLevelCount, one)
-	w.add(ops["sibling"], 0, 6, []interval{{2, 8}}, soloLevelCount, one)  // beside the first, of its request
-	w.add(ops["stranger"], 0, 6, []interval{{3, 9}}, soloLevelCount, two) // beside both, of another
-	w.add(ops["first"], 0, 5, []interval{{20, 25}}, soloLevelCount, one)  // alone again
+	w.add(ops["first"], ops["first"].component, 0, 10, []interval{{0, 10}}, soloLevelCount, one)
+	w.add(ops["sibling"], ops["sibling"].component, 0, 6, []interval{{2, 8}}, soloLevelCount, one)   // beside the first, of its request
+	w.add(ops["stranger"], ops["stranger"].component, 0, 6, []interval{{3, 9}}, soloLevelCount, two) // beside both, of another
+	w.add(ops["first"], ops["first"].component, 0, 5, []interval{{20, 25}}, soloLevelCount, one)     // alone again
 	w.finish()
 	for name, want := range map[string][soloLevelCount + 1]float64{
 		"first":    {2},          // both alone

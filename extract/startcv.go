@@ -207,7 +207,7 @@ func (g *generator) simulatedStartCVs(cs []*startCandidate, requests int64) (map
 // (declared). ok is false where there is none.
 func (g *generator) entryQueue(id string) (load float64, what string, ok bool) {
 	comp, _ := splitID(id)
-	if k := g.cfg.cpuSlots(comp); k > 0 {
+	if k := g.cpuSlots(comp); k > 0 {
 		if _, _, a, measured := g.slotBursts(comp); measured {
 			load, what, ok = a/float64(k), "a CPU slot of "+comp, true
 		}

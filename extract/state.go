@@ -374,6 +374,14 @@ type placement struct {
 	instances map[string]int64
 	hostLife  map[string]lifetime
 	instLife  map[string]lifetime
+	// runtimes counts the executions by their process's
+	// telemetry.sdk.language and process.runtime.name (joined by a NUL);
+	// procs and procLife count the executions and the lifetimes of the
+	// processes of one-thread runtimes that their spans name (processOf).
+	// All nil until met.
+	runtimes map[string]int64
+	procs    map[string]int64
+	procLife map[string]lifetime
 }
 
 func newPlacement() *placement {
@@ -573,6 +581,7 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 		pl.instances[i]++
 		pl.instLife[i] = pl.instLife[i].widen(n.Span.Start, n.Span.End)
 	}
+	pl.noteRuntime(n.Span)
 	// Before the span goes into the profiles over the system: a second
 	// replica's first span must not go into the first's (splitReplicas).
 	replica := n.Span.Host + "\x00" + n.Span.Replica()
@@ -727,7 +736,8 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 			}
 		}
 	}
-	s.soloOn(host).add(op, cfg.cpuSlots(op.component), self, own, cfg.soloDepth(), n.Span.TraceID)
+	slots, slotKey := cfg.foldSlots(n.Span, op.component)
+	s.soloOn(host).add(op, slotKey, slots, self, own, cfg.soloDepth(), n.Span.TraceID)
 	spanCPU := math.NaN()
 	if hasCPU || cpu > 0 {
 		spanCPU = cpu

@@ -3,6 +3,7 @@ package ingest
 import (
 	"math"
 	"strconv"
+	"strings"
 )
 
 // attrKey identifies the attributes and tags the readers look at.
@@ -33,32 +34,40 @@ const (
 	keyError      // Jaeger and Zipkin tag "error"
 	keySamplerType
 	keySamplerParam
+	keyLanguage      // telemetry.sdk.language
+	keyRuntimeName   // process.runtime.name
+	keyPID           // process.pid
+	keyJaegerVersion // Jaeger client process tag "jaeger.version"
 )
 
 var knownKeys = map[string]attrKey{
-	"service.name":        keyServiceName,
-	"host.name":           keyHostName,
-	"hostname":            keyHostnameTag,
-	"ip":                  keyIP,
-	"service.instance.id": keyInstanceID,
-	"k8s.pod.name":        keyPodName,
-	"http.route":          keyHTTPRoute,
-	"http.request.method": keyHTTPMethod,
-	"http.method":         keyHTTPMethodOld,
-	"url.path":            keyURLPath,
-	"http.target":         keyHTTPTarget,
-	"http.path":           keyHTTPPath,
-	"db.system":           keyDBSystem,
-	"db.system.name":      keyDBSystemName,
-	"server.address":      keyServerAddress,
-	"net.peer.name":       keyNetPeerName,
-	"peer.service":        keyPeerService,
-	"perfcast.cpu.time":   keyCPUTime,
-	"span.kind":           keySpanKind,
-	"otel.status_code":    keyStatusCode,
-	"error":               keyError,
-	"sampler.type":        keySamplerType,
-	"sampler.param":       keySamplerParam,
+	"service.name":           keyServiceName,
+	"host.name":              keyHostName,
+	"hostname":               keyHostnameTag,
+	"ip":                     keyIP,
+	"service.instance.id":    keyInstanceID,
+	"k8s.pod.name":           keyPodName,
+	"http.route":             keyHTTPRoute,
+	"http.request.method":    keyHTTPMethod,
+	"http.method":            keyHTTPMethodOld,
+	"url.path":               keyURLPath,
+	"http.target":            keyHTTPTarget,
+	"http.path":              keyHTTPPath,
+	"db.system":              keyDBSystem,
+	"db.system.name":         keyDBSystemName,
+	"server.address":         keyServerAddress,
+	"net.peer.name":          keyNetPeerName,
+	"peer.service":           keyPeerService,
+	"perfcast.cpu.time":      keyCPUTime,
+	"span.kind":              keySpanKind,
+	"otel.status_code":       keyStatusCode,
+	"error":                  keyError,
+	"sampler.type":           keySamplerType,
+	"sampler.param":          keySamplerParam,
+	"telemetry.sdk.language": keyLanguage,
+	"process.runtime.name":   keyRuntimeName,
+	"process.pid":            keyPID,
+	"jaeger.version":         keyJaegerVersion,
 }
 
 // valueKind is the type of an attribute value.
@@ -211,6 +220,19 @@ func (a *attrSet) apply(sp *Span, st *spanState, k attrKey, v value) {
 		sp.Instance = a.istr(v)
 	case keyPodName:
 		sp.Pod = a.istr(v)
+	case keyLanguage:
+		sp.Language = a.istr(v)
+	case keyRuntimeName:
+		sp.Runtime = a.istr(v)
+	case keyPID:
+		sp.PID = a.istr(v)
+	case keyJaegerVersion:
+		// A Jaeger client names its language: "Node-3.18.1", "Python-4.8.0".
+		if sp.Language == "" {
+			if l := jaegerClientLanguage(v.text()); l != "" {
+				sp.Language = a.in.str(l)
+			}
+		}
 	case keyHTTPRoute:
 		sp.HTTPRoute = a.istr(v)
 	case keyHTTPMethod:
@@ -333,4 +355,28 @@ func finishTags(sp *Span, st *spanState) {
 	if st.errorTag {
 		sp.Status = StatusError
 	}
+}
+
+// jaegerClientLanguage is the telemetry.sdk.language of the Jaeger client
+// that a jaeger.version tag names ("Go-2.30.0", "Node-3.18.1",
+// "Python-4.8.0", "Java-1.8.1"), "" for one it does not know.
+func jaegerClientLanguage(version string) string {
+	client, _, _ := strings.Cut(version, "-")
+	switch strings.ToLower(client) {
+	case "go", "golang":
+		return "go"
+	case "node", "nodejs":
+		return "nodejs"
+	case "python", "py":
+		return "python"
+	case "java":
+		return "java"
+	case "ruby":
+		return "ruby"
+	case "cpp", "c++":
+		return "cpp"
+	case "csharp", "c#", "dotnet":
+		return "dotnet"
+	}
+	return ""
 }

@@ -34,6 +34,9 @@ func dumpSpan(s *ingest.Span) string {
 		s.TraceID, s.SpanID, s.ParentID, s.Name, s.Kind, s.Status, s.Start, s.End, s.Service, s.Host, s.Instance, s.Pod)
 	fmt.Fprintf(&b, " route=%q method=%q path=%q db=%q addr=%q peer=%q cpu=%s followsFrom=%v shared=%v",
 		s.HTTPRoute, s.HTTPMethod, s.URLPath, s.DBSystem, s.ServerAddress, s.PeerService, cpu, s.FollowsFrom, s.Shared)
+	if s.Language != "" || s.Runtime != "" || s.PID != "" {
+		fmt.Fprintf(&b, " language=%q runtime=%q pid=%q", s.Language, s.Runtime, s.PID)
+	}
 	for _, l := range s.Links {
 		fmt.Fprintf(&b, " link=%s/%s", l.TraceID, l.SpanID)
 	}
@@ -133,7 +136,8 @@ func protoFixtures() map[string][]byte {
 		pbBytes(13, cat(pbBytes(1, hexID("ffffffffffffffffffffffffffffff01")), pbBytes(2, hexID("0000000000000001")))),
 		pbBytes(15, pbVarint(3, 2)), // status ERROR
 	)
-	resource := cat(kvStr("service.name", "cart"), kvStr("host.name", "cart-host"), kvStr("service.instance.id", "cart-0"), kvStr("session.id", "from-resource"))
+	resource := cat(kvStr("service.name", "cart"), kvStr("host.name", "cart-host"), kvStr("service.instance.id", "cart-0"), kvStr("session.id", "from-resource"),
+		kvStr("telemetry.sdk.language", "python"), kvStr("process.runtime.name", "cpython"), kvInt("process.pid", 31337))
 	// The resource comes after the scope spans: field order is free on the wire.
 	rs := cat(pbBytes(2, cat(pbBytes(1, pbBytes(1, []byte("scope"))), pbBytes(2, span1), pbBytes(2, span2))), pbBytes(1, resource))
 	single := pbBytes(1, rs)

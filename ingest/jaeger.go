@@ -273,7 +273,7 @@ func (d *jaegerDecoder) convert(t *jaegerTrace) {
 		}
 		d.references(sp, js.References)
 		setTimes(sp, js.StartTime, js.Duration)
-		sp.Service, sp.Host, sp.Instance, sp.Pod = res.Service, res.Host, res.Instance, res.Pod
+		sp.setResource(res)
 		var st spanState
 		for j := range js.Tags {
 			tag := &js.Tags[j]

@@ -185,7 +185,7 @@ func convertSpan(sk *sink, ps ptrace.Span, res *Span) {
 	if ts := ps.TraceState().AsRaw(); ts != "" {
 		sp.Sampling.Probability = traceStateSampling(ts)
 	}
-	sp.Service, sp.Host, sp.Instance, sp.Pod = res.Service, res.Host, res.Instance, res.Pod
+	sp.setResource(res)
 	var st spanState
 	ps.Attributes().Range(func(key string, v pcommon.Value) bool {
 		k, ix := a.classify(key)
@@ -232,7 +232,8 @@ func pdataValue(v pcommon.Value) value {
 // process tags) rather than span attributes.
 func isResourceKey(k attrKey) bool {
 	switch k {
-	case keyServiceName, keyHostName, keyHostnameTag, keyIP, keyInstanceID, keyPodName:
+	case keyServiceName, keyHostName, keyHostnameTag, keyIP, keyInstanceID, keyPodName,
+		keyLanguage, keyRuntimeName, keyPID, keyJaegerVersion:
 		return true
 	}
 	return false

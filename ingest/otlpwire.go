@@ -146,7 +146,7 @@ func (w *wireDecoder) scopeSpans(b []byte, res *Span) error {
 func (w *wireDecoder) span(b []byte, res *Span) error {
 	a := w.k.attrs
 	sp := w.k.newSpan()
-	sp.Service, sp.Host, sp.Instance, sp.Pod = res.Service, res.Host, res.Instance, res.Pod
+	sp.setResource(res)
 	var st spanState
 	badID := false
 	for len(b) > 0 {

@@ -176,6 +176,12 @@ type Span struct {
 	Host     string // host.name (Jaeger: hostname; Zipkin: local endpoint address as a fallback)
 	Instance string // service.instance.id
 	Pod      string // k8s.pod.name
+	// Language is telemetry.sdk.language (Jaeger: the language of the
+	// client jaeger.version names), Runtime process.runtime.name and PID
+	// process.pid as text: what runs the process that made the span.
+	Language string
+	Runtime  string
+	PID      string
 
 	HTTPRoute     string // http.route
 	HTTPMethod    string // http.request.method, else http.method
@@ -202,6 +208,13 @@ type Span struct {
 
 // Duration is End minus Start in nanoseconds.
 func (s *Span) Duration() int64 { return s.End - s.Start }
+
+// setResource copies the resource's fields (service, host, instance, pod,
+// language, runtime, pid) from res.
+func (s *Span) setResource(res *Span) {
+	s.Service, s.Host, s.Instance, s.Pod = res.Service, res.Host, res.Instance, res.Pod
+	s.Language, s.Runtime, s.PID = res.Language, res.Runtime, res.PID
+}
 
 // HasCPUTime reports whether the span carries perfcast.cpu.time.
 func (s *Span) HasCPUTime() bool { return !math.IsNaN(s.CPUTime) }

@@ -88,6 +88,23 @@ type Options struct {
 	// an OpenTelemetry probability sampler does (by the trace id's
 	// randomness), and writes its threshold in every span's trace state.
 	Sample float64
+	// Runtimes gives, by component, the runtime that its spans' resources
+	// name and the processes that run it on each replica.
+	Runtimes map[string]Runtime
+}
+
+// Runtime is what runs a component's processes, as the resource of their
+// spans says: telemetry.sdk.language, process.runtime.name and
+// process.pid. With Processes above one, each replica runs that many, a
+// request's spans in one of them (by its trace number), named by
+// process.pid alone, without service.instance.id, as SDKs without an
+// instance detector name them; with one, the replica's spans keep their
+// instance and carry one pid. Anonymous spans name no process at all,
+// neither instance nor pid, as Python's SDK writes them by default.
+type Runtime struct {
+	Language, Name string
+	Processes      int
+	Anonymous      bool
 }
 
 func (o *Options) base() int64 {
@@ -160,6 +177,17 @@ func Convert(s *sim.Span, opts *Options) *ingest.Span {
 	}
 	if (s.Kind == sim.SpanServer || s.Kind == sim.SpanConsumer) && !opts.NoCPUTime {
 		out.CPUTime = s.CPU
+	}
+	if rt, ok := opts.Runtimes[s.Component]; ok {
+		out.Language, out.Runtime = rt.Language, rt.Name
+		pid := 1000 * (s.Replica + 1)
+		if rt.Processes > 1 || rt.Anonymous {
+			out.Instance = ""
+			pid += int(s.Trace % uint64(max(rt.Processes, 1)))
+		}
+		if !rt.Anonymous {
+			out.PID = strconv.Itoa(pid)
+		}
 	}
 	out.PeerService = s.Peer
 	for _, a := range s.Attrs {
@@ -273,7 +301,7 @@ func Write(w io.Writer, spans []*sim.Span, opts Options) error {
 	return tw.Close()
 }
 
-type resourceKey struct{ service, host, instance string }
+type resourceKey struct{ service, host, instance, language, runtime, pid string }
 
 // scopeName names the instrumentation scope of generated spans.
 const scopeName = "perfcast/tracegen"
@@ -284,7 +312,7 @@ func Traces(spans []*ingest.Span) ptrace.Traces {
 	td := ptrace.NewTraces()
 	byRes := map[resourceKey]ptrace.SpanSlice{}
 	for _, s := range spans {
-		key := resourceKey{s.Service, s.Host, s.Instance}
+		key := resourceKey{s.Service, s.Host, s.Instance, s.Language, s.Runtime, s.PID}
 		ss, ok := byRes[key]
 		if !ok {
 			rs := td.ResourceSpans().AppendEmpty()
@@ -295,6 +323,15 @@ func Traces(spans []*ingest.Span) ptrace.Traces {
 			}
 			if s.Instance != "" {
 				a.PutStr("service.instance.id", s.Instance)
+			}
+			if s.Language != "" {
+				a.PutStr("telemetry.sdk.language", s.Language)
+			}
+			if s.Runtime != "" {
+				a.PutStr("process.runtime.name", s.Runtime)
+			}
+			if pid, err := strconv.ParseInt(s.PID, 10, 64); err == nil {
+				a.PutInt("process.pid", pid)
 			}
 			sc := rs.ScopeSpans().AppendEmpty()
 			sc.Scope().SetName(scopeName)

@@ -1,0 +1,212 @@
+package extract
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/perfcast/perfcast/ingest"
+	"github.com/perfcast/perfcast/internal/textout"
+)
+
+// oneThread reports whether a process whose spans carry
+// telemetry.sdk.language language and process.runtime.name runtime runs
+// its own code on one thread at a time, whatever the cores: Node.js's
+// event loop, CPython's and PyPy's global interpreter lock, CRuby's
+// global VM lock. Jython, IronPython, JRuby and TruffleRuby run threads
+// at once; so do Go, Java, .NET and the rest.
+func oneThread(language, runtime string) bool {
+	switch strings.ToLower(language) {
+	case "nodejs":
+		return true
+	case "python":
+		switch strings.ToLower(runtime) {
+		case "jython", "ironpython":
+			return false
+		}
+		return true
+	case "ruby":
+		switch strings.ToLower(runtime) {
+		case "jruby", "truffleruby":
+			return false
+		}
+		return true
+	}
+	return false
+}
+
+// runtimeName is how evidence names a runtime: the language, and the
+// runtime where it says more.
+func runtimeName(language, runtime string) string {
+	if runtime == "" || strings.EqualFold(runtime, language) {
+		return language
+	}
+	return language + " (" + runtime + ")"
+}
+
+// processOf names the process that made span s: its service.instance.id,
+// else its machine and process.pid; "" where its spans say neither.
+func processOf(s *ingest.Span) string {
+	if s.Instance != "" {
+		return s.Instance
+	}
+	if s.PID != "" {
+		return s.HostKey() + "/pid " + s.PID
+	}
+	return ""
+}
+
+// declaredSlots is the CPU slots the configuration gives component comp,
+// by its name or "*", and whether it gives any.
+func (c *Config) declaredSlots(comp string) (int, bool) {
+	if c == nil {
+		return 0, false
+	}
+	if k, ok := c.CPUSlots[comp]; ok {
+		return max(k, 0), true
+	}
+	if k, ok := c.CPUSlots["*"]; ok {
+		return max(k, 0), true
+	}
+	return 0, false
+}
+
+// foldSlots is, for an execution of component comp whose server span is
+// s, the CPU slots its component has and the key its executions share
+// slots under: the slots the configuration declares, shared by the
+// component; else, in a process of a one-thread runtime that its spans
+// name, one slot of that process's own; else none.
+func (c *Config) foldSlots(s *ingest.Span, comp string) (slots int, key string) {
+	if k, ok := c.declaredSlots(comp); ok {
+		return k, comp
+	}
+	if oneThread(s.Language, s.Runtime) {
+		if p := processOf(s); p != "" {
+			return 1, comp + "\x00" + p
+		}
+	}
+	return 0, comp
+}
+
+// noteRuntime records the runtime and process of an execution whose
+// server span is s in the component's placement.
+func (pl *placement) noteRuntime(s *ingest.Span) {
+	if s.Language == "" {
+		return
+	}
+	if pl.runtimes == nil {
+		pl.runtimes = map[string]int64{}
+	}
+	pl.runtimes[s.Language+"\x00"+s.Runtime]++
+	if !oneThread(s.Language, s.Runtime) {
+		return
+	}
+	p := processOf(s)
+	if p == "" {
+		return
+	}
+	if pl.procs == nil {
+		pl.procs, pl.procLife = map[string]int64{}, map[string]lifetime{}
+	}
+	pl.procs[p]++
+	pl.procLife[p] = pl.procLife[p].widen(s.Start, s.End)
+}
+
+// mergeRuntimes adds o's runtimes and processes to pl's.
+func (pl *placement) mergeRuntimes(o *placement) {
+	if len(o.runtimes) > 0 && pl.runtimes == nil {
+		pl.runtimes = map[string]int64{}
+	}
+	for r, n := range o.runtimes {
+		pl.runtimes[r] += n
+	}
+	if len(o.procs) > 0 && pl.procs == nil {
+		pl.procs, pl.procLife = map[string]int64{}, map[string]lifetime{}
+	}
+	for p, n := range o.procs {
+		pl.procs[p] += n
+	}
+	for p, l := range o.procLife {
+		pl.procLife[p] = pl.procLife[p].widen(l.First, l.Last)
+	}
+}
+
+// minOneThreadShare is the share of a component's executions that must
+// run in processes of one-thread runtimes for the component to get CPU
+// slots without a declaration.
+const minOneThreadShare = 0.9
+
+// runtimeSlots gives CPU slots to the components the configuration gives
+// none and whose spans say they run on a runtime that runs one thread at
+// a time (oneThread): one per process, as many per replica as processes
+// served at once on each. A component of such a runtime whose spans do
+// not name their process (service.instance.id, process.pid) keeps
+// unbounded threads, with a warning: one process per replica and several
+// (a pre-forking server's workers) differ by as many slots.
+func (g *generator) runtimeSlots() {
+	g.slots = map[string]int{}
+	for _, comp := range slices.Sorted(maps.Keys(g.s.placement)) {
+		if _, ok := g.cfg.declaredSlots(comp); ok {
+			continue
+		}
+		pl := g.s.placement[comp]
+		var total, single int64
+		var names []string
+		for _, key := range slices.Sorted(maps.Keys(pl.runtimes)) {
+			n := pl.runtimes[key]
+			lang, rt, _ := strings.Cut(key, "\x00")
+			total += n
+			if oneThread(lang, rt) {
+				single += n
+				if name := runtimeName(lang, rt); !slices.Contains(names, name) {
+					names = append(names, name)
+				}
+			}
+		}
+		execs := int64(0)
+		for _, n := range pl.hosts {
+			execs += n
+		}
+		execs = max(execs, total)
+		if single == 0 || float64(single) < minOneThreadShare*float64(execs) {
+			if single > 0 {
+				g.rep.evidencef("component %s: %d of its %d executions ran on %s, which runs one thread at a time, too few to bound its threads (cpu_slots declares them)", comp, single, execs, strings.Join(names, ", "))
+			}
+			continue
+		}
+		runtime := strings.Join(names, ", ")
+		var named int64
+		for _, n := range pl.procs {
+			named += n
+		}
+		if float64(named) < minOneThreadShare*float64(single) {
+			g.rep.warnf("component %s: runs on %s, one thread at a time in each process, but its spans do not name their process (service.instance.id or process.pid): its threads share the CPU freely, which is right only for a runtime that runs more than one; declare cpu_slots: {%s: N}, N its processes on each replica", comp, runtime, comp)
+			continue
+		}
+		replicas := g.replicasOf(comp)
+		names = slices.Sorted(maps.Keys(pl.procs))
+		avg, peak, ok := activeReplicas(names, pl.procs, pl.procLife)
+		if !ok {
+			avg, peak = float64(len(names)), len(names)
+		}
+		k := max(1, int(math.Round(avg/float64(replicas))))
+		g.slots[comp] = k
+		per := "its one process"
+		if len(names) > 1 {
+			per = fmt.Sprintf("%d processes (%s), %.1f at once on average, at most %d, over %d replica(s)", len(names), textout.Abbreviate(names, 4), avg, peak, replicas)
+		}
+		g.rep.evidencef("component %s: runs on %s, one thread at a time in each process: %d CPU slot(s) a replica, from %s (cpu_slots sets another number; 0 for none)", comp, runtime, k, per)
+	}
+}
+
+// cpuSlots is the CPU slots of component comp in the model: those the
+// configuration declares, else those its runtime gives (runtimeSlots),
+// 0 for unbounded.
+func (g *generator) cpuSlots(comp string) int {
+	if k, ok := g.cfg.declaredSlots(comp); ok {
+		return k
+	}
+	return g.slots[comp]
+}

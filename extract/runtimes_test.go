@@ -1,0 +1,185 @@
+package extract_test
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/perfcast/perfcast/extract"
+	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/solve/sim"
+	"github.com/perfcast/perfcast/tracegen"
+)
+
+// loopModel is a store that runs one request's CPU at a time, the way a
+// Node.js server's event loop does, and serves other requests while each
+// awaits its database: its query computes, calls the database, and
+// computes again, each burst holding the store's one slot (the first
+// taken before its span starts: a request waits for the loop to run the
+// callback that starts its span). Its spans overlap, so no limit shows in
+// how many run at once; only the slot keeps its CPU one burst at a time.
+// The host's one core is 45 % busy at 50 requests/s.
+const loopModel = `perfcast: 1
+name: loop
+hosts:
+  box: {cpu: {cores: 1}}
+  dbhost: {cpu: {cores: 4}}
+components:
+  front:
+    host: box
+    operations:
+      page:
+        steps:
+          - cpu: exp(1ms)
+          - call: store/query
+  store:
+    host: box
+    operations:
+      query:
+        steps:
+          - hold:
+              resource: store-procs
+              steps: [{cpu: gamma(4ms, cv=0.3)}]
+          - call: db/get
+          - hold:
+              resource: store-procs
+              steps: [{cpu: gamma(4ms, cv=0.3)}]
+  db:
+    host: dbhost
+    operations:
+      get:
+        steps:
+          - cpu: exp(500us)
+          - delay: exp(4ms)
+passive:
+  store-procs: {capacity: 1, before_span: true}
+workload:
+  pages:
+    open: {rate: 50/s}
+    steps: [{call: front/page}]
+`
+
+// pairedModel is loopModel with two processes of the store on a host of
+// two cores, each running one request's CPU at a time: two slots, at
+// twice the load.
+var pairedModel = strings.NewReplacer("box: {cpu: {cores: 1}}", "box: {cpu: {cores: 2}}", "capacity: 1", "capacity: 2", "rate: 50/s", "rate: 100/s").Replace(loopModel)
+
+// runtimeRoundTrip records the system of yaml at its load and at 1.6
+// times it, the store's spans naming rt as their runtime, extracts a model
+// from the first with the host's cores and nothing else configured (with
+// the spans' CPU times or without), and compares the model's mean
+// response time of page with the measured one at both loads.
+func runtimeRoundTrip(t *testing.T, yaml string, cores int, rt tracegen.Runtime, cpuTimes bool, cfg *extract.Config) (x *extract.Result, heavy *observed, cs []comparison) {
+	t.Helper()
+	m0, err := model.Parse([]byte(yaml), "runtime.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	requests := int64(20000)
+	if testing.Short() {
+		requests = 6000
+	}
+	dir := t.TempDir()
+	topts := func(seed uint64) tracegen.Options {
+		return tracegen.Options{Seed: seed, NoCPUTime: !cpuTimes, Runtimes: map[string]tracegen.Runtime{"store": rt}}
+	}
+	base := generateTraces(t, m0, sim.RecordOptions{Seed: 5, Requests: requests, ClientEndsOnResume: true}, topts(5), dir)
+	heavy = generateTraces(t, withLoad(t, m0, 1.6), sim.RecordOptions{Seed: 6, Requests: requests, ClientEndsOnResume: true}, topts(6), dir)
+	if cfg == nil {
+		cfg = &extract.Config{}
+	}
+	cfg.Hosts = map[string]extract.HostConfig{"box": {Cores: cores}, "dbhost": {Cores: 4}}
+	x, err = extractRun(context.Background(), []string{base.path}, "runtime", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []struct {
+		label  string
+		factor float64
+		obs    *observed
+	}{{"1x", 1, base}, {"1.6x", 1.6, heavy}} {
+		pred := solveSim(t, withLoad(t, x.Model, l.factor)).Workloads["page"]
+		if pred == nil {
+			t.Fatal("no workload page")
+		}
+		cs = append(cs, compare(l.label+" mean response", pred.ResponseTime.Mean, pred.ResponseTime.CI95, l.obs.rt, l.obs.rt.mean))
+	}
+	return x, heavy, cs
+}
+
+// slotsOf is the capacity of the store's CPU slots in m, 0 without them.
+func slotsOf(t *testing.T, m *model.Model) int {
+	t.Helper()
+	p := m.PassiveResource(extract.CPUSlotsResource("store"))
+	if p == nil {
+		return 0
+	}
+	if !p.BeforeSpan {
+		t.Errorf("the store's CPU slots are not taken before its spans start:\n%s", m.Marshal())
+	}
+	return p.Capacity
+}
+
+// TestRuntimeSlots extracts systems whose store runs one request's CPU at
+// a time in each of its processes, with nothing but the hosts' cores
+// configured: the spans' resources name the store's runtime (Node.js,
+// CPython) and its processes (service.instance.id, process.pid), and the
+// model gets one CPU slot per process, as cpu_slots would declare, and
+// predicts the response time at the observed load and at 1.6 times it.
+// The same traces without the runtime make a model whose processor
+// sharing stretches the store's bursts, further from the truth at 1.6
+// times the load.
+func TestRuntimeSlots(t *testing.T) {
+	for _, c := range []struct {
+		name            string
+		yaml            string
+		cores, slots    int
+		rt              tracegen.Runtime
+		cpuTimes        bool
+		warning, reason string
+	}{
+		{name: "nodejs, one process, span CPU times", yaml: loopModel, cores: 1, slots: 1, cpuTimes: true,
+			rt: tracegen.Runtime{Language: "nodejs", Name: "nodejs", Processes: 1}},
+		{name: "nodejs, one process, own times", yaml: loopModel, cores: 1, slots: 1,
+			rt: tracegen.Runtime{Language: "nodejs", Name: "nodejs", Processes: 1}},
+		{name: "python, two processes by pid", yaml: pairedModel, cores: 2, slots: 2, cpuTimes: true,
+			rt: tracegen.Runtime{Language: "python", Name: "cpython", Processes: 2}},
+		{name: "python, no process named", yaml: loopModel, cores: 1, cpuTimes: true,
+			rt:      tracegen.Runtime{Language: "python", Name: "cpython", Anonymous: true},
+			warning: "do not name their process"},
+		{name: "jruby", yaml: loopModel, cores: 1, cpuTimes: true,
+			rt: tracegen.Runtime{Language: "ruby", Name: "jruby", Processes: 1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			x, heavy, cs := runtimeRoundTrip(t, c.yaml, c.cores, c.rt, c.cpuTimes, nil)
+			if got := slotsOf(t, x.Model); got != c.slots {
+				t.Fatalf("store's CPU slots %d, want %d:\n%s", got, c.slots, x.Model.Marshal())
+			}
+			warnings := strings.Join(x.Report.Warnings, "\n")
+			if c.warning != "" && !strings.Contains(warnings, c.warning) {
+				t.Errorf("no warning %q in:\n%s", c.warning, warnings)
+			}
+			if c.slots == 0 {
+				return
+			}
+			if ev := strings.Join(x.Report.Evidence, "\n"); !strings.Contains(ev, "component store: runs on "+c.rt.Language) {
+				t.Errorf("no evidence of the store's runtime in:\n%s", ev)
+			}
+			check(t, cs)
+			plain, err := extractRun(context.Background(), []string{strings.Replace(heavy.path, "-6.", "-5.", 1)}, "plain",
+				&extract.Config{Hosts: map[string]extract.HostConfig{"box": {Cores: c.cores}, "dbhost": {Cores: 4}}, CPUSlots: map[string]int{"store": 0}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := slotsOf(t, plain.Model); got != 0 {
+				t.Fatalf("cpu_slots: {store: 0} left %d slots", got)
+			}
+			p := solveSim(t, withLoad(t, plain.Model, 1.6)).Workloads["page"]
+			t.Logf("without slots, 1.6x mean response %.4g (measured %.4g)", p.ResponseTime.Mean, heavy.rt.mean)
+			if with, without := math.Abs(cs[1].predicted-heavy.rt.mean), math.Abs(p.ResponseTime.Mean-heavy.rt.mean); with >= without {
+				t.Errorf("at 1.6x the model with the runtime's slots is off by %.3g s, no better than without (%.3g s)", with, without)
+			}
+		})
+	}
+}
