@@ -81,7 +81,8 @@ type Config struct {
 	// Session names the attribute that identifies a user or session, such
 	// as enduser.id: requests that carry it become a closed workload with
 	// think times measured between them. Empty means session.id,
-	// OpenTelemetry's name for it; NoSession follows no sessions.
+	// OpenTelemetry's name for it, followed only where most sessions hold
+	// more than one request; NoSession follows no sessions.
 	Session string `yaml:"session"`
 	// Sampling is the probability with which the traces were kept, for
 	// the traces whose spans do not say (an OpenTelemetry trace state's

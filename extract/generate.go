@@ -1627,6 +1627,7 @@ func (g *generator) workloadName(entry string) string {
 func (g *generator) workloads() {
 	span := g.s.span()
 	inSessions := g.sessionEntries()
+	g.oneShotSessions()
 	if w := g.sessionWorkloadModel(inSessions); w != nil {
 		g.m.Workloads = append(g.m.Workloads, w)
 	}

@@ -165,9 +165,11 @@ func (g *generator) runtimeSlots() {
 				}
 			}
 		}
-		execs := int64(0)
-		for _, n := range pl.hosts {
-			execs += n
+		var execs int64
+		for _, op := range g.s.ops {
+			if op.component == comp {
+				execs += op.count
+			}
 		}
 		execs = max(execs, total)
 		if single == 0 || float64(single) < minOneThreadShare*float64(execs) {

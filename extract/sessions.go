@@ -192,7 +192,7 @@ func (ss *sessionStats) merge(o *sessionStats, interleaved bool) {
 func (g *generator) sessionEntries() map[string]bool {
 	out := map[string]bool{}
 	ss := g.s.sessions
-	if ss == nil {
+	if ss == nil || !g.cfg.sessionNamed() && !ss.returning() {
 		return out
 	}
 	for id, n := range ss.byEntry {
@@ -201,6 +201,28 @@ func (g *generator) sessionEntries() map[string]bool {
 		}
 	}
 	return out
+}
+
+// returning reports whether the sessions show users that come back: at
+// least one think time per session on average, so that most sessions
+// held more than one request. An id each request has alone (a request id
+// under the session's name, or a session of one page) says nothing of
+// users, and a closed workload of them would scale a rate by users.
+func (ss *sessionStats) returning() bool {
+	ss.sweep(math.MaxInt64)
+	return ss.think.n >= ss.sessions
+}
+
+// oneShotSessions says, where the sessions were followed by default but
+// did not show users coming back (returning), that their requests stay
+// open workloads.
+func (g *generator) oneShotSessions() {
+	ss := g.s.sessions
+	if ss == nil || ss.requests == 0 || g.cfg.sessionNamed() || ss.returning() {
+		return
+	}
+	g.rep.evidencef("%d requests carry %s, in %d sessions with %d think times between their requests: most sessions hold one request, which shows no users coming back, so their entries stay open workloads (session: %s in --config takes them as users)",
+		ss.requests, g.cfg.sessionAttr(), ss.sessions, ss.think.n, g.cfg.sessionAttr())
 }
 
 // sessionWorkloadModel makes the closed workload of the sessions, or nil.

@@ -253,3 +253,39 @@ func TestSessionsSplitAcrossStates(t *testing.T) {
 		t.Errorf("states split by time: %d sessions counted as split", b.sessions.split)
 	}
 }
+
+// TestOneShotSessions gives every request a session id of its own (a
+// request id under the session's name): followed by default, they show
+// no users coming back and stay open workloads, with evidence; named in
+// the configuration, they become the closed workload still.
+func TestOneShotSessions(t *testing.T) {
+	spans := sessionTraces(40, 600, 31)
+	for i, s := range spans {
+		c := *s
+		c.Extra = []ingest.Attr{{Key: "session.id", Value: "r" + strconv.Itoa(i)}}
+		spans[i] = &c
+	}
+	for _, c := range []struct {
+		name   string
+		cfg    *Config
+		closed bool
+	}{
+		{"followed by default", nil, false},
+		{"named", &Config{Session: "session.id"}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, rep := foldWith(t, spans, c.cfg).Model("x", c.cfg)
+			closed := false
+			for _, w := range m.Workloads {
+				closed = closed || w.Closed != nil
+			}
+			if closed != c.closed {
+				t.Fatalf("a closed workload: %v, want %v:\n%s", closed, c.closed, m.Marshal())
+			}
+			said := strings.Contains(strings.Join(rep.Evidence, "\n"), "most sessions hold one request")
+			if said == c.closed {
+				t.Errorf("the evidence says the one-request sessions stay open: %v, want %v", said, !c.closed)
+			}
+		})
+	}
+}
