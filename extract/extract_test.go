@@ -328,7 +328,7 @@ func onRuntime(spans []*ingest.Span, svc, language string, processes int) []*ing
 	for i, s := range spans {
 		if s.Service == svc {
 			c := *s
-			c.Language, c.PID = language, strconv.Itoa(100+int(s.TraceID[15])%processes)
+			c.Process = &ingest.Process{Language: language, PID: strconv.Itoa(100 + int(s.TraceID[15])%processes)}
 			s = &c
 		}
 		out[i] = s

@@ -52,10 +52,19 @@ func processOf(s *ingest.Span) string {
 	if s.Instance != "" {
 		return s.Instance
 	}
-	if s.PID != "" {
-		return s.HostKey() + "/pid " + s.PID
+	if p := s.Process; p != nil && p.PID != "" {
+		return s.HostKey() + "/pid " + p.PID
 	}
 	return ""
+}
+
+// runtimeOf is the language and runtime of the process that made span s,
+// "" where its resource does not say.
+func runtimeOf(s *ingest.Span) (language, runtime string) {
+	if p := s.Process; p != nil {
+		return p.Language, p.Runtime
+	}
+	return "", ""
 }
 
 // declaredSlots is the CPU slots the configuration gives component comp,
@@ -82,7 +91,7 @@ func (c *Config) foldSlots(s *ingest.Span, comp string) (slots int, key string) 
 	if k, ok := c.declaredSlots(comp); ok {
 		return k, comp
 	}
-	if oneThread(s.Language, s.Runtime) {
+	if oneThread(runtimeOf(s)) {
 		if p := processOf(s); p != "" {
 			return 1, comp + "\x00" + p
 		}
@@ -93,14 +102,15 @@ func (c *Config) foldSlots(s *ingest.Span, comp string) (slots int, key string) 
 // noteRuntime records the runtime and process of an execution whose
 // server span is s in the component's placement.
 func (pl *placement) noteRuntime(s *ingest.Span) {
-	if s.Language == "" {
+	lang, rt := runtimeOf(s)
+	if lang == "" {
 		return
 	}
 	if pl.runtimes == nil {
 		pl.runtimes = map[string]int64{}
 	}
-	pl.runtimes[s.Language+"\x00"+s.Runtime]++
-	if !oneThread(s.Language, s.Runtime) {
+	pl.runtimes[lang+"\x00"+rt]++
+	if !oneThread(lang, rt) {
 		return
 	}
 	p := processOf(s)

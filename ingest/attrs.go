@@ -221,17 +221,15 @@ func (a *attrSet) apply(sp *Span, st *spanState, k attrKey, v value) {
 	case keyPodName:
 		sp.Pod = a.istr(v)
 	case keyLanguage:
-		sp.Language = a.istr(v)
+		processOf(sp).Language = a.istr(v)
 	case keyRuntimeName:
-		sp.Runtime = a.istr(v)
+		processOf(sp).Runtime = a.istr(v)
 	case keyPID:
-		sp.PID = a.istr(v)
+		processOf(sp).PID = a.istr(v)
 	case keyJaegerVersion:
 		// A Jaeger client names its language: "Node-3.18.1", "Python-4.8.0".
-		if sp.Language == "" {
-			if l := jaegerClientLanguage(v.text()); l != "" {
-				sp.Language = a.in.str(l)
-			}
+		if l := jaegerClientLanguage(v.text()); l != "" && (sp.Process == nil || sp.Process.Language == "") {
+			processOf(sp).Language = a.in.str(l)
 		}
 	case keyHTTPRoute:
 		sp.HTTPRoute = a.istr(v)
@@ -355,6 +353,15 @@ func finishTags(sp *Span, st *spanState) {
 	if st.errorTag {
 		sp.Status = StatusError
 	}
+}
+
+// processOf returns the span's Process, adding an empty one. Only the
+// resource's span is given one: its spans share it (Span.setResource).
+func processOf(sp *Span) *Process {
+	if sp.Process == nil {
+		sp.Process = &Process{}
+	}
+	return sp.Process
 }
 
 // jaegerClientLanguage is the telemetry.sdk.language of the Jaeger client

@@ -34,8 +34,8 @@ func dumpSpan(s *ingest.Span) string {
 		s.TraceID, s.SpanID, s.ParentID, s.Name, s.Kind, s.Status, s.Start, s.End, s.Service, s.Host, s.Instance, s.Pod)
 	fmt.Fprintf(&b, " route=%q method=%q path=%q db=%q addr=%q peer=%q cpu=%s followsFrom=%v shared=%v",
 		s.HTTPRoute, s.HTTPMethod, s.URLPath, s.DBSystem, s.ServerAddress, s.PeerService, cpu, s.FollowsFrom, s.Shared)
-	if s.Language != "" || s.Runtime != "" || s.PID != "" {
-		fmt.Fprintf(&b, " language=%q runtime=%q pid=%q", s.Language, s.Runtime, s.PID)
+	if p := s.Process; p != nil {
+		fmt.Fprintf(&b, " language=%q runtime=%q pid=%q", p.Language, p.Runtime, p.PID)
 	}
 	for _, l := range s.Links {
 		fmt.Fprintf(&b, " link=%s/%s", l.TraceID, l.SpanID)

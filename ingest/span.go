@@ -3,6 +3,7 @@ package ingest
 import (
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 )
@@ -176,12 +177,9 @@ type Span struct {
 	Host     string // host.name (Jaeger: hostname; Zipkin: local endpoint address as a fallback)
 	Instance string // service.instance.id
 	Pod      string // k8s.pod.name
-	// Language is telemetry.sdk.language (Jaeger: the language of the
-	// client jaeger.version names), Runtime process.runtime.name and PID
-	// process.pid as text: what runs the process that made the span.
-	Language string
-	Runtime  string
-	PID      string
+	// Process is what the resource says of the process that made the
+	// span, shared by the resource's spans; nil where it says nothing.
+	Process *Process
 
 	HTTPRoute     string // http.route
 	HTTPMethod    string // http.request.method, else http.method
@@ -209,11 +207,30 @@ type Span struct {
 // Duration is End minus Start in nanoseconds.
 func (s *Span) Duration() int64 { return s.End - s.Start }
 
+// Process is what a span's resource says of the process that made it.
+type Process struct {
+	// Language is telemetry.sdk.language (Jaeger: the language of the
+	// client that jaeger.version names).
+	Language string
+	// Runtime is process.runtime.name.
+	Runtime string
+	// PID is process.pid, as text.
+	PID string
+}
+
+// String renders the process's fields, so that spans print alike whichever
+// resource they were read from.
+func (p *Process) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("{Language:%s Runtime:%s PID:%s}", p.Language, p.Runtime, p.PID)
+}
+
 // setResource copies the resource's fields (service, host, instance, pod,
-// language, runtime, pid) from res.
+// process) from res.
 func (s *Span) setResource(res *Span) {
-	s.Service, s.Host, s.Instance, s.Pod = res.Service, res.Host, res.Instance, res.Pod
-	s.Language, s.Runtime, s.PID = res.Language, res.Runtime, res.PID
+	s.Service, s.Host, s.Instance, s.Pod, s.Process = res.Service, res.Host, res.Instance, res.Pod, res.Process
 }
 
 // HasCPUTime reports whether the span carries perfcast.cpu.time.

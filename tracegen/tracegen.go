@@ -179,14 +179,14 @@ func Convert(s *sim.Span, opts *Options) *ingest.Span {
 		out.CPUTime = s.CPU
 	}
 	if rt, ok := opts.Runtimes[s.Component]; ok {
-		out.Language, out.Runtime = rt.Language, rt.Name
+		out.Process = &ingest.Process{Language: rt.Language, Runtime: rt.Name}
 		pid := 1000 * (s.Replica + 1)
 		if rt.Processes > 1 || rt.Anonymous {
 			out.Instance = ""
 			pid += int(s.Trace % uint64(max(rt.Processes, 1)))
 		}
 		if !rt.Anonymous {
-			out.PID = strconv.Itoa(pid)
+			out.Process.PID = strconv.Itoa(pid)
 		}
 	}
 	out.PeerService = s.Peer
@@ -301,7 +301,10 @@ func Write(w io.Writer, spans []*sim.Span, opts Options) error {
 	return tw.Close()
 }
 
-type resourceKey struct{ service, host, instance, language, runtime, pid string }
+type resourceKey struct {
+	service, host, instance string
+	process                 ingest.Process
+}
 
 // scopeName names the instrumentation scope of generated spans.
 const scopeName = "perfcast/tracegen"
@@ -312,7 +315,10 @@ func Traces(spans []*ingest.Span) ptrace.Traces {
 	td := ptrace.NewTraces()
 	byRes := map[resourceKey]ptrace.SpanSlice{}
 	for _, s := range spans {
-		key := resourceKey{s.Service, s.Host, s.Instance, s.Language, s.Runtime, s.PID}
+		key := resourceKey{service: s.Service, host: s.Host, instance: s.Instance}
+		if p := s.Process; p != nil {
+			key.process = *p
+		}
 		ss, ok := byRes[key]
 		if !ok {
 			rs := td.ResourceSpans().AppendEmpty()
@@ -324,13 +330,13 @@ func Traces(spans []*ingest.Span) ptrace.Traces {
 			if s.Instance != "" {
 				a.PutStr("service.instance.id", s.Instance)
 			}
-			if s.Language != "" {
-				a.PutStr("telemetry.sdk.language", s.Language)
+			if p := key.process; p.Language != "" {
+				a.PutStr("telemetry.sdk.language", p.Language)
 			}
-			if s.Runtime != "" {
-				a.PutStr("process.runtime.name", s.Runtime)
+			if p := key.process; p.Runtime != "" {
+				a.PutStr("process.runtime.name", p.Runtime)
 			}
-			if pid, err := strconv.ParseInt(s.PID, 10, 64); err == nil {
+			if pid, err := strconv.ParseInt(key.process.PID, 10, 64); err == nil {
 				a.PutInt("process.pid", pid)
 			}
 			sc := rs.ScopeSpans().AppendEmpty()
