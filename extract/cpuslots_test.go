@@ -59,18 +59,37 @@ workload:
 // measured one at both loads.
 func slottedRoundTrip(t *testing.T, yaml, name string) (x *extract.Result, cfg *extract.Config, base, heavy *observed, cs []comparison) {
 	t.Helper()
+	cfg = &extract.Config{Hosts: map[string]extract.HostConfig{"box": {Cores: 1}}, CPUSlots: map[string]int{"store": 1}}
+	x, base, heavy, cs = pageRoundTrip(t, yaml, name, sim.RecordOptions{}, nil, cfg)
+	return x, cfg, base, heavy, cs
+}
+
+// pageRoundTrip records the system of yaml at its load and at 1.6 times
+// it (20 000 requests each, 6 000 in short mode), with the recorder's
+// options rec and, where topts is not nil, the trace writer's options it
+// gives for a seed; extracts a model from the first with cfg; and
+// compares the model's mean response time of page with the measured one
+// at both loads.
+func pageRoundTrip(t *testing.T, yaml, name string, rec sim.RecordOptions, topts func(seed uint64) tracegen.Options, cfg *extract.Config) (x *extract.Result, base, heavy *observed, cs []comparison) {
+	t.Helper()
 	m0, err := model.Parse([]byte(yaml), name+".yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	requests := int64(20000)
+	rec.Requests = 20000
 	if testing.Short() {
-		requests = 6000
+		rec.Requests = 6000
+	}
+	if topts == nil {
+		topts = func(seed uint64) tracegen.Options { return tracegen.Options{Seed: seed} }
 	}
 	dir := t.TempDir()
-	base = generate(t, m0, 5, requests, dir)
-	heavy = generate(t, withLoad(t, m0, 1.6), 6, requests, dir)
-	cfg = &extract.Config{Hosts: map[string]extract.HostConfig{"box": {Cores: 1}}, CPUSlots: map[string]int{"store": 1}}
+	record := func(m *model.Model, seed uint64) *observed {
+		rec.Seed = seed
+		return generateTraces(t, m, rec, topts(seed), dir)
+	}
+	base = record(m0, 5)
+	heavy = record(withLoad(t, m0, 1.6), 6)
 	x, err = extractRun(context.Background(), []string{base.path}, name, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +106,7 @@ func slottedRoundTrip(t *testing.T, yaml, name string) (x *extract.Result, cfg *
 		}
 		cs = append(cs, compare(l.label+" mean response", pred.ResponseTime.Mean, pred.ResponseTime.CI95, l.obs.rt, l.obs.rt.mean))
 	}
-	return x, cfg, base, heavy, cs
+	return x, base, heavy, cs
 }
 
 // TestCPUSlotsRoundTrip extracts the slotted system with cpu_slots

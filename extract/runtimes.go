@@ -198,16 +198,16 @@ func (g *generator) runtimeSlots() {
 			continue
 		}
 		replicas := g.replicasOf(comp)
-		names = slices.Sorted(maps.Keys(pl.procs))
-		avg, peak, ok := activeReplicas(names, pl.procs, pl.procLife)
+		procs := slices.Sorted(maps.Keys(pl.procs))
+		avg, peak, ok := activeReplicas(procs, pl.procs, pl.procLife)
 		if !ok {
-			avg, peak = float64(len(names)), len(names)
+			avg, peak = float64(len(procs)), len(procs)
 		}
 		k := max(1, int(math.Round(avg/float64(replicas))))
 		g.slots[comp] = k
 		per := "its one process"
-		if len(names) > 1 {
-			per = fmt.Sprintf("%d processes (%s), %.1f at once on average, at most %d, over %d replica(s)", len(names), textout.Abbreviate(names, 4), avg, peak, replicas)
+		if len(procs) > 1 {
+			per = fmt.Sprintf("%d processes (%s), %.1f at once on average, at most %d, over %d replica(s)", len(procs), textout.Abbreviate(procs, 4), avg, peak, replicas)
 		}
 		g.rep.evidencef("component %s: runs on %s, one thread at a time in each process: %d CPU slot(s) a replica, from %s (cpu_slots sets another number; 0 for none)", comp, runtime, k, per)
 	}
