@@ -253,8 +253,8 @@ func newSoloSweep(host string, calms map[string]*calmStats) *soloSweep {
 
 // add records an execution of op, of a component with slots CPU slots (0:
 // none) that it shares with the executions of the same key (its
-// component's, or its process's: Config.foldSlots), whose own time, own seconds, is the union of intervals (disjoint,
-// within its span). Once the sweep has passed it, its own time goes to
+// component's, or its process's: Config.foldSlots), whose own time, own
+// seconds, is the union of intervals (disjoint, within its span). Once the sweep has passed it, its own time goes to
 // op's sample of the level it stayed within (see opStats.within). The
 // calm executions find is timed at the first depth levels from now on.
 func (w *soloSweep) add(op *opStats, key string, slots int, own float64, intervals []interval, depth int, trace ingest.TraceID) {
