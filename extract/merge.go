@@ -132,20 +132,38 @@ func (s *State) Merge(o *State) {
 			s.placement[comp] = p
 			continue
 		}
-		for h, n := range p.hosts {
-			mine.hosts[h] += n
-		}
-		for i, n := range p.instances {
-			mine.instances[i] += n
-		}
-		for h, l := range p.hostLife {
-			mine.hostLife[h] = mine.hostLife[h].widen(l.First, l.Last)
-		}
-		for i, l := range p.instLife {
-			mine.instLife[i] = mine.instLife[i].widen(l.First, l.Last)
-		}
-		mine.mergeRuntimes(p)
+		mine.hosts = addCounts(mine.hosts, p.hosts)
+		mine.instances = addCounts(mine.instances, p.instances)
+		mine.runtimes = addCounts(mine.runtimes, p.runtimes)
+		mine.procs = addCounts(mine.procs, p.procs)
+		mine.hostLife = widenLives(mine.hostLife, p.hostLife)
+		mine.instLife = widenLives(mine.instLife, p.instLife)
+		mine.procLife = widenLives(mine.procLife, p.procLife)
 	}
+}
+
+// addCounts adds src's counts to dst's, making dst where it is nil and
+// src holds any, and returns it.
+func addCounts(dst, src map[string]int64) map[string]int64 {
+	if dst == nil && len(src) > 0 {
+		dst = map[string]int64{}
+	}
+	for k, n := range src {
+		dst[k] += n
+	}
+	return dst
+}
+
+// widenLives widens dst's lifetimes to take in src's, making dst where it
+// is nil and src holds any, and returns it.
+func widenLives(dst, src map[string]lifetime) map[string]lifetime {
+	if dst == nil && len(src) > 0 {
+		dst = map[string]lifetime{}
+	}
+	for k, l := range src {
+		dst[k] = dst[k].widen(l.First, l.Last)
+	}
+	return dst
 }
 
 func mergeElems(a, b []*elem) {

@@ -124,25 +124,6 @@ func (pl *placement) noteRuntime(s *ingest.Span) {
 	pl.procLife[p] = pl.procLife[p].widen(s.Start, s.End)
 }
 
-// mergeRuntimes adds o's runtimes and processes to pl's.
-func (pl *placement) mergeRuntimes(o *placement) {
-	if len(o.runtimes) > 0 && pl.runtimes == nil {
-		pl.runtimes = map[string]int64{}
-	}
-	for r, n := range o.runtimes {
-		pl.runtimes[r] += n
-	}
-	if len(o.procs) > 0 && pl.procs == nil {
-		pl.procs, pl.procLife = map[string]int64{}, map[string]lifetime{}
-	}
-	for p, n := range o.procs {
-		pl.procs[p] += n
-	}
-	for p, l := range o.procLife {
-		pl.procLife[p] = pl.procLife[p].widen(l.First, l.Last)
-	}
-}
-
 // minOneThreadShare is the share of a component's executions that must
 // run in processes of one-thread runtimes for the component to get CPU
 // slots without a declaration.
