@@ -18,8 +18,8 @@ var updateCorpus = flag.Bool("update-corpus", false, "rewrite the seed corpora i
 var fuzzSeeds = map[string][]string{
 	"FuzzParse":      {"testdata/csv_utilization.csv", "testdata/prom_node.json", "testdata/otlp_process.jsonl", "testdata/otlp_kubelet.jsonl", "testdata/otlp_docker_jvm.json"},
 	"FuzzCSV":        {"testdata/csv_utilization.csv", "testdata/csv_seconds.csv", "testdata/csv_services.csv"},
-	"FuzzPrometheus": {"testdata/prom_process.json", "testdata/prom_node.json", "testdata/prom_rate.json", "testdata/prom_cadvisor_k8s.json", "testdata/prom_cadvisor_docker.json"},
-	"FuzzOTLP":       {"testdata/otlp_system.json", "testdata/otlp_process.jsonl", "testdata/otlp_kubelet.jsonl", "testdata/otlp_docker_jvm.json"},
+	"FuzzPrometheus": {"testdata/prom_process.json", "testdata/prom_node.json", "testdata/prom_rate.json", "testdata/prom_cadvisor_k8s.json", "testdata/prom_cadvisor_docker.json", "testdata/prom_runtimes.json"},
+	"FuzzOTLP":       {"testdata/otlp_system.json", "testdata/otlp_process.jsonl", "testdata/otlp_kubelet.jsonl", "testdata/otlp_docker_jvm.json", "testdata/otlp_runtimes.jsonl"},
 }
 
 // TestWriteCorpus writes the seed corpora with -update-corpus; otherwise

@@ -39,6 +39,7 @@ package metrics
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"encoding/json"
 	"errors"
@@ -380,6 +381,11 @@ type track struct {
 	// service is the service.name of the process a per-process track
 	// measures, "" for machine-wide tracks.
 	service string
+	// process names the process a per-process track measures, within its
+	// host ("" for machine-wide tracks), and metric the metric it reads:
+	// a process that sends its CPU under several names is read under one
+	// (oneMetricPerProcess).
+	process, metric string
 	// aliases are other names of the host (a container's name and id).
 	aliases []string
 	points  []point
@@ -421,7 +427,70 @@ const maxStep = int64(24 * 3600 * 1e9)
 // maxCores bounds plausible busy cores: a larger rate is a unit error.
 const maxCores = 1 << 14
 
-// build turns the tracks into one series per host.
+// oneMetricPerProcess keeps, of the series one process sends under several
+// metric names, those of one name: the same CPU seconds come as
+// process.cpu.time and as a runtime's own metric (Python's
+// process.runtime.cpython.cpu_time, Java's jvm.cpu.time, .NET's
+// dotnet.process.cpu.time), and as a utilization beside them; summed, the
+// process would count twice or thrice. Kept is the name preferred by
+// processPreference; the others are noted.
+func (r *reader) oneMetricPerProcess() {
+	type key struct{ host, process string }
+	best := map[key]*track{}
+	for _, t := range r.tracks {
+		if t.process == "" || len(t.points) == 0 {
+			continue
+		}
+		k := key{t.host, t.process}
+		if b := best[k]; b == nil || processPreference(t, b) < 0 {
+			best[k] = t
+		}
+	}
+	r.tracks = slices.DeleteFunc(r.tracks, func(t *track) bool {
+		b := best[key{t.host, t.process}]
+		if t.process == "" || b == nil || t.metric == b.metric {
+			return false
+		}
+		r.note("host %s: %s left out: %s measures the same process", t.host, t.metric, b.metric)
+		return true
+	})
+}
+
+// processPreference orders two series of one process: one that names its
+// service (it also gives the service its own series) before one that does
+// not, CPU seconds before utilizations, process.cpu.time before a runtime's
+// own name, and then by name.
+func processPreference(a, b *track) int {
+	rank := func(t *track) (int, int, int) {
+		named, gauged, own := 0, 0, 0
+		if t.service == "" {
+			named = 1
+		}
+		if t.kind == gauge {
+			gauged = 1
+		}
+		if runtimeMetrics[t.metric] {
+			own = 1
+		}
+		return named, gauged, own
+	}
+	an, ag, ao := rank(a)
+	bn, bg, bo := rank(b)
+	return cmp.Or(cmp.Compare(an, bn), cmp.Compare(ag, bg), cmp.Compare(ao, bo), strings.Compare(a.metric, b.metric))
+}
+
+// runtimeMetrics are the names under which language runtimes report their
+// process's CPU, in OTLP and as the Prometheus exporters name them: they
+// measure what process.cpu.time measures.
+var runtimeMetrics = map[string]bool{
+	"jvm.cpu.time": true, "jvm_cpu_time_seconds_total": true,
+	"jvm.cpu.recent_utilization": true, "jvm_cpu_recent_utilization_ratio": true,
+	"process.runtime.jvm.cpu.utilization": true, "process_runtime_jvm_cpu_utilization_ratio": true,
+	"process.runtime.cpython.cpu_time": true, "process_runtime_cpython_cpu_time_seconds_total": true,
+	"process.runtime.cpython.cpu.utilization": true, "process_runtime_cpython_cpu_utilization_ratio": true,
+	"dotnet.process.cpu.time": true, "dotnet_process_cpu_time_seconds_total": true,
+}
+
 // services sums the per-process tracks in busy cores by host and service.
 func (r *reader) services() map[string]map[string]*Series {
 	type key struct{ host, service string }
@@ -461,7 +530,9 @@ func (r *reader) services() map[string]map[string]*Series {
 	return out
 }
 
+// build turns the tracks into one series per host.
 func (r *reader) build() (*Set, error) {
+	r.oneMetricPerProcess()
 	byHost := map[string][]*track{}
 	for _, t := range r.tracks {
 		if len(t.points) > 0 {

@@ -360,29 +360,12 @@ func TestOTLPServices(t *testing.T) {
 func TestContainers(t *testing.T) {
 	const catalog, web = "catalog-5f6c9-x2x7q", "web-7d9f-abcde"
 	hexID := "3f4e5d6c7b8a" + strings.Repeat("9", 52)
-	mean := func(sr *Series) float64 {
-		if sr == nil || len(sr.Samples) == 0 {
-			return math.NaN()
-		}
-		var sum float64
-		for _, sm := range sr.Samples {
-			sum += sm.Value
-		}
-		return sum / float64(len(sr.Samples))
-	}
-	near := func(what string, got, want float64) {
-		t.Helper()
-		if !(math.Abs(got-want) < 1e-9) {
-			t.Errorf("%s: %v busy cores, want %v", what, got, want)
-		}
-	}
-
 	k8s := readTestdata(t, "prom_cadvisor_k8s.json")
-	near("pod "+catalog, mean(k8s.Series[catalog]), 0.481)
-	near("its container catalog", mean(k8s.Services[catalog]["catalog"]), 0.4)
-	near("its sidecar", mean(k8s.Services[catalog]["istio-proxy"]), 0.08)
-	near("pod "+web+", its containers summed", mean(k8s.Series[web]), 0.2)
-	near("the node's root cgroup", mean(k8s.Series["node-1"]), 2)
+	near(t, "pod "+catalog, mean(k8s.Series[catalog]), 0.481)
+	near(t, "its container catalog", mean(k8s.Services[catalog]["catalog"]), 0.4)
+	near(t, "its sidecar", mean(k8s.Services[catalog]["istio-proxy"]), 0.08)
+	near(t, "pod "+web+", its containers summed", mean(k8s.Series[web]), 0.2)
+	near(t, "the node's root cgroup", mean(k8s.Series["node-1"]), 2)
 	if _, ok := k8s.Services[catalog]["POD"]; ok {
 		t.Error("the pause container is a service")
 	}
@@ -396,24 +379,24 @@ func TestContainers(t *testing.T) {
 			t.Errorf("Lookup(%q) = %q, want the container shop-catalog-1", name, got)
 		}
 	}
-	near("container shop-catalog-1", mean(docker.Series["shop-catalog-1"]), 0.3)
+	near(t, "container shop-catalog-1", mean(docker.Series["shop-catalog-1"]), 0.3)
 	// A standalone cAdvisor names a pod by its container's Docker labels.
-	near("pod orders-6b7c-9xk2p by its Docker labels", mean(docker.Services["orders-6b7c-9xk2p"]["orders"]), 0.15)
+	near(t, "pod orders-6b7c-9xk2p by its Docker labels", mean(docker.Services["orders-6b7c-9xk2p"]["orders"]), 0.15)
 
 	kubelet := readTestdata(t, "otlp_kubelet.jsonl")
-	near("pod "+catalog+" (k8s.pod.cpu.time, not also its usage)", mean(kubelet.Series[catalog]), 0.5)
-	near("its container catalog", mean(kubelet.Services[catalog]["catalog"]), 0.45)
-	near("the node", mean(kubelet.Series["node-1"]), 1.5)
+	near(t, "pod "+catalog+" (k8s.pod.cpu.time, not also its usage)", mean(kubelet.Series[catalog]), 0.5)
+	near(t, "its container catalog", mean(kubelet.Services[catalog]["catalog"]), 0.45)
+	near(t, "the node", mean(kubelet.Series["node-1"]), 1.5)
 	if got := kubelet.Lookup(hexID[:12]); got != catalog {
 		t.Errorf("Lookup(short container id) = %q, want the pod %s", got, catalog)
 	}
 
 	dj := readTestdata(t, "otlp_docker_jvm.json")
-	near("docker_stats container (nanoseconds)", mean(dj.Series["0123456789ab"]), 0.25)
+	near(t, "docker_stats container (nanoseconds)", mean(dj.Series["0123456789ab"]), 0.25)
 	if got := dj.Lookup("shop-orders-1"); got != "0123456789ab" {
 		t.Errorf("Lookup(container name) = %q, want its host name 0123456789ab", got)
 	}
-	near("jvm.cpu.time of service cart", mean(dj.Services["cart-host"]["cart"]), 0.3)
+	near(t, "jvm.cpu.time of service cart", mean(dj.Services["cart-host"]["cart"]), 0.3)
 
 	// An alias two files give to two hosts names neither.
 	both, err := Read([]string{"testdata/prom_cadvisor_docker.json", "testdata/otlp_kubelet.jsonl"})
@@ -426,6 +409,31 @@ func TestContainers(t *testing.T) {
 	if got := both.Lookup("shop-catalog-1"); got != "shop-catalog-1" {
 		t.Errorf("Lookup(shop-catalog-1) = %q", got)
 	}
+}
+
+// TestRuntimeMetrics reads the CPU a process's runtime reports under its
+// own names, and each process once where it sends the same CPU under
+// several: Python's process.cpu.time beside process.runtime.cpython.cpu_time
+// (states named type), a JVM's jvm.cpu.time beside the Collector's process
+// scraper on its pid, .NET's dotnet.process.cpu.time; utilizations beside
+// them left out; in Prometheus, one process's process_cpu_seconds_total
+// beside its jvm_cpu_time_seconds_total of another scope.
+func TestRuntimeMetrics(t *testing.T) {
+	s := readTestdata(t, "otlp_runtimes.jsonl")
+	// 0.25 Python, 0.4 the JVM, 0.15 .NET; twice Python and the JVM
+	// would be 1.45.
+	near(t, "host app-1", mean(s.Series["app-1"]), 0.8)
+	near(t, "Python's service recs", mean(s.Services["app-1"]["recs"]), 0.25)
+	near(t, "the JVM's service cart (not the scraper's)", mean(s.Services["app-1"]["cart"]), 0.4)
+	near(t, ".NET's service pay", mean(s.Services["app-1"]["pay"]), 0.15)
+	if d := s.Files[0].Damage.Total(); d != 0 {
+		t.Errorf("%d readings damaged, want none (user and system told apart by type)", d)
+	}
+
+	p := readTestdata(t, "prom_runtimes.json")
+	near(t, "checkout-1: process_cpu_seconds_total, its JVM's own left out", mean(p.Series["checkout-1"]), 0.4)
+	near(t, "recs-1: Python's process_cpu_time_seconds_total by type, its older name left out", mean(p.Series["recs-1"]), 0.25)
+	near(t, "batch-1: two processes of one host", mean(p.Series["batch-1"]), 0.3)
 }
 
 // TestLookup finds hosts by name, alias, case and first label, and finds
@@ -512,6 +520,26 @@ func TestLimits(t *testing.T) {
 }
 
 // readTestdata reads a metrics file of testdata.
+// mean is the mean of a series' samples, NaN for none.
+func mean(sr *Series) float64 {
+	if sr == nil || len(sr.Samples) == 0 {
+		return math.NaN()
+	}
+	var sum float64
+	for _, sm := range sr.Samples {
+		sum += sm.Value
+	}
+	return sum / float64(len(sr.Samples))
+}
+
+// near reports busy cores other than wanted.
+func near(t *testing.T, what string, got, want float64) {
+	t.Helper()
+	if !(math.Abs(got-want) < 1e-9) {
+		t.Errorf("%s: %v busy cores, want %v", what, got, want)
+	}
+}
+
 func readTestdata(t *testing.T, name string) *Set {
 	t.Helper()
 	s, err := ReadFile(filepath.Join("testdata", name))

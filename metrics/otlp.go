@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,7 +29,14 @@ import (
 //     process.cpu.utilization (gauge, a fraction of all cores), summed
 //     over the processes of a host when it has no system.cpu series;
 //   - system.cpu.logical.count, the cores;
-//   - jvm.cpu.time, read as process.cpu.time;
+//   - the runtimes' own: jvm.cpu.time, process.runtime.cpython.cpu_time
+//     and dotnet.process.cpu.time, read as process.cpu.time;
+//     jvm.cpu.recent_utilization, process.runtime.jvm.cpu.utilization and
+//     process.runtime.cpython.cpu.utilization, read as
+//     process.cpu.utilization. A process that sends several (Python sends
+//     process.cpu.time and its older name both) is read under one
+//     (oneMetricPerProcess); a process is named by its pid where its
+//     resource gives one;
 //   - k8s.pod.cpu.time and k8s.pod.cpu.usage (busy cores): the pod's,
 //     named by k8s.pod.name; container.cpu.time and container.cpu.usage of
 //     a pod's container (k8s.container.name): the pod's processes;
@@ -38,7 +46,7 @@ import (
 //     k8s.node.name.
 //
 // States idle, wait, iowait and steal are left out (attribute state, or
-// cpu.mode in newer conventions). Cumulative sums are differentiated,
+// cpu.mode in newer conventions, or type as Python's metrics name it). Cumulative sums are differentiated,
 // delta sums divided by their interval.
 func (r *reader) otlp(data []byte) error {
 	var u pmetric.JSONUnmarshaler
@@ -101,7 +109,11 @@ func (r *reader) otlp(data []byte) error {
 type otlpResource struct {
 	host    string // host.name, else service.instance.id
 	process string // the process: instance, pid and service
-	service string // service.name
+	// identity names the process on its host however its resource is
+	// written: by its pid where the resource has one (a runtime's SDK and
+	// the Collector's process scraper both say it), else by process.
+	identity string
+	service  string // service.name
 	// container is the container or pod the resource is, for container
 	// metrics: k8s.pod.name, else container.hostname, else
 	// container.name, else container.id.
@@ -123,6 +135,10 @@ func newOTLPResource(attrs pcommon.Map) otlpResource {
 		res.host = attr(attrs, "service.instance.id")
 	}
 	res.process = attr(attrs, "service.instance.id") + "/" + attr(attrs, "process.pid") + "/" + res.service
+	res.identity = res.process
+	if pid := attr(attrs, "process.pid"); pid != "" {
+		res.identity = "pid " + pid
+	}
 	names := []string{attr(attrs, "k8s.pod.name"), attr(attrs, "container.hostname"), attr(attrs, "container.name")}
 	names = append(names, containerIDs(attr(attrs, "container.id"))...)
 	for _, n := range names {
@@ -167,7 +183,7 @@ func (r *reader) otlpMetric(m pmetric.Metric, res otlpResource, place string, tr
 	var aliases []string
 	name := m.Name()
 	switch name {
-	case "system.cpu.time", "process.cpu.time", "jvm.cpu.time",
+	case "system.cpu.time", "process.cpu.time", "jvm.cpu.time", "process.runtime.cpython.cpu_time", "dotnet.process.cpu.time",
 		"container.cpu.time", "container.cpu.usage.total", "k8s.pod.cpu.time", "k8s.node.cpu.time":
 		if m.Type() != pmetric.MetricTypeSum {
 			r.damagef(ingest.DamageBadValue, "%s: a sum expected, found %s", place, m.Type())
@@ -179,7 +195,8 @@ func (r *reader) otlpMetric(m pmetric.Metric, res otlpResource, place string, tr
 		if !cumulative {
 			kind = delta
 		}
-	case "system.cpu.utilization", "process.cpu.utilization",
+	case "system.cpu.utilization", "process.cpu.utilization", "process.runtime.cpython.cpu.utilization",
+		"jvm.cpu.recent_utilization", "process.runtime.jvm.cpu.utilization",
 		"container.cpu.usage", "k8s.pod.cpu.usage", "k8s.node.cpu.usage":
 		if m.Type() != pmetric.MetricTypeGauge {
 			r.damagef(ingest.DamageBadValue, "%s: a gauge expected, found %s", place, m.Type())
@@ -205,7 +222,7 @@ func (r *reader) otlpMetric(m pmetric.Metric, res otlpResource, place string, tr
 		return
 	}
 	switch {
-	case strings.HasPrefix(name, "process.") || strings.HasPrefix(name, "jvm."):
+	case strings.HasPrefix(name, "process.") || strings.HasPrefix(name, "jvm.") || strings.HasPrefix(name, "dotnet."):
 		family, perProcess = 1, true
 	case strings.HasPrefix(name, "k8s.node."):
 		host, service = res.node, ""
@@ -248,10 +265,8 @@ func (r *reader) otlpMetric(m pmetric.Metric, res otlpResource, place string, tr
 	}
 	for d := 0; d < dps.Len(); d++ {
 		dp := dps.At(d)
-		state := attr(dp.Attributes(), "state")
-		if state == "" {
-			state = attr(dp.Attributes(), "cpu.mode")
-		}
+		// Python's system metrics name the state type.
+		state := cmp.Or(attr(dp.Attributes(), "state"), attr(dp.Attributes(), "cpu.mode"), attr(dp.Attributes(), "type"))
 		if idleStates[state] {
 			continue
 		}
@@ -287,7 +302,10 @@ func (r *reader) otlpMetric(m pmetric.Metric, res otlpResource, place string, tr
 		if t == nil {
 			t = &track{host: host, kind: kind, unit: unit, source: name, family: family, aliases: aliases}
 			if perProcess {
-				t.service = service
+				t.service, t.process, t.metric = service, res.identity, name
+				if service != res.service {
+					t.process += "/" + service
+				}
 			}
 			if cpu != "" {
 				t.cpu = cpu

@@ -146,7 +146,13 @@ func (r *reader) promSeries(place string, raw json.RawMessage) {
 		r.damagef(DamageNoHost, "%s: no host label (%s)", place, strings.Join(hostLabels, ", "))
 		return
 	}
-	for _, l := range []string{"mode", "state", "cpu_mode"} {
+	if t.family == 1 && t.service == "" {
+		// A process's series: what names it apart from the metric and
+		// the state tells its CPU under one name from the same under
+		// another.
+		t.process, t.metric = processLabels(s.Metric), name
+	}
+	for _, l := range []string{"mode", "state", "cpu_mode", "type"} {
 		if idleStates[s.Metric[l]] {
 			return
 		}
@@ -290,6 +296,23 @@ func (r *reader) cgroup(labels map[string]string, t *track) bool {
 		return false
 	}
 	return true
+}
+
+// notProcess are the labels of a process's series that do not tell one
+// process from another: the metric, the core and the state, and the
+// instrumentation scope the OpenTelemetry exporters add.
+var notProcess = map[string]bool{"__name__": true, "cpu": true, "cpu_logical_number": true, "mode": true, "state": true,
+	"cpu_mode": true, "type": true, "otel_scope_name": true, "otel_scope_version": true, "otel_scope_schema_url": true}
+
+// processLabels renders the labels that name a process.
+func processLabels(labels map[string]string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		if !notProcess[k] {
+			fmt.Fprintf(&b, "%s=%q,", k, labels[k])
+		}
+	}
+	return b.String()
 }
 
 // byValues decides what an unnamed series measures from its values.
