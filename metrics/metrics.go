@@ -560,9 +560,11 @@ func (r *reader) build() (*Set, error) {
 		}
 		if hasCounts {
 			// Gauges beside CPU seconds (k8s.pod.cpu.usage beside
-			// k8s.pod.cpu.time) measure the same CPU less exactly.
+			// k8s.pod.cpu.time) measure the same CPU less exactly; a
+			// process's gauge is another process's CPU, its own CPU
+			// seconds having left it out (oneMetricPerProcess).
 			kept = slices.DeleteFunc(kept, func(t *track) bool {
-				if t.kind == gauge {
+				if t.kind == gauge && t.process == "" {
 					r.note("host %s: %s left out: the host's CPU seconds are read", host, t.source)
 					return true
 				}

@@ -416,14 +416,15 @@ func TestContainers(t *testing.T) {
 // several: Python's process.cpu.time beside process.runtime.cpython.cpu_time
 // (states named type), a JVM's jvm.cpu.time beside the Collector's process
 // scraper on its pid, .NET's dotnet.process.cpu.time; utilizations beside
-// them left out; in Prometheus, one process's process_cpu_seconds_total
+// them left out, Python's older one read as busy cores; in Prometheus, one process's process_cpu_seconds_total
 // beside its jvm_cpu_time_seconds_total of another scope.
 func TestRuntimeMetrics(t *testing.T) {
 	s := readTestdata(t, "otlp_runtimes.jsonl")
-	// 0.25 Python, 0.4 the JVM, 0.15 .NET; twice Python and the JVM
-	// would be 1.45.
-	near(t, "host app-1", mean(s.Series["app-1"]), 0.8)
-	near(t, "Python's service recs", mean(s.Services["app-1"]["recs"]), 0.25)
+	// 0.25 Python, 0.4 the JVM, 0.15 .NET, 0.3 busy cores of a second
+	// Python process that sends only its older utilization; twice Python
+	// and the JVM would be 1.75.
+	near(t, "host app-1", mean(s.Series["app-1"]), 1.1)
+	near(t, "Python's service recs, two processes", mean(s.Services["app-1"]["recs"]), 0.55)
 	near(t, "the JVM's service cart (not the scraper's)", mean(s.Services["app-1"]["cart"]), 0.4)
 	near(t, ".NET's service pay", mean(s.Services["app-1"]["pay"]), 0.15)
 	if d := s.Files[0].Damage.Total(); d != 0 {
@@ -434,6 +435,7 @@ func TestRuntimeMetrics(t *testing.T) {
 	near(t, "checkout-1: process_cpu_seconds_total, its JVM's own left out", mean(p.Series["checkout-1"]), 0.4)
 	near(t, "recs-1: Python's process_cpu_time_seconds_total by type, its older name left out", mean(p.Series["recs-1"]), 0.25)
 	near(t, "batch-1: two processes of one host", mean(p.Series["batch-1"]), 0.3)
+	near(t, "recs-2: Python's older utilization, busy cores", mean(p.Series["recs-2"]), 1.5)
 }
 
 // TestLookup finds hosts by name, alias, case and first label, and finds

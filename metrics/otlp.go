@@ -31,9 +31,9 @@ import (
 //   - system.cpu.logical.count, the cores;
 //   - the runtimes' own: jvm.cpu.time, process.runtime.cpython.cpu_time
 //     and dotnet.process.cpu.time, read as process.cpu.time;
-//     jvm.cpu.recent_utilization, process.runtime.jvm.cpu.utilization and
-//     process.runtime.cpython.cpu.utilization, read as
-//     process.cpu.utilization. A process that sends several (Python sends
+//     jvm.cpu.recent_utilization and process.runtime.jvm.cpu.utilization,
+//     read as process.cpu.utilization; process.runtime.cpython.cpu.utilization,
+//     busy cores. A process that sends several (Python sends
 //     process.cpu.time and its older name both) is read under one
 //     (oneMetricPerProcess); a process is named by its pid where its
 //     resource gives one;
@@ -203,9 +203,11 @@ func (r *reader) otlpMetric(m pmetric.Metric, res otlpResource, place string, tr
 			return
 		}
 		dps = m.Gauge().DataPoints()
-		// Utilizations are fractions of the cores; usages busy cores.
+		// Utilizations are fractions of the cores; usages busy cores, and
+		// so is Python's older utilization (psutil's percent of one core
+		// over 100, where process.cpu.utilization divides by the cores).
 		unit = Fraction
-		if strings.HasSuffix(name, ".usage") {
+		if strings.HasSuffix(name, ".usage") || name == "process.runtime.cpython.cpu.utilization" {
 			unit = Cores
 		}
 	case "container.cpu.utilization", "k8s.pod.cpu.utilization", "k8s.node.cpu.utilization":
