@@ -101,10 +101,16 @@ type Options struct {
 // instance detector name them; with one, the replica's spans keep their
 // instance and carry one pid. Anonymous spans name no process at all,
 // neither instance nor pid, as Python's SDK writes them by default.
+// Workers makes each of the replica's threads a process of its own that
+// serves one request at a time, as a pre-forking server's workers do
+// (gunicorn's sync workers, PHP-FPM's children): a span's pid is that of
+// the thread that ran its operation (sim.Span.Thread), named by pid alone;
+// Processes is then not read.
 type Runtime struct {
 	Language, Name string
 	Processes      int
 	Anonymous      bool
+	Workers        bool
 }
 
 func (o *Options) base() int64 {
@@ -181,7 +187,11 @@ func Convert(s *sim.Span, opts *Options) *ingest.Span {
 	if rt, ok := opts.Runtimes[s.Component]; ok {
 		out.Process = &ingest.Process{Language: rt.Language, Runtime: rt.Name}
 		pid := 1000 * (s.Replica + 1)
-		if rt.Processes > 1 || rt.Anonymous {
+		switch {
+		case rt.Workers:
+			out.Instance = ""
+			pid += s.Thread
+		case rt.Processes > 1 || rt.Anonymous:
 			out.Instance = ""
 			pid += int(s.Trace % uint64(max(rt.Processes, 1)))
 		}

@@ -100,6 +100,12 @@ type Span struct {
 	// Error is set on the spans of an execution that failed because a queue
 	// it had to enter was full (on_full: drop).
 	Error bool
+	// Thread numbers, from 0, the thread of its component replica that
+	// ran the span's operation: the lowest free as the operation began (a
+	// pool of k threads numbers them 0 to k − 1). A span inside an
+	// operation (a client, producer or external span) carries its
+	// operation's.
+	Thread int
 	// Attrs are the request's parameters and session, on root spans only.
 	Attrs []Attr
 }
@@ -245,12 +251,18 @@ type recorder struct {
 	ids    uint64
 	tasks  []taskRec // per task id
 	buf    [][]*Span // ended spans per request id, until the request is done
+	// busy holds, per thread pool (one component replica's), which of
+	// its threads run an operation (Span.Thread).
+	busy [][]bool
 }
 
 // callRec is one operation a task is running: its server (or consumer) span
 // and the client span of the call that started it, if any.
 type callRec struct {
 	client, server *Span
+	// pool and thread are the thread pool and the thread the operation
+	// holds.
+	pool, thread int32
 }
 
 // taskRec is what the recorder knows of one task.
@@ -315,8 +327,28 @@ func (r *recorder) span(e *engine, tr *taskRec, kind SpanKind, runs, rep int32, 
 		return &r.scratch
 	}
 	c := &r.p.comps[r.p.ops[runs].comp]
-	return &Span{Trace: tr.trace, ID: r.newID(), Parent: parent, Kind: kind, Component: c.name,
+	s := &Span{Trace: tr.trace, ID: r.newID(), Parent: parent, Kind: kind, Component: c.name,
 		Operation: r.opNames[runs], Host: r.hostNames[c.host][rep], Replica: int(rep), Start: e.now}
+	if cur := tr.current(); cur != nil {
+		s.Thread = cur.Thread
+	}
+	return s
+}
+
+// takeThread marks the lowest free thread of pool as busy and returns it.
+func (r *recorder) takeThread(pool int32) int32 {
+	for int(pool) >= len(r.busy) {
+		r.busy = append(r.busy, nil)
+	}
+	threads := r.busy[pool]
+	for i, b := range threads {
+		if !b {
+			threads[i] = true
+			return int32(i)
+		}
+	}
+	r.busy[pool] = append(threads, true)
+	return int32(len(threads))
 }
 
 // ended buffers a span that has ended with its request.
@@ -400,7 +432,10 @@ func (r *recorder) begin(e *engine, t *task) {
 	if parent == 0 {
 		s.Attrs = r.rootAttrs(e.reqs[t.req])
 	}
-	tr.stack = append(tr.stack, callRec{client: tr.pending, server: s})
+	pool := r.p.comps[r.p.ops[t.op].comp].pool + t.rep
+	thread := r.takeThread(pool)
+	s.Thread = int(thread)
+	tr.stack = append(tr.stack, callRec{client: tr.pending, server: s, pool: pool, thread: thread})
 	tr.pending = nil
 }
 
@@ -438,6 +473,7 @@ func (r *recorder) leave(e *engine, t *task, failed bool) {
 	}
 	c := tr.stack[n-1]
 	tr.stack = tr.stack[:n-1]
+	r.busy[c.pool][c.thread] = false
 	c.server.End, c.server.Error = e.now, failed
 	r.ended(t.req, c.server)
 	if c.client != nil {

@@ -1,10 +1,12 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/perfcast/perfcast/model"
@@ -599,5 +601,51 @@ func TestEntryStarts(t *testing.T) {
 	over := parse(t, singleQueue(`{cpu: {cores: 2}}`, "", `[{cpu: exp(10ms)}]`, 250))
 	if got, stable, err := (Solver{}).EntryStarts(context.Background(), over, 1, 1000); err != nil || stable || got != nil {
 		t.Errorf("overloaded: starts of %d operations, stable %v, error %v; want none, not stable, no error", len(got), stable, err)
+	}
+}
+
+// TestRecordThreads checks Span.Thread on the example shop: a server span's
+// thread is within its component's pool, no two spans of one replica
+// overlap on one thread, the spans inside an operation carry its thread,
+// and more than one thread serves where requests overlap.
+func TestRecordThreads(t *testing.T) {
+	m := exampleModel(t, "shop.yaml")
+	spans, _ := record(t, m, RecordOptions{Seed: 3, Requests: 3000, ExternalSpans: true})
+	x := index(spans)
+	pools := map[string]int{}
+	for _, c := range m.Components {
+		pools[c.Name] = c.Threads
+	}
+	type key struct {
+		host   string
+		thread int
+	}
+	byThread := map[key][]*Span{}
+	most := map[string]int{}
+	for _, s := range spans {
+		if s.Kind != SpanServer && s.Kind != SpanConsumer {
+			if p := x.byID[s.Parent]; p != nil && s.Thread != p.Thread {
+				t.Fatalf("%s span %d on thread %d inside an operation on thread %d", s.Kind, s.ID, s.Thread, p.Thread)
+			}
+			continue
+		}
+		if k := pools[s.Component]; k > 0 && s.Thread >= k {
+			t.Fatalf("%s span on thread %d of a pool of %d", s.Component, s.Thread, k)
+		}
+		most[s.Component] = max(most[s.Component], s.Thread)
+		k := key{s.Component + "@" + s.Host, s.Thread}
+		byThread[k] = append(byThread[k], s)
+	}
+	for k, ss := range byThread {
+		slices.SortFunc(ss, func(a, b *Span) int { return cmp.Compare(a.Start, b.Start) })
+		for i := 1; i < len(ss); i++ {
+			if ss[i].Start < ss[i-1].End {
+				t.Fatalf("%s thread %d: spans %d (%.6f to %.6f) and %d (%.6f to %.6f) overlap", k.host, k.thread,
+					ss[i-1].ID, ss[i-1].Start, ss[i-1].End, ss[i].ID, ss[i].Start, ss[i].End)
+			}
+		}
+	}
+	if most["catalog"] == 0 || most["frontend"] == 0 {
+		t.Errorf("highest threads used %v: requests overlap, more than one thread should serve", most)
 	}
 }
