@@ -60,17 +60,17 @@ workload:
 func slottedRoundTrip(t *testing.T, yaml, name string) (x *extract.Result, cfg *extract.Config, base, heavy *observed, cs []comparison) {
 	t.Helper()
 	cfg = &extract.Config{Hosts: map[string]extract.HostConfig{"box": {Cores: 1}}, CPUSlots: map[string]int{"store": 1}}
-	x, base, heavy, cs = pageRoundTrip(t, yaml, name, sim.RecordOptions{}, nil, cfg)
+	x, base, heavy, cs = pageRoundTrip(t, yaml, name, 1.6, sim.RecordOptions{}, nil, cfg)
 	return x, cfg, base, heavy, cs
 }
 
-// pageRoundTrip records the system of yaml at its load and at 1.6 times
-// it (20 000 requests each, 6 000 in short mode), with the recorder's
+// pageRoundTrip records the system of yaml at its load and at factor
+// times it (20 000 requests each, 6 000 in short mode), with the recorder's
 // options rec and, where topts is not nil, the trace writer's options it
 // gives for a seed; extracts a model from the first with cfg; and
 // compares the model's mean response time of page with the measured one
 // at both loads.
-func pageRoundTrip(t *testing.T, yaml, name string, rec sim.RecordOptions, topts func(seed uint64) tracegen.Options, cfg *extract.Config) (x *extract.Result, base, heavy *observed, cs []comparison) {
+func pageRoundTrip(t *testing.T, yaml, name string, factor float64, rec sim.RecordOptions, topts func(seed uint64) tracegen.Options, cfg *extract.Config) (x *extract.Result, base, heavy *observed, cs []comparison) {
 	t.Helper()
 	m0, err := model.Parse([]byte(yaml), name+".yaml")
 	if err != nil {
@@ -89,7 +89,7 @@ func pageRoundTrip(t *testing.T, yaml, name string, rec sim.RecordOptions, topts
 		return generateTraces(t, m, rec, topts(seed), dir)
 	}
 	base = record(m0, 5)
-	heavy = record(withLoad(t, m0, 1.6), 6)
+	heavy = record(withLoad(t, m0, factor), 6)
 	x, err = extractRun(context.Background(), []string{base.path}, name, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +99,7 @@ func pageRoundTrip(t *testing.T, yaml, name string, rec sim.RecordOptions, topts
 		label  string
 		factor float64
 		obs    *observed
-	}{{"1x", 1, base}, {"1.6x", 1.6, heavy}} {
+	}{{"1x", 1, base}, {fmt.Sprintf("%gx", factor), factor, heavy}} {
 		pred := solveSim(t, withLoad(t, x.Model, l.factor)).Workloads["page"]
 		if pred == nil {
 			t.Fatal("no workload page")

@@ -313,6 +313,7 @@ func (g *generator) inferLimits() {
 		g.rep.evidencef("component %s: never more than %d requests in service at once per replica, %.0f%% of the time at %d, where an unlimited server with the same mean load (%.2f) would exceed %d %.0f%% of the time: a pool of %d threads",
 			comp, k, 100*lims[0].atLimit, k, lims[0].mean, k, 100*lims[0].unlimitedAbove, k)
 	}
+	g.inferWorkers(keys)
 	// Call sites: a lock the caller holds around its calls to one
 	// operation, waited for before the client span starts.
 	callers := map[string][]string{} // by target, every call site's caller
@@ -363,6 +364,91 @@ func (g *generator) inferLimits() {
 		g.opLimits[id] = lim
 		g.rep.evidencef("operation %s: never more than %d executions at once%s, %.0f%% of the time at %d, where an unlimited one with the same mean (%.2f) would exceed %d %.0f%% of the time: a passive resource of capacity %d held around it",
 			id, lim.k, lim.where(), 100*lim.atLimit, lim.k, lim.mean, lim.k, 100*lim.unlimitedAbove, lim.k)
+	}
+}
+
+// workerMinOverlaps is how many times executions arriving at random
+// would have found one of a component's processes busy, at the least,
+// for its processes' never doing so to show that each serves one request
+// at a time (no overlap where Poisson's count has this mean: e^−20).
+const workerMinOverlaps = 20
+
+// inferWorkers finds the components that serve each request in a process
+// of its own for the whole request, as a pre-forking server's workers do
+// (gunicorn's sync workers, PHP-FPM's children, Unicorn, Puma in cluster
+// mode with one thread): their spans name several processes on a replica
+// (process.pid without service.instance.id), none of which ever ran two
+// executions at once, where as many executions arriving at random would
+// have found it busy workerMinOverlaps times or more (each its number
+// of executions times 1 − e^−ρ, ρ its busy share), while a replica ran
+// several at once in different processes (so the callers do not wait for
+// each other). Such a component gets a pool of as many threads a replica
+// as processes served at once (their lifetimes averaged as replicas'
+// are), which a request holds through its calls, as the hidden limits'
+// pools are; the hidden limits, which need the pool full 5 % of the time,
+// find none below about half its load.
+//
+// Assumed: a process's requests come from callers that do not keep to
+// it. Callers each keeping one connection to one process and waiting for
+// each reply (a caller's sync workers, each with a keep-alive connection
+// of its own to an event-loop server's processes) make the same profile.
+func (g *generator) inferWorkers(keys []string) {
+	type proc struct {
+		name string
+		c    *concurrency
+	}
+	byComp := map[string][]proc{}
+	for _, key := range keys {
+		rest, ok := strings.CutPrefix(key, "proc\x00")
+		if !ok {
+			continue
+		}
+		comp, name, _ := strings.Cut(rest, "\x00")
+		if _, pooled := g.threads[comp]; !pooled {
+			byComp[comp] = append(byComp[comp], proc{name, g.s.conc[key].finished()})
+		}
+	}
+	for _, comp := range slices.Sorted(maps.Keys(byComp)) {
+		procs := byComp[comp]
+		var expected float64
+		var execs int64
+		var names []string
+		counts, lives := map[string]int64{}, map[string]lifetime{}
+		one := len(procs) > 1
+		for _, p := range procs {
+			c := p.c
+			if c.max > 1 {
+				one = false
+				break
+			}
+			if c.max < 1 || c.last <= c.first {
+				continue
+			}
+			busy := float64(c.levelTime[1]) / float64(c.last-c.first)
+			expected += float64(c.busyPeriods) * -math.Expm1(-busy)
+			execs += c.busyPeriods
+			names = append(names, p.name)
+			counts[p.name], lives[p.name] = c.busyPeriods, lifetime{c.first, c.last}
+		}
+		if !one || expected < workerMinOverlaps || len(names) < 2 {
+			continue
+		}
+		several := false
+		for _, key := range keys {
+			if strings.HasPrefix(key, "replica\x00"+comp+"\x00") && g.s.conc[key].finished().max >= 2 {
+				several = true
+				break
+			}
+		}
+		if !several {
+			continue
+		}
+		replicas := g.replicasOf(comp)
+		avg, peak, _ := activeReplicas(names, counts, lives)
+		k := max(1, int(math.Round(avg/float64(replicas))))
+		g.threads[comp] = k
+		g.rep.evidencef("component %s: each of its %d processes (%s) served one request at a time, over %d executions where as many arriving at random would have found one busy %.0f times, while a replica served several at once: a pre-forking server's workers, a pool of %d threads a replica (%.1f processes at once on average, at most %d, over %d replica(s))",
+			comp, len(names), textout.Abbreviate(names, 4), execs, expected, k, avg, peak, replicas)
 	}
 }
 

@@ -75,7 +75,7 @@ func runtimeRoundTrip(t *testing.T, yaml string, cores int, rt tracegen.Runtime,
 		return tracegen.Options{Seed: seed, NoCPUTime: !cpuTimes, Runtimes: map[string]tracegen.Runtime{"store": rt}}
 	}
 	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"box": {Cores: cores}, "dbhost": {Cores: 4}}}
-	return pageRoundTrip(t, yaml, "runtime", sim.RecordOptions{ClientEndsOnResume: true}, topts, cfg)
+	return pageRoundTrip(t, yaml, "runtime", 1.6, sim.RecordOptions{ClientEndsOnResume: true}, topts, cfg)
 }
 
 // slotsOf is the capacity of the store's CPU slots in m, 0 without them.
@@ -149,6 +149,104 @@ func TestRuntimeSlots(t *testing.T) {
 			t.Logf("without slots, 1.6x mean response %.4g (measured %.4g)", p.ResponseTime.Mean, heavy.rt.mean)
 			if with, without := math.Abs(cs[1].predicted-heavy.rt.mean), math.Abs(p.ResponseTime.Mean-heavy.rt.mean); with >= without {
 				t.Errorf("at 1.6x the model with the runtime's slots is off by %.3g s, no better than without (%.3g s)", with, without)
+			}
+		})
+	}
+}
+
+// workersModel is a web tier behind a proxy: three processes on one
+// replica, each serving one request at a time through its call to the
+// database, as a pre-forking server's sync workers do, a pool of three
+// held for the whole request. Requests wait for a worker inside the
+// proxy's client span. At 60 requests/s the workers are 39 % busy, too
+// little for the hidden limits to see the pool full (Poisson's count of
+// 1.2 exceeds three 3 % of the time); at twice the load they are 78 % busy
+// and requests queue for a worker.
+const workersModel = `perfcast: 1
+name: workers
+hosts:
+  edge: {cpu: {cores: 2}}
+  app: {cpu: {cores: 4}}
+  dbhost: {cpu: {cores: 4}}
+components:
+  proxy:
+    host: edge
+    operations:
+      page:
+        steps:
+          - cpu: exp(300us)
+          - call: web/render
+  web:
+    host: app
+    threads: 3
+    operations:
+      render:
+        steps:
+          - cpu: gamma(4ms, cv=0.5)
+          - call: db/query
+          - cpu: gamma(2ms, cv=0.5)
+  db:
+    host: dbhost
+    operations:
+      query:
+        steps:
+          - cpu: exp(1ms)
+          - delay: exp(12ms)
+workload:
+  pages:
+    open: {rate: 60/s}
+    steps: [{call: proxy/page}]
+`
+
+// TestWorkers extracts the web tier's pool from its processes' spans:
+// named by pid, each served one request at a time, so the model gets a
+// pool of three threads, and predicts the response time at twice the
+// observed load, where the same model without the pool is fast. The same
+// tier as event-loop processes (no pool, a request's spans in a process
+// by its trace) gets none.
+func TestWorkers(t *testing.T) {
+	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"edge": {Cores: 2}, "app": {Cores: 4}, "dbhost": {Cores: 4}}}
+	for _, c := range []struct {
+		name    string
+		yaml    string
+		rt      tracegen.Runtime
+		threads int
+	}{
+		{"python sync workers", workersModel, tracegen.Runtime{Language: "python", Name: "cpython", Workers: true}, 3},
+		{"node event loops", strings.Replace(workersModel, "    threads: 3\n", "", 1), tracegen.Runtime{Language: "nodejs", Name: "nodejs", Processes: 3}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			topts := func(seed uint64) tracegen.Options {
+				return tracegen.Options{Seed: seed, Runtimes: map[string]tracegen.Runtime{"web": c.rt}}
+			}
+			x, _, heavy, cs := pageRoundTrip(t, c.yaml, "workers", 2, sim.RecordOptions{}, topts, cfg)
+			web := x.Model.Component("web")
+			if web == nil || web.Threads != c.threads {
+				t.Fatalf("web's threads %v, want %d:\n%s", web, c.threads, x.Model.Marshal())
+			}
+			found := false
+			for _, e := range x.Report.Evidence {
+				if strings.Contains(e, "pre-forking server's workers") {
+					found = true
+					t.Log(e)
+				}
+			}
+			if found != (c.threads > 0) {
+				t.Errorf("evidence of workers %v, want %v:\n%s", found, c.threads > 0, strings.Join(x.Report.Evidence, "\n"))
+			}
+			check(t, cs)
+			if c.threads == 0 {
+				return
+			}
+			free, err := x.Model.Clone()
+			if err != nil {
+				t.Fatal(err)
+			}
+			free.Component("web").Threads = 0
+			p := solveSim(t, withLoad(t, free, 2)).Workloads["page"]
+			t.Logf("without the pool, 2x mean response %.4g (measured %.4g)", p.ResponseTime.Mean, heavy.rt.mean)
+			if with, without := math.Abs(cs[1].predicted-heavy.rt.mean), math.Abs(p.ResponseTime.Mean-heavy.rt.mean); with >= without {
+				t.Errorf("at 2x the model with the workers' pool is off by %.3g s, no better than without (%.3g s)", with, without)
 			}
 		})
 	}

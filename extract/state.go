@@ -144,6 +144,13 @@ func replicaGroup(comp, replica string) string {
 	return "replica\x00" + comp + "\x00" + replica
 }
 
+// processGroup keys the profile of a component's spans in one of its
+// processes, where its spans name processes apart from their replicas
+// (a pid without service.instance.id: several processes on a replica).
+func processGroup(comp, process string) string {
+	return "proc\x00" + comp + "\x00" + process
+}
+
 // NewState returns an empty state.
 func NewState() *State {
 	return &State{
@@ -601,6 +608,11 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 	}
 	rg := replicaGroup(comp, replica)
 	s.profile(rg, n.Span.Start, n.Span.End)
+	if n.Span.Instance == "" {
+		if p := processOf(n.Span); p != "" {
+			s.profile(processGroup(comp, p), n.Span.Start, n.Span.End)
+		}
+	}
 	s.addStart(rg, host, n.Span.Start, n.Span.End)
 
 	// Collect the elements: calls, sends and external calls, looking
