@@ -190,7 +190,7 @@ func Convert(s *sim.Span, opts *Options) *ingest.Span {
 		switch {
 		case rt.Workers:
 			out.Instance = ""
-			pid += s.Thread
+			pid += int(s.Thread)
 		case rt.Processes > 1 || rt.Anonymous:
 			out.Instance = ""
 			pid += int(s.Trace % uint64(max(rt.Processes, 1)))

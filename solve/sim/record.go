@@ -101,11 +101,11 @@ type Span struct {
 	// it had to enter was full (on_full: drop).
 	Error bool
 	// Thread numbers, from 0, the thread of its component replica that
-	// ran the span's operation: the lowest free as the operation began (a
-	// pool of k threads numbers them 0 to k − 1). A span inside an
-	// operation (a client, producer or external span) carries its
-	// operation's.
-	Thread int
+	// ran the span's operation: the one freed last as the operation
+	// began, else the next unused (a pool of k threads numbers them 0 to
+	// k − 1). A span inside an operation (a client, producer or external
+	// span) carries its operation's.
+	Thread int32
 	// Attrs are the request's parameters and session, on root spans only.
 	Attrs []Attr
 }
@@ -251,9 +251,16 @@ type recorder struct {
 	ids    uint64
 	tasks  []taskRec // per task id
 	buf    [][]*Span // ended spans per request id, until the request is done
-	// busy holds, per thread pool (one component replica's), which of
-	// its threads run an operation (Span.Thread).
-	busy [][]bool
+	// threads holds, per thread pool (one component replica's), the
+	// threads that ran operations (Span.Thread).
+	threads []threadIDs
+}
+
+// threadIDs numbers the threads of one pool: those used so far, and the
+// free ones among them, the last freed on top.
+type threadIDs struct {
+	used int32
+	free []int32
 }
 
 // callRec is one operation a task is running: its server (or consumer) span
@@ -335,20 +342,20 @@ func (r *recorder) span(e *engine, tr *taskRec, kind SpanKind, runs, rep int32, 
 	return s
 }
 
-// takeThread marks the lowest free thread of pool as busy and returns it.
+// takeThread takes a thread of pool for an operation: the one freed
+// last, else one not used before.
 func (r *recorder) takeThread(pool int32) int32 {
-	for int(pool) >= len(r.busy) {
-		r.busy = append(r.busy, nil)
+	for int(pool) >= len(r.threads) {
+		r.threads = append(r.threads, threadIDs{})
 	}
-	threads := r.busy[pool]
-	for i, b := range threads {
-		if !b {
-			threads[i] = true
-			return int32(i)
-		}
+	ids := &r.threads[pool]
+	if n := len(ids.free); n > 0 {
+		th := ids.free[n-1]
+		ids.free = ids.free[:n-1]
+		return th
 	}
-	r.busy[pool] = append(threads, true)
-	return int32(len(threads))
+	ids.used++
+	return ids.used - 1
 }
 
 // ended buffers a span that has ended with its request.
@@ -434,7 +441,7 @@ func (r *recorder) begin(e *engine, t *task) {
 	}
 	pool := r.p.comps[r.p.ops[t.op].comp].pool + t.rep
 	thread := r.takeThread(pool)
-	s.Thread = int(thread)
+	s.Thread = thread
 	tr.stack = append(tr.stack, callRec{client: tr.pending, server: s, pool: pool, thread: thread})
 	tr.pending = nil
 }
@@ -473,7 +480,8 @@ func (r *recorder) leave(e *engine, t *task, failed bool) {
 	}
 	c := tr.stack[n-1]
 	tr.stack = tr.stack[:n-1]
-	r.busy[c.pool][c.thread] = false
+	ids := &r.threads[c.pool]
+	ids.free = append(ids.free, c.thread)
 	c.server.End, c.server.Error = e.now, failed
 	r.ended(t.req, c.server)
 	if c.client != nil {

@@ -618,10 +618,10 @@ func TestRecordThreads(t *testing.T) {
 	}
 	type key struct {
 		host   string
-		thread int
+		thread int32
 	}
 	byThread := map[key][]*Span{}
-	most := map[string]int{}
+	most := map[string]int32{}
 	for _, s := range spans {
 		if s.Kind != SpanServer && s.Kind != SpanConsumer {
 			if p := x.byID[s.Parent]; p != nil && s.Thread != p.Thread {
@@ -629,7 +629,7 @@ func TestRecordThreads(t *testing.T) {
 			}
 			continue
 		}
-		if k := pools[s.Component]; k > 0 && s.Thread >= k {
+		if k := pools[s.Component]; k > 0 && int(s.Thread) >= k {
 			t.Fatalf("%s span on thread %d of a pool of %d", s.Component, s.Thread, k)
 		}
 		most[s.Component] = max(most[s.Component], s.Thread)
