@@ -2,6 +2,7 @@ package extract
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -9,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -295,20 +297,42 @@ func TestExtractMergeEqualsWhole(t *testing.T) {
 		{"shop", generate(2, 3000, true), nil},
 		{"hops with no client span", withoutClients(generate(2, 3000, true)), &Config{CPUSlots: map[string]int{"*": 2}}},
 		{"one-thread runtime", onRuntime(generate(2, 3000, false), "catalog", "nodejs", 2), nil},
+		{"workers", asWorkers(generate(2, 3000, true), "catalog"), nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			whole := foldWith(t, c.spans, c.cfg)
-			// Split by trace: the first half of the requests and the rest.
-			cut := len(c.spans) / 2
-			for cut < len(c.spans) && c.spans[cut].TraceID == c.spans[cut-1].TraceID {
-				cut++
-			}
-			a, b := foldWith(t, c.spans[:cut], c.cfg), foldWith(t, c.spans[cut:], c.cfg)
-			a.Merge(b)
 			m1, _ := whole.Model("x", c.cfg)
-			m2, _ := a.Model("x", c.cfg)
-			if y1, y2 := m1.Marshal(), m2.Marshal(); !bytes.Equal(y1, y2) {
-				t.Errorf("merged state gives another model:\n%s\n---\n%s", y1, y2)
+			if c.name == "workers" && m1.Component("catalog").Threads == 0 {
+				t.Errorf("the catalog's workers make no pool:\n%s", m1.Marshal())
+			}
+			// Split by trace: the first half of the requests and the
+			// rest, and the first few (one process of the workers' in
+			// the first part, several in the second) and the rest.
+			var a *State
+			for _, cut := range []int{len(c.spans) / 2, 10} {
+				for cut < len(c.spans) && c.spans[cut].TraceID == c.spans[cut-1].TraceID {
+					cut++
+				}
+				a = foldWith(t, c.spans[:cut], c.cfg)
+				a.Merge(foldWith(t, c.spans[cut:], c.cfg))
+				m2, _ := a.Model("x", c.cfg)
+				if y1, y2 := m1.Marshal(), m2.Marshal(); !bytes.Equal(y1, y2) {
+					t.Errorf("merged at span %d, the state gives another model:\n%s\n---\n%s", cut, y1, y2)
+				}
+				if !maps.Equal(whole.soleProcess, a.soleProcess) {
+					t.Errorf("merged at span %d: processes %v, whole %v", cut, a.soleProcess, whole.soleProcess)
+				}
+				// A worker's executions never overlap: its profile
+				// merges exactly.
+				for k, wc := range whole.conc {
+					if c.name != "workers" || !strings.HasPrefix(k, "proc\x00") {
+						continue
+					}
+					w, m := wc.finished(), a.conc[k]
+					if m == nil || !maps.Equal(w.levelTime, m.finished().levelTime) || w.busyPeriods != m.finished().busyPeriods {
+						t.Errorf("merged at span %d: profile %q differs", cut, k)
+					}
+				}
 			}
 			if !maps.Equal(whole.siteBare, a.siteBare) || c.cfg != nil && len(whole.siteBare) == 0 {
 				t.Errorf("calls with no client span: whole %v, merged %v", whole.siteBare, a.siteBare)
@@ -329,6 +353,47 @@ func onRuntime(spans []*ingest.Span, svc, language string, processes int) []*ing
 		if s.Service == svc {
 			c := *s
 			c.Process = &ingest.Process{Language: language, PID: strconv.Itoa(100 + int(s.TraceID[15])%processes)}
+			s = &c
+		}
+		out[i] = s
+	}
+	return out
+}
+
+// asWorkers returns copies of spans whose server spans of service svc
+// run in processes that each serve one at a time, as a pre-forking
+// server's workers do: each the lowest-numbered process free as it
+// starts, named by process.pid alone; the spans inside an execution keep
+// its process.
+func asWorkers(spans []*ingest.Span, svc string) []*ingest.Span {
+	var servers []*ingest.Span
+	for _, s := range spans {
+		if s.Service == svc && s.Kind == ingest.KindServer {
+			servers = append(servers, s)
+		}
+	}
+	slices.SortStableFunc(servers, func(a, b *ingest.Span) int { return cmp.Compare(a.Start, b.Start) })
+	var busyUntil []int64
+	pid := map[ingest.SpanID]string{}
+	for _, s := range servers {
+		w := slices.IndexFunc(busyUntil, func(end int64) bool { return end <= s.Start })
+		if w < 0 {
+			w = len(busyUntil)
+			busyUntil = append(busyUntil, 0)
+		}
+		busyUntil[w] = s.End
+		pid[s.SpanID] = strconv.Itoa(200 + w)
+	}
+	out := make([]*ingest.Span, len(spans))
+	for i, s := range spans {
+		p, ok := pid[s.SpanID]
+		if !ok && s.Service == svc {
+			p, ok = pid[s.ParentID]
+		}
+		if ok {
+			c := *s
+			c.Instance = ""
+			c.Process = &ingest.Process{Language: "python", Runtime: "cpython", PID: p}
 			s = &c
 		}
 		out[i] = s

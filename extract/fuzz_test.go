@@ -57,6 +57,7 @@ func FuzzLoadState(f *testing.F) {
 		foldWith(f, sessionTraces(3, 60, 33), &Config{Session: "session.id"}),
 		foldWith(f, generate(35, 40, true), &Config{Sampling: 0.5}),
 		foldWith(f, generate(36, 40, true), &Config{Machines: map[string][]string{"box": {"*"}}}),
+		foldWith(f, asWorkers(generate(38, 40, true), "catalog"), nil),
 	} {
 		f.Add(saved(f, st))
 	}

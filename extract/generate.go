@@ -376,8 +376,8 @@ const workerMinOverlaps = 20
 // inferWorkers finds the components that serve each request in a process
 // of its own for the whole request, as a pre-forking server's workers do
 // (gunicorn's sync workers, PHP-FPM's children, Unicorn, Puma in cluster
-// mode with one thread): their spans name several processes on a replica
-// (process.pid without service.instance.id), none of which ever ran two
+// mode with one thread): their spans name several processes on a machine
+// (by service.instance.id, else process.pid), none of which ever ran two
 // executions at once, where as many executions arriving at random would
 // have found it busy workerMinOverlaps times or more (each its number
 // of executions times 1 − e^−ρ, ρ its busy share), while a replica ran

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // Merge adds the state o, folded from traces disjoint from those of s, into
@@ -124,6 +125,7 @@ func (s *State) Merge(o *State) {
 		}
 	}
 	s.mergeReplicas(o)
+	s.mergeProcesses(o)
 	mergeEach(s.conc, o.conc)
 	mergeEach(s.peers, o.peers)
 	for comp, p := range o.placement {
@@ -283,6 +285,29 @@ func mergeEach[K comparable, V merger[V]](s, o map[K]V) {
 			mine.merge(v)
 		} else {
 			s[k] = v
+		}
+	}
+}
+
+// mergeProcesses makes s and o agree, before their profiles merge, on the
+// replicas that ran several processes, as mergeReplicas does on the
+// components that ran on several replicas (splitProcess).
+func (s *State) mergeProcesses(o *State) {
+	for _, rg := range slices.Sorted(maps.Keys(o.soleProcess)) {
+		mine, seen := s.soleProcess[rg]
+		theirs := o.soleProcess[rg]
+		comp := strings.Split(rg, "\x00")[1]
+		switch {
+		case !seen:
+			s.soleProcess[rg] = theirs
+		case mine == theirs:
+		default:
+			if mine != "" {
+				s.splitProcess(rg, comp, mine)
+			}
+			if theirs != "" {
+				o.splitProcess(rg, comp, theirs)
+			}
 		}
 	}
 }

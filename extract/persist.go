@@ -21,8 +21,10 @@ import (
 )
 
 // StateFormat is the version of the layout Save writes; LoadState reads
-// only this one.
-const StateFormat = 1
+// only this one. Format 2 profiles a replica per machine where the spans
+// name one (format 1 per machine and instance); it adds the profiles of
+// processes.
+const StateFormat = 2
 
 // maxSketchIndex bounds the bin indices a saved sketch may hold: at 1 %
 // accuracy index i stands for about e^(i/50) seconds, so ±2^16 covers
@@ -140,6 +142,8 @@ type savedState struct {
 	// SoleReplica is State.soleReplica; absent in states saved before
 	// it was kept, which profiled every replica from the start.
 	SoleReplica map[string]string `json:"sole_replica,omitempty"`
+	// SoleProcess is State.soleProcess.
+	SoleProcess map[string]string `json:"sole_process,omitempty"`
 }
 
 type savedSample struct {
@@ -417,6 +421,9 @@ func (s *State) snapshot() *savedState {
 	if len(s.soleReplica) > 0 {
 		v.SoleReplica = maps.Clone(s.soleReplica)
 	}
+	if len(s.soleProcess) > 0 {
+		v.SoleProcess = maps.Clone(s.soleProcess)
+	}
 	if len(s.starts) > 0 {
 		v.Starts = map[string][]*savedArrivalBlock{}
 		for k, st := range s.starts {
@@ -674,6 +681,13 @@ func (v *savedState) restore() (*State, error) {
 		}
 		s.conc[k] = c
 	}
+	for _, rg := range slices.Sorted(maps.Keys(v.SoleProcess)) {
+		parts := strings.Split(rg, "\x00")
+		if len(parts) < 3 || parts[0] != "replica" || s.conc[rg] == nil {
+			return nil, fmt.Errorf("sole process of %q: no replica's profile of that name", strings.ReplaceAll(rg, "\x00", " "))
+		}
+	}
+	maps.Copy(s.soleProcess, v.SoleProcess)
 	// A state saved before components were profiled per replica only once
 	// a second was seen has every replica's profiles.
 	maps.Copy(s.soleReplica, v.SoleReplica)

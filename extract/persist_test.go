@@ -78,6 +78,7 @@ func TestStateSaveLoadFoldOn(t *testing.T) {
 		{"sessions", sessionTraces(40, 600, 24), &Config{Session: "session.id"}},
 		{"hops with no client span", withoutClients(generate(25, 3000, true)), &Config{CPUSlots: map[string]int{"*": 2}}},
 		{"one-thread runtime", onRuntime(generate(26, 3000, false), "catalog", "nodejs", 2), nil},
+		{"workers", asWorkers(generate(27, 3000, true), "catalog"), nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -162,7 +163,7 @@ func TestStateCloneIsIndependent(t *testing.T) {
 }
 
 func TestLoadStateRefuses(t *testing.T) {
-	text := string(saved(t, foldWith(t, generate(28, 300, true), nil)))
+	text := string(saved(t, foldWith(t, asWorkers(generate(28, 300, true), "catalog"), nil)))
 	if _, err := LoadState(strings.NewReader(text)); err != nil {
 		t.Fatalf("uncompressed state: %v", err)
 	}
@@ -172,7 +173,8 @@ func TestLoadStateRefuses(t *testing.T) {
 		edits []string
 		want  string
 	}{
-		{"format", []string{`"perfcast_state":1`, `"perfcast_state":2`}, "format 2"},
+		{"format", []string{`"perfcast_state":2`, `"perfcast_state":1`}, "format 1"},
+		{"sole process", []string{`"sole_process":{"replica`, `"sole_process":{"nowhere`}, "sole process of"},
 		{"not JSON", []string{`{"perfcast_state"`, `{perfcast_state"`}, "byte"},
 		{"kind", []string{`"kind":1`, `"kind":9`}, "unknown kind 9"},
 		{"sketch index", []string{`"index":[`, `"index":[999999999,`, `"count":[`, `"count":[1,`}, "index 999999999"},

@@ -213,6 +213,7 @@ func TestWorkers(t *testing.T) {
 		threads int
 	}{
 		{"python sync workers", workersModel, tracegen.Runtime{Language: "python", Name: "cpython", Workers: true}, 3},
+		{"php workers, an instance id each", workersModel, tracegen.Runtime{Language: "php", Name: "php", Workers: true, Instances: true}, 3},
 		{"node event loops", strings.Replace(workersModel, "    threads: 3\n", "", 1), tracegen.Runtime{Language: "nodejs", Name: "nodejs", Processes: 3}, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {

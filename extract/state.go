@@ -66,6 +66,13 @@ type State struct {
 	// of its operations and call sites is profiled over the system alone,
 	// which is that replica's (splitReplicas).
 	soleReplica map[string]string
+	// soleProcess holds, per component replica on a machine (its
+	// replicaGroup key), the one process (processOf) its spans ran in so
+	// far, or "" once they ran in a second. Until then the replica's
+	// profile is that process's, and processes are profiled apart only
+	// from the second on (splitProcess): most replicas run one process,
+	// whose profile would repeat the replica's at a cost.
+	soleProcess map[string]string
 	// categories holds the text values seen per request parameter.
 	categories map[string]map[string]bool
 	// sessions aggregates the requests that carry a session id.
@@ -145,8 +152,8 @@ func replicaGroup(comp, replica string) string {
 }
 
 // processGroup keys the profile of a component's spans in one of its
-// processes, where its spans name processes apart from their replicas
-// (a pid without service.instance.id: several processes on a replica).
+// processes on a machine (processOf: its instance, else its pid), of
+// which a replica may run several.
 func processGroup(comp, process string) string {
 	return "proc\x00" + comp + "\x00" + process
 }
@@ -161,6 +168,7 @@ func NewState() *State {
 		placement:   map[string]*placement{},
 		conc:        map[string]*concurrency{},
 		soleReplica: map[string]string{},
+		soleProcess: map[string]string{},
 		categories:  map[string]map[string]bool{},
 		Windows:     NewWindows(),
 		siteTimes:   map[string]*sample{},
@@ -242,6 +250,35 @@ func (s *State) splitReplicas(comp, replica string) {
 	}
 	maps.Copy(s.conc, copies)
 	s.soleReplica[comp] = ""
+}
+
+// noteProcess records that a span of component comp ran in process p on
+// the replica whose profile rg keys, and reports whether the replica's
+// processes are profiled apart: from its second process on.
+func (s *State) noteProcess(rg, comp, p string) bool {
+	one, seen := s.soleProcess[rg]
+	switch {
+	case !seen:
+		s.soleProcess[rg] = p
+		return false
+	case one == "":
+		return true
+	case one == p:
+		return false
+	}
+	s.splitProcess(rg, comp, one)
+	return true
+}
+
+// splitProcess gives process one, the one the replica whose profile rg
+// keys ran in so far, a copy of the replica's profile, which every span
+// there went into (spans that named no process included), and marks the
+// replica as running several.
+func (s *State) splitProcess(rg, comp, one string) {
+	if c := s.conc[rg]; c != nil {
+		s.conc[processGroup(comp, one)] = c.clone()
+	}
+	s.soleProcess[rg] = ""
 }
 
 func (s *State) profile(key string, start, end int64) {
@@ -574,24 +611,32 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 	// the configuration gathers hosts on one (Config.Machines).
 	spanHost := WindowHost(n.Span, comp)
 	host := cfg.machineOf(spanHost)
+	var machine string // the machine the model places the execution on
 	switch {
 	case host != spanHost:
-		pl.hosts[host]++
-		pl.hostLife[host] = pl.hostLife[host].widen(n.Span.Start, n.Span.End)
+		machine = host
 		s.Windows.addMember(host, spanHost, comp)
 	case n.Span.Host != "":
-		h := n.Span.Host
-		pl.hosts[h]++
-		pl.hostLife[h] = pl.hostLife[h].widen(n.Span.Start, n.Span.End)
+		machine = n.Span.Host
+	}
+	if machine != "" {
+		pl.hosts[machine]++
+		pl.hostLife[machine] = pl.hostLife[machine].widen(n.Span.Start, n.Span.End)
 	}
 	if i := n.Span.Replica(); i != "" {
 		pl.instances[i]++
 		pl.instLife[i] = pl.instLife[i].widen(n.Span.Start, n.Span.End)
 	}
 	pl.noteRuntime(n.Span)
-	// Before the span goes into the profiles over the system: a second
-	// replica's first span must not go into the first's (splitReplicas).
-	replica := n.Span.Host + "\x00" + n.Span.Replica()
+	// The replica is what the model makes one: the machine, where the
+	// spans name one (instances on it are its processes), else the
+	// instance (placeComponents). Before the span goes into the profiles
+	// over the system: a second replica's first span must not go into
+	// the first's (splitReplicas).
+	replica := machine + "\x00"
+	if machine == "" {
+		replica += n.Span.Replica()
+	}
 	perReplica := s.noteReplica(comp, replica)
 	s.profile(opGroup(id), n.Span.Start, n.Span.End)
 	for _, name := range cfg.declaredAround(id) {
@@ -607,12 +652,14 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 		s.profile(opReplicaGroup(id, replica), n.Span.Start, n.Span.End)
 	}
 	rg := replicaGroup(comp, replica)
-	s.profile(rg, n.Span.Start, n.Span.End)
-	if n.Span.Instance == "" {
-		if p := processOf(n.Span); p != "" {
+	if machine != "" {
+		// Before the span goes into the replica's profile, which a
+		// second process's first span splits (splitProcess).
+		if p := processOf(n.Span); p != "" && s.noteProcess(rg, comp, p) {
 			s.profile(processGroup(comp, p), n.Span.Start, n.Span.End)
 		}
 	}
+	s.profile(rg, n.Span.Start, n.Span.End)
 	s.addStart(rg, host, n.Span.Start, n.Span.End)
 
 	// Collect the elements: calls, sends and external calls, looking

@@ -105,12 +105,15 @@ type Options struct {
 // serves one request at a time, as a pre-forking server's workers do
 // (gunicorn's sync workers, PHP-FPM's children): a span's pid is that of
 // the thread that ran its operation (sim.Span.Thread), named by pid alone;
-// Processes is then not read.
+// Processes is then not read. Instances makes each process name itself
+// by a service.instance.id of its own besides its pid, as SDKs that give
+// every process a random instance id do (PHP's, the Java agent's).
 type Runtime struct {
 	Language, Name string
 	Processes      int
 	Anonymous      bool
 	Workers        bool
+	Instances      bool
 }
 
 func (o *Options) base() int64 {
@@ -197,6 +200,9 @@ func Convert(s *sim.Span, opts *Options) *ingest.Span {
 		}
 		if !rt.Anonymous {
 			out.Process.PID = strconv.Itoa(pid)
+			if rt.Instances {
+				out.Instance = s.Component + "-" + out.Process.PID
+			}
 		}
 	}
 	out.PeerService = s.Peer
