@@ -293,20 +293,31 @@ func mergeEach[K comparable, V merger[V]](s, o map[K]V) {
 // replicas that ran several processes, as mergeReplicas does on the
 // components that ran on several replicas (splitProcess).
 func (s *State) mergeProcesses(o *State) {
-	for _, rg := range slices.Sorted(maps.Keys(o.soleProcess)) {
-		mine, seen := s.soleProcess[rg]
-		theirs := o.soleProcess[rg]
-		comp := strings.Split(rg, "\x00")[1]
+	comp := func(rg string) string { return strings.Split(rg, "\x00")[1] }
+	mergeSoles(s.soleProcess, o.soleProcess,
+		func(rg, one string) { s.splitProcess(rg, comp(rg), one) },
+		func(rg, one string) { o.splitProcess(rg, comp(rg), one) })
+}
+
+// mergeSoles makes the one values seen per key in two states (noteSole),
+// mine and theirs, agree: a key only theirs has comes over as it is; where
+// the two differ, each side that saw one value splits it off (split and
+// splitTheirs), and both then hold "".
+func mergeSoles(mine, theirs map[string]string, split, splitTheirs func(key, one string)) {
+	for _, key := range slices.Sorted(maps.Keys(theirs)) {
+		a, seen := mine[key]
+		b := theirs[key]
 		switch {
 		case !seen:
-			s.soleProcess[rg] = theirs
-		case mine == theirs:
+			mine[key] = b
+		case a == b:
+			// The same one value, or several in both.
 		default:
-			if mine != "" {
-				s.splitProcess(rg, comp, mine)
+			if a != "" {
+				split(key, a)
 			}
-			if theirs != "" {
-				o.splitProcess(rg, comp, theirs)
+			if b != "" {
+				splitTheirs(key, b)
 			}
 		}
 	}
@@ -317,21 +328,5 @@ func (s *State) mergeProcesses(o *State) {
 // a state and on another, or on several, in the other gets its
 // per-replica profiles where it had none (splitReplicas).
 func (s *State) mergeReplicas(o *State) {
-	for _, comp := range slices.Sorted(maps.Keys(o.soleReplica)) {
-		mine, seen := s.soleReplica[comp]
-		theirs := o.soleReplica[comp]
-		switch {
-		case !seen:
-			s.soleReplica[comp] = theirs
-		case mine == theirs:
-			// The same one replica, or several in both.
-		default:
-			if mine != "" {
-				s.splitReplicas(comp, mine)
-			}
-			if theirs != "" {
-				o.splitReplicas(comp, theirs)
-			}
-		}
-	}
+	mergeSoles(s.soleReplica, o.soleReplica, s.splitReplicas, o.splitReplicas)
 }

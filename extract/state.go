@@ -214,18 +214,29 @@ func (s *State) finishSolo() {
 // profiled on each replica: once a second replica is seen, the profiles
 // over the system so far become the first replica's (splitReplicas).
 func (s *State) noteReplica(comp, replica string) bool {
-	one, seen := s.soleReplica[comp]
+	several, first := noteSole(s.soleReplica, comp, replica)
+	if first != "" {
+		s.splitReplicas(comp, first)
+	}
+	return several
+}
+
+// noteSole records value v under key in sole, which holds per key the one
+// value seen so far, or "" once a second was seen. It reports whether
+// several were seen, and, as the second is, the first.
+func noteSole(sole map[string]string, key, v string) (several bool, first string) {
+	one, seen := sole[key]
 	switch {
 	case !seen:
-		s.soleReplica[comp] = replica
-		return false
+		sole[key] = v
+		return false, ""
 	case one == "":
-		return true
-	case one == replica:
-		return false
+		return true, ""
+	case one == v:
+		return false, ""
 	}
-	s.splitReplicas(comp, one)
-	return true
+	sole[key] = ""
+	return true, one
 }
 
 // splitReplicas gives replica, the one component comp's spans ran on so
@@ -256,18 +267,11 @@ func (s *State) splitReplicas(comp, replica string) {
 // the replica whose profile rg keys, and reports whether the replica's
 // processes are profiled apart: from its second process on.
 func (s *State) noteProcess(rg, comp, p string) bool {
-	one, seen := s.soleProcess[rg]
-	switch {
-	case !seen:
-		s.soleProcess[rg] = p
-		return false
-	case one == "":
-		return true
-	case one == p:
-		return false
+	several, first := noteSole(s.soleProcess, rg, p)
+	if first != "" {
+		s.splitProcess(rg, comp, first)
 	}
-	s.splitProcess(rg, comp, one)
-	return true
+	return several
 }
 
 // splitProcess gives process one, the one the replica whose profile rg
