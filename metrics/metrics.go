@@ -399,11 +399,13 @@ type reader struct {
 	name   string
 	stats  FileStats
 	tracks []*track
-	// explicitCores holds core counts stated by the file, by host.
-	explicitCores map[string]int
-	limits        []*limitReading
-	throttle      []*throttleCounter
-	notes         map[string]bool
+	// explicitCores holds core counts stated by the file, by host;
+	// processCores those a host's processes' runtimes saw (the most of
+	// them), read where nothing else gives the cores.
+	explicitCores, processCores map[string]int
+	limits                      []*limitReading
+	throttle                    []*throttleCounter
+	notes                       map[string]bool
 }
 
 func (r *reader) damagef(kind ingest.DamageKind, format string, args ...any) {
@@ -614,6 +616,10 @@ func (r *reader) build() (*Set, error) {
 		}
 		if len(cpus) > 0 && cores == 0 {
 			cores = len(cpus)
+		}
+		if cores == 0 {
+			// What the processes' runtimes saw, the machine saying nothing.
+			cores = r.processCores[host]
 		}
 		sort.Strings(sources)
 		set.Series[host] = &Series{Host: host, Unit: unit, Cores: cores, Samples: samples,

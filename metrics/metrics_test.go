@@ -424,6 +424,9 @@ func TestRuntimeMetrics(t *testing.T) {
 	// Python process that sends only its older utilization; twice Python
 	// and the JVM would be 1.75.
 	near(t, "host app-1", mean(s.Series["app-1"]), 1.1)
+	if c := s.Series["app-1"].Cores; c != 4 {
+		t.Errorf("host app-1: %d cores, want the 4 its JVM saw (jvm.cpu.count)", c)
+	}
 	near(t, "Python's service recs, two processes", mean(s.Services["app-1"]["recs"]), 0.55)
 	near(t, "the JVM's service cart (not the scraper's)", mean(s.Services["app-1"]["cart"]), 0.4)
 	near(t, ".NET's service pay", mean(s.Services["app-1"]["pay"]), 0.15)

@@ -28,7 +28,9 @@ import (
 //   - process.cpu.time (sum of CPU seconds by state) and
 //     process.cpu.utilization (gauge, a fraction of all cores), summed
 //     over the processes of a host when it has no system.cpu series;
-//   - system.cpu.logical.count, the cores;
+//   - system.cpu.logical.count, the cores; where the file gives no other
+//     count, the most a host's processes saw: process.cpu.count (.NET's
+//     instrumentation), jvm.cpu.count, dotnet.process.cpu.count;
 //   - the runtimes' own: jvm.cpu.time, process.runtime.cpython.cpu_time
 //     and dotnet.process.cpu.time, read as process.cpu.time;
 //     jvm.cpu.recent_utilization and process.runtime.jvm.cpu.utilization,
@@ -215,7 +217,10 @@ func (r *reader) otlpMetric(m pmetric.Metric, res otlpResource, place string, tr
 			name, strings.TrimSuffix(name, ".cpu.utilization"), strings.TrimSuffix(name, ".cpu.utilization"))
 		return
 	case "system.cpu.logical.count":
-		r.logicalCount(m, host)
+		r.explicitCores = r.logicalCount(r.explicitCores, m, host)
+		return
+	case "process.cpu.count", "jvm.cpu.count", "dotnet.process.cpu.count":
+		r.processCores = r.logicalCount(r.processCores, m, host)
 		return
 	case "k8s.container.cpu_limit", "k8s.container.cpu.limit":
 		r.otlpLimit(m, res, place)
@@ -365,11 +370,12 @@ func numberPoints(m pmetric.Metric) (dps pmetric.NumberDataPointSlice, ok bool) 
 	return dps, false
 }
 
-// logicalCount records the cores system.cpu.logical.count states.
-func (r *reader) logicalCount(m pmetric.Metric, host string) {
+// logicalCount records in cores, by host, the most cores a count of them
+// states (system.cpu.logical.count, process.cpu.count), and returns it.
+func (r *reader) logicalCount(cores map[string]int, m pmetric.Metric, host string) map[string]int {
 	dps, ok := numberPoints(m)
 	if !ok {
-		return
+		return cores
 	}
 	for d := 0; d < dps.Len(); d++ {
 		dp := dps.At(d)
@@ -378,12 +384,13 @@ func (r *reader) logicalCount(m pmetric.Metric, host string) {
 			n = int64(math.Round(dp.DoubleValue()))
 		}
 		if host != "" && n > 0 && n <= maxCores {
-			if r.explicitCores == nil {
-				r.explicitCores = map[string]int{}
+			if cores == nil {
+				cores = map[string]int{}
 			}
-			r.explicitCores[host] = max(r.explicitCores[host], int(n))
+			cores[host] = max(cores[host], int(n))
 		}
 	}
+	return cores
 }
 
 // attr returns an attribute as a string, or "".
