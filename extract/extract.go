@@ -140,7 +140,7 @@ func Generate(ctx context.Context, st *State, name string, cfg *Config) (*model.
 		opts := DemandOptions{Cores: cores}
 		perOp, drep := EstimateDemands(st.Windows, set, cfg.serviceComponent, opts)
 		est = &Estimates{PerOp: perOp, Report: drep, Coverage: CPUCoverage(st.Windows, set, cfg.serviceComponent, opts),
-			Limits: windowLimits(st.Windows, set)}
+			Limits: windowLimits(st.Windows, set), Cores: windowCores(st.Windows, set)}
 	}
 	if !cfg.NoSpeedCurves {
 		est.SpeedCurves = EstimateSpeedCurves(st.Windows, set, cfg.serviceComponent, cores, est.PerOp, st.cpuVariances())
@@ -168,6 +168,18 @@ func windowLimits(w *Windows, set *metrics.Set) map[string]metrics.Limit {
 			out[h] = l
 		} else if l, ok := set.Limits[set.Lookup(h)]; ok {
 			out[h] = l
+		}
+	}
+	return out
+}
+
+// windowCores gives the cores the metrics state for the hosts the windows
+// name (HostSeries).
+func windowCores(w *Windows, set *metrics.Set) map[string]int {
+	out := map[string]int{}
+	for _, h := range w.Hosts() {
+		if s := w.HostSeries(h, set); s != nil && s.Cores > 0 {
+			out[h] = s.Cores
 		}
 	}
 	return out

@@ -96,6 +96,9 @@ type Estimates struct {
 	// Limits are the CPU limits the metrics state, by host as the windows
 	// name it (WindowHost).
 	Limits map[string]metrics.Limit
+	// Cores are the cores the metrics state, by host as the windows name
+	// it: a count of them, or their per-core series.
+	Cores map[string]int
 }
 
 // Model generates the model the state describes, with a report of the
@@ -1019,6 +1022,9 @@ func (g *generator) placeComponents() {
 			if ok {
 				g.configure(h, hc)
 			}
+			if !g.configured[h] {
+				g.metricsCores(h, machines)
+			}
 			if hc.Limit == "" {
 				g.metricsLimit(h, machines)
 			}
@@ -1056,6 +1062,33 @@ func (g *generator) placeComponents() {
 		}
 		seen[h.Name]++
 	}
+}
+
+// metricsCores gives host h, which runs on machines (its replicas, as the
+// windows name them), the cores the metrics state for them, where they
+// state them for every one: the most, with evidence.
+func (g *generator) metricsCores(h *model.Host, machines []string) {
+	if g.est == nil || len(machines) == 0 {
+		return
+	}
+	least, most := 0, 0
+	for _, m := range machines {
+		n := g.est.Cores[m]
+		if n <= 0 {
+			return
+		}
+		most = max(most, n)
+		if least == 0 || n < least {
+			least = n
+		}
+	}
+	h.CPU.Cores = most
+	g.configured[h] = true
+	if least != most {
+		g.rep.evidencef("host %s: %d core(s), the most the metrics state for its machines (%s; the fewest %d)", h.Name, most, textout.Abbreviate(machines, 4), least)
+		return
+	}
+	g.rep.evidencef("host %s: %d core(s), as the metrics state (%s)", h.Name, most, textout.Abbreviate(machines, 4))
 }
 
 // metricsLimit gives host h, which runs on machines (its replicas, as the

@@ -126,3 +126,38 @@ func recordMetrics(t testing.TB, tracesPath, metricsPath string, m *model.Model,
 		t.Fatal(err)
 	}
 }
+
+// TestMetricsCores extracts twoOpsModel on four cores for its app host
+// with nothing configured but the metrics, which state each machine's
+// cores: the model's hosts get them (app 4, db 1) instead of cores
+// assumed from their load, with evidence; configured cores still win.
+func TestMetricsCores(t *testing.T) {
+	src := strings.Replace(twoOpsModel, "app: {cpu: {cores: 1}}", "app: {cpu: {cores: 4}}", 1)
+	_, _, tracesPath, metricsPath := recordModel(t, src, "fourcores", tracegen.Options{NoCPUTime: true, Seed: 8}, 6000, nil)
+	for _, c := range []struct {
+		name    string
+		hosts   map[string]extract.HostConfig
+		app, db int
+	}{
+		{"from the metrics", nil, 4, 1},
+		{"configured", map[string]extract.HostConfig{"app": {Cores: 2}}, 2, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := extractRun(context.Background(), []string{tracesPath}, "fourcores", &extract.Config{Hosts: c.hosts, Metrics: []string{metricsPath}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for host, want := range map[string]int{"app": c.app, "db": c.db} {
+				if h := out.Model.Host(host); h == nil || h.CPU.Cores != want {
+					t.Errorf("host %s: %+v, want %d cores", host, h, want)
+				}
+			}
+			if w := strings.Join(out.Report.Warnings, "\n"); strings.Contains(w, "cores per host assumed") {
+				t.Errorf("cores assumed where the metrics state them:\n%s", w)
+			}
+			if ev := strings.Join(out.Report.Evidence, "\n"); !strings.Contains(ev, "host db: 1 core(s), as the metrics state") {
+				t.Errorf("no evidence of the metrics' cores:\n%s", ev)
+			}
+		})
+	}
+}
