@@ -107,7 +107,7 @@ type Options struct {
 // the thread that ran its operation (sim.Span.Thread), named by pid alone;
 // Processes is then not read. Instances makes each process name itself
 // by a service.instance.id of its own besides its pid, as SDKs that give
-// every process a random instance id do (PHP's, the Java agent's).
+// every process a random instance id do (the Java agent's).
 type Runtime struct {
 	Language, Name string
 	Processes      int
