@@ -471,7 +471,7 @@ func processPreference(a, b *track) int {
 		if t.kind == gauge {
 			gauged = 1
 		}
-		if runtimeMetrics[t.metric] {
+		if runtimeMetrics[metricKey(t.metric)] {
 			own = 1
 		}
 		return named, gauged, own
@@ -482,15 +482,40 @@ func processPreference(a, b *track) int {
 }
 
 // runtimeMetrics are the names under which language runtimes report their
-// process's CPU, in OTLP and as the Prometheus exporters name them: they
-// measure what process.cpu.time measures.
+// process's CPU (as metricKey writes them): they measure what
+// process.cpu.time measures.
 var runtimeMetrics = map[string]bool{
-	"jvm.cpu.time": true, "jvm_cpu_time_seconds_total": true,
-	"jvm.cpu.recent_utilization": true, "jvm_cpu_recent_utilization_ratio": true,
-	"process.runtime.jvm.cpu.utilization": true, "process_runtime_jvm_cpu_utilization_ratio": true,
-	"process.runtime.cpython.cpu_time": true, "process_runtime_cpython_cpu_time_seconds_total": true,
-	"process.runtime.cpython.cpu.utilization": true, "process_runtime_cpython_cpu_utilization_ratio": true,
-	"dotnet.process.cpu.time": true, "dotnet_process_cpu_time_seconds_total": true,
+	"jvm_cpu_time": true, "jvm_cpu_recent_utilization": true, "process_runtime_jvm_cpu_utilization": true,
+	"process_runtime_cpython_cpu_time": true, "process_runtime_cpython_cpu_utilization": true,
+	"dotnet_process_cpu_time": true,
+}
+
+// metricKey writes a metric's name alike whether OTLP or a Prometheus
+// exporter names it: dots as underscores, without the unit suffixes
+// Prometheus adds (process.runtime.cpython.cpu_time and
+// process_runtime_cpython_cpu_time_seconds_total are one).
+func metricKey(name string) string {
+	k := strings.ReplaceAll(name, ".", "_")
+	for _, suffix := range []string{"_seconds_total", "_total", "_ratio"} {
+		if t, ok := strings.CutSuffix(k, suffix); ok {
+			return t
+		}
+	}
+	return k
+}
+
+// perProcessMetric reports whether a metric measures one process (or a
+// runtime's process) rather than a machine.
+func perProcessMetric(name string) bool {
+	k := metricKey(name)
+	return strings.HasPrefix(k, "process_") || strings.HasPrefix(k, "jvm_") || strings.HasPrefix(k, "dotnet_")
+}
+
+// busyCoresGauge reports whether a utilization is in busy cores, not a
+// fraction of all of them: Python's older one, psutil's percent of one
+// core over 100 (process.cpu.utilization also divides by the cores).
+func busyCoresGauge(name string) bool {
+	return metricKey(name) == "process_runtime_cpython_cpu_utilization"
 }
 
 // services sums the per-process tracks in busy cores by host and service.

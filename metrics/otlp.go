@@ -206,10 +206,9 @@ func (r *reader) otlpMetric(m pmetric.Metric, res otlpResource, place string, tr
 		}
 		dps = m.Gauge().DataPoints()
 		// Utilizations are fractions of the cores; usages busy cores, and
-		// so is Python's older utilization (psutil's percent of one core
-		// over 100, where process.cpu.utilization divides by the cores).
+		// so is Python's older utilization.
 		unit = Fraction
-		if strings.HasSuffix(name, ".usage") || name == "process.runtime.cpython.cpu.utilization" {
+		if strings.HasSuffix(name, ".usage") || busyCoresGauge(name) {
 			unit = Cores
 		}
 	case "container.cpu.utilization", "k8s.pod.cpu.utilization", "k8s.node.cpu.utilization":
@@ -229,7 +228,7 @@ func (r *reader) otlpMetric(m pmetric.Metric, res otlpResource, place string, tr
 		return
 	}
 	switch {
-	case strings.HasPrefix(name, "process.") || strings.HasPrefix(name, "jvm.") || strings.HasPrefix(name, "dotnet."):
+	case perProcessMetric(name):
 		family, perProcess = 1, true
 	case strings.HasPrefix(name, "k8s.node."):
 		host, service = res.node, ""

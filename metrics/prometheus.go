@@ -146,7 +146,7 @@ func (r *reader) promSeries(place string, raw json.RawMessage) {
 		r.damagef(DamageNoHost, "%s: no host label (%s)", place, strings.Join(hostLabels, ", "))
 		return
 	}
-	if t.family == 1 && t.service == "" && (strings.HasPrefix(name, "process_") || strings.HasPrefix(name, "jvm_") || strings.HasPrefix(name, "dotnet_")) {
+	if t.family == 1 && t.service == "" && perProcessMetric(name) {
 		// A process's series: what names it apart from the metric and
 		// the state tells its CPU under one name from the same under
 		// another.
@@ -164,8 +164,7 @@ func (r *reader) promSeries(place string, raw json.RawMessage) {
 	switch {
 	case strings.HasSuffix(name, "_total"):
 		t.kind, t.unit = counter, Cores
-	case strings.HasPrefix(name, "process_runtime_cpython_cpu_utilization"):
-		// psutil's percent of one core over 100: busy cores.
+	case busyCoresGauge(name):
 		t.kind, t.unit = gauge, Cores
 	case strings.Contains(name, "utilization") || strings.Contains(name, "ratio"):
 		t.kind, t.unit = gauge, Fraction
