@@ -322,6 +322,9 @@ func TestExtractMergeEqualsWhole(t *testing.T) {
 				if !maps.Equal(whole.soleProcess, a.soleProcess) {
 					t.Errorf("merged at span %d: processes %v, whole %v", cut, a.soleProcess, whole.soleProcess)
 				}
+				if !maps.Equal(whole.callers, a.callers) {
+					t.Errorf("merged at span %d: callers %v, whole %v", cut, a.callers, whole.callers)
+				}
 				// A worker's executions never overlap: its profile
 				// merges exactly.
 				for k, wc := range whole.conc {

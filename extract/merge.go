@@ -29,6 +29,9 @@ func (s *State) Merge(o *State) {
 	s.keptMax = max(s.keptMax, o.keptMax)
 	s.weights += o.weights
 	s.links.merge(&o.links)
+	for k, n := range o.callers {
+		s.callers[k] += n
+	}
 	s.First = min(s.First, o.First)
 	s.Last = max(s.Last, o.Last)
 	// Executions that ran alone in o may have overlapped executions of s,

@@ -144,6 +144,11 @@ type savedState struct {
 	SoleReplica map[string]string `json:"sole_replica,omitempty"`
 	// SoleProcess is State.soleProcess.
 	SoleProcess map[string]string `json:"sole_process,omitempty"`
+	// Callers is State.callers: per component and process, joined by a
+	// NUL, the executions of each caller's component and process, joined
+	// alike ("\x00" where it had none); absent in states saved before
+	// they were counted.
+	Callers map[string]map[string]int64 `json:"callers,omitempty"`
 }
 
 type savedSample struct {
@@ -424,6 +429,16 @@ func (s *State) snapshot() *savedState {
 	if len(s.soleProcess) > 0 {
 		v.SoleProcess = maps.Clone(s.soleProcess)
 	}
+	if len(s.callers) > 0 {
+		v.Callers = map[string]map[string]int64{}
+		for k, n := range s.callers {
+			callee := k.comp + "\x00" + k.proc
+			if v.Callers[callee] == nil {
+				v.Callers[callee] = map[string]int64{}
+			}
+			v.Callers[callee][k.callerComp+"\x00"+k.callerProc] = n
+		}
+	}
 	if len(s.starts) > 0 {
 		v.Starts = map[string][]*savedArrivalBlock{}
 		for k, st := range s.starts {
@@ -688,6 +703,21 @@ func (v *savedState) restore() (*State, error) {
 		}
 	}
 	maps.Copy(s.soleProcess, v.SoleProcess)
+	for _, callee := range slices.Sorted(maps.Keys(v.Callers)) {
+		comp, proc, ok := strings.Cut(callee, "\x00")
+		if !ok || comp == "" || proc == "" {
+			return nil, fmt.Errorf("callers of %q: not a component and a process", strings.ReplaceAll(callee, "\x00", " "))
+		}
+		byCaller := v.Callers[callee]
+		for _, caller := range slices.Sorted(maps.Keys(byCaller)) {
+			n := byCaller[caller]
+			cc, cp, ok := strings.Cut(caller, "\x00")
+			if !ok || n <= 0 {
+				return nil, fmt.Errorf("callers of %q: %q sent %d", strings.ReplaceAll(callee, "\x00", " "), strings.ReplaceAll(caller, "\x00", " "), n)
+			}
+			s.callers[processPair{comp, proc, cc, cp}] = n
+		}
+	}
 	// A state saved before components were profiled per replica only once
 	// a second was seen has every replica's profiles.
 	maps.Copy(s.soleReplica, v.SoleReplica)

@@ -3,10 +3,17 @@ package extract_test
 import (
 	"context"
 	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
 	"github.com/perfcast/perfcast/extract"
+	"github.com/perfcast/perfcast/ingest"
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/solve/sim"
 	"github.com/perfcast/perfcast/tracegen"
@@ -250,5 +257,111 @@ func TestWorkers(t *testing.T) {
 				t.Errorf("at 2x the model with the workers' pool is off by %.3g s, no better than without (%.3g s)", with, without)
 			}
 		})
+	}
+}
+
+// pinnedModel is a web tier of three sync workers, each of which calls
+// an event-loop service that runs three processes: every worker keeps a
+// connection of its own to one of them and waits for each reply, so each
+// process serves one request at a time without a pool of its own.
+const pinnedModel = `perfcast: 1
+name: pinned
+hosts:
+  app: {cpu: {cores: 4}}
+  apihost: {cpu: {cores: 4}}
+components:
+  web:
+    host: app
+    threads: 3
+    operations:
+      render:
+        steps:
+          - cpu: gamma(3ms, cv=0.5)
+          - call: api/get
+          - cpu: gamma(2ms, cv=0.5)
+  api:
+    host: apihost
+    operations:
+      get:
+        steps:
+          - cpu: exp(2ms)
+          - delay: exp(10ms)
+workload:
+  pages:
+    open: {rate: 60/s}
+    steps: [{call: web/render}]
+`
+
+// TestWorkersPinnedCallers extracts pinnedModel's traces, in which each
+// of api's processes served the calls of one of web's workers only: api's
+// processes never ran two executions at once, but their callers explain
+// it, so api gets no pool (before the callers were counted it got one of
+// three, which binds as soon as web has more workers than api processes),
+// while web, called by the workload, gets its pool of three.
+func TestWorkersPinnedCallers(t *testing.T) {
+	m, err := model.Parse([]byte(pinnedModel), "pinned.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := tracegen.Options{Seed: 7, Runtimes: map[string]tracegen.Runtime{
+		"web": {Language: "python", Name: "cpython", Workers: true},
+		"api": {Language: "nodejs", Name: "nodejs", Processes: 3},
+	}}
+	var spans []*sim.Span
+	requests := int64(20000)
+	if testing.Short() {
+		requests = 6000
+	}
+	if _, err := sim.Record(context.Background(), m, sim.RecordOptions{Seed: 7, Requests: requests},
+		func(s *sim.Span) error { spans = append(spans, s); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	byID := map[uint64]*sim.Span{}
+	for _, s := range spans {
+		byID[s.ID] = s
+	}
+	out := make([]*ingest.Span, len(spans))
+	for i, s := range spans {
+		out[i] = tracegen.Convert(s, &opts)
+		if s.Component == "api" && s.Kind == sim.SpanServer {
+			// The process the caller's worker keeps its connection to.
+			out[i].Process.PID = strconv.Itoa(2000 + int(byID[s.Parent].Thread))
+		}
+	}
+	path := filepath.Join(t.TempDir(), "pinned.otlp.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var enc ptrace.JSONMarshaler
+	for batch := range slices.Chunk(out, 2000) {
+		b, err := enc.MarshalTraces(tracegen.Traces(batch))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write(append(b, '\n')); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"app": {Cores: 4}, "apihost": {Cores: 4}}}
+	x, err := extractRun(context.Background(), []string{path}, "pinned", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if web, api := x.Model.Component("web"), x.Model.Component("api"); web == nil || api == nil || web.Threads != 3 || api.Threads != 0 {
+		t.Fatalf("want web's pool of 3 and none for api:\n%s\n%s", x.Model.Marshal(), strings.Join(x.Report.Evidence, "\n"))
+	}
+	found := false
+	for _, e := range x.Report.Evidence {
+		if strings.HasPrefix(e, "component api:") && strings.Contains(e, "no pool inferred") {
+			found = true
+			t.Log(e)
+		}
+	}
+	if !found {
+		t.Errorf("no evidence of api's callers keeping to its processes:\n%s", strings.Join(x.Report.Evidence, "\n"))
 	}
 }

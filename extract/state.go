@@ -73,6 +73,9 @@ type State struct {
 	// from the second on (splitProcess): most replicas run one process,
 	// whose profile would repeat the replica's at a cost.
 	soleProcess map[string]string
+	// callers counts the executions of each process of a component on a
+	// machine by the process that called it (noteCaller).
+	callers map[processPair]int64
 	// categories holds the text values seen per request parameter.
 	categories map[string]map[string]bool
 	// sessions aggregates the requests that carry a session id.
@@ -169,6 +172,7 @@ func NewState() *State {
 		conc:        map[string]*concurrency{},
 		soleReplica: map[string]string{},
 		soleProcess: map[string]string{},
+		callers:     map[processPair]int64{},
 		categories:  map[string]map[string]bool{},
 		Windows:     NewWindows(),
 		siteTimes:   map[string]*sample{},
@@ -659,8 +663,11 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 	if machine != "" {
 		// Before the span goes into the replica's profile, which a
 		// second process's first span splits (splitProcess).
-		if p := processOf(n.Span); p != "" && s.noteProcess(rg, comp, p) {
-			s.profile(processGroup(comp, p), n.Span.Start, n.Span.End)
+		if p := processOf(n.Span); p != "" {
+			s.noteCaller(comp, p, n)
+			if s.noteProcess(rg, comp, p) {
+				s.profile(processGroup(comp, p), n.Span.Start, n.Span.End)
+			}
 		}
 	}
 	s.profile(rg, n.Span.Start, n.Span.End)
