@@ -445,7 +445,7 @@ func (d *decoder) component(f field, path string) *Component {
 
 func (d *decoder) passive(f field, path string) *Passive {
 	r := &Passive{Name: f.key, Capacity: 1, Pos: d.pos(f.keyN, path)}
-	for _, g := range d.fields(f.value, path, "capacity", "host", "before_span") {
+	for _, g := range d.fields(f.value, path, "capacity", "host", "before_span", "partitioned") {
 		p := join(path, g.key)
 		switch g.key {
 		case "capacity":
@@ -454,6 +454,8 @@ func (d *decoder) passive(f field, path string) *Passive {
 			r.Host = d.str(g.value, p)
 		case "before_span":
 			r.BeforeSpan = d.boolean(g.value, p)
+		case "partitioned":
+			r.Partitioned = d.boolean(g.value, p)
 		}
 	}
 	return r

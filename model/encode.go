@@ -116,6 +116,9 @@ func (m *Model) node() *yaml.Node {
 			if p.BeforeSpan {
 				put(n, "before_span", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
 			}
+			if p.Partitioned {
+				put(n, "partitioned", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
+			}
 			put(ps, p.Name, n)
 		}
 		put(root, "passive", ps)

@@ -377,7 +377,16 @@ type Passive struct {
 	// operations' times without that first wait as well (see
 	// solve.OperationResult.Span), which is what their spans measure.
 	BeforeSpan bool
-	Pos        Pos
+	// Partitioned binds each execution of an operation to one unit of
+	// the resource, drawn at random when the execution first asks for
+	// it, for the whole execution: it waits for that unit alone, whose
+	// queue is its own. Capacity n is then n queues of one unit each (on
+	// every replica, with Host), as n processes of a one-thread runtime
+	// are, each its own event loop behind a balancer that hands it
+	// connections in turn (a Node.js cluster's workers); without it, n
+	// units serve one queue. Holds and acquires of it take one unit.
+	Partitioned bool
+	Pos         Pos
 }
 
 // Workload is a class of requests.

@@ -295,6 +295,8 @@ func TestInvalid(t *testing.T) {
 		{"not a map", "hosts:\n  app:", "hosts: [app]\n  app_:", 0, "", ""},
 		{"slash in component", "  back:\n", "  ba/ck:\n", 14, "components.ba/ck", "may not contain '/'"},
 		{"before_span not a bool", "lock: {capacity: 1}", "lock: {capacity: 1, before_span: yes}", 21, "passive.lock.before_span", "want true or false"},
+		{"partitioned not a bool", "lock: {capacity: 1}", "lock: {capacity: 1, partitioned: 1}", 21, "passive.lock.partitioned", "want true or false"},
+		{"partitioned units", "          - disk: 2ms\npassive:\n  lock: {capacity: 1}", "          - hold: {resource: lock, units: 2, steps: [{disk: 2ms}]}\npassive:\n  lock: {capacity: 2, partitioned: true}", 19, "", "partitioned, must be 1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -360,33 +362,41 @@ func TestJSONModelLoads(t *testing.T) {
 	}
 }
 
-// TestBeforeSpan: a passive resource's before_span survives YAML and JSON,
-// and a resource without it writes none.
-func TestBeforeSpan(t *testing.T) {
-	src := strings.Replace(base, "lock: {capacity: 1}", "lock: {capacity: 1, before_span: true}", 1)
-	m, err := Parse([]byte(src), "slots.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !m.PassiveResource("lock").BeforeSpan {
-		t.Fatal("before_span: true read as false")
-	}
-	for _, f := range []Format{YAML, JSON} {
-		out := encode(t, m, f)
-		m2, err := Parse(out, "again")
+// TestPassiveFlags: a passive resource's before_span and partitioned
+// survive YAML and JSON, and a resource without them writes neither.
+func TestPassiveFlags(t *testing.T) {
+	for _, c := range []struct {
+		key string
+		get func(*Passive) bool
+	}{
+		{"before_span", func(p *Passive) bool { return p.BeforeSpan }},
+		{"partitioned", func(p *Passive) bool { return p.Partitioned }},
+	} {
+		src := strings.Replace(base, "lock: {capacity: 1}", "lock: {capacity: 1, "+c.key+": true}", 1)
+		m, err := Parse([]byte(src), "flags.yaml")
 		if err != nil {
-			t.Fatalf("%s: %v\n%s", f, err, out)
+			t.Fatal(err)
 		}
-		if !m2.PassiveResource("lock").BeforeSpan {
-			t.Errorf("%s: before_span lost:\n%s", f, out)
+		if !c.get(m.PassiveResource("lock")) {
+			t.Fatalf("%s: true read as false", c.key)
 		}
-	}
-	plain, err := Parse([]byte(base), "base.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out := encode(t, plain, YAML); bytes.Contains(out, []byte("before_span")) || plain.PassiveResource("lock").BeforeSpan {
-		t.Errorf("a resource without before_span came out with it:\n%s", out)
+		for _, f := range []Format{YAML, JSON} {
+			out := encode(t, m, f)
+			m2, err := Parse(out, "again")
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", f, err, out)
+			}
+			if !c.get(m2.PassiveResource("lock")) {
+				t.Errorf("%s: %s lost:\n%s", f, c.key, out)
+			}
+		}
+		plain, err := Parse([]byte(base), "base.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out := encode(t, plain, YAML); bytes.Contains(out, []byte(c.key)) || c.get(plain.PassiveResource("lock")) {
+			t.Errorf("a resource without %s came out with it:\n%s", c.key, out)
+		}
 	}
 }
 

@@ -343,6 +343,8 @@ func (v *validator) step(s *Step, ctx *stepContext) {
 			v.add(s.Pos, "passive resource %q does not exist (passive: %s)", s.Resource, v.names("passive"))
 		} else if s.Units < 1 || s.Units > p.Capacity {
 			v.add(s.Pos, "units must lie between 1 and the capacity of %q (%d), found %d", p.Name, p.Capacity, s.Units)
+		} else if p.Partitioned && s.Units != 1 {
+			v.add(s.Pos, "units of %q, which is partitioned, must be 1 (each execution waits for one unit of its own), found %d", p.Name, s.Units)
 		}
 		v.steps(s.Steps, ctx)
 	case StepSwitch:

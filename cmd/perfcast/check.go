@@ -112,6 +112,9 @@ func writeSummary(w io.Writer, m *model.Model) error {
 			if p.Host != "" {
 				per = "replica of " + p.Host
 			}
+			if p.Partitioned {
+				per += ", one queue per unit"
+			}
 			fmt.Fprintf(tw, "%s\t%d\t%s\n", p.Name, p.Capacity, per)
 		}
 		tw.Flush()

@@ -152,6 +152,12 @@ func build(m *model.Model) *built {
 			copies = b.replicas(ps.Host)
 		}
 		p := &pool{name: ps.Name, capacity: max(ps.Capacity, 1), copies: copies, queue: model.QueueUnlimited, beforeSpan: ps.BeforeSpan}
+		if ps.Partitioned {
+			// Its units are as many independent copies of one unit, each
+			// given an equal share of the executions at random.
+			p.copies *= p.capacity
+			p.capacity = 1
+		}
 		b.poolIdx[p.name] = len(b.pools)
 		b.pools = append(b.pools, p)
 	}

@@ -291,6 +291,28 @@ workload:
 	}
 }
 
+// TestPartitionedPoolIsMM1s: the same pool partitioned binds each
+// execution to one of its four units at random: four M/M/1 queues with a
+// quarter of the arrivals each, whose wait is ρS/(1−ρ) (an M/M/4 queue's,
+// above, is a fifth of it at this load).
+func TestPartitionedPoolIsMM1s(t *testing.T) {
+	m := parse(t, `perfcast: 1
+hosts: {h: {}}
+components:
+  c: {host: h, operations: {op: {steps: [{hold: {resource: p, steps: [{delay: exp(50ms)}]}}]}}}
+passive:
+  p: {capacity: 4, partitioned: true}
+workload:
+  w: {open: {rate: 60}, steps: [{call: c/op}]}
+`)
+	r := solveModel(t, m)
+	rho := 60 * 0.050 / 4
+	W := rho * 0.050 / (1 - rho)
+	near(t, "R", r.Workloads["w"].ResponseTime.Mean, 0.050+W, 1e-6)
+	near(t, "pool U", r.Resources["p"].Utilization, rho, 1e-9)
+	near(t, "pool wait", r.Resources["p"].Wait.Mean, W, 1e-6)
+}
+
 // TestLockIsMG1 holds a one-unit lock for two kinds of work, short and
 // fixed or long and exponential, from two open workloads: the lock is an
 // M/G/1 queue served in order of arrival, so both wait the same,

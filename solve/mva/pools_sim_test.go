@@ -139,6 +139,18 @@ workload:
 	// On two cores (the closed form: a at 4.6 times the simulator's).
 	out["coupled slots and free work, two cores"] = strings.Replace(free("exp(2ms)", "exp(1ms)", "exp(1ms)", 300, 300, 600),
 		"hosts: {h: {}}", "hosts: {h: {cpu: {cores: 2}}}", 1)
+	// Three event-loop processes of one service on four cores, each
+	// request bound to one of them (a partitioned slot), computing
+	// before and after a call, the slots 70 % busy.
+	out["event-loop processes, partitioned slots"] = `perfcast: 1
+hosts: {h: {cpu: {cores: 4}}, db: {}}
+components:
+  api: {host: h, operations: {get: {steps: [{hold: {resource: slots, steps: [{cpu: exp(2ms)}]}}, {call: store/q}, {hold: {resource: slots, steps: [{cpu: exp(1ms)}]}}]}}}
+  store: {host: db, operations: {q: {steps: [{delay: exp(8ms)}]}}}
+passive: {slots: {capacity: 3, partitioned: true, before_span: true}}
+workload:
+  w: {open: {rate: 700}, steps: [{call: api/get}]}
+`
 	// Two Go services with GOMAXPROCS 1 on one core (a CPU slot each),
 	// driven by closed users: at most two bursts share the core, whatever
 	// the number of users waiting for the slots.

@@ -154,9 +154,12 @@ type diskInfo struct {
 // passiveInfo is a compiled passive resource.
 type passiveInfo struct {
 	name     string
-	capacity int32
+	capacity int32 // units per instance
 	host     int32 // -1: one for the whole system
 	inst     int32 // index of the first instance
+	// parts is the instances per replica: the capacity, each of one unit,
+	// for a partitioned resource (model.Passive.Partitioned), else 1.
+	parts int32
 	// beforeSpan: an operation that begins with a hold of it waits before
 	// its span starts.
 	beforeSpan bool
@@ -248,7 +251,10 @@ func compile(m *model.Model) (*program, error) {
 		p.hosts = append(p.hosts, hi)
 	}
 	for _, pr := range m.Passive {
-		pi := passiveInfo{name: pr.Name, capacity: int32(pr.Capacity), host: -1, inst: int32(p.nPassive), beforeSpan: pr.BeforeSpan}
+		pi := passiveInfo{name: pr.Name, capacity: int32(pr.Capacity), host: -1, inst: int32(p.nPassive), parts: 1, beforeSpan: pr.BeforeSpan}
+		if pr.Partitioned {
+			pi.capacity, pi.parts = 1, int32(pr.Capacity)
+		}
 		n := 1
 		if pr.Host != "" {
 			h, ok := c.host[pr.Host]
@@ -258,7 +264,7 @@ func compile(m *model.Model) (*program, error) {
 			pi.host = h
 			n = int(p.hosts[h].replicas)
 		}
-		p.nPassive += n
+		p.nPassive += n * int(pi.parts)
 		c.pas[pr.Name] = int32(len(p.passives))
 		p.passives = append(p.passives, pi)
 	}

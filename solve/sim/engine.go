@@ -29,10 +29,11 @@ type frame struct {
 	start float64 // op: when the call arrived at the component
 	begun float64 // op: when its span started (a thread given, an entry hold taken)
 	kind  uint8
-	n     int32 // loop: iterations left; hold: units held
-	a     int32 // op: return pc; hold: passive instance
-	op    int32 // op: the caller's operation
-	rep   int32 // op: the caller's replica
+	n     int32  // loop: iterations left; hold: units held
+	a     int32  // op: return pc; hold: passive instance
+	op    int32  // op: the caller's operation
+	rep   int32  // op: the caller's replica
+	key   uint32 // op: the caller's key
 }
 
 // acquired records units taken by an unscoped acquire step.
@@ -55,7 +56,11 @@ type task struct {
 	pc          int32
 	op          int32 // the operation being run, -1 at workload level
 	rep         int32 // the replica of op's host
-	joins       int32 // forked lists still running
+	// key is drawn when op begins (at workload level, when the task
+	// does): it picks the unit of a partitioned passive resource the
+	// execution waits for, the same for all its holds.
+	key   uint32
+	joins int32 // forked lists still running
 
 	// Waiting state.
 	pendOp, pendRep int32   // the operation waiting for a thread
@@ -100,6 +105,18 @@ type acct struct {
 	waitSum float64
 	waitN   int64
 	in, out int64 // arrivals and departures
+}
+
+// add takes in the counts and integrals of another instance's acct, to
+// report the instances of one replica together.
+func (a *acct) add(o *acct) {
+	a.level += o.level
+	a.area += o.area
+	a.last = max(a.last, o.last)
+	a.waitSum += o.waitSum
+	a.waitN += o.waitN
+	a.in += o.in
+	a.out += o.out
 }
 
 func (a *acct) set(now float64, level int32) {
@@ -205,8 +222,10 @@ type stats struct {
 type engine struct {
 	p   *program
 	rng *rand.Rand
-	now float64
-	cal calendar
+	// keys counts the keys drawn (nextKey).
+	keys uint64
+	now  float64
+	cal  calendar
 
 	tasks     []*task
 	freeTasks []int32
@@ -295,8 +314,8 @@ func newEngine(p *program, seed, stream uint64, cut, quota int64, liveLimit int)
 		if pi.host >= 0 {
 			n = p.hosts[pi.host].replicas
 		}
-		for r := int32(0); r < n; r++ {
-			e.passives[pi.inst+r] = passiveRes{capacity: pi.capacity, free: pi.capacity}
+		for i := range n * pi.parts {
+			e.passives[pi.inst+i] = passiveRes{capacity: pi.capacity, free: pi.capacity}
 		}
 	}
 	nw, no := len(p.workloads), len(p.ops)
@@ -477,7 +496,7 @@ func (e *engine) newTask(req int32, kind uint8, parent int32) *task {
 	t.childFailed = false
 	t.joins = 0
 	t.sender = -1
-	t.op, t.rep = -1, 0
+	t.op, t.rep, t.key = -1, 0, e.nextKey()
 	t.frames = t.frames[:0]
 	t.acq = t.acq[:0]
 	e.reqs[req].live++
@@ -486,6 +505,17 @@ func (e *engine) newTask(req int32, kind uint8, parent int32) *task {
 		e.rec.newTask(t)
 	}
 	return t
+}
+
+// nextKey draws a task's key (task.key) from a counter, scrambled
+// (SplitMix64's finalizer), so that drawing one takes nothing from the
+// random streams: models without partitioned resources run as before.
+func (e *engine) nextKey() uint32 {
+	e.keys++
+	z := e.keys * 0x9e3779b97f4a7c15
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return uint32((z ^ z>>31) >> 32)
 }
 
 func (e *engine) freeTask(t *task) {
@@ -618,7 +648,7 @@ func (e *engine) exec(t *task) {
 			t.joins = int32(len(pcs))
 			for _, pc := range pcs {
 				c := e.newTask(t.req, taskFork, t.id)
-				c.pc, c.op, c.rep = pc, t.op, t.rep
+				c.pc, c.op, c.rep, c.key = pc, t.op, t.rep, t.key
 				if e.rec != nil { // span recording
 					e.rec.fork(e, t, c)
 				}
@@ -726,8 +756,8 @@ func (e *engine) enter(t *task, op int32) int {
 // beginOp starts the pending operation of t on a thread it was given.
 func (e *engine) beginOp(t *task, pl *pool) {
 	pl.wait(e.now - t.arrive)
-	t.frames = append(t.frames, frame{kind: frameOp, start: t.arrive, begun: e.now, a: t.pc, op: t.op, rep: t.rep})
-	t.op, t.rep = t.pendOp, t.pendRep
+	t.frames = append(t.frames, frame{kind: frameOp, start: t.arrive, begun: e.now, a: t.pc, op: t.op, rep: t.rep, key: t.key})
+	t.op, t.rep, t.key = t.pendOp, t.pendRep, e.nextKey()
 	t.pc = e.p.ops[t.op].entry
 	if e.rec != nil { // span recording
 		e.rec.begin(e, t)
@@ -750,7 +780,7 @@ func (e *engine) leaveOp(t *task) {
 		_ = sp.Add(e.now - f.begun)
 	}
 	e.releaseThread(t.op, t.rep)
-	t.op, t.rep, t.pc = f.op, f.rep, f.a
+	t.op, t.rep, t.key, t.pc = f.op, f.rep, f.key, f.a
 }
 
 // releaseThread frees the thread an operation held and hands it on.
@@ -794,7 +824,10 @@ func (e *engine) acquire(t *task, res, units int32) bool {
 	pi := &e.p.passives[res]
 	inst := pi.inst
 	if pi.host >= 0 {
-		inst += e.replicaOn(t, pi.host)
+		inst += e.replicaOn(t, pi.host) * pi.parts
+	}
+	if pi.parts > 1 {
+		inst += int32(t.key % uint32(pi.parts))
 	}
 	ps := &e.passives[inst]
 	ps.in++
@@ -892,7 +925,7 @@ func (e *engine) fail(t *task) {
 				e.rec.leave(e, t, true)
 			}
 			e.releaseThread(t.op, t.rep)
-			t.op, t.rep = f.op, f.rep
+			t.op, t.rep, t.key = f.op, f.rep, f.key
 		}
 	}
 	e.endTask(t, true)

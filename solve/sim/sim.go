@@ -174,8 +174,9 @@ func newSketch() *ddsketch.DDSketch {
 type resDesc struct {
 	name     string
 	kind     uint8
-	inst     []int // instance index per replica
-	servers  int   // per instance
+	inst     []int // instance index per replica: the first of parts
+	parts    int   // instances per replica (passiveInfo.parts), else 1
+	servers  int   // per replica
 	replicas int
 	// limit is a CPU's limit per replica in cores, 0 for none.
 	limit float64
@@ -186,13 +187,13 @@ func resources(p *program) []resDesc {
 	var out []resDesc
 	for _, h := range p.hosts {
 		per := 1 + len(h.disks)
-		d := resDesc{name: model.CPUResource(h.name), kind: resStation, servers: int(h.cores), replicas: int(h.replicas), limit: h.limit}
+		d := resDesc{name: model.CPUResource(h.name), kind: resStation, parts: 1, servers: int(h.cores), replicas: int(h.replicas), limit: h.limit}
 		for r := 0; r < int(h.replicas); r++ {
 			d.inst = append(d.inst, int(h.station)+r*per)
 		}
 		out = append(out, d)
 		for i, disk := range h.disks {
-			d := resDesc{name: model.DiskResource(h.name, disk.name), kind: resStation, servers: int(disk.servers), replicas: int(h.replicas)}
+			d := resDesc{name: model.DiskResource(h.name, disk.name), kind: resStation, parts: 1, servers: int(disk.servers), replicas: int(h.replicas)}
 			for r := 0; r < int(h.replicas); r++ {
 				d.inst = append(d.inst, int(h.station)+r*per+1+i)
 			}
@@ -204,7 +205,7 @@ func resources(p *program) []resDesc {
 			continue
 		}
 		n := int(p.hosts[c.host].replicas)
-		d := resDesc{name: model.ThreadsResource(c.name), kind: resPool, servers: int(c.threads), replicas: n}
+		d := resDesc{name: model.ThreadsResource(c.name), kind: resPool, parts: 1, servers: int(c.threads), replicas: n}
 		for r := 0; r < n; r++ {
 			d.inst = append(d.inst, int(c.pool)+r)
 		}
@@ -215,9 +216,10 @@ func resources(p *program) []resDesc {
 		if pi.host >= 0 {
 			n = int(p.hosts[pi.host].replicas)
 		}
-		d := resDesc{name: pi.name, kind: resPassive, servers: int(pi.capacity), replicas: n}
+		parts := int(pi.parts)
+		d := resDesc{name: pi.name, kind: resPassive, parts: parts, servers: int(pi.capacity) * parts, replicas: n}
 		for r := 0; r < n; r++ {
-			d.inst = append(d.inst, int(pi.inst)+r)
+			d.inst = append(d.inst, int(pi.inst)+r*parts)
 		}
 		out = append(out, d)
 	}
@@ -264,7 +266,9 @@ func collect(e *engine, descs []resDesc) *repOut {
 			case resPool:
 				o.res[i][r] = e.pools[in].acct
 			default:
-				o.res[i][r] = e.passives[in].acct
+				for _, ps := range e.passives[in : in+d.parts] {
+					o.res[i][r].add(&ps.acct)
+				}
 			}
 		}
 	}
@@ -281,19 +285,21 @@ func blame(e *engine, descs []resDesc) *instability {
 	for _, d := range descs {
 		n := 0
 		var in, out int64
-		for _, i := range d.inst {
-			n += e.waitingAt(d.kind, i)
-			var a *acct
-			switch d.kind {
-			case resStation:
-				a = &e.stations[i].acct
-			case resPool:
-				a = &e.pools[i].acct
-			default:
-				a = &e.passives[i].acct
+		for _, first := range d.inst {
+			for i := first; i < first+d.parts; i++ {
+				n += e.waitingAt(d.kind, i)
+				var a *acct
+				switch d.kind {
+				case resStation:
+					a = &e.stations[i].acct
+				case resPool:
+					a = &e.pools[i].acct
+				default:
+					a = &e.passives[i].acct
+				}
+				in += a.in
+				out += a.out
 			}
-			in += a.in
-			out += a.out
 		}
 		if n > best {
 			best = n

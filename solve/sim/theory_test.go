@@ -128,6 +128,49 @@ workload:
 	}
 }
 
+// TestPassivePartitioned: a partitioned resource of three units binds
+// each execution to one unit at random, so Poisson arrivals make three
+// independent M/M/1 queues with rate λ/3 (where the same three units
+// serving one queue make M/M/3, TestMMc); on each of two replicas of its
+// host, six M/M/1 queues with rate λ/6. Two holds in a row, each of half
+// the time, make each unit a queue whose executions come back once to its
+// end (the second hold waits behind those that came meanwhile): with
+// exponential holds a Jackson network, whose mean response is M/M/1's of
+// the whole time, S/(1−ρ).
+func TestPassivePartitioned(t *testing.T) {
+	const lambda, s = 2100.0, 1e-3
+	rho := lambda / 3 * s
+	for _, c := range []struct {
+		name, host, passive, steps string
+		rate, util                 float64
+		replicas                   int
+		want                       float64
+	}{
+		{"one queue each", "{}", "{capacity: 3, partitioned: true}", "[{hold: {resource: p, steps: [{delay: exp(1ms)}]}}]", lambda, rho, 0, s / (1 - rho)},
+		{"per replica", "{replicas: 2, balancer: random}", "{capacity: 3, partitioned: true, host: h}", "[{hold: {resource: p, steps: [{delay: exp(1ms)}]}}]", 2 * lambda, rho, 2, s / (1 - rho)},
+		{"two holds", "{}", "{capacity: 3, partitioned: true}", "[{hold: {resource: p, steps: [{delay: exp(0.5ms)}]}}, {hold: {resource: p, steps: [{delay: exp(0.5ms)}]}}]", lambda, rho, 0, s / (1 - rho)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := fmt.Sprintf(`perfcast: 1
+hosts: {h: %s}
+components:
+  c: {host: h, operations: {op: {steps: %s}}}
+passive: {p: %s}
+workload:
+  w: {open: {rate: %g}, steps: [{call: c/op}]}
+`, c.host, c.steps, c.passive, c.rate)
+			r := run(t, src, 300000)
+			w := wl(t, r, "w")
+			within(t, "mean response", w.ResponseTime.Mean, w.ResponseTime.CI95, c.want, 0)
+			p := res(t, r, "p")
+			within(t, "utilization", p.Utilization, p.UtilizationCI95, c.util, 0)
+			if len(p.PerReplica) != c.replicas {
+				t.Errorf("per_replica %v, want %d entries", p.PerReplica, c.replicas)
+			}
+		})
+	}
+}
+
 // TestRandomReplicas: Poisson arrivals split at random over r replicas make
 // r independent M/M/1 queues with rate λ/r.
 func TestRandomReplicas(t *testing.T) {
