@@ -219,6 +219,14 @@ var sections = []section{
 				m.PassiveResource(n).Capacity, err = intValue(v, 1)
 				return
 			}},
+			{"partitioned", func(m *model.Model, n, v string) error {
+				b, err := strconv.ParseBool(v)
+				if err != nil {
+					return fmt.Errorf("want true or false, found %q", v)
+				}
+				m.PassiveResource(n).Partitioned = b
+				return nil
+			}},
 		},
 	},
 	{

@@ -50,7 +50,7 @@ func TestSet(t *testing.T) {
 		"hosts.app.cpu.speed_variation=0.2",
 		"hosts.app.cpu.speed_window=500ms",
 		"hosts.app.cpu.limit=2500m", "hosts.app.cpu.period=50ms",
-		"components.svc.threads=32", "passive.lock.capacity=20",
+		"components.svc.threads=32", "passive.lock.capacity=20", "passive.lock.partitioned=true",
 		"workload.w.open.rate=120/s", "workload.u.closed.users=400", "workload.*.load=2",
 		"hosts.app.disks.data.servers=4", "hosts.*.disks.*.scheduling=random",
 	} {
@@ -63,7 +63,7 @@ func TestSet(t *testing.T) {
 	}
 	h := m.Host("app")
 	if h.CPU.Cores != 8 || h.Replicas != 3 || h.CPU.Speed != 1.5 || h.CPU.SpeedVariation != 0.2 || h.CPU.SpeedWindow != 0.5 || h.CPU.Limit != 2.5 || h.CPU.Period != 0.05 || m.Component("svc").Threads != 32 ||
-		m.PassiveResource("lock").Capacity != 20 || m.Workload("w").Open.Rate != 240 || m.Workload("u").Closed.Users != 800 ||
+		m.PassiveResource("lock").Capacity != 20 || !m.PassiveResource("lock").Partitioned || m.Workload("w").Open.Rate != 240 || m.Workload("u").Closed.Users != 800 ||
 		h.Disk("data").Servers != 4 || h.Disk("data").Scheduling != model.RandomOrder {
 		t.Errorf("not all set:\n%s", m.Marshal())
 	}
@@ -81,6 +81,7 @@ func TestSetErrors(t *testing.T) {
 		"components.svc.threads=0":         "at least 1",
 		"workload.w.open.rate=fast":        "rate",
 		"passive.nope.capacity=2":          `no passive resource named "nope" (passive: lock)`,
+		"passive.lock.partitioned=maybe":   "want true or false",
 		"hosts.app.cpu.speed_variation=-1": "at least 0",
 		"hosts.app.disks.log.servers=2":    `no disk named "app.disks.log" (disks: app.disks.data)`,
 		"hosts.db.disks.data.servers=2":    `no disk named "db.disks.data"`,
