@@ -182,6 +182,10 @@ type generator struct {
 	// gives none and whose runtime runs one thread at a time
 	// (runtimeSlots).
 	slots map[string]int
+	// loops holds the components of slots whose processes are event
+	// loops a balancer hands connections in turn: their slots are
+	// partitioned (runtimeSlots).
+	loops map[string]bool
 	// sends holds, per producing operation, the messages it sends per
 	// execution to each consumer that is not a workload of its own
 	// (sentConsumers; see consumerSends).
@@ -2337,10 +2341,14 @@ func (g *generator) cpuSlotsResource(comp string, k int) string {
 		}
 		// A handler needs a slot before its span starts: the wait for the
 		// first burst's slot is in the caller's time, not the span's.
-		g.m.Passive = append(g.m.Passive, &model.Passive{Name: name, Capacity: k, Host: host, BeforeSpan: true})
+		part := k > 1 && g.loops[comp]
+		g.m.Passive = append(g.m.Passive, &model.Passive{Name: name, Capacity: k, Host: host, BeforeSpan: true, Partitioned: part})
 		why := "as the configuration declares (cpu_slots)"
 		if _, declared := g.cfg.declaredSlots(comp); !declared {
 			why = "as its runtime runs them"
+		}
+		if part {
+			why += ", each process's slot a queue of its own (partitioned: the processes are Node.js event loops, to which a cluster's primary hands connections in turn)"
 		}
 		g.rep.evidencef("component %s: at most %d of its threads on the CPU at once, %s: its CPU steps hold %s, whose first wait in an operation comes before its span starts (before_span)", comp, k, why, name)
 	}

@@ -132,18 +132,24 @@ const minOneThreadShare = 0.9
 // runtimeSlots gives CPU slots to the components the configuration gives
 // none and whose spans say they run on a runtime that runs one thread at
 // a time (oneThread): one per process, as many per replica as processes
-// served at once on each. A component of such a runtime whose spans do
+// served at once on each. Node.js processes' slots are partitioned, each
+// process a queue of its own: a cluster's primary hands each worker
+// connections in turn (its default scheduling but on Windows), and what
+// a connection brings waits for its worker's loop alone. The workers of
+// Python's and Ruby's servers (gunicorn, uvicorn, Puma) take
+// connections from one listening socket as they come free: their slots
+// serve one queue. A component of such a runtime whose spans do
 // not name their process (service.instance.id, process.pid) keeps
 // unbounded threads, with a warning: one process per replica and several
 // (a pre-forking server's workers) differ by as many slots.
 func (g *generator) runtimeSlots() {
-	g.slots = map[string]int{}
+	g.slots, g.loops = map[string]int{}, map[string]bool{}
 	for _, comp := range slices.Sorted(maps.Keys(g.s.placement)) {
 		if _, ok := g.cfg.declaredSlots(comp); ok {
 			continue
 		}
 		pl := g.s.placement[comp]
-		var total, single int64
+		var total, single, loops int64
 		var names []string
 		for _, key := range slices.Sorted(maps.Keys(pl.runtimes)) {
 			n := pl.runtimes[key]
@@ -151,6 +157,9 @@ func (g *generator) runtimeSlots() {
 			total += n
 			if oneThread(lang, rt) {
 				single += n
+				if strings.EqualFold(lang, "nodejs") {
+					loops += n
+				}
 				if name := runtimeName(lang, rt); !slices.Contains(names, name) {
 					names = append(names, name)
 				}
@@ -186,6 +195,7 @@ func (g *generator) runtimeSlots() {
 		}
 		k := max(1, int(math.Round(avg/float64(replicas))))
 		g.slots[comp] = k
+		g.loops[comp] = loops == single
 		per := "its one process"
 		if len(procs) > 1 {
 			per = fmt.Sprintf("%d processes (%s), %.1f at once on average, at most %d, over %d replica(s)", len(procs), textout.Abbreviate(procs, 4), avg, peak, replicas)

@@ -95,8 +95,10 @@ type Options struct {
 
 // Runtime is what runs a component's processes, as the resource of their
 // spans says: telemetry.sdk.language, process.runtime.name and
-// process.pid. With Processes above one, each replica runs that many, a
-// request's spans in one of them (by its trace number), named by
+// process.pid. With Processes above one, each replica runs that many, an
+// execution's spans in one of them, the one its key picks (sim.Span.Key
+// mod Processes: the unit of the model's partitioned resource of that
+// many units it waited for, where the model has one), named by
 // process.pid alone, without service.instance.id, as SDKs without an
 // instance detector name them; with one, the replica's spans keep their
 // instance and carry one pid. Anonymous spans name no process at all,
@@ -196,7 +198,7 @@ func Convert(s *sim.Span, opts *Options) *ingest.Span {
 			pid += int(s.Thread)
 		case rt.Processes > 1 || rt.Anonymous:
 			out.Instance = ""
-			pid += int(s.Trace % uint64(max(rt.Processes, 1)))
+			pid += int(s.Key % uint32(max(rt.Processes, 1)))
 		}
 		if !rt.Anonymous {
 			out.Process.PID = strconv.Itoa(pid)

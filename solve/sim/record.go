@@ -106,6 +106,11 @@ type Span struct {
 	// k − 1). A span inside an operation (a client, producer or external
 	// span) carries its operation's.
 	Thread int32
+	// Key is the key its operation's execution drew: of a partitioned
+	// passive resource of n units (model.Passive.Partitioned), the
+	// execution waits for unit Key mod n. A span inside an operation
+	// carries its operation's.
+	Key uint32
 	// Attrs are the request's parameters and session, on root spans only.
 	Attrs []Attr
 }
@@ -337,7 +342,7 @@ func (r *recorder) span(e *engine, tr *taskRec, kind SpanKind, runs, rep int32, 
 	s := &Span{Trace: tr.trace, ID: r.newID(), Parent: parent, Kind: kind, Component: c.name,
 		Operation: r.opNames[runs], Host: r.hostNames[c.host][rep], Replica: int(rep), Start: e.now}
 	if cur := tr.current(); cur != nil {
-		s.Thread = cur.Thread
+		s.Thread, s.Key = cur.Thread, cur.Key
 	}
 	return s
 }
@@ -441,7 +446,7 @@ func (r *recorder) begin(e *engine, t *task) {
 	}
 	pool := r.p.comps[r.p.ops[t.op].comp].pool + t.rep
 	thread := r.takeThread(pool)
-	s.Thread = thread
+	s.Thread, s.Key = thread, t.key
 	tr.stack = append(tr.stack, callRec{client: tr.pending, server: s, pool: pool, thread: thread})
 	tr.pending = nil
 }

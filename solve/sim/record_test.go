@@ -649,3 +649,56 @@ func TestRecordThreads(t *testing.T) {
 		t.Errorf("highest threads used %v: requests overlap, more than one thread should serve", most)
 	}
 }
+
+// TestRecordKeys: an execution's spans carry the key it drew, and the
+// unit of a partitioned resource it waited for is its key mod the
+// capacity: held around the whole operation, two units serve one
+// execution each at a time, so spans of one unit never overlap, while
+// those of the two do.
+func TestRecordKeys(t *testing.T) {
+	m, err := model.Parse([]byte(`perfcast: 1
+hosts: {h: {cpu: {cores: 2}}, db: {}}
+components:
+  api: {host: h, operations: {get: {steps: [{hold: {resource: loops, steps: [{cpu: exp(2ms)}, {call: store/q}]}}]}}}
+  store: {host: db, operations: {q: {steps: [{delay: exp(3ms)}]}}}
+passive: {loops: {capacity: 2, partitioned: true, before_span: true}}
+workload:
+  w: {open: {rate: 200}, steps: [{call: api/get}]}
+`), "keys.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spans, _ := record(t, m, RecordOptions{Seed: 5, Requests: 4000})
+	x := index(spans)
+	byUnit := map[uint32][]*Span{}
+	for _, s := range spans {
+		if s.Kind == SpanClient {
+			if p := x.byID[s.Parent]; p == nil || s.Key != p.Key {
+				t.Fatalf("client span %d with key %d inside an operation with another", s.ID, s.Key)
+			}
+		}
+		if s.Kind == SpanServer && s.Component == "api" {
+			byUnit[s.Key%2] = append(byUnit[s.Key%2], s)
+		}
+	}
+	var all []*Span
+	for u, ss := range byUnit {
+		all = append(all, ss...)
+		slices.SortFunc(ss, func(a, b *Span) int { return cmp.Compare(a.Start, b.Start) })
+		for i := 1; i < len(ss); i++ {
+			if ss[i].Start < ss[i-1].End {
+				t.Fatalf("unit %d: spans %d and %d overlap", u, ss[i-1].ID, ss[i].ID)
+			}
+		}
+	}
+	slices.SortFunc(all, func(a, b *Span) int { return cmp.Compare(a.Start, b.Start) })
+	overlaps := 0
+	for i := 1; i < len(all); i++ {
+		if all[i].Start < all[i-1].End {
+			overlaps++
+		}
+	}
+	if len(byUnit) != 2 || overlaps == 0 {
+		t.Errorf("%d units used, %d overlaps between them: want 2 units, serving at once", len(byUnit), overlaps)
+	}
+}
