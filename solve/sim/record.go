@@ -78,6 +78,9 @@ type Span struct {
 	// parent span, 0 for a root.
 	ID, Parent uint64
 	Kind       SpanKind
+	// Error is set on the spans of an execution that failed because a queue
+	// it had to enter was full (on_full: drop).
+	Error bool
 	// Component is the component the span ran in (its service).
 	Component string
 	// Operation names the span: for server and consumer spans the operation
@@ -97,9 +100,6 @@ type Span struct {
 	// (demands divided by the host's speed), including the steps of its
 	// parallel lists; 0 for client and producer spans.
 	CPU float64
-	// Error is set on the spans of an execution that failed because a queue
-	// it had to enter was full (on_full: drop).
-	Error bool
 	// Thread numbers, from 0, the thread of its component replica that
 	// ran the span's operation: the one freed last as the operation
 	// began, else the next unused (a pool of k threads numbers them 0 to
