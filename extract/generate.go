@@ -2341,7 +2341,7 @@ func (g *generator) cpuSlotsResource(comp string, k int) string {
 		}
 		// A handler needs a slot before its span starts: the wait for the
 		// first burst's slot is in the caller's time, not the span's.
-		part := k > 1 && g.loops[comp]
+		part := g.partitioned(comp)
 		g.m.Passive = append(g.m.Passive, &model.Passive{Name: name, Capacity: k, Host: host, BeforeSpan: true, Partitioned: part})
 		why := "as the configuration declares (cpu_slots)"
 		if _, declared := g.cfg.declaredSlots(comp); !declared {

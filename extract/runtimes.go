@@ -204,6 +204,13 @@ func (g *generator) runtimeSlots() {
 	}
 }
 
+// partitioned reports whether component comp's CPU slots are a queue
+// each (model.Passive.Partitioned): several slots of Node.js processes
+// (runtimeSlots).
+func (g *generator) partitioned(comp string) bool {
+	return g.loops[comp] && g.cpuSlots(comp) > 1
+}
+
 // cpuSlots is the CPU slots of component comp in the model: those the
 // configuration declares, else those its runtime gives (runtimeSlots),
 // 0 for unbounded.

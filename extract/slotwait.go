@@ -26,6 +26,9 @@ type slotQueue struct {
 	// free is set where a burst never finds every core busy
 	// (waitsForCores is false).
 	free bool
+	// parts is set where the slots are partitioned (a queue each) and
+	// each slot has 1/k of the arrivals, drawn at random.
+	parts bool
 }
 
 // slotQueue returns comp's slotQueue and its slots' mean load (see
@@ -38,7 +41,7 @@ func (g *generator) slotQueue(comp string) (q slotQueue, a float64, ok bool) {
 		return slotQueue{}, 0, false
 	}
 	return slotQueue{k: k, cores: h.CPU.Cores, mean: mean, cs2: cs2, speed: h.CPU.Speed,
-		scv: g.componentSCV(comp), hostSCV: g.arrivalSCV(h), free: !g.waitsForCores(h, comp)}, a, true
+		scv: g.componentSCV(comp), hostSCV: g.arrivalSCV(h), free: !g.waitsForCores(h, comp), parts: g.partitioned(comp)}, a, true
 }
 
 // cpuWait is the factor of a burst's wait for the host's CPU at load
@@ -61,8 +64,16 @@ func (q slotQueue) cpuWait(load float64) float64 {
 // 28 % slow at the lighter load. With Poisson's wait for bursty arrivals
 // (cv 2), a Go service with one slot, half busy, kept 11.5 ms of a 2 ms
 // delay's truth.
+//
+// Partitioned slots are k GI/G/1 queues, each with 1/k of the load and of
+// the arrivals, whose squared cv a random split by 1/k draws towards
+// Poisson's: p·ca² + 1 − p.
 func (q slotQueue) waitAt(w slotWin) float64 {
 	stretch := 1 + q.cpuWait(w.host)
+	if q.parts {
+		p := 1 / float64(q.k)
+		return q.mean / q.speed * stretch * burstyServiceWait(1, w.slots*stretch*p, p*q.scv+1-p, q.cs2)
+	}
 	return q.mean / q.speed * stretch * burstyServiceWait(q.k, w.slots*stretch, q.scv, q.cs2)
 }
 
