@@ -97,6 +97,9 @@ func buildDiagram(m *model.Model, r *Results) *diagram {
 				continue
 			}
 			line := fmt.Sprintf("pool %s of %d", p.Name, p.Capacity)
+			if p.Partitioned {
+				line += ", a queue each"
+			}
 			if u, ok := util(p.Name); ok {
 				line += " · " + fmtUtil(u) + " busy"
 			}
@@ -290,6 +293,9 @@ func resourceWords(m *model.Model, res string) string {
 		}
 	}
 	if p := m.PassiveResource(res); p != nil {
+		if p.Partitioned {
+			return fmt.Sprintf("the pool %s (capacity %d, a queue per unit)", p.Name, p.Capacity)
+		}
 		return fmt.Sprintf("the pool %s (capacity %d)", p.Name, p.Capacity)
 	}
 	return res

@@ -249,3 +249,25 @@ func TestDiagramSpeedFactor(t *testing.T) {
 	}
 	t.Fatalf("no host %s in the diagram", h)
 }
+
+// TestResourceWordsPartitioned: a partitioned pool is told as a queue
+// per unit, one that is not as one pool.
+func TestResourceWordsPartitioned(t *testing.T) {
+	m, err := model.Parse([]byte(`perfcast: 1
+hosts: {h: {}}
+components:
+  c: {host: h, operations: {op: {steps: [{hold: {resource: loops, steps: [{cpu: 1ms}]}}, {hold: {resource: pool, steps: [{cpu: 1ms}]}}]}}}
+passive: {loops: {capacity: 3, partitioned: true}, pool: {capacity: 3}}
+workload:
+  w: {open: {rate: 10}, steps: [{call: c/op}]}
+`), "words.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resourceWords(m, "loops"); got != "the pool loops (capacity 3, a queue per unit)" {
+		t.Errorf("loops: %q", got)
+	}
+	if got := resourceWords(m, "pool"); got != "the pool pool (capacity 3)" {
+		t.Errorf("pool: %q", got)
+	}
+}
