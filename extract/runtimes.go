@@ -46,9 +46,10 @@ func runtimeName(language, runtime string) string {
 	return language + " (" + runtime + ")"
 }
 
-// processOf names the process that made span s: its service.instance.id,
-// else its machine and process.pid; "" where its spans say neither.
-func processOf(s *ingest.Span) string {
+// ProcessOf names the process that made span s as extraction tells
+// processes apart: its service.instance.id, else its machine and
+// process.pid; "" where its spans say neither.
+func ProcessOf(s *ingest.Span) string {
 	if s.Instance != "" {
 		return s.Instance
 	}
@@ -92,7 +93,7 @@ func (c *Config) foldSlots(s *ingest.Span, comp string) (slots int, key string) 
 		return k, comp
 	}
 	if oneThread(runtimeOf(s)) {
-		if p := processOf(s); p != "" {
+		if p := ProcessOf(s); p != "" {
 			return 1, comp + "\x00" + p
 		}
 	}
@@ -113,7 +114,7 @@ func (pl *placement) noteRuntime(s *ingest.Span) {
 	if !oneThread(lang, rt) {
 		return
 	}
-	p := processOf(s)
+	p := ProcessOf(s)
 	if p == "" {
 		return
 	}

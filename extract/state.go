@@ -67,7 +67,7 @@ type State struct {
 	// which is that replica's (splitReplicas).
 	soleReplica map[string]string
 	// soleProcess holds, per component replica on a machine (its
-	// replicaGroup key), the one process (processOf) its spans ran in so
+	// replicaGroup key), the one process (ProcessOf) its spans ran in so
 	// far, or "" once they ran in a second. Until then the replica's
 	// profile is that process's, and processes are profiled apart only
 	// from the second on (splitProcess): most replicas run one process,
@@ -155,7 +155,7 @@ func replicaGroup(comp, replica string) string {
 }
 
 // processGroup keys the profile of a component's spans in one of its
-// processes on a machine (processOf: its instance, else its pid), of
+// processes on a machine (ProcessOf: its instance, else its pid), of
 // which a replica may run several.
 func processGroup(comp, process string) string {
 	return "proc\x00" + comp + "\x00" + process
@@ -429,7 +429,7 @@ type placement struct {
 	// runtimes counts the executions by their process's
 	// telemetry.sdk.language and process.runtime.name (joined by a NUL);
 	// procs and procLife count the executions and the lifetimes of the
-	// processes of one-thread runtimes that their spans name (processOf).
+	// processes of one-thread runtimes that their spans name (ProcessOf).
 	// All nil until met.
 	runtimes map[string]int64
 	procs    map[string]int64
@@ -663,7 +663,7 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 	if machine != "" {
 		// Before the span goes into the replica's profile, which a
 		// second process's first span splits (splitProcess).
-		if p := processOf(n.Span); p != "" {
+		if p := ProcessOf(n.Span); p != "" {
 			s.noteCaller(comp, p, n)
 			if s.noteProcess(rg, comp, p) {
 				s.profile(processGroup(comp, p), n.Span.Start, n.Span.End)

@@ -30,7 +30,7 @@ const keepShare = 0.9
 // keeps to its process whatever it does.
 const keepMinCalls = 20
 
-// processPair names a process of a component on a machine (processOf)
+// processPair names a process of a component on a machine (ProcessOf)
 // and a process that called it: the caller's component and its process,
 // else its replica, else its host; both "" where the execution had no
 // caller in another process (a root span, a call from within its own
@@ -49,7 +49,7 @@ func (s *State) noteCaller(comp, p string, n *trace.Node) {
 	k := processPair{comp: comp, proc: p}
 	if n.Parent != nil {
 		ps := n.Parent.Span
-		c := processOf(ps)
+		c := ProcessOf(ps)
 		if c == "" {
 			c = ps.Replica()
 		}

@@ -49,6 +49,78 @@ type statsReport struct {
 	// attribute the configuration reads, the traces that carry it.
 	Extracted  []extractedOp    `json:"extracted_operations,omitempty"`
 	Attributes map[string]int64 `json:"attributes,omitempty"`
+	// ByService is, per service, where its spans ran and what they carry:
+	// what extraction makes replicas, processes, CPU slots and demands of.
+	ByService []serviceStats `json:"by_service"`
+}
+
+// serviceStats is what a service's spans say of where they ran.
+type serviceStats struct {
+	Service string `json:"service"`
+	Spans   int64  `json:"spans"`
+	// Hosts, Instances and Processes count the distinct host names,
+	// instances (service.instance.id, else k8s.pod.name) and processes
+	// (extract.ProcessOf) its spans name.
+	Hosts     int `json:"hosts"`
+	Instances int `json:"instances"`
+	Processes int `json:"processes"`
+	// Runtimes are the languages and runtimes its spans' resources name
+	// (telemetry.sdk.language, and process.runtime.name where it says
+	// more: "python (cpython)"), most spans first.
+	Runtimes []string `json:"runtimes"`
+	// ServerSpans counts its server and consumer spans, CPUTimes those of
+	// them that carry a CPU time.
+	ServerSpans int64 `json:"server_spans"`
+	CPUTimes    int64 `json:"cpu_times"`
+}
+
+// serviceTally gathers a serviceStats from spans.
+type serviceTally struct {
+	spans, server, cpu      int64
+	hosts, instances, procs map[string]bool
+	runtimes                map[string]int64
+}
+
+func (t *serviceTally) add(s *ingest.Span) {
+	t.spans++
+	if s.Host != "" {
+		t.hosts[s.Host] = true
+	}
+	if r := s.Replica(); r != "" {
+		t.instances[r] = true
+	}
+	if p := extract.ProcessOf(s); p != "" {
+		t.procs[p] = true
+	}
+	if p := s.Process; p != nil && p.Language != "" {
+		rt := p.Language
+		if p.Runtime != "" && !strings.EqualFold(p.Runtime, p.Language) {
+			rt += " (" + p.Runtime + ")"
+		}
+		t.runtimes[rt]++
+	}
+	if s.Kind == ingest.KindServer || s.Kind == ingest.KindConsumer {
+		t.server++
+		if s.HasCPUTime() {
+			t.cpu++
+		}
+	}
+}
+
+// byService turns the tallies into serviceStats, by service name.
+func byService(tallies map[string]*serviceTally) []serviceStats {
+	out := []serviceStats{}
+	for _, name := range slices.Sorted(maps.Keys(tallies)) {
+		t := tallies[name]
+		rts := slices.Sorted(maps.Keys(t.runtimes))
+		slices.SortStableFunc(rts, func(a, b string) int { return cmp.Compare(t.runtimes[b], t.runtimes[a]) })
+		if rts == nil {
+			rts = []string{}
+		}
+		out = append(out, serviceStats{Service: name, Spans: t.spans, Hosts: len(t.hosts), Instances: len(t.instances),
+			Processes: len(t.procs), Runtimes: rts, ServerSpans: t.server, CPUTimes: t.cpu})
+	}
+	return out
 }
 
 // samplingStats counts the traces whose spans say they were sampled.
@@ -92,7 +164,10 @@ func newStatsCmd() *cobra.Command {
 		Short: "Show what perfcast reads from trace files",
 		Long: `Read trace files and assemble their call trees, then print what was found:
 each file's format and span count, the number of traces, spans, services and
-operations, the most frequent operations, and everything that was skipped or
+operations, the most frequent operations, per service the hosts, instances
+and processes its spans name, their runtimes and how many of its server
+spans carry a CPU time (what extraction makes replicas, CPU slots, workers
+and demands of), and everything that was skipped or
 repaired (unparseable lines, truncated input, spans without ids or with
 negative durations, duplicate spans, orphans whose parent is missing, traces
 split because their spans arrived too far apart), with where it was found.
@@ -126,10 +201,20 @@ before extracting.`,
 			defer r.Close()
 			st := extract.NewState()
 			carried := map[string]int64{}
+			tallies := map[string]*serviceTally{}
 			var sampling samplingStats
 			first, last := int64(math.MaxInt64), int64(math.MinInt64)
 			ast, err := trace.Run(cmd.Context(), r, opts, func(t *trace.Tree) error {
 				sampling.add(t)
+				t.Walk(func(n *trace.Node, _ int) bool {
+					tl := tallies[n.Span.Service]
+					if tl == nil {
+						tl = &serviceTally{hosts: map[string]bool{}, instances: map[string]bool{}, procs: map[string]bool{}, runtimes: map[string]int64{}}
+						tallies[n.Span.Service] = tl
+					}
+					tl.add(n.Span)
+					return true
+				})
 				if len(t.Roots) > 0 {
 					first, last = min(first, t.Roots[0].Span.Start), max(last, t.Roots[0].Span.Start)
 				}
@@ -160,7 +245,7 @@ before extracting.`,
 				Evicted: ast.Evicted, DroppedSpans: ast.DroppedSpans, SkewAdjusted: ast.SkewAdjusted,
 				AsyncEdges: ast.AsyncEdges, ExternalLinks: ast.ExternalLinks, Services: ast.Services,
 				Operations: len(ast.Operations), TopOperations: ast.Operations[:min(top, len(ast.Operations))],
-				Sampling: sampling,
+				Sampling: sampling, ByService: byService(tallies),
 			}
 			if first <= last {
 				rep.FirstRequest = time.Unix(0, first).UTC().Format(time.RFC3339Nano)
@@ -247,6 +332,18 @@ func writeStats(w io.Writer, rep *statsReport) error {
 		fmt.Fprintln(tw, "SPANS\tSERVICE\tOPERATION")
 		for _, op := range rep.TopOperations {
 			fmt.Fprintf(tw, "%d\t%s\t%s\n", op.Count, orDash(op.Service), orDash(op.Name))
+		}
+		tw.Flush()
+	}
+	if len(rep.ByService) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(tw, "SERVICE\tSPANS\tHOSTS\tINSTANCES\tPROCESSES\tRUNTIME\tCPU TIMES")
+		for _, s := range rep.ByService {
+			rt := "-"
+			if len(s.Runtimes) > 0 {
+				rt = strings.Join(s.Runtimes, ", ")
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%d of %d\n", orDash(s.Service), s.Spans, s.Hosts, s.Instances, s.Processes, rt, s.CPUTimes, s.ServerSpans)
 		}
 		tw.Flush()
 	}
