@@ -18,6 +18,9 @@ type pool struct {
 	// copies is the number of independent instances (the host's replicas
 	// for a pool placed on a host, or for a component's threads).
 	copies int
+	// parts is the copies a replica has: a partitioned resource's
+	// capacity, else 1.
+	parts int
 	// component is set for thread pools.
 	component string
 	// queue is the waiting room of a thread pool per copy
@@ -142,7 +145,7 @@ func build(m *model.Model) *built {
 		}
 	}
 	for _, c := range m.Components {
-		p := &pool{name: model.ThreadsResource(c.Name), capacity: c.Threads, copies: b.replicas(c.Host), component: c.Name, queue: c.Queue, onFull: c.OnFull}
+		p := &pool{name: model.ThreadsResource(c.Name), capacity: c.Threads, copies: b.replicas(c.Host), parts: 1, component: c.Name, queue: c.Queue, onFull: c.OnFull}
 		b.poolIdx[p.name] = len(b.pools)
 		b.pools = append(b.pools, p)
 	}
@@ -151,12 +154,12 @@ func build(m *model.Model) *built {
 		if ps.Host != "" {
 			copies = b.replicas(ps.Host)
 		}
-		p := &pool{name: ps.Name, capacity: max(ps.Capacity, 1), copies: copies, queue: model.QueueUnlimited, beforeSpan: ps.BeforeSpan}
+		p := &pool{name: ps.Name, capacity: max(ps.Capacity, 1), copies: copies, parts: 1, queue: model.QueueUnlimited, beforeSpan: ps.BeforeSpan}
 		if ps.Partitioned {
 			// Its units are as many independent copies of one unit, each
 			// given an equal share of the executions at random.
 			p.copies *= p.capacity
-			p.capacity = 1
+			p.parts, p.capacity = p.capacity, 1
 		}
 		b.poolIdx[p.name] = len(b.pools)
 		b.pools = append(b.pools, p)

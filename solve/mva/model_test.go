@@ -311,6 +311,9 @@ workload:
 	near(t, "R", r.Workloads["w"].ResponseTime.Mean, 0.050+W, 1e-6)
 	near(t, "pool U", r.Resources["p"].Utilization, rho, 1e-9)
 	near(t, "pool wait", r.Resources["p"].Wait.Mean, W, 1e-6)
+	if pr := r.Resources["p"].PerReplica; pr != nil {
+		t.Errorf("per replica %v for a pool of one replica", pr)
+	}
 }
 
 // TestLockIsMG1 holds a one-unit lock for two kinds of work, short and

@@ -199,7 +199,7 @@ func fill(res *solve.Result, st *state) {
 		rr := &solve.ResourceResult{Busy: busy, QueueLength: solve.Float(waiting), Wait: &solve.Times{}}
 		if pl.limited() {
 			rr.Utilization = busy / float64(pl.capacity*pl.copies)
-			rr.PerReplica = perReplica(rr.Utilization, pl.copies)
+			rr.PerReplica = perReplica(rr.Utilization, pl.copies/pl.parts)
 			consider(pl.name, rr.Utilization)
 		}
 		if acq > 0 {
