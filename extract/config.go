@@ -44,6 +44,8 @@ import (
 //	  ledger: {capacity: 1, operations: [orders/POST /orders]}
 //	cpu_slots:              # threads of a component on the CPU at once
 //	  catalog: 1            # (GOMAXPROCS of a Go service); "*": every component
+//	slot_queues:            # its slots one queue, or a queue each (processes
+//	  api: each             # that keep their connections); "*": every component
 //	no_speed_curves: false  # do not model a CPU cost that changes with the load
 //	no_speed_variation: false  # do not model a CPU cost that wanders over time
 //	speed_window: false     # simulate it as a speed redrawn every window measured
@@ -111,6 +113,16 @@ type Config struct {
 	// process.pid) gets one slot per process it ran at once on a replica;
 	// any other shares the CPU freely. An entry of 0 gives none.
 	CPUSlots map[string]int `yaml:"cpu_slots"`
+	// SlotQueues says, per component (key "*": every component without
+	// its own entry), whether its CPU slots serve one queue (SlotQueuesOne:
+	// a free slot takes the next burst waiting, as a process's threads
+	// do, or workers that take connections from one socket as they come
+	// free) or a queue each (SlotQueuesEach: each execution bound to one
+	// slot, as processes that each keep the connections a balancer handed
+	// them). Without an entry, Node.js's processes' slots are a queue
+	// each (a cluster's primary hands its workers connections in turn)
+	// and any other's one.
+	SlotQueues map[string]string `yaml:"slot_queues"`
 	// NoSpeedCurves keeps hosts at one CPU speed whatever their load, even
 	// where the traces show the CPU time of the same work changing with it
 	// (see SpeedCurve).
@@ -472,11 +484,35 @@ func (c *Config) check() error {
 	if c.Sampling < 0 || c.Sampling > 1 || c.Sampling != c.Sampling {
 		return fmt.Errorf("sampling: %g is not a probability in (0, 1]", c.Sampling)
 	}
+	for _, name := range slices.Sorted(maps.Keys(c.SlotQueues)) {
+		if q := c.SlotQueues[name]; q != SlotQueuesOne && q != SlotQueuesEach {
+			return fmt.Errorf("slot_queues: %s: %q is neither %s nor %s", name, q, SlotQueuesOne, SlotQueuesEach)
+		}
+	}
 	switch c.OutsideSpans {
 	case "", OutsideInline, OutsideBackground:
 		return nil
 	}
 	return fmt.Errorf("outside_spans: %q is neither %s nor %s", c.OutsideSpans, OutsideInline, OutsideBackground)
+}
+
+// The values of Config.SlotQueues.
+const (
+	SlotQueuesOne  = "one"
+	SlotQueuesEach = "each"
+)
+
+// slotQueues is what the configuration says of component comp's slots'
+// queues (Config.SlotQueues), by its name or "*", and whether it says.
+func (c *Config) slotQueues(comp string) (string, bool) {
+	if c == nil {
+		return "", false
+	}
+	if q, ok := c.SlotQueues[comp]; ok {
+		return q, true
+	}
+	q, ok := c.SlotQueues["*"]
+	return q, ok
 }
 
 // component is the component of an operation's span, whose operation

@@ -37,6 +37,8 @@ func TestLoadConfig(t *testing.T) {
 		{"machine with an empty pattern", "machines: {box: [web-*, \"\"]}\n", `bad.yaml: machines: box: give the patterns`, ""},
 		{"pool per replica", "passive: {dbpool: {capacity: 10, calls: [db/query], per_replica: true}}\n", "", ""},
 		{"per_replica not a bool", "passive: {dbpool: {capacity: 10, per_replica: each}}\n", `bad.yaml:1: `, ""},
+		{"slot queues", "slot_queues: {api: each, \"*\": one}\n", "", ""},
+		{"unknown slot queues", "slot_queues: {api: several}\n", `bad.yaml: slot_queues: api: "several" is neither one nor each`, ""},
 	} {
 		path := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".yaml")
 		if c.err != "" {
@@ -101,7 +103,7 @@ func TestHostScheduling(t *testing.T) {
 // (a typo, most often) is warned about, with the names there are.
 func TestConfigNamesNothing(t *testing.T) {
 	spans := generate(1, 200, true)
-	cfg := &Config{Hosts: map[string]HostConfig{"wbe": {Cores: 2}}, CPUSlots: map[string]int{"catalgo": 1, "*": 1},
+	cfg := &Config{Hosts: map[string]HostConfig{"wbe": {Cores: 2}}, CPUSlots: map[string]int{"catalgo": 1, "*": 1}, SlotQueues: map[string]string{"catalgo": SlotQueuesEach},
 		Rename: map[string]string{"frontend": "web", "catalog": "items"}, Params: []string{"size"}, Session: "user.id"}
 	_, rep := foldWith(t, spans, cfg).Model("shop", cfg)
 	var found []string
@@ -113,6 +115,7 @@ func TestConfigNamesNothing(t *testing.T) {
 	for i, want := range [][]string{
 		{"hosts: wbe: no host of that name", "web"},
 		{"cpu_slots: catalgo: no component of that name", "items"},
+		{"slot_queues: catalgo: no component of that name", "items"},
 		{"rename: frontend: no service of that name", "items, "},
 		{"params: size: no request carries that attribute"},
 		{"session: no request carries the attribute user.id", "every workload is open"},
@@ -127,7 +130,7 @@ func TestConfigNamesNothing(t *testing.T) {
 			}
 		}
 	}
-	if len(found) != 5 {
-		t.Errorf("%d warnings, want 5: %q", len(found), found)
+	if len(found) != 6 {
+		t.Errorf("%d warnings, want 6: %q", len(found), found)
 	}
 }

@@ -973,6 +973,11 @@ func (g *generator) placeComponents() {
 			g.rep.warnf("configuration: cpu_slots: %s: no component of that name in the traces, so its slots apply to nothing (components: %s)", name, textout.Abbreviate(comps, 8))
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(g.cfg.SlotQueues)) {
+		if name != "*" && !slices.Contains(comps, name) {
+			g.rep.warnf("configuration: slot_queues: %s: no component of that name in the traces, so it applies to nothing (components: %s)", name, textout.Abbreviate(comps, 8))
+		}
+	}
 	// Host names must be unique.
 	seen := map[string]int{}
 	for _, h := range g.m.Hosts {
@@ -2347,7 +2352,9 @@ func (g *generator) cpuSlotsResource(comp string, k int) string {
 		if _, declared := g.cfg.declaredSlots(comp); !declared {
 			why = "as its runtime runs them"
 		}
-		if part {
+		if _, said := g.cfg.slotQueues(comp); part && said {
+			why += ", each slot a queue of its own (partitioned), as the configuration says (slot_queues)"
+		} else if part {
 			why += ", each process's slot a queue of its own (partitioned: the processes are Node.js event loops, to which a cluster's primary hands connections in turn)"
 		}
 		g.rep.evidencef("component %s: at most %d of its threads on the CPU at once, %s: its CPU steps hold %s, whose first wait in an operation comes before its span starts (before_span)", comp, k, why, name)

@@ -206,10 +206,17 @@ func (g *generator) runtimeSlots() {
 }
 
 // partitioned reports whether component comp's CPU slots are a queue
-// each (model.Passive.Partitioned): several slots of Node.js processes
+// each (model.Passive.Partitioned): several slots, which the
+// configuration says are (Config.SlotQueues), else of Node.js processes
 // (runtimeSlots).
 func (g *generator) partitioned(comp string) bool {
-	return g.loops[comp] && g.cpuSlots(comp) > 1
+	if g.cpuSlots(comp) < 2 {
+		return false
+	}
+	if q, ok := g.cfg.slotQueues(comp); ok {
+		return q == SlotQueuesEach
+	}
+	return g.loops[comp]
 }
 
 // cpuSlots is the CPU slots of component comp in the model: those the

@@ -81,12 +81,15 @@ var pairedLoopsModel = strings.Replace(pairedModel, "capacity: 2, before_span: t
 // their runtime and the callers' client spans ending when they run again,
 // as those of Node.js and Python do, extracted with the hosts' cores and
 // nothing else configured, from the spans' CPU times or without them.
-func runtimeRoundTrip(t *testing.T, yaml string, cores int, rt tracegen.Runtime, cpuTimes bool) (x *extract.Result, base, heavy *observed, cs []comparison) {
+func runtimeRoundTrip(t *testing.T, yaml string, cores int, rt tracegen.Runtime, cpuTimes bool, queues string) (x *extract.Result, base, heavy *observed, cs []comparison) {
 	t.Helper()
 	topts := func(seed uint64) tracegen.Options {
 		return tracegen.Options{Seed: seed, NoCPUTime: !cpuTimes, Runtimes: map[string]tracegen.Runtime{"store": rt}}
 	}
 	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"box": {Cores: cores}, "dbhost": {Cores: 4}}}
+	if queues != "" {
+		cfg.SlotQueues = map[string]string{"store": queues}
+	}
 	return pageRoundTrip(t, yaml, "runtime", 1.6, sim.RecordOptions{ClientEndsOnResume: true}, topts, cfg)
 }
 
@@ -123,6 +126,7 @@ func TestRuntimeSlots(t *testing.T) {
 		rt              tracegen.Runtime
 		cpuTimes        bool
 		warning, reason string
+		queues          string // Config.SlotQueues of the store
 	}{
 		{name: "nodejs, one process, span CPU times", yaml: loopModel, cores: 1, slots: 1, cpuTimes: true,
 			rt: tracegen.Runtime{Language: "nodejs", Name: "nodejs", Processes: 1}},
@@ -132,6 +136,8 @@ func TestRuntimeSlots(t *testing.T) {
 			rt: tracegen.Runtime{Language: "python", Name: "cpython", Processes: 2}},
 		{name: "nodejs, two processes by pid", yaml: pairedLoopsModel, cores: 2, slots: 2, partitioned: true, cpuTimes: true,
 			rt: tracegen.Runtime{Language: "nodejs", Name: "nodejs", Processes: 2}},
+		{name: "python, two processes, a queue each as configured", yaml: pairedLoopsModel, cores: 2, slots: 2, partitioned: true, cpuTimes: true,
+			rt: tracegen.Runtime{Language: "python", Name: "cpython", Processes: 2}, queues: extract.SlotQueuesEach},
 		{name: "python, no process named", yaml: loopModel, cores: 1, cpuTimes: true,
 			rt:      tracegen.Runtime{Language: "python", Name: "cpython", Anonymous: true},
 			warning: "do not name their process"},
@@ -139,7 +145,7 @@ func TestRuntimeSlots(t *testing.T) {
 			rt: tracegen.Runtime{Language: "ruby", Name: "jruby", Processes: 1}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			x, base, heavy, cs := runtimeRoundTrip(t, c.yaml, c.cores, c.rt, c.cpuTimes)
+			x, base, heavy, cs := runtimeRoundTrip(t, c.yaml, c.cores, c.rt, c.cpuTimes, c.queues)
 			if got := slotsOf(t, x.Model); got != c.slots {
 				t.Fatalf("store's CPU slots %d, want %d:\n%s", got, c.slots, x.Model.Marshal())
 			}
