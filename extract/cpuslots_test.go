@@ -958,3 +958,33 @@ func TestArrivalsBeforeOpLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestProcessorSlots extracts slottedModel with nothing declared but the
+// host's core and a metrics file in which the store's Go runtime states
+// GOMAXPROCS 1 (go.processor.limit): the store gets its one CPU slot, as
+// cpu_slots would declare it, and the model predicts the observed load
+// and 1.6 times it within the round trip's tolerance. A GOMAXPROCS the
+// configuration overrides (cpu_slots: {store: 0}) makes none.
+func TestProcessorSlots(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "go-runtime.json")
+	if err := os.WriteFile(path, []byte(`{"resourceMetrics":[{"resource":{"attributes":[{"key":"host.name","value":{"stringValue":"box"}},{"key":"service.name","value":{"stringValue":"store"}}]},"scopeMetrics":[{"metrics":[{"name":"go.processor.limit","unit":"{thread}","gauge":{"dataPoints":[{"timeUnixNano":"1700000000000000000","asInt":"1"}]}}]}]}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"box": {Cores: 1}}, Metrics: []string{path}}
+	x, _, _, cs := pageRoundTrip(t, slottedModel, "processors", 1.6, sim.RecordOptions{}, nil, cfg)
+	if p := x.Model.PassiveResource(extract.CPUSlotsResource("store")); p == nil || p.Capacity != 1 {
+		t.Fatalf("no store-cpu-slots of capacity 1:\n%s", x.Model.Marshal())
+	}
+	if x.Model.PassiveResource(extract.CPUSlotsResource("front")) != nil {
+		t.Errorf("front, of which the metrics say nothing, got slots:\n%s", x.Model.Marshal())
+	}
+	if ev := strings.Join(x.Report.Evidence, "\n"); !strings.Contains(ev, "component store: runs Go code on at most 1 thread(s) at once") {
+		t.Errorf("no evidence of the store's GOMAXPROCS:\n%s", ev)
+	}
+	check(t, cs)
+	cfg.CPUSlots = map[string]int{"store": 0}
+	off, _, _, _ := pageRoundTrip(t, slottedModel, "processors-off", 1.6, sim.RecordOptions{}, nil, cfg)
+	if off.Model.PassiveResource(extract.CPUSlotsResource("store")) != nil {
+		t.Errorf("cpu_slots: {store: 0} left slots:\n%s", off.Model.Marshal())
+	}
+}

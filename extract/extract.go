@@ -140,7 +140,8 @@ func Generate(ctx context.Context, st *State, name string, cfg *Config) (*model.
 		opts := DemandOptions{Cores: cores}
 		perOp, drep := EstimateDemands(st.Windows, set, cfg.serviceComponent, opts)
 		est = &Estimates{PerOp: perOp, Report: drep, Coverage: CPUCoverage(st.Windows, set, cfg.serviceComponent, opts),
-			Limits: windowLimits(st.Windows, set), Cores: windowCores(st.Windows, set)}
+			Limits: windowLimits(st.Windows, set), Cores: windowCores(st.Windows, set),
+			Processors: componentProcessors(set, cfg.serviceComponent)}
 	}
 	if !cfg.NoSpeedCurves {
 		est.SpeedCurves = EstimateSpeedCurves(st.Windows, set, cfg.serviceComponent, cores, est.PerOp, st.cpuVariances())
@@ -156,6 +157,20 @@ func Generate(ctx context.Context, st *State, name string, cfg *Config) (*model.
 		warnUnmatched(rep, st.Windows, set)
 	}
 	return m, rep, nil
+}
+
+// componentProcessors gives, by component (component names a service's),
+// the most threads the metrics say its Go processes ran Go code on at
+// once, over every host.
+func componentProcessors(set *metrics.Set, component func(service string) string) map[string]int {
+	out := map[string]int{}
+	for _, bySvc := range set.Processors {
+		for svc, n := range bySvc {
+			c := component(svc)
+			out[c] = max(out[c], n)
+		}
+	}
+	return out
 }
 
 // windowLimits gives the CPU limits the metrics state for the hosts the

@@ -99,6 +99,10 @@ type Estimates struct {
 	// Cores are the cores the metrics state, by host as the windows name
 	// it: a count of them, or their per-core series.
 	Cores map[string]int
+	// Processors are, by component, the most threads its Go runtime ran
+	// Go code on at once (GOMAXPROCS), as the metrics state it
+	// (metrics.Set.Processors).
+	Processors map[string]int
 }
 
 // Model generates the model the state describes, with a report of the
@@ -148,6 +152,7 @@ func (s *State) ModelWith(ctx context.Context, name string, cfg *Config, est *Es
 	g.warnFailures()
 	g.placeComponents()
 	g.runtimeSlots()
+	g.processorSlots()
 	g.splitOwnTimes()
 	g.cores()
 	g.speedCurves()

@@ -205,6 +205,30 @@ func (g *generator) runtimeSlots() {
 	}
 }
 
+// processorSlots gives CPU slots to the components the configuration
+// gives none, whose runtime does not run one thread at a time, and whose
+// metrics state how many threads run their Go code at once (GOMAXPROCS:
+// go.processor.limit, go_sched_gomaxprocs_threads; Estimates.Processors):
+// as many a replica, as cpu_slots would declare: Go's scheduler runs
+// that many threads of Go code, each taking the goroutines ready to run
+// in turn, which the slots' queue is, whatever the cores (with as many
+// as the cores, a service's bursts still queue for its slots rather than
+// share the cores with each other).
+func (g *generator) processorSlots() {
+	if g.est == nil {
+		return
+	}
+	for _, comp := range slices.Sorted(maps.Keys(g.est.Processors)) {
+		n := g.est.Processors[comp]
+		h := g.hostOf[comp]
+		if _, declared := g.cfg.declaredSlots(comp); declared || g.slots[comp] > 0 || h == nil || n < 1 {
+			continue
+		}
+		g.slots[comp] = n
+		g.rep.evidencef("component %s: runs Go code on at most %d thread(s) at once (GOMAXPROCS, as its metrics state: go.processor.limit, go_sched_gomaxprocs_threads): %d CPU slot(s) a replica (cpu_slots sets another number; 0 for none)", comp, n, n)
+	}
+}
+
 // partitioned reports whether component comp's CPU slots are a queue
 // each (model.Passive.Partitioned): several slots, which the
 // configuration says are (Config.SlotQueues), else of Node.js processes

@@ -171,7 +171,29 @@ type Set struct {
 	// Throttling holds, by host, how often its CPU limit's quota ran
 	// out, where the readings count it.
 	Throttling map[string]*Throttling `json:"throttling,omitempty"`
-	Files      []FileStats            `json:"files"`
+	// Processors holds, by host and then by service.name, the most
+	// threads a Go process of the service ran Go code on at once
+	// (GOMAXPROCS), as its runtime's metrics state: go.processor.limit,
+	// Prometheus's go_sched_gomaxprocs_threads. The host is "" where the
+	// readings name none.
+	Processors Processors  `json:"processors,omitempty"`
+	Files      []FileStats `json:"files"`
+}
+
+// Processors holds, by host and then by service, a count of threads
+// (Set.Processors).
+type Processors map[string]map[string]int
+
+// add records that a process of service svc on host ran Go code on n
+// threads at once, keeping the most per host and service.
+func (p *Processors) add(host, svc string, n int) {
+	if *p == nil {
+		*p = Processors{}
+	}
+	if (*p)[host] == nil {
+		(*p)[host] = map[string]int{}
+	}
+	(*p)[host][svc] = max((*p)[host][svc], n)
 }
 
 // Hosts returns the hosts with a series, sorted.
@@ -245,6 +267,11 @@ func Read(paths []string) (*Set, error) {
 				mine.Source += ", " + f.Throttling[h].Source
 			} else {
 				set.Throttling[h] = f.Throttling[h]
+			}
+		}
+		for h, bySvc := range f.Processors {
+			for svc, n := range bySvc {
+				set.Processors.add(h, svc, n)
 			}
 		}
 		set.Files = append(set.Files, fs)
@@ -403,9 +430,32 @@ type reader struct {
 	// processCores those a host's processes' runtimes saw (the most of
 	// them), read where nothing else gives the cores.
 	explicitCores, processCores map[string]int
-	limits                      []*limitReading
-	throttle                    []*throttleCounter
-	notes                       map[string]bool
+	// processors is Set.Processors as read.
+	processors Processors
+	limits     []*limitReading
+	throttle   []*throttleCounter
+	notes      map[string]bool
+}
+
+// goProcessors records a Go process's GOMAXPROCS readings: the most of
+// them, for its host and service; readings without a service, or of no
+// whole number of threads up to maxCores, are damage.
+func (r *reader) goProcessors(place, host, svc string, values []float64) {
+	if svc == "" {
+		r.damagef(ingest.DamageBadValue, "%s: GOMAXPROCS of no service", place)
+		return
+	}
+	most := 0
+	for _, v := range values {
+		if n := math.Round(v); n >= 1 && n <= maxCores && math.Abs(v-n) < 1e-9 {
+			most = max(most, int(n))
+		} else {
+			r.damagef(ingest.DamageBadValue, "%s: GOMAXPROCS %g", place, v)
+		}
+	}
+	if most > 0 {
+		r.processors.add(host, svc, most)
+	}
 }
 
 func (r *reader) damagef(kind ingest.DamageKind, format string, args ...any) {
@@ -654,7 +704,8 @@ func (r *reader) build() (*Set, error) {
 	}
 	set.Limits = r.buildLimits()
 	set.Throttling = r.buildThrottling()
-	if len(set.Series) == 0 && len(set.Limits) == 0 && len(set.Throttling) == 0 {
+	set.Processors = r.processors
+	if len(set.Series) == 0 && len(set.Limits) == 0 && len(set.Throttling) == 0 && len(set.Processors) == 0 {
 		msg := "no usable CPU readings"
 		if n := r.stats.Damage.Total(); n > 0 {
 			for _, k := range r.stats.Damage.Kinds() {

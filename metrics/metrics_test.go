@@ -52,6 +52,11 @@ func dump(s *Set) string {
 			fmt.Fprintf(&b, "  %s %s %g of %g periods\n", stamp(sm.Start), stamp(sm.End), sm.Throttled, sm.Periods)
 		}
 	}
+	for _, h := range slices.Sorted(maps.Keys(s.Processors)) {
+		for _, svc := range slices.Sorted(maps.Keys(s.Processors[h])) {
+			fmt.Fprintf(&b, "gomaxprocs host=%q service=%s %d\n", h, svc, s.Processors[h][svc])
+		}
+	}
 	return b.String()
 }
 

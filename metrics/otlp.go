@@ -39,6 +39,8 @@ import (
 //     process.cpu.time and its older name both) is read under one
 //     (oneMetricPerProcess); a process is named by its pid where its
 //     resource gives one;
+//   - go.processor.limit, a Go process's GOMAXPROCS (Set.Processors), by
+//     its resource's host and service;
 //   - k8s.pod.cpu.time and k8s.pod.cpu.usage (busy cores): the pod's,
 //     named by k8s.pod.name; container.cpu.time and container.cpu.usage of
 //     a pod's container (k8s.container.name): the pod's processes;
@@ -221,6 +223,15 @@ func (r *reader) otlpMetric(m pmetric.Metric, res otlpResource, place string, tr
 	case "process.cpu.count", "jvm.cpu.count", "dotnet.process.cpu.count":
 		r.processCores = r.logicalCount(r.processCores, m, host)
 		return
+	case "go.processor.limit":
+		if dps, ok := numberPoints(m); ok {
+			values := make([]float64, 0, dps.Len())
+			for d := 0; d < dps.Len(); d++ {
+				values = append(values, numberValue(dps.At(d)))
+			}
+			r.goProcessors(place, host, service, values)
+		}
+		return
 	case "k8s.container.cpu_limit", "k8s.container.cpu.limit":
 		r.otlpLimit(m, res, place)
 		return
@@ -345,10 +356,7 @@ func (r *reader) otlpLimit(m pmetric.Metric, res otlpResource, place string) {
 	}
 	for d := 0; d < dps.Len(); d++ {
 		dp := dps.At(d)
-		v := dp.DoubleValue()
-		if dp.ValueType() == pmetric.NumberDataPointValueTypeInt {
-			v = float64(dp.IntValue())
-		}
+		v := numberValue(dp)
 		if !finite(v) {
 			r.damagef(ingest.DamageBadValue, "%s: data point %d: value %v", place, d, v)
 			continue
@@ -367,6 +375,17 @@ func numberPoints(m pmetric.Metric) (dps pmetric.NumberDataPointSlice, ok bool) 
 		return m.Sum().DataPoints(), true
 	}
 	return dps, false
+}
+
+// numberValue is a data point's value, NaN where it has none.
+func numberValue(dp pmetric.NumberDataPoint) float64 {
+	switch dp.ValueType() {
+	case pmetric.NumberDataPointValueTypeDouble:
+		return dp.DoubleValue()
+	case pmetric.NumberDataPointValueTypeInt:
+		return float64(dp.IntValue())
+	}
+	return math.NaN()
 }
 
 // logicalCount records in cores, by host, the most cores a count of them

@@ -122,6 +122,33 @@ func (r *reader) promSeries(place string, raw json.RawMessage) {
 		}
 		return
 	}
+	if name == "go_sched_gomaxprocs_threads" {
+		host := ""
+		for _, l := range hostLabels {
+			if v := s.Metric[l]; v != "" {
+				host = v
+				if l == "instance" {
+					host = stripPort(v)
+				}
+				break
+			}
+		}
+		svc := s.Metric["service_name"]
+		if svc == "" {
+			// An OpenTelemetry exporter's job is service.namespace/
+			// service.name; a scrape's, its configuration's job name.
+			svc = s.Metric["job"]
+			if i := strings.LastIndexByte(svc, '/'); i >= 0 {
+				svc = svc[i+1:]
+			}
+		}
+		var values []float64
+		for _, p := range r.promPoints(place, s.Values, false) {
+			values = append(values, p.v)
+		}
+		r.goProcessors(place, host, svc, values)
+		return
+	}
 	if strings.HasPrefix(name, "container_") && name != "container_cpu_usage_seconds_total" {
 		// user and system split the usage; throttled time is not CPU use.
 		r.note("%s left out: of cAdvisor's CPU metrics container_cpu_usage_seconds_total is read", name)
