@@ -508,11 +508,7 @@ func (c *Config) slotQueues(comp string) (string, bool) {
 	if c == nil {
 		return "", false
 	}
-	if q, ok := c.SlotQueues[comp]; ok {
-		return q, true
-	}
-	q, ok := c.SlotQueues["*"]
-	return q, ok
+	return perComponent(c.SlotQueues, comp)
 }
 
 // component is the component of an operation's span, whose operation

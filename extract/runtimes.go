@@ -37,9 +37,9 @@ func oneThread(language, runtime string) bool {
 	return false
 }
 
-// runtimeName is how evidence names a runtime: the language, and the
-// runtime where it says more.
-func runtimeName(language, runtime string) string {
+// RuntimeName is how perfcast names a runtime: the language, and the
+// runtime where it says more ("python (cpython)").
+func RuntimeName(language, runtime string) string {
 	if runtime == "" || strings.EqualFold(runtime, language) {
 		return language
 	}
@@ -74,13 +74,18 @@ func (c *Config) declaredSlots(comp string) (int, bool) {
 	if c == nil {
 		return 0, false
 	}
-	if k, ok := c.CPUSlots[comp]; ok {
-		return max(k, 0), true
+	k, ok := perComponent(c.CPUSlots, comp)
+	return max(k, 0), ok
+}
+
+// perComponent is the entry of a per-component setting for component
+// comp: its own, else that of "*", and whether there is one.
+func perComponent[V any](m map[string]V, comp string) (V, bool) {
+	if v, ok := m[comp]; ok {
+		return v, true
 	}
-	if k, ok := c.CPUSlots["*"]; ok {
-		return max(k, 0), true
-	}
-	return 0, false
+	v, ok := m["*"]
+	return v, ok
 }
 
 // foldSlots is, for an execution of component comp whose server span is
@@ -161,7 +166,7 @@ func (g *generator) runtimeSlots() {
 				if strings.EqualFold(lang, "nodejs") {
 					loops += n
 				}
-				if name := runtimeName(lang, rt); !slices.Contains(names, name) {
+				if name := RuntimeName(lang, rt); !slices.Contains(names, name) {
 					names = append(names, name)
 				}
 			}

@@ -396,16 +396,12 @@ func (r *reader) logicalCount(cores map[string]int, m pmetric.Metric, host strin
 		return cores
 	}
 	for d := 0; d < dps.Len(); d++ {
-		dp := dps.At(d)
-		n := dp.IntValue()
-		if dp.ValueType() == pmetric.NumberDataPointValueTypeDouble {
-			n = int64(math.Round(dp.DoubleValue()))
-		}
-		if host != "" && n > 0 && n <= maxCores {
+		v := math.Round(numberValue(dps.At(d)))
+		if host != "" && v > 0 && v <= maxCores {
 			if cores == nil {
 				cores = map[string]int{}
 			}
-			cores[host] = max(cores[host], int(n))
+			cores[host] = max(cores[host], int(v))
 		}
 	}
 	return cores

@@ -123,16 +123,7 @@ func (r *reader) promSeries(place string, raw json.RawMessage) {
 		return
 	}
 	if name == "go_sched_gomaxprocs_threads" {
-		host := ""
-		for _, l := range hostLabels {
-			if v := s.Metric[l]; v != "" {
-				host = v
-				if l == "instance" {
-					host = stripPort(v)
-				}
-				break
-			}
-		}
+		host := promHost(s.Metric)
 		svc := s.Metric["service_name"]
 		if svc == "" {
 			// An OpenTelemetry exporter's job is service.namespace/
@@ -159,15 +150,7 @@ func (r *reader) promSeries(place string, raw json.RawMessage) {
 			return
 		}
 	} else {
-		for _, l := range hostLabels {
-			if v := s.Metric[l]; v != "" {
-				t.host = v
-				if l == "instance" {
-					t.host = stripPort(v)
-				}
-				break
-			}
-		}
+		t.host = promHost(s.Metric)
 	}
 	if t.host == "" {
 		r.damagef(DamageNoHost, "%s: no host label (%s)", place, strings.Join(hostLabels, ", "))
@@ -311,15 +294,7 @@ func (r *reader) cgroup(labels map[string]string, t *track) bool {
 		t.aliases = append(containerIDs(labels["id"]), labels["container_label_com_docker_compose_service"])
 	case labels["id"] == "/":
 		t.family = 2
-		for _, l := range hostLabels {
-			if v := labels[l]; v != "" {
-				t.host = v
-				if l == "instance" {
-					t.host = stripPort(v)
-				}
-				break
-			}
-		}
+		t.host = promHost(labels)
 	default:
 		r.note("cgroup series that are neither a pod, a container nor the machine's left out (system services, the slices that hold the pods): their CPU is their members'")
 		return false
@@ -394,6 +369,20 @@ func describe(labels map[string]string) string {
 }
 
 // stripPort drops the :port of host:port, and the brackets of [v6]:port.
+// promHost is the host a series' labels name (hostLabels, the first
+// given; an instance without its port), "" where none does.
+func promHost(labels map[string]string) string {
+	for _, l := range hostLabels {
+		if v := labels[l]; v != "" {
+			if l == "instance" {
+				return stripPort(v)
+			}
+			return v
+		}
+	}
+	return ""
+}
+
 func stripPort(s string) string {
 	i := strings.LastIndexByte(s, ':')
 	if i < 0 {

@@ -93,11 +93,7 @@ func (t *serviceTally) add(s *ingest.Span) {
 		t.procs[p] = true
 	}
 	if p := s.Process; p != nil && p.Language != "" {
-		rt := p.Language
-		if p.Runtime != "" && !strings.EqualFold(p.Runtime, p.Language) {
-			rt += " (" + p.Runtime + ")"
-		}
-		t.runtimes[rt]++
+		t.runtimes[extract.RuntimeName(p.Language, p.Runtime)]++
 	}
 	if s.Kind == ingest.KindServer || s.Kind == ingest.KindConsumer {
 		t.server++
