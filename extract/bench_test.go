@@ -26,7 +26,8 @@ import (
 // benchRequests gives about 200 000 spans of knownModel (5.6 per request).
 const benchRequests = 36000
 
-var bench struct {
+// benchSet is a benchmark's traces, generated once.
+type benchSet struct {
 	once  sync.Once
 	trees []*trace.Tree
 	spans int
@@ -34,25 +35,44 @@ var bench struct {
 	err   error
 }
 
+var (
+	bench benchSet
+	// benchProcs is bench's traces with the catalog's and the orders'
+	// spans naming four processes of one-thread runtimes each (Node.js,
+	// CPython): their replicas' processes are swept for their queues.
+	benchProcs benchSet
+)
+
 // benchTrees generates the benchmark's traces once: the spans of knownModel
 // at its load, assembled into trees and written as OTLP JSON.
 func benchTrees(b *testing.B) ([]*trace.Tree, int, []byte) {
-	bench.once.Do(func() {
+	return bench.get(b, tracegen.Options{Seed: 1})
+}
+
+// benchProcTrees is benchTrees for benchProcs.
+func benchProcTrees(b *testing.B) ([]*trace.Tree, int, []byte) {
+	return benchProcs.get(b, tracegen.Options{Seed: 1, Runtimes: map[string]tracegen.Runtime{
+		"catalog": {Language: "nodejs", Name: "nodejs", Processes: 4},
+		"orders":  {Language: "python", Name: "cpython", Processes: 4},
+	}})
+}
+
+func (set *benchSet) get(b *testing.B, opts tracegen.Options) ([]*trace.Tree, int, []byte) {
+	set.once.Do(func() {
 		m, err := model.Parse([]byte(knownModel), "known.yaml")
 		if err != nil {
-			bench.err = err
+			set.err = err
 			return
 		}
-		opts := tracegen.Options{Seed: 1}
 		var buf bytes.Buffer
 		w := tracegen.NewWriter(&buf, opts)
 		asm := trace.New(trace.Options{}, func(t *trace.Tree) error {
-			bench.trees = append(bench.trees, t)
+			set.trees = append(set.trees, t)
 			return nil
 		})
 		_, err = sim.Record(context.Background(), m, sim.RecordOptions{Seed: 1, Requests: benchRequests},
 			func(s *sim.Span) error {
-				bench.spans++
+				set.spans++
 				if err := w.Add(s); err != nil {
 					return err
 				}
@@ -64,12 +84,12 @@ func benchTrees(b *testing.B) ([]*trace.Tree, int, []byte) {
 		if err == nil {
 			err = w.Close()
 		}
-		bench.otlp, bench.err = buf.Bytes(), err
+		set.otlp, set.err = buf.Bytes(), err
 	})
-	if bench.err != nil {
-		b.Fatal(bench.err)
+	if set.err != nil {
+		b.Fatal(set.err)
 	}
-	return bench.trees, bench.spans, bench.otlp
+	return set.trees, set.spans, set.otlp
 }
 
 // cpuTime is the processor time the process has used, which, unlike the
@@ -96,6 +116,19 @@ func report(b *testing.B, spans int, cpu time.Duration) {
 // spans/cpu-s is the rate per core.
 func BenchmarkExtract(b *testing.B) {
 	trees, spans, _ := benchTrees(b)
+	benchFold(b, trees, spans)
+}
+
+// BenchmarkExtractProcesses is BenchmarkExtract on traces whose catalog
+// and orders name four processes each, of one-thread runtimes: what
+// following processes (slots, workers, callers, their queues) costs.
+func BenchmarkExtractProcesses(b *testing.B) {
+	trees, spans, _ := benchProcTrees(b)
+	benchFold(b, trees, spans)
+}
+
+// benchFold folds the trees into a state and generates its model, timed.
+func benchFold(b *testing.B, trees []*trace.Tree, spans int) {
 	b.ResetTimer()
 	cpu := cpuTime()
 	for b.Loop() {

@@ -119,9 +119,10 @@ type Config struct {
 	// do, or workers that take connections from one socket as they come
 	// free) or a queue each (SlotQueuesEach: each execution bound to one
 	// slot, as processes that each keep the connections a balancer handed
-	// them). Without an entry, Node.js's processes' slots are a queue
-	// each (a cluster's primary hands its workers connections in turn)
-	// and any other's one.
+	// them). Without an entry, the slots of processes whose calls'
+	// waits show their queues are as shown (slotShape), else Node.js's
+	// processes' slots are a queue each (a cluster's primary hands its
+	// workers connections in turn) and any other's one.
 	SlotQueues map[string]string `yaml:"slot_queues"`
 	// NoSpeedCurves keeps hosts at one CPU speed whatever their load, even
 	// where the traces show the CPU time of the same work changing with it

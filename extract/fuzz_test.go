@@ -58,6 +58,7 @@ func FuzzLoadState(f *testing.F) {
 		foldWith(f, generate(35, 40, true), &Config{Sampling: 0.5}),
 		foldWith(f, generate(36, 40, true), &Config{Machines: map[string][]string{"box": {"*"}}}),
 		foldWith(f, asWorkers(generate(38, 40, true), "catalog"), nil),
+		foldWith(f, onRuntime(generate(39, 40, false), "catalog", "nodejs", 2), nil),
 	} {
 		f.Add(saved(f, st))
 	}

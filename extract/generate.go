@@ -153,6 +153,7 @@ func (s *State) ModelWith(ctx context.Context, name string, cfg *Config, est *Es
 	g.placeComponents()
 	g.runtimeSlots()
 	g.processorSlots()
+	g.slotQueueShapes()
 	g.splitOwnTimes()
 	g.cores()
 	g.speedCurves()
@@ -191,6 +192,9 @@ type generator struct {
 	// loops a balancer hands connections in turn: their slots are
 	// partitioned (runtimeSlots).
 	loops map[string]bool
+	// shaped holds the components whose processes' queues the traces
+	// measured (slotQueueShapes): true where each is a queue of its own.
+	shaped map[string]bool
 	// sends holds, per producing operation, the messages it sends per
 	// execution to each consumer that is not a workload of its own
 	// (sentConsumers; see consumerSends).
@@ -2357,9 +2361,14 @@ func (g *generator) cpuSlotsResource(comp string, k int) string {
 		if _, declared := g.cfg.declaredSlots(comp); !declared {
 			why = "as its runtime runs them"
 		}
-		if _, said := g.cfg.slotQueues(comp); part && said {
+		_, said := g.cfg.slotQueues(comp)
+		_, measured := g.shaped[comp]
+		switch {
+		case part && said:
 			why += ", each slot a queue of its own (partitioned), as the configuration says (slot_queues)"
-		} else if part {
+		case part && measured:
+			why += ", each process's slot a queue of its own (partitioned), as its calls' waits show"
+		case part:
 			why += ", each process's slot a queue of its own (partitioned: the processes are Node.js event loops, to which a cluster's primary hands connections in turn)"
 		}
 		g.rep.evidencef("component %s: at most %d of its threads on the CPU at once, %s: its CPU steps hold %s, whose first wait in an operation comes before its span starts (before_span)", comp, k, why, name)

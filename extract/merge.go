@@ -32,6 +32,13 @@ func (s *State) Merge(o *State) {
 	for k, n := range o.callers {
 		s.callers[k] += n
 	}
+	for rg, w := range o.shapes {
+		if mine := s.shapes[rg]; mine != nil {
+			mine.merge(w)
+		} else {
+			s.shapes[rg] = w
+		}
+	}
 	s.First = min(s.First, o.First)
 	s.Last = max(s.Last, o.Last)
 	// Executions that ran alone in o may have overlapped executions of s,

@@ -149,6 +149,9 @@ type savedState struct {
 	// alike ("\x00" where it had none); absent in states saved before
 	// they were counted.
 	Callers map[string]map[string]int64 `json:"callers,omitempty"`
+	// Shapes is State.shapes, by replicaGroup key; absent in states
+	// saved before the processes' queues were measured.
+	Shapes map[string]*savedShape `json:"shapes,omitempty"`
 }
 
 type savedSample struct {
@@ -439,6 +442,12 @@ func (s *State) snapshot() *savedState {
 			v.Callers[callee][k.callerComp+"\x00"+k.callerProc] = n
 		}
 	}
+	if len(s.shapes) > 0 {
+		v.Shapes = map[string]*savedShape{}
+		for rg, w := range s.shapes {
+			v.Shapes[rg] = saveShape(w)
+		}
+	}
 	if len(s.starts) > 0 {
 		v.Starts = map[string][]*savedArrivalBlock{}
 		for k, st := range s.starts {
@@ -717,6 +726,16 @@ func (v *savedState) restore() (*State, error) {
 			}
 			s.callers[processPair{comp, proc, cc, cp}] = n
 		}
+	}
+	for _, rg := range slices.Sorted(maps.Keys(v.Shapes)) {
+		w, err := v.Shapes[rg].restore()
+		if parts := strings.Split(rg, "\x00"); err == nil && (len(parts) < 3 || parts[0] != "replica" || parts[1] != w.comp) {
+			err = fmt.Errorf("not a replica of component %q", w.comp)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("queues of %q: %w", strings.ReplaceAll(rg, "\x00", " "), err)
+		}
+		s.shapes[rg] = w
 	}
 	// A state saved before components were profiled per replica only once
 	// a second was seen has every replica's profiles.

@@ -236,8 +236,8 @@ func (g *generator) processorSlots() {
 
 // partitioned reports whether component comp's CPU slots are a queue
 // each (model.Passive.Partitioned): several slots, which the
-// configuration says are (Config.SlotQueues), else of Node.js processes
-// (runtimeSlots).
+// configuration says are (Config.SlotQueues), else its calls' waits
+// show are (slotQueueShapes), else of Node.js processes (runtimeSlots).
 func (g *generator) partitioned(comp string) bool {
 	if g.cpuSlots(comp) < 2 {
 		return false
@@ -245,7 +245,46 @@ func (g *generator) partitioned(comp string) bool {
 	if q, ok := g.cfg.slotQueues(comp); ok {
 		return q == SlotQueuesEach
 	}
+	if each, ok := g.shaped[comp]; ok {
+		return each
+	}
 	return g.loops[comp]
+}
+
+// slotQueueShapes measures, for each component with several CPU slots a
+// replica whose spans name several processes on one, whether the
+// processes serve one queue or a queue each (slotShape), and says what
+// it found where the configuration does not say (slot_queues).
+func (g *generator) slotQueueShapes() {
+	g.shaped = map[string]bool{}
+	comps := map[string]bool{}
+	for _, w := range g.s.shapes {
+		if len(w.procs) > 1 {
+			comps[w.comp] = true
+		}
+	}
+	for _, comp := range slices.Sorted(maps.Keys(comps)) {
+		if _, said := g.cfg.slotQueues(comp); said || g.cpuSlots(comp) < 2 {
+			continue
+		}
+		m, each, ok := g.slotShape(comp)
+		found := fmt.Sprintf("%d of its calls waited %s or more before their span; half way through, %d of them found another process of their replica idle, where a process was idle %.0f%% of the time its others were busy (%.1f expected were they independent queues)",
+			m.probes, textout.Duration(m.from), m.otherIdle, 100*m.idleShare, m.expected())
+		switch {
+		case !ok:
+			dflt := "one queue"
+			if g.loops[comp] {
+				dflt = "a queue each, as Node.js's"
+			}
+			g.rep.evidencef("component %s: whether its processes serve one queue or a queue each the traces do not say (%s): taken as %s (slot_queues says)", comp, found, dflt)
+		case each:
+			g.shaped[comp] = true
+			g.rep.evidencef("component %s: its processes serve a queue each: %s", comp, found)
+		default:
+			g.shaped[comp] = false
+			g.rep.evidencef("component %s: its processes serve one queue: %s", comp, found)
+		}
+	}
 }
 
 // cpuSlots is the CPU slots of component comp in the model: those the

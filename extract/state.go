@@ -76,6 +76,11 @@ type State struct {
 	// callers counts the executions of each process of a component on a
 	// machine by the process that called it (noteCaller).
 	callers map[processPair]int64
+	// shapes measures, per component replica on a machine (its
+	// replicaGroup key) whose spans name their processes and may have
+	// CPU slots (a one-thread runtime's, declared ones), whether the
+	// processes serve one queue or a queue each (shapeSweep).
+	shapes map[string]*shapeSweep
 	// categories holds the text values seen per request parameter.
 	categories map[string]map[string]bool
 	// sessions aggregates the requests that carry a session id.
@@ -173,6 +178,7 @@ func NewState() *State {
 		soleReplica: map[string]string{},
 		soleProcess: map[string]string{},
 		callers:     map[processPair]int64{},
+		shapes:      map[string]*shapeSweep{},
 		categories:  map[string]map[string]bool{},
 		Windows:     NewWindows(),
 		siteTimes:   map[string]*sample{},
@@ -665,6 +671,9 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 		// second process's first span splits (splitProcess).
 		if p := ProcessOf(n.Span); p != "" {
 			s.noteCaller(comp, p, n)
+			if _, declared := cfg.declaredSlots(comp); declared || oneThread(runtimeOf(n.Span)) {
+				s.noteShape(rg, comp, p, n)
+			}
 			if s.noteProcess(rg, comp, p) {
 				s.profile(processGroup(comp, p), n.Span.Start, n.Span.End)
 			}

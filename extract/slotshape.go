@@ -1,0 +1,519 @@
+package extract
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"math/bits"
+	"slices"
+
+	"github.com/perfcast/perfcast/ingest"
+	"github.com/perfcast/perfcast/trace"
+)
+
+// shapeBuckets is the number of classes of the time from a client span's
+// start to its server span's that the shape sweep counts its probes in:
+// class b holds the times of [2^(b−1), 2^b) microseconds (0: under one).
+const shapeBuckets = 32
+
+// shapeBucket is the class of a time of ns nanoseconds from a client
+// span's start to its server span's.
+func shapeBucket(ns int64) int {
+	return min(bits.Len64(uint64(ns/1000)), shapeBuckets-1)
+}
+
+// shapeBucketLow is the least time, in seconds, of class b.
+func shapeBucketLow(b int) float64 {
+	if b == 0 {
+		return 0
+	}
+	return math.Ldexp(1e-6, b-1)
+}
+
+// shapeSweep measures, on one replica of a component whose spans name
+// their processes (ProcessOf), whether the processes serve one queue or
+// a queue each. A request that waited before its server span began (the
+// time from its client span's start to its server span's, beyond the
+// network) waited for its process. Where the processes take requests
+// from one queue (workers taking connections from one listening socket
+// as they come free), no request waits while another process of the
+// replica serves nothing; where each has a queue of its own (a balancer
+// handing connections in turn, a caller's keep-alive connection to one
+// process), a waiting request finds the others idle as often as they
+// are idle at all while its own is busy.
+//
+// The sweep probes each called execution half way through the time
+// before its span (its client span's start to its own, both on the
+// caller's and the callee's clocks), counts per class of that time
+// (shapeBucket) the probes and those at which another live process (one
+// between its first span's start and its last span's end) had no span in
+// progress, and times how long processes were busy while another live
+// one was idle (busyOtherIdle over busy): what a probe would find were
+// the processes independent queues. Which classes are waits, not the
+// network, extraction decides from the network's floor (slotShape). The
+// sweep runs as concurrency's does, over the spans of concurrencyLag.
+type shapeSweep struct {
+	comp    string
+	pending []shapeItem
+	active  shapeEnds
+	procs   []shapeProc
+	index   map[string]int32
+	// busy counts the processes with a span in progress at the cursor.
+	busy              int
+	cursor, latest    int64
+	nextSweep         int
+	probes, otherIdle [shapeBuckets]int64
+	// busyNs sums, over the processes, the time each had a span in
+	// progress; busyOtherIdleNs the part of it during which another live
+	// process had none.
+	busyNs, busyOtherIdleNs int64
+}
+
+// shapeItem is a span (probe −1: in progress from t to end) or a probe
+// at t in class probe of a call to process proc.
+type shapeItem struct {
+	t, end int64
+	proc   int32
+	probe  int8
+}
+
+// shapeProc is one process of the replica: its name, its first span's
+// start, the latest end of its spans seen, and its spans in progress at
+// the cursor.
+type shapeProc struct {
+	name        string
+	first, last int64
+	inProgress  int32
+}
+
+// shapeEnd is the end of a span in progress, in process proc.
+type shapeEnd struct {
+	end  int64
+	proc int32
+}
+
+// shapeEnds is a min-heap of shapeEnd by end, kept by hand rather than
+// through container/heap, whose interface would box every end pushed.
+type shapeEnds []shapeEnd
+
+// push adds e.
+func (h *shapeEnds) push(e shapeEnd) {
+	*h = append(*h, e)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		p := (i - 1) / 2
+		if a[p].end <= a[i].end {
+			break
+		}
+		a[p], a[i] = a[i], a[p]
+		i = p
+	}
+}
+
+// pop removes and returns the earliest end.
+func (h *shapeEnds) pop() shapeEnd {
+	a := *h
+	top := a[0]
+	n := len(a) - 1
+	a[0] = a[n]
+	a = a[:n]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < n && a[l].end < a[m].end {
+			m = l
+		}
+		if r := l + 1; r < n && a[r].end < a[m].end {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		a[i], a[m] = a[m], a[i]
+		i = m
+	}
+	*h = a
+	return top
+}
+
+func newShapeSweep(comp string) *shapeSweep {
+	return &shapeSweep{comp: comp, index: map[string]int32{}, cursor: math.MinInt64, nextSweep: sweepBatch}
+}
+
+// proc returns the index of process name, noting a span of it from start
+// to end.
+func (w *shapeSweep) proc(name string, start, end int64) int32 {
+	i, ok := w.index[name]
+	if !ok {
+		i = int32(len(w.procs))
+		w.index[name] = i
+		w.procs = append(w.procs, shapeProc{name: name, first: start, last: end})
+		return i
+	}
+	p := &w.procs[i]
+	p.first, p.last = min(p.first, start), max(p.last, end)
+	return i
+}
+
+// add notes a span of process name from start to end and, where it was
+// called through a client span that began at called (called ≤ start),
+// its probe.
+func (w *shapeSweep) add(name string, start, end, called int64, hasCall bool) {
+	if end < start {
+		return
+	}
+	i := w.proc(name, start, end)
+	w.push(shapeItem{t: start, end: end, proc: i, probe: -1})
+	if hasCall && called <= start {
+		gap := start - called
+		w.push(shapeItem{t: start - gap/2, end: start - gap/2, proc: i, probe: int8(shapeBucket(gap))})
+	}
+}
+
+func (w *shapeSweep) push(it shapeItem) {
+	w.pending = append(w.pending, it)
+	w.latest = max(w.latest, it.t)
+	if len(w.pending) >= w.nextSweep {
+		w.sweep(w.latest - concurrencyLag)
+		w.nextSweep = nextSweepAt(len(w.pending))
+	}
+}
+
+// sweep accounts for the pending items at or before upTo, in time order:
+// at one time, spans end before others begin and probes come last.
+func (w *shapeSweep) sweep(upTo int64) {
+	slices.SortFunc(w.pending, func(a, b shapeItem) int {
+		switch {
+		case a.t != b.t:
+			return cmpInt64(a.t, b.t)
+		case a.probe != b.probe:
+			return int(a.probe) - int(b.probe)
+		case a.proc != b.proc:
+			return int(a.proc) - int(b.proc)
+		}
+		return cmpInt64(a.end, b.end)
+	})
+	n := 0
+	for _, it := range w.pending {
+		if it.t > upTo {
+			break
+		}
+		n++
+		t := max(it.t, w.cursor)
+		w.advance(t)
+		if it.probe < 0 {
+			if w.procs[it.proc].inProgress == 0 {
+				w.busy++
+			}
+			w.procs[it.proc].inProgress++
+			w.active.push(shapeEnd{it.end, it.proc})
+			continue
+		}
+		b := int(it.probe)
+		w.probes[b]++
+		idle := w.live(t) - w.busy
+		if own := w.procs[it.proc]; own.inProgress == 0 && own.liveAt(t) {
+			idle-- // its own process, idle: not another
+		}
+		if idle > 0 {
+			w.otherIdle[b]++
+		}
+	}
+	w.pending = append(w.pending[:0], w.pending[n:]...)
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// live counts the processes live at t (liveAt).
+func (w *shapeSweep) live(t int64) int {
+	n := 0
+	for _, p := range w.procs {
+		if p.liveAt(t) {
+			n++
+		}
+	}
+	return n
+}
+
+// liveAt reports whether the process is live at t: from its first span's
+// start to its last span's end.
+func (p shapeProc) liveAt(t int64) bool { return p.first <= t && t < p.last }
+
+// advance moves the cursor to t, ending the spans that end by then and
+// timing the processes' busy and idle stretches on the way.
+func (w *shapeSweep) advance(t int64) {
+	for len(w.active) > 0 && w.active[0].end <= t {
+		e := w.active.pop()
+		w.hold(e.end)
+		if p := &w.procs[e.proc]; p.inProgress > 0 {
+			p.inProgress--
+			if p.inProgress == 0 {
+				w.busy--
+			}
+		}
+	}
+	w.hold(t)
+}
+
+// hold times the stretch from the cursor to t, at the processes' present
+// state, and moves the cursor there.
+func (w *shapeSweep) hold(t int64) {
+	if t <= w.cursor {
+		return
+	}
+	if w.cursor != math.MinInt64 && w.busy > 0 && len(w.procs) > 1 {
+		d := t - w.cursor
+		w.busyNs += int64(w.busy) * d
+		if w.live(w.cursor) > w.busy {
+			w.busyOtherIdleNs += int64(w.busy) * d
+		}
+	}
+	w.cursor = t
+}
+
+// finish sweeps everything.
+func (w *shapeSweep) finish() {
+	w.sweep(math.MaxInt64)
+	w.advance(math.MaxInt64)
+}
+
+// clone returns a copy of the sweep that folds on independently of w.
+func (w *shapeSweep) clone() *shapeSweep {
+	cp := *w
+	cp.pending = slices.Clone(w.pending)
+	cp.active = slices.Clone(w.active)
+	cp.procs = slices.Clone(w.procs)
+	cp.index = make(map[string]int32, len(w.index))
+	for k, v := range w.index {
+		cp.index[k] = v
+	}
+	return &cp
+}
+
+// finished returns a copy of the sweep with everything swept.
+func (w *shapeSweep) finished() *shapeSweep {
+	cp := w.clone()
+	cp.finish()
+	return cp
+}
+
+// merge adds the counts of a sweep of spans disjoint from w's, on the
+// same replica: exact where the two did not run at the same time (a
+// split by time); where they did, each saw only its own spans and
+// processes. o's processes do not join w's sweep, whose spans may still
+// be pending.
+func (w *shapeSweep) merge(o *shapeSweep) {
+	o = o.finished()
+	for b := range shapeBuckets {
+		w.probes[b] += o.probes[b]
+		w.otherIdle[b] += o.otherIdle[b]
+	}
+	w.busyNs += o.busyNs
+	w.busyOtherIdleNs += o.busyOtherIdleNs
+}
+
+// noteShape puts the execution of component comp in process p of its
+// replica rg, rooted at node n, into the replica's shapeSweep, with its
+// probe where a client span called it.
+func (s *State) noteShape(rg, comp, p string, n *trace.Node) {
+	w := s.shapes[rg]
+	if w == nil {
+		w = newShapeSweep(comp)
+		s.shapes[rg] = w
+	}
+	var called int64
+	hasCall := n.Parent != nil && !n.Async && n.Parent.Span.Kind == ingest.KindClient
+	if hasCall {
+		called = n.Parent.Span.Start
+	}
+	w.add(p, n.Span.Start, n.Span.End, called, hasCall)
+}
+
+// savedShape is a shapeSweep as saved: its processes, its pending items
+// and spans in progress, its cursor and counts.
+type savedShape struct {
+	Comp  string           `json:"comp"`
+	Procs []savedShapeProc `json:"procs"`
+	// Pending holds t, end, process and probe class (−1: a span) of
+	// each pending item; Active the end and process of each span in
+	// progress, in heap order.
+	Pending         [][4]int64 `json:"pending,omitempty"`
+	Active          [][2]int64 `json:"active,omitempty"`
+	Cursor          int64      `json:"cursor"`
+	Latest          int64      `json:"latest"`
+	NextSweep       int        `json:"next_sweep"`
+	Probes          []int64    `json:"probes"`
+	OtherIdle       []int64    `json:"other_idle"`
+	BusyNs          int64      `json:"busy_ns"`
+	BusyOtherIdleNs int64      `json:"busy_other_idle_ns"`
+}
+
+type savedShapeProc struct {
+	Name  string `json:"name"`
+	First int64  `json:"first"`
+	Last  int64  `json:"last"`
+}
+
+func saveShape(w *shapeSweep) *savedShape {
+	v := &savedShape{Comp: w.comp, Cursor: w.cursor, Latest: w.latest, NextSweep: w.nextSweep,
+		Probes: slices.Clone(w.probes[:]), OtherIdle: slices.Clone(w.otherIdle[:]),
+		BusyNs: w.busyNs, BusyOtherIdleNs: w.busyOtherIdleNs}
+	for _, p := range w.procs {
+		v.Procs = append(v.Procs, savedShapeProc{p.name, p.first, p.last})
+	}
+	for _, it := range w.pending {
+		v.Pending = append(v.Pending, [4]int64{it.t, it.end, int64(it.proc), int64(it.probe)})
+	}
+	for _, e := range w.active {
+		v.Active = append(v.Active, [2]int64{e.end, int64(e.proc)})
+	}
+	return v
+}
+
+// restore checks a saved sweep and rebuilds it: the processes' spans in
+// progress are counted again from the active ends.
+func (v *savedShape) restore() (*shapeSweep, error) {
+	if v == nil {
+		return nil, fmt.Errorf("no sweep")
+	}
+	if len(v.Probes) != shapeBuckets || len(v.OtherIdle) != shapeBuckets {
+		return nil, fmt.Errorf("%d and %d probe classes, want %d", len(v.Probes), len(v.OtherIdle), shapeBuckets)
+	}
+	if v.BusyNs < 0 || v.BusyOtherIdleNs < 0 || v.BusyOtherIdleNs > v.BusyNs {
+		return nil, fmt.Errorf("busy %d ns, %d of them beside an idle process", v.BusyNs, v.BusyOtherIdleNs)
+	}
+	w := newShapeSweep(v.Comp)
+	w.cursor, w.latest = v.Cursor, v.Latest
+	w.busyNs, w.busyOtherIdleNs = v.BusyNs, v.BusyOtherIdleNs
+	for b := range shapeBuckets {
+		if v.Probes[b] < 0 || v.OtherIdle[b] < 0 || v.OtherIdle[b] > v.Probes[b] {
+			return nil, fmt.Errorf("class %d: %d probes, %d beside an idle process", b, v.Probes[b], v.OtherIdle[b])
+		}
+		w.probes[b], w.otherIdle[b] = v.Probes[b], v.OtherIdle[b]
+	}
+	for _, p := range v.Procs {
+		if _, dup := w.index[p.Name]; dup || p.Name == "" || p.Last < p.First {
+			return nil, fmt.Errorf("process %q: repeated, unnamed or ending before it begins", p.Name)
+		}
+		w.proc(p.Name, p.First, p.Last)
+	}
+	known := func(i int64) bool { return i >= 0 && i < int64(len(w.procs)) }
+	for _, it := range v.Pending {
+		if !known(it[2]) || it[1] < it[0] || it[3] < -1 || it[3] >= shapeBuckets {
+			return nil, fmt.Errorf("pending item %v: no such process or class, or ending before it begins", it)
+		}
+		w.pending = append(w.pending, shapeItem{t: it[0], end: it[1], proc: int32(it[2]), probe: int8(it[3])})
+	}
+	for _, e := range v.Active {
+		if !known(e[1]) {
+			return nil, fmt.Errorf("span in progress in process %d: no such process", e[1])
+		}
+		p := &w.procs[e[1]]
+		if p.inProgress == 0 {
+			w.busy++
+		}
+		p.inProgress++
+		w.active.push(shapeEnd{e[0], int32(e[1])})
+	}
+	w.nextSweep = max(v.NextSweep, sweepBatch)
+	return w, nil
+}
+
+// Thresholds of the queues' measured shape (slotShape).
+const (
+	// shapeMinWait is the least time before a span, in seconds, that
+	// counts as a wait: below it the kernel's wake-up and the runtime's
+	// dispatch of a request take the time, not a queue.
+	shapeMinWait = 100e-6
+	// shapeNetworkTimes is how many times the network's floor the time
+	// before a span must be for its probe, half way through it, to fall
+	// in the wait rather than the network: with the network at up to
+	// half again its floor.
+	shapeNetworkTimes = 3
+	// shapeMinExpected is the least number of probes that would have
+	// found another process idle were the processes independent queues:
+	// with one queue they find none, and a count with this mean is zero
+	// with a probability of e^−20.
+	shapeMinExpected = 20
+	// shapeEach and shapeOne bound the share of that expected number
+	// found: at shapeEach or more the processes are a queue each; at
+	// shapeOne or less, one queue; between, the traces do not say.
+	// A balancer's turns make the processes' loads move together, so that
+	// a queue each finds the others idle less often than independent
+	// queues would.
+	shapeEach = 1.0 / 3
+	shapeOne  = 0.1
+)
+
+// shapeMeasure is what a component's sweeps measured of its processes'
+// queues, over the probes of its calls that waited (slotShape).
+type shapeMeasure struct {
+	// probes is the number of calls that waited, otherIdle those of them
+	// that found another process of their replica idle half way through.
+	probes, otherIdle int64
+	// idleShare is the share of the time the processes were busy during
+	// which another was idle: what a probe finds where they are
+	// independent queues.
+	idleShare float64
+	// from is the least wait counted, in seconds.
+	from float64
+}
+
+// expected is the number of probes that would have found another
+// process idle were the processes independent queues.
+func (m shapeMeasure) expected() float64 { return float64(m.probes) * m.idleShare }
+
+// slotShape measures whether component comp's processes serve one queue
+// or a queue each (shapeSweep): each reports the processes are a queue
+// each, ok that the traces say either. The waits counted are the times
+// before the component's spans beyond shapeNetworkTimes times the
+// network's floor (the highest over its operations of the time's 10th
+// percentile) and shapeMinWait.
+func (g *generator) slotShape(comp string) (m shapeMeasure, each, ok bool) {
+	var floor float64
+	for _, op := range g.s.ops {
+		if op.component == comp && op.preSpan != nil && op.preSpan.n > 0 {
+			floor = math.Max(floor, op.preSpan.quantile(0.1))
+		}
+	}
+	m.from = math.Max(shapeMinWait, shapeNetworkTimes*floor)
+	var busy, busyOtherIdle int64
+	for _, rg := range slices.Sorted(maps.Keys(g.s.shapes)) {
+		w := g.s.shapes[rg]
+		if w.comp != comp {
+			continue
+		}
+		w = w.finished()
+		busy += w.busyNs
+		busyOtherIdle += w.busyOtherIdleNs
+		for b := range shapeBuckets {
+			if shapeBucketLow(b) >= m.from {
+				m.probes += w.probes[b]
+				m.otherIdle += w.otherIdle[b]
+			}
+		}
+	}
+	if busy == 0 {
+		return m, false, false
+	}
+	m.idleShare = float64(busyOtherIdle) / float64(busy)
+	e := m.expected()
+	if e < shapeMinExpected {
+		return m, false, false
+	}
+	r := float64(m.otherIdle) / e
+	switch {
+	case r >= shapeEach:
+		return m, true, true
+	case r <= shapeOne:
+		return m, false, true
+	}
+	return m, false, false
+}

@@ -1,0 +1,125 @@
+package extract
+
+import (
+	"bytes"
+	"testing"
+)
+
+// shapeCase is two processes' spans: a's second execution called 6 ms
+// before it began, waiting while b served nothing; b's second called 4
+// ms before it began, waiting while a was busy and no other process
+// idle. Times in milliseconds.
+func shapeCase() (first, second func(w *shapeSweep)) {
+	const ms = int64(1e6)
+	first = func(w *shapeSweep) {
+		w.add("a", 0, 10*ms, 0, false)
+		w.add("b", 0, 2*ms, 0, false)
+		w.add("a", 10*ms, 20*ms, 4*ms, true)
+	}
+	second = func(w *shapeSweep) {
+		w.add("b", 15*ms, 25*ms, 11*ms, true)
+	}
+	return first, second
+}
+
+// TestShapeSweepCounts checks the sweep's counts on shapeCase by hand:
+// from 0 to 2 ms both busy, 2 to 15 a alone (b idle), 15 to 20 both, 20
+// to 25 b alone, a no longer live: 32 ms busy, 13 of them beside an idle
+// process. The probe of a's call (at 7 ms, class 13: 6 ms) found b idle;
+// that of b's (at 13 ms, class 12: 4 ms) found only itself idle.
+func TestShapeSweepCounts(t *testing.T) {
+	first, second := shapeCase()
+	check := func(t *testing.T, w *shapeSweep) {
+		t.Helper()
+		w = w.finished()
+		const ms = int64(1e6)
+		if w.busyNs != 32*ms || w.busyOtherIdleNs != 13*ms {
+			t.Errorf("busy %d ns, %d beside an idle process; want %d and %d", w.busyNs, w.busyOtherIdleNs, 32*ms, 13*ms)
+		}
+		for b := range shapeBuckets {
+			wantN, wantIdle := int64(0), int64(0)
+			switch b {
+			case 13:
+				wantN, wantIdle = 1, 1
+			case 12:
+				wantN = 1
+			}
+			if w.probes[b] != wantN || w.otherIdle[b] != wantIdle {
+				t.Errorf("class %d: %d probes, %d finding another idle; want %d and %d", b, w.probes[b], w.otherIdle[b], wantN, wantIdle)
+			}
+		}
+	}
+	t.Run("one sweep", func(t *testing.T) {
+		w := newShapeSweep("store")
+		first(w)
+		second(w)
+		check(t, w)
+	})
+	t.Run("saved between", func(t *testing.T) {
+		w := newShapeSweep("store")
+		first(w)
+		w.sweep(3e6) // b's first span swept, a's first in progress
+		got, err := saveShape(w).restore()
+		if err != nil {
+			t.Fatal(err)
+		}
+		second(got)
+		check(t, got)
+	})
+	t.Run("arriving out of order", func(t *testing.T) {
+		w := newShapeSweep("store")
+		second(w)
+		first(w)
+		check(t, w)
+	})
+}
+
+// TestShapeSweepMerge merges two sweeps of one replica split by time:
+// their counts add up.
+func TestShapeSweepMerge(t *testing.T) {
+	const ms = int64(1e6)
+	w, o := newShapeSweep("store"), newShapeSweep("store")
+	w.add("a", 0, 10*ms, 0, false)
+	w.add("b", 3*ms, 10*ms, 1*ms, true) // waited while a was busy
+	o.add("a", 100*ms, 110*ms, 95*ms, true)
+	o.add("b", 90*ms, 120*ms, 0, false) // busy while a waited
+	o.add("a", 80*ms, 85*ms, 0, false)
+	w.merge(o)
+	w = w.finished()
+	if w.probes[11] != 1 || w.otherIdle[11] != 0 || w.probes[13] != 1 || w.otherIdle[13] != 0 {
+		t.Errorf("probes %v, finding another idle %v", w.probes, w.otherIdle)
+	}
+	// w: 0–3 a alone, b not yet live; 3–10 both. o: 80–85 a alone, b
+	// not yet live; 90–100 b, a live and idle; 100–110 both; 110–120 b,
+	// a no longer live.
+	if want := (3 + 14 + 5 + 10 + 20 + 10) * ms; w.busyNs != want || w.busyOtherIdleNs != 10*ms {
+		t.Errorf("busy %d ns, %d beside an idle process; want %d and %d", w.busyNs, w.busyOtherIdleNs, want, 10*ms)
+	}
+}
+
+// TestLoadStateRefusesShapes checks that a saved sweep that does not
+// hold together is refused, in one line.
+func TestLoadStateRefusesShapes(t *testing.T) {
+	first, _ := shapeCase()
+	for name, spoil := range map[string]func(v *savedShape){
+		"more idle than probes": func(v *savedShape) { v.OtherIdle[13] = 5 },
+		"classes":               func(v *savedShape) { v.Probes = v.Probes[:3] },
+		"busy":                  func(v *savedShape) { v.BusyOtherIdleNs = v.BusyNs + 1 },
+		"no process":            func(v *savedShape) { v.Pending[0][2] = 7 },
+		"class":                 func(v *savedShape) { v.Pending[0][3] = shapeBuckets },
+		"repeated process":      func(v *savedShape) { v.Procs = append(v.Procs, v.Procs[0]) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := newShapeSweep("store")
+			first(w)
+			w.busyNs = 10
+			v := saveShape(w)
+			spoil(v)
+			if _, err := v.restore(); err == nil {
+				t.Fatal("restored")
+			} else if bytes.ContainsRune([]byte(err.Error()), '\n') {
+				t.Fatalf("error spans lines: %q", err)
+			}
+		})
+	}
+}
