@@ -268,8 +268,11 @@ func (g *generator) slotQueueShapes() {
 			continue
 		}
 		m, each, ok := g.slotShape(comp)
-		found := fmt.Sprintf("%d of its calls waited %s or more before their span; half way through, %d of them found another process of their replica idle, where a process was idle %.0f%% of the time its others were busy (%.1f expected were they independent queues)",
-			m.probes, textout.Duration(m.from), m.otherIdle, 100*m.idleShare, m.expected())
+		found := fmt.Sprintf("%d of its calls waited %s or more before their span (twice the network's time, which %d calls to an idle process took, %.0f%% of them less than %s); half way through, %d of them found another process of their replica idle, where a process was idle %.0f%% of the time its others were busy (%.1f expected were they independent queues)",
+			m.probes, textout.Duration(m.from), m.network, 100*shapeNetworkQuantile, textout.Duration(m.networkHigh), m.otherIdle, 100*m.idleShare, m.expected())
+		if m.network < shapeMinNetwork {
+			found = fmt.Sprintf("%d calls found their process idle all along, too few to time the network before its spans (%d needed)", m.network, shapeMinNetwork)
+		}
 		switch {
 		case !ok:
 			dflt := "one queue"

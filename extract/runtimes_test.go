@@ -16,6 +16,7 @@ import (
 	"github.com/perfcast/perfcast/ingest"
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/solve/sim"
+	"github.com/perfcast/perfcast/trace"
 	"github.com/perfcast/perfcast/tracegen"
 )
 
@@ -438,5 +439,109 @@ func TestWorkersPinnedCallers(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no evidence of api's callers keeping to its processes:\n%s", strings.Join(x.Report.Evidence, "\n"))
+	}
+}
+
+// hopModel is pairedModel with the network in the way: the front's calls
+// reach the store through net, whose hop spends an exponential 0.5 ms
+// each way (the network's time, with a tail) and whose spans hopTraces
+// leaves out, as the network writes none. The store runs as slots.
+var hopModel = strings.NewReplacer(
+	"          - call: store/query\n  store:", "          - call: net/hop\n  net:\n    host: wire\n    operations:\n      hop:\n        steps:\n          - delay: exp(500us)\n          - call: store/query\n          - delay: exp(500us)\n  store:",
+	"  dbhost: {cpu: {cores: 4}}", "  dbhost: {cpu: {cores: 4}}\n  wire: {cpu: {cores: 1}}",
+).Replace(pairedModel)
+
+// hopTraces records m's traces and leaves the spans of component net out,
+// hanging the spans below them on the client span that called net.
+func hopTraces(t *testing.T, m *model.Model, rt tracegen.Runtime) []*ingest.Span {
+	t.Helper()
+	opts := tracegen.Options{Seed: 9, Runtimes: map[string]tracegen.Runtime{"store": rt}}
+	var spans []*ingest.Span
+	_, err := sim.Record(context.Background(), m, sim.RecordOptions{Seed: 9, Requests: 20000, ClientEndsOnResume: true}, func(s *sim.Span) error {
+		spans = append(spans, tracegen.Convert(s, &opts))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := map[ingest.SpanID]ingest.SpanID{}
+	for _, s := range spans {
+		if s.Service == "net" {
+			parent[s.SpanID] = s.ParentID
+		}
+	}
+	var out []*ingest.Span
+	for _, s := range spans {
+		if s.Service == "net" {
+			continue
+		}
+		p := s.ParentID
+		for {
+			up, ok := parent[p]
+			if !ok {
+				break
+			}
+			p = up
+		}
+		s.ParentID = p
+		out = append(out, s)
+	}
+	return out
+}
+
+// TestSlotQueuesThroughNetwork measures the store's queues where the
+// network's time, with its tail, comes before every server span: the
+// calls that did not wait must not pass for waits. Sync workers by pid
+// (one queue) and processes each bound to a queue of its own (the slots
+// partitioned) are told apart; both with the network's own time out of
+// the way.
+func TestSlotQueuesThroughNetwork(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		yaml  string
+		rt    tracegen.Runtime
+		shape string
+		each  bool
+	}{
+		{"sync workers", strings.NewReplacer("    host: box\n    operations:\n      query:", "    host: box\n    threads: 2\n    operations:\n      query:", "rate: 100/s", "rate: 60/s").Replace(hopModel),
+			tracegen.Runtime{Language: "nodejs", Name: "nodejs", Workers: true}, "its processes serve one queue", false},
+		{"a queue each", strings.Replace(hopModel, "capacity: 2, before_span: true", "capacity: 2, before_span: true, partitioned: true", 1),
+			tracegen.Runtime{Language: "python", Name: "cpython", Processes: 2}, "its processes serve a queue each", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, err := model.Parse([]byte(c.yaml), "hop.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			spans := hopTraces(t, m, c.rt)
+			st := extract.NewState()
+			asm := trace.New(trace.Options{}, func(tr *trace.Tree) error {
+				st.Fold(tr, nil)
+				return nil
+			})
+			for _, s := range spans {
+				if err := asm.Add(s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := asm.Close(); err != nil {
+				t.Fatal(err)
+			}
+			cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"box": {Cores: 2}, "dbhost": {Cores: 4}}}
+			x, rep := st.Model("hop", cfg)
+			ev := strings.Join(rep.Evidence, "\n")
+			for _, e := range rep.Evidence {
+				if strings.Contains(e, "processes serve") || strings.Contains(e, "queue or a queue each") {
+					t.Log(e)
+				}
+			}
+			p := x.PassiveResource(extract.CPUSlotsResource("store"))
+			if p == nil || p.Capacity != 2 {
+				t.Fatalf("the store's slots: %+v\n%s", p, x.Marshal())
+			}
+			if p.Partitioned != c.each || !strings.Contains(ev, "component store: "+c.shape) {
+				t.Errorf("partitioned %v, want %v; no evidence %q", p.Partitioned, c.each, c.shape)
+			}
+		})
 	}
 }

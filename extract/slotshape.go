@@ -2,7 +2,6 @@ package extract
 
 import (
 	"fmt"
-	"maps"
 	"math"
 	"math/bits"
 	"slices"
@@ -50,8 +49,11 @@ func shapeBucketLow(b int) float64 {
 // progress, and times how long processes were busy while another live
 // one was idle (busyOtherIdle over busy): what a probe would find were
 // the processes independent queues. Which classes are waits, not the
-// network, extraction decides from the network's floor (slotShape). The
-// sweep runs as concurrency's does, over the spans of concurrencyLag.
+// network, the network's own time says: a call whose process had no span
+// in progress from its client span's start to its own span's start
+// waited for nothing, whatever the queues, and its time before the span
+// is the network's (network, per class). The sweep runs as
+// concurrency's does, over the spans of concurrencyLag.
 type shapeSweep struct {
 	comp    string
 	pending []shapeItem
@@ -63,27 +65,43 @@ type shapeSweep struct {
 	cursor, latest    int64
 	nextSweep         int
 	probes, otherIdle [shapeBuckets]int64
+	// network counts, per class, the calls whose process was idle from
+	// their client span's start to their own span's.
+	network [shapeBuckets]int64
 	// busyNs sums, over the processes, the time each had a span in
 	// progress; busyOtherIdleNs the part of it during which another live
 	// process had none.
 	busyNs, busyOtherIdleNs int64
 }
 
-// shapeItem is a span (probe −1: in progress from t to end) or a probe
-// at t in class probe of a call to process proc.
+// shapeItem is a span of process proc in progress from t to end, or a
+// call to it probed at t, or a call to it whose client span began at end
+// checked at t (just before its span began), the call of class class.
 type shapeItem struct {
 	t, end int64
 	proc   int32
-	probe  int8
+	kind   shapeKind
+	class  int8
 }
 
+// shapeKind tells shapeItems apart, in the order the sweep takes those
+// of one time.
+type shapeKind int8
+
+const (
+	shapeSpan shapeKind = iota
+	shapeProbe
+	shapeCheck
+)
+
 // shapeProc is one process of the replica: its name, its first span's
-// start, the latest end of its spans seen, and its spans in progress at
-// the cursor.
+// start, the latest end of its spans seen, its spans in progress at the
+// cursor, and when it last had none left (math.MinInt64: never busy).
 type shapeProc struct {
 	name        string
 	first, last int64
 	inProgress  int32
+	idleSince   int64
 }
 
 // shapeEnd is the end of a span in progress, in process proc.
@@ -146,7 +164,7 @@ func (w *shapeSweep) proc(name string, start, end int64) int32 {
 	if !ok {
 		i = int32(len(w.procs))
 		w.index[name] = i
-		w.procs = append(w.procs, shapeProc{name: name, first: start, last: end})
+		w.procs = append(w.procs, shapeProc{name: name, first: start, last: end, idleSince: math.MinInt64})
 		return i
 	}
 	p := &w.procs[i]
@@ -162,10 +180,12 @@ func (w *shapeSweep) add(name string, start, end, called int64, hasCall bool) {
 		return
 	}
 	i := w.proc(name, start, end)
-	w.push(shapeItem{t: start, end: end, proc: i, probe: -1})
+	w.push(shapeItem{t: start, end: end, proc: i, kind: shapeSpan})
 	if hasCall && called <= start {
 		gap := start - called
-		w.push(shapeItem{t: start - gap/2, end: start - gap/2, proc: i, probe: int8(shapeBucket(gap))})
+		class := int8(shapeBucket(gap))
+		w.push(shapeItem{t: start - gap/2, proc: i, kind: shapeProbe, class: class})
+		w.push(shapeItem{t: start - 1, end: called, proc: i, kind: shapeCheck, class: class})
 	}
 }
 
@@ -179,14 +199,16 @@ func (w *shapeSweep) push(it shapeItem) {
 }
 
 // sweep accounts for the pending items at or before upTo, in time order:
-// at one time, spans end before others begin and probes come last.
+// at one time, spans end before others begin, then probes, then checks.
+// A check comes a nanosecond before its span: a span of the process
+// ending as it begins (a worker handing itself on) kept it busy.
 func (w *shapeSweep) sweep(upTo int64) {
 	slices.SortFunc(w.pending, func(a, b shapeItem) int {
 		switch {
 		case a.t != b.t:
 			return cmpInt64(a.t, b.t)
-		case a.probe != b.probe:
-			return int(a.probe) - int(b.probe)
+		case a.kind != b.kind:
+			return int(a.kind) - int(b.kind)
 		case a.proc != b.proc:
 			return int(a.proc) - int(b.proc)
 		}
@@ -200,18 +222,25 @@ func (w *shapeSweep) sweep(upTo int64) {
 		n++
 		t := max(it.t, w.cursor)
 		w.advance(t)
-		if it.probe < 0 {
-			if w.procs[it.proc].inProgress == 0 {
+		own := &w.procs[it.proc]
+		switch it.kind {
+		case shapeSpan:
+			if own.inProgress == 0 {
 				w.busy++
 			}
-			w.procs[it.proc].inProgress++
+			own.inProgress++
 			w.active.push(shapeEnd{it.end, it.proc})
 			continue
+		case shapeCheck:
+			if own.inProgress == 0 && own.idleSince <= it.end {
+				w.network[it.class]++
+			}
+			continue
 		}
-		b := int(it.probe)
+		b := int(it.class)
 		w.probes[b]++
 		idle := w.live(t) - w.busy
-		if own := w.procs[it.proc]; own.inProgress == 0 && own.liveAt(t) {
+		if own.inProgress == 0 && own.liveAt(t) {
 			idle-- // its own process, idle: not another
 		}
 		if idle > 0 {
@@ -256,6 +285,7 @@ func (w *shapeSweep) advance(t int64) {
 			p.inProgress--
 			if p.inProgress == 0 {
 				w.busy--
+				p.idleSince = e.end
 			}
 		}
 	}
@@ -310,10 +340,15 @@ func (w *shapeSweep) finished() *shapeSweep {
 // processes. o's processes do not join w's sweep, whose spans may still
 // be pending.
 func (w *shapeSweep) merge(o *shapeSweep) {
-	o = o.finished()
+	w.addCounts(o.finished())
+}
+
+// addCounts adds the counts of o, swept, to w's.
+func (w *shapeSweep) addCounts(o *shapeSweep) {
 	for b := range shapeBuckets {
 		w.probes[b] += o.probes[b]
 		w.otherIdle[b] += o.otherIdle[b]
+		w.network[b] += o.network[b]
 	}
 	w.busyNs += o.busyNs
 	w.busyOtherIdleNs += o.busyOtherIdleNs
@@ -341,35 +376,37 @@ func (s *State) noteShape(rg, comp, p string, n *trace.Node) {
 type savedShape struct {
 	Comp  string           `json:"comp"`
 	Procs []savedShapeProc `json:"procs"`
-	// Pending holds t, end, process and probe class (−1: a span) of
-	// each pending item; Active the end and process of each span in
-	// progress, in heap order.
-	Pending         [][4]int64 `json:"pending,omitempty"`
+	// Pending holds t, end, process, kind and class of each pending
+	// item; Active the end and process of each span in progress, in heap
+	// order.
+	Pending         [][5]int64 `json:"pending,omitempty"`
 	Active          [][2]int64 `json:"active,omitempty"`
 	Cursor          int64      `json:"cursor"`
 	Latest          int64      `json:"latest"`
 	NextSweep       int        `json:"next_sweep"`
 	Probes          []int64    `json:"probes"`
 	OtherIdle       []int64    `json:"other_idle"`
+	Network         []int64    `json:"network"`
 	BusyNs          int64      `json:"busy_ns"`
 	BusyOtherIdleNs int64      `json:"busy_other_idle_ns"`
 }
 
 type savedShapeProc struct {
-	Name  string `json:"name"`
-	First int64  `json:"first"`
-	Last  int64  `json:"last"`
+	Name      string `json:"name"`
+	First     int64  `json:"first"`
+	Last      int64  `json:"last"`
+	IdleSince int64  `json:"idle_since"`
 }
 
 func saveShape(w *shapeSweep) *savedShape {
 	v := &savedShape{Comp: w.comp, Cursor: w.cursor, Latest: w.latest, NextSweep: w.nextSweep,
-		Probes: slices.Clone(w.probes[:]), OtherIdle: slices.Clone(w.otherIdle[:]),
+		Probes: slices.Clone(w.probes[:]), OtherIdle: slices.Clone(w.otherIdle[:]), Network: slices.Clone(w.network[:]),
 		BusyNs: w.busyNs, BusyOtherIdleNs: w.busyOtherIdleNs}
 	for _, p := range w.procs {
-		v.Procs = append(v.Procs, savedShapeProc{p.name, p.first, p.last})
+		v.Procs = append(v.Procs, savedShapeProc{p.name, p.first, p.last, p.idleSince})
 	}
 	for _, it := range w.pending {
-		v.Pending = append(v.Pending, [4]int64{it.t, it.end, int64(it.proc), int64(it.probe)})
+		v.Pending = append(v.Pending, [5]int64{it.t, it.end, int64(it.proc), int64(it.kind), int64(it.class)})
 	}
 	for _, e := range w.active {
 		v.Active = append(v.Active, [2]int64{e.end, int64(e.proc)})
@@ -383,8 +420,8 @@ func (v *savedShape) restore() (*shapeSweep, error) {
 	if v == nil {
 		return nil, fmt.Errorf("no sweep")
 	}
-	if len(v.Probes) != shapeBuckets || len(v.OtherIdle) != shapeBuckets {
-		return nil, fmt.Errorf("%d and %d probe classes, want %d", len(v.Probes), len(v.OtherIdle), shapeBuckets)
+	if len(v.Probes) != shapeBuckets || len(v.OtherIdle) != shapeBuckets || len(v.Network) != shapeBuckets {
+		return nil, fmt.Errorf("%d, %d and %d classes of calls, want %d", len(v.Probes), len(v.OtherIdle), len(v.Network), shapeBuckets)
 	}
 	if v.BusyNs < 0 || v.BusyOtherIdleNs < 0 || v.BusyOtherIdleNs > v.BusyNs {
 		return nil, fmt.Errorf("busy %d ns, %d of them beside an idle process", v.BusyNs, v.BusyOtherIdleNs)
@@ -393,23 +430,24 @@ func (v *savedShape) restore() (*shapeSweep, error) {
 	w.cursor, w.latest = v.Cursor, v.Latest
 	w.busyNs, w.busyOtherIdleNs = v.BusyNs, v.BusyOtherIdleNs
 	for b := range shapeBuckets {
-		if v.Probes[b] < 0 || v.OtherIdle[b] < 0 || v.OtherIdle[b] > v.Probes[b] {
-			return nil, fmt.Errorf("class %d: %d probes, %d beside an idle process", b, v.Probes[b], v.OtherIdle[b])
+		if v.Probes[b] < 0 || v.OtherIdle[b] < 0 || v.OtherIdle[b] > v.Probes[b] || v.Network[b] < 0 {
+			return nil, fmt.Errorf("class %d: %d probes, %d beside an idle process, %d the network's", b, v.Probes[b], v.OtherIdle[b], v.Network[b])
 		}
-		w.probes[b], w.otherIdle[b] = v.Probes[b], v.OtherIdle[b]
+		w.probes[b], w.otherIdle[b], w.network[b] = v.Probes[b], v.OtherIdle[b], v.Network[b]
 	}
 	for _, p := range v.Procs {
 		if _, dup := w.index[p.Name]; dup || p.Name == "" || p.Last < p.First {
 			return nil, fmt.Errorf("process %q: repeated, unnamed or ending before it begins", p.Name)
 		}
-		w.proc(p.Name, p.First, p.Last)
+		w.procs[w.proc(p.Name, p.First, p.Last)].idleSince = p.IdleSince
 	}
 	known := func(i int64) bool { return i >= 0 && i < int64(len(w.procs)) }
 	for _, it := range v.Pending {
-		if !known(it[2]) || it[1] < it[0] || it[3] < -1 || it[3] >= shapeBuckets {
-			return nil, fmt.Errorf("pending item %v: no such process or class, or ending before it begins", it)
+		kind := shapeKind(it[3])
+		if !known(it[2]) || kind < shapeSpan || kind > shapeCheck || it[4] < 0 || it[4] >= shapeBuckets || kind == shapeSpan && it[1] < it[0] {
+			return nil, fmt.Errorf("pending item %v: no such process, kind or class, or a span ending before it begins", it)
 		}
-		w.pending = append(w.pending, shapeItem{t: it[0], end: it[1], proc: int32(it[2]), probe: int8(it[3])})
+		w.pending = append(w.pending, shapeItem{t: it[0], end: it[1], proc: int32(it[2]), kind: kind, class: int8(it[4])})
 	}
 	for _, e := range v.Active {
 		if !known(e[1]) {
@@ -432,11 +470,14 @@ const (
 	// counts as a wait: below it the kernel's wake-up and the runtime's
 	// dispatch of a request take the time, not a queue.
 	shapeMinWait = 100e-6
-	// shapeNetworkTimes is how many times the network's floor the time
-	// before a span must be for its probe, half way through it, to fall
-	// in the wait rather than the network: with the network at up to
-	// half again its floor.
-	shapeNetworkTimes = 3
+	// shapeNetworkQuantile is the quantile of the network's time (the
+	// time before the span of calls whose process was idle all along)
+	// twice which a call's time before its span must be for its probe,
+	// half way through, to fall in its wait rather than the network.
+	shapeNetworkQuantile = 0.99
+	// shapeMinNetwork is the fewest calls whose process was idle all
+	// along for their times to give the network's quantile.
+	shapeMinNetwork = 100
 	// shapeMinExpected is the least number of probes that would have
 	// found another process idle were the processes independent queues:
 	// with one queue they find none, and a count with this mean is zero
@@ -464,6 +505,11 @@ type shapeMeasure struct {
 	idleShare float64
 	// from is the least wait counted, in seconds.
 	from float64
+	// network is the number of calls whose process was idle all along,
+	// networkHigh the upper end of the class of their times' quantile
+	// shapeNetworkQuantile, in seconds.
+	network     int64
+	networkHigh float64
 }
 
 // expected is the number of probes that would have found another
@@ -473,37 +519,36 @@ func (m shapeMeasure) expected() float64 { return float64(m.probes) * m.idleShar
 // slotShape measures whether component comp's processes serve one queue
 // or a queue each (shapeSweep): each reports the processes are a queue
 // each, ok that the traces say either. The waits counted are the times
-// before the component's spans beyond shapeNetworkTimes times the
-// network's floor (the highest over its operations of the time's 10th
-// percentile) and shapeMinWait.
+// before the component's spans of at least twice the network's
+// shapeNetworkQuantile (the upper end of its class) and shapeMinWait.
 func (g *generator) slotShape(comp string) (m shapeMeasure, each, ok bool) {
-	var floor float64
-	for _, op := range g.s.ops {
-		if op.component == comp && op.preSpan != nil && op.preSpan.n > 0 {
-			floor = math.Max(floor, op.preSpan.quantile(0.1))
+	var all shapeSweep // the counts of comp's sweeps
+	for _, w := range g.s.shapes {
+		if w.comp == comp {
+			all.addCounts(w.finished())
 		}
 	}
-	m.from = math.Max(shapeMinWait, shapeNetworkTimes*floor)
-	var busy, busyOtherIdle int64
-	for _, rg := range slices.Sorted(maps.Keys(g.s.shapes)) {
-		w := g.s.shapes[rg]
-		if w.comp != comp {
-			continue
-		}
-		w = w.finished()
-		busy += w.busyNs
-		busyOtherIdle += w.busyOtherIdleNs
-		for b := range shapeBuckets {
-			if shapeBucketLow(b) >= m.from {
-				m.probes += w.probes[b]
-				m.otherIdle += w.otherIdle[b]
-			}
-		}
+	for _, n := range all.network {
+		m.network += n
 	}
-	if busy == 0 {
+	if m.network < shapeMinNetwork || all.busyNs == 0 {
 		return m, false, false
 	}
-	m.idleShare = float64(busyOtherIdle) / float64(busy)
+	var below int64
+	for b, n := range all.network {
+		if below += n; float64(below) >= shapeNetworkQuantile*float64(m.network) {
+			m.networkHigh = shapeBucketLow(b + 1)
+			break
+		}
+	}
+	m.from = math.Max(shapeMinWait, 2*m.networkHigh)
+	for b := range shapeBuckets {
+		if shapeBucketLow(b) >= m.from {
+			m.probes += all.probes[b]
+			m.otherIdle += all.otherIdle[b]
+		}
+	}
+	m.idleShare = float64(all.busyOtherIdleNs) / float64(all.busyNs)
 	e := m.expected()
 	if e < shapeMinExpected {
 		return m, false, false

@@ -26,7 +26,9 @@ func shapeCase() (first, second func(w *shapeSweep)) {
 // from 0 to 2 ms both busy, 2 to 15 a alone (b idle), 15 to 20 both, 20
 // to 25 b alone, a no longer live: 32 ms busy, 13 of them beside an idle
 // process. The probe of a's call (at 7 ms, class 13: 6 ms) found b idle;
-// that of b's (at 13 ms, class 12: 4 ms) found only itself idle.
+// that of b's (at 13 ms, class 12: 4 ms) found only itself idle. b was
+// idle from 2 ms on, before its call began: the network's time; a was
+// busy when its call began.
 func TestShapeSweepCounts(t *testing.T) {
 	first, second := shapeCase()
 	check := func(t *testing.T, w *shapeSweep) {
@@ -37,15 +39,16 @@ func TestShapeSweepCounts(t *testing.T) {
 			t.Errorf("busy %d ns, %d beside an idle process; want %d and %d", w.busyNs, w.busyOtherIdleNs, 32*ms, 13*ms)
 		}
 		for b := range shapeBuckets {
-			wantN, wantIdle := int64(0), int64(0)
+			wantN, wantIdle, wantNet := int64(0), int64(0), int64(0)
 			switch b {
 			case 13:
 				wantN, wantIdle = 1, 1
 			case 12:
-				wantN = 1
+				wantN, wantNet = 1, 1
 			}
-			if w.probes[b] != wantN || w.otherIdle[b] != wantIdle {
-				t.Errorf("class %d: %d probes, %d finding another idle; want %d and %d", b, w.probes[b], w.otherIdle[b], wantN, wantIdle)
+			if w.probes[b] != wantN || w.otherIdle[b] != wantIdle || w.network[b] != wantNet {
+				t.Errorf("class %d: %d probes, %d finding another idle, %d the network's; want %d, %d and %d",
+					b, w.probes[b], w.otherIdle[b], w.network[b], wantN, wantIdle, wantNet)
 			}
 		}
 	}
@@ -106,7 +109,9 @@ func TestLoadStateRefusesShapes(t *testing.T) {
 		"classes":               func(v *savedShape) { v.Probes = v.Probes[:3] },
 		"busy":                  func(v *savedShape) { v.BusyOtherIdleNs = v.BusyNs + 1 },
 		"no process":            func(v *savedShape) { v.Pending[0][2] = 7 },
-		"class":                 func(v *savedShape) { v.Pending[0][3] = shapeBuckets },
+		"class":                 func(v *savedShape) { v.Pending[0][4] = shapeBuckets },
+		"kind":                  func(v *savedShape) { v.Pending[0][3] = 3 },
+		"network":               func(v *savedShape) { v.Network[2] = -1 },
 		"repeated process":      func(v *savedShape) { v.Procs = append(v.Procs, v.Procs[0]) },
 	} {
 		t.Run(name, func(t *testing.T) {
