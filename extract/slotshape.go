@@ -60,8 +60,9 @@ type shapeSweep struct {
 	active  shapeEnds
 	procs   []shapeProc
 	index   map[string]int32
-	// busy counts the processes with a span in progress at the cursor.
-	busy              int
+	// busy counts the processes with a span in progress at the cursor,
+	// live those live there (shapeProc.live).
+	busy, live        int
 	cursor, latest    int64
 	nextSweep         int
 	probes, otherIdle [shapeBuckets]int64
@@ -97,11 +98,20 @@ const (
 // shapeProc is one process of the replica: its name, its first span's
 // start, the latest end of its spans seen, its spans in progress at the
 // cursor, and when it last had none left (math.MinInt64: never busy).
+// It is live at the cursor from its first span's start to its last
+// span's end, as far as the spans seen tell: it dies as its last span
+// seen ends and lives again where a later span comes, so that the
+// sweep's cost does not grow with the processes that came and went
+// (workers recycled after so many requests). Spans more than
+// concurrencyLag later are not seen yet as the sweep passes: a process
+// that served nothing for that long counts as gone until it serves
+// again.
 type shapeProc struct {
 	name        string
 	first, last int64
 	inProgress  int32
 	idleSince   int64
+	live        bool
 }
 
 // shapeEnd is the end of a span in progress, in process proc.
@@ -225,6 +235,10 @@ func (w *shapeSweep) sweep(upTo int64) {
 		own := &w.procs[it.proc]
 		switch it.kind {
 		case shapeSpan:
+			if !own.live {
+				own.live = true
+				w.live++
+			}
 			if own.inProgress == 0 {
 				w.busy++
 			}
@@ -239,8 +253,8 @@ func (w *shapeSweep) sweep(upTo int64) {
 		}
 		b := int(it.class)
 		w.probes[b]++
-		idle := w.live(t) - w.busy
-		if own.inProgress == 0 && own.liveAt(t) {
+		idle := w.live - w.busy
+		if own.inProgress == 0 && own.live {
 			idle-- // its own process, idle: not another
 		}
 		if idle > 0 {
@@ -260,21 +274,6 @@ func cmpInt64(a, b int64) int {
 	return 0
 }
 
-// live counts the processes live at t (liveAt).
-func (w *shapeSweep) live(t int64) int {
-	n := 0
-	for _, p := range w.procs {
-		if p.liveAt(t) {
-			n++
-		}
-	}
-	return n
-}
-
-// liveAt reports whether the process is live at t: from its first span's
-// start to its last span's end.
-func (p shapeProc) liveAt(t int64) bool { return p.first <= t && t < p.last }
-
 // advance moves the cursor to t, ending the spans that end by then and
 // timing the processes' busy and idle stretches on the way.
 func (w *shapeSweep) advance(t int64) {
@@ -286,6 +285,10 @@ func (w *shapeSweep) advance(t int64) {
 			if p.inProgress == 0 {
 				w.busy--
 				p.idleSince = e.end
+				if p.live && p.last <= e.end {
+					p.live = false
+					w.live--
+				}
 			}
 		}
 	}
@@ -301,7 +304,7 @@ func (w *shapeSweep) hold(t int64) {
 	if w.cursor != math.MinInt64 && w.busy > 0 && len(w.procs) > 1 {
 		d := t - w.cursor
 		w.busyNs += int64(w.busy) * d
-		if w.live(w.cursor) > w.busy {
+		if w.live > w.busy {
 			w.busyOtherIdleNs += int64(w.busy) * d
 		}
 	}
@@ -396,6 +399,7 @@ type savedShapeProc struct {
 	First     int64  `json:"first"`
 	Last      int64  `json:"last"`
 	IdleSince int64  `json:"idle_since"`
+	Live      bool   `json:"live,omitempty"`
 }
 
 func saveShape(w *shapeSweep) *savedShape {
@@ -403,7 +407,7 @@ func saveShape(w *shapeSweep) *savedShape {
 		Probes: slices.Clone(w.probes[:]), OtherIdle: slices.Clone(w.otherIdle[:]), Network: slices.Clone(w.network[:]),
 		BusyNs: w.busyNs, BusyOtherIdleNs: w.busyOtherIdleNs}
 	for _, p := range w.procs {
-		v.Procs = append(v.Procs, savedShapeProc{p.name, p.first, p.last, p.idleSince})
+		v.Procs = append(v.Procs, savedShapeProc{p.name, p.first, p.last, p.idleSince, p.live})
 	}
 	for _, it := range w.pending {
 		v.Pending = append(v.Pending, [5]int64{it.t, it.end, int64(it.proc), int64(it.kind), int64(it.class)})
@@ -439,7 +443,11 @@ func (v *savedShape) restore() (*shapeSweep, error) {
 		if _, dup := w.index[p.Name]; dup || p.Name == "" || p.Last < p.First {
 			return nil, fmt.Errorf("process %q: repeated, unnamed or ending before it begins", p.Name)
 		}
-		w.procs[w.proc(p.Name, p.First, p.Last)].idleSince = p.IdleSince
+		q := &w.procs[w.proc(p.Name, p.First, p.Last)]
+		q.idleSince, q.live = p.IdleSince, p.Live
+		if p.Live {
+			w.live++
+		}
 	}
 	known := func(i int64) bool { return i >= 0 && i < int64(len(w.procs)) }
 	for _, it := range v.Pending {
@@ -459,6 +467,11 @@ func (v *savedShape) restore() (*shapeSweep, error) {
 		}
 		p.inProgress++
 		w.active.push(shapeEnd{e[0], int32(e[1])})
+	}
+	for _, p := range w.procs {
+		if p.inProgress > 0 && !p.live {
+			return nil, fmt.Errorf("process %q: a span in progress but not live", p.name)
+		}
 	}
 	w.nextSweep = max(v.NextSweep, sweepBatch)
 	return w, nil

@@ -2,6 +2,11 @@ package extract
 
 import (
 	"bytes"
+	"cmp"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -126,5 +131,146 @@ func TestLoadStateRefusesShapes(t *testing.T) {
 				t.Fatalf("error spans lines: %q", err)
 			}
 		})
+	}
+}
+
+// TestShapeSweepAgainstBruteForce feeds the sweep random processes that
+// come and go (recycled workers) and random calls, in random order, and
+// checks its counts against their definitions computed for every
+// stretch between two events.
+func TestShapeSweepAgainstBruteForce(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	type span struct {
+		proc       int
+		start, end int64
+		called     int64
+		hasCall    bool
+	}
+	var spans []span
+	procs := 60
+	first, last := make([]int64, procs), make([]int64, procs)
+	for p := range procs {
+		at := int64(p)*40_000 + r.Int64N(20_000)
+		first[p], last[p] = math.MaxInt64, math.MinInt64
+		for range 1 + r.IntN(6) {
+			at += r.Int64N(30_000)
+			end := at + 1 + r.Int64N(25_000)
+			s := span{proc: p, start: at, end: end}
+			if r.IntN(3) > 0 {
+				s.hasCall, s.called = true, at-r.Int64N(40_000)
+			}
+			spans = append(spans, s)
+			first[p], last[p] = min(first[p], at), max(last[p], end)
+		}
+	}
+	w := newShapeSweep("store")
+	for _, i := range r.Perm(len(spans)) {
+		s := spans[i]
+		w.add(strconv.Itoa(s.proc), s.start, s.end, s.called, s.hasCall)
+	}
+	w = w.finished()
+
+	busyAt := func(p int, t int64) bool {
+		for _, s := range spans {
+			if s.proc == p && s.start <= t && t < s.end {
+				return true
+			}
+		}
+		return false
+	}
+	liveAt := func(p int, t int64) bool { return first[p] <= t && t < last[p] }
+	var times []int64
+	for _, s := range spans {
+		times = append(times, s.start, s.end)
+	}
+	slices.Sort(times)
+	var busyNs, otherIdleNs int64
+	for i := 1; i < len(times); i++ {
+		a, b := times[i-1], times[i]
+		if a == b {
+			continue
+		}
+		busy, live := 0, 0
+		for p := range procs {
+			if busyAt(p, a) {
+				busy++
+			}
+			if liveAt(p, a) {
+				live++
+			}
+		}
+		busyNs += int64(busy) * (b - a)
+		if live > busy {
+			otherIdleNs += int64(busy) * (b - a)
+		}
+	}
+	var probes, otherIdle, network [shapeBuckets]int64
+	for _, s := range spans {
+		if !s.hasCall {
+			continue
+		}
+		gap := s.start - s.called
+		b := shapeBucket(gap)
+		at := s.start - gap/2
+		probes[b]++
+		for p := range procs {
+			if p != s.proc && liveAt(p, at) && !busyAt(p, at) {
+				otherIdle[b]++
+				break
+			}
+		}
+		idle := true
+		for _, o := range spans {
+			if o.proc == s.proc && o.end > s.called && o.start <= s.start-1 {
+				idle = false
+			}
+		}
+		if idle {
+			network[b]++
+		}
+	}
+	if w.busyNs != busyNs || w.busyOtherIdleNs != otherIdleNs {
+		t.Errorf("busy %d ns, %d beside an idle process; by definition %d and %d", w.busyNs, w.busyOtherIdleNs, busyNs, otherIdleNs)
+	}
+	if w.probes != probes || w.otherIdle != otherIdle || w.network != network {
+		t.Errorf("probes %v, %v, %v; by definition %v, %v, %v", w.probes, w.otherIdle, w.network, probes, otherIdle, network)
+	}
+	if w.live != 0 || w.busy != 0 {
+		t.Errorf("after the last span: %d live, %d busy", w.live, w.busy)
+	}
+
+	// In time order, swept and saved half way: the same counts.
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.start, b.start) })
+	half := newShapeSweep("store")
+	for i, s := range spans {
+		half.add(strconv.Itoa(s.proc), s.start, s.end, s.called, s.hasCall)
+		if i != len(spans)/2 {
+			continue
+		}
+		// Up to before every item still to come, and before the last
+		// end seen of every process with spans to come: a process's
+		// spans arrive within the lag of each other.
+		upTo := int64(math.MaxInt64)
+		for _, o := range spans[i+1:] {
+			upTo = min(upTo, o.start-1)
+			if o.hasCall {
+				upTo = min(upTo, o.start-(o.start-o.called)/2)
+			}
+			if p, ok := half.index[strconv.Itoa(o.proc)]; ok {
+				upTo = min(upTo, half.procs[p].last)
+			}
+		}
+		half.sweep(upTo - 1)
+		if len(half.active) == 0 {
+			t.Fatal("no span in progress half way: the restore of those is not tried")
+		}
+		var err error
+		if half, err = saveShape(half).restore(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	half = half.finished()
+	if half.busyNs != w.busyNs || half.busyOtherIdleNs != w.busyOtherIdleNs || half.probes != w.probes || half.otherIdle != w.otherIdle || half.network != w.network {
+		t.Errorf("swept and saved half way: other counts")
 	}
 }
