@@ -264,30 +264,42 @@ func (g *generator) slotQueueShapes() {
 		}
 	}
 	for _, comp := range slices.Sorted(maps.Keys(comps)) {
-		if _, said := g.cfg.slotQueues(comp); said || g.cpuSlots(comp) < 2 {
+		if g.cpuSlots(comp) < 2 {
 			continue
 		}
 		m, each, ok := g.slotShape(comp)
+		if q, said := g.cfg.slotQueues(comp); said {
+			if said := q == SlotQueuesEach; ok && each != said {
+				g.rep.warnf("component %s: slot_queues says its processes serve %s, but its calls' waits show %s (%d of %d that waited %s or more found another process of their replica idle, %.1f expected were they independent queues); the configuration stands",
+					comp, queuesName(said), queuesName(each), m.otherIdle, m.probes, textout.Duration(m.from), m.expected())
+			}
+			continue
+		}
 		found := fmt.Sprintf("%d of its calls waited %s or more before their span (twice the network's time, which %d calls to an idle process took, %.0f%% of them less than %s); half way through, %d of them found another process of their replica idle, where a process was idle %.0f%% of the time its others were busy (%.1f expected were they independent queues)",
 			m.probes, textout.Duration(m.from), m.network, 100*shapeNetworkQuantile, textout.Duration(m.networkHigh), m.otherIdle, 100*m.idleShare, m.expected())
 		if m.network < shapeMinNetwork {
 			found = fmt.Sprintf("%d calls found their process idle all along, too few to time the network before its spans (%d needed)", m.network, shapeMinNetwork)
 		}
-		switch {
-		case !ok:
+		if !ok {
 			dflt := "one queue"
 			if g.loops[comp] {
 				dflt = "a queue each, as Node.js's"
 			}
-			g.rep.evidencef("component %s: whether its processes serve one queue or a queue each the traces do not say (%s): taken as %s (slot_queues says)", comp, found, dflt)
-		case each:
-			g.shaped[comp] = true
-			g.rep.evidencef("component %s: its processes serve a queue each: %s", comp, found)
-		default:
-			g.shaped[comp] = false
-			g.rep.evidencef("component %s: its processes serve one queue: %s", comp, found)
+			g.rep.evidencef("component %s: whether its processes serve one queue or a queue each the traces do not say (%s): taken as %s (slot_queues can say)", comp, found, dflt)
+			continue
 		}
+		g.shaped[comp] = each
+		g.rep.evidencef("component %s: its processes serve %s: %s", comp, queuesName(each), found)
 	}
+}
+
+// queuesName names the queues of processes that serve a queue each or,
+// where each is false, one queue.
+func queuesName(each bool) string {
+	if each {
+		return "a queue each"
+	}
+	return "one queue"
 }
 
 // cpuSlots is the CPU slots of component comp in the model: those the

@@ -157,7 +157,8 @@ func TestRuntimeSlots(t *testing.T) {
 		{name: "python, two processes, a queue each as configured", yaml: pairedLoopsModel, cores: 2, slots: 2, partitioned: true, cpuTimes: true,
 			rt: tracegen.Runtime{Language: "python", Name: "cpython", Processes: 2}, queues: extract.SlotQueuesEach},
 		{name: "python, two processes, one queue as configured", yaml: pairedLoopsModel, cores: 2, slots: 2, cpuTimes: true,
-			rt: tracegen.Runtime{Language: "python", Name: "cpython", Processes: 2}, queues: extract.SlotQueuesOne},
+			rt: tracegen.Runtime{Language: "python", Name: "cpython", Processes: 2}, queues: extract.SlotQueuesOne,
+			warning: "slot_queues says its processes serve one queue, but its calls' waits show a queue each"},
 		{name: "python, no process named", yaml: loopModel, cores: 1, cpuTimes: true,
 			rt:      tracegen.Runtime{Language: "python", Name: "cpython", Anonymous: true},
 			warning: "do not name their process"},
@@ -452,8 +453,10 @@ var hopModel = strings.NewReplacer(
 ).Replace(pairedModel)
 
 // hopTraces records m's traces and leaves the spans of component net out,
-// hanging the spans below them on the client span that called net.
-func hopTraces(t *testing.T, m *model.Model, rt tracegen.Runtime) []*ingest.Span {
+// hanging the spans below them on the client span that called net, or,
+// with bare, the client spans that called net out too, hanging them on
+// the caller's server span (a hop with no client span).
+func hopTraces(t *testing.T, m *model.Model, rt tracegen.Runtime, bare bool) []*ingest.Span {
 	t.Helper()
 	opts := tracegen.Options{Seed: 9, Runtimes: map[string]tracegen.Runtime{"store": rt}}
 	var spans []*ingest.Span
@@ -465,14 +468,17 @@ func hopTraces(t *testing.T, m *model.Model, rt tracegen.Runtime) []*ingest.Span
 		t.Fatal(err)
 	}
 	parent := map[ingest.SpanID]ingest.SpanID{}
+	dropped := func(s *ingest.Span) bool {
+		return s.Service == "net" || bare && s.Service == "front" && s.Kind == ingest.KindClient
+	}
 	for _, s := range spans {
-		if s.Service == "net" {
+		if dropped(s) {
 			parent[s.SpanID] = s.ParentID
 		}
 	}
 	var out []*ingest.Span
 	for _, s := range spans {
-		if s.Service == "net" {
+		if dropped(s) {
 			continue
 		}
 		p := s.ParentID
@@ -494,7 +500,8 @@ func hopTraces(t *testing.T, m *model.Model, rt tracegen.Runtime) []*ingest.Span
 // calls that did not wait must not pass for waits. Sync workers by pid
 // (one queue) and processes each bound to a queue of its own (the slots
 // partitioned) are told apart; both with the network's own time out of
-// the way.
+// the way. Without client spans the traces do not say, and CPython's
+// default, one queue, stands.
 func TestSlotQueuesThroughNetwork(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -502,18 +509,21 @@ func TestSlotQueuesThroughNetwork(t *testing.T) {
 		rt    tracegen.Runtime
 		shape string
 		each  bool
+		bare  bool
 	}{
 		{"sync workers", strings.NewReplacer("    host: box\n    operations:\n      query:", "    host: box\n    threads: 2\n    operations:\n      query:", "rate: 100/s", "rate: 60/s").Replace(hopModel),
-			tracegen.Runtime{Language: "nodejs", Name: "nodejs", Workers: true}, "its processes serve one queue", false},
+			tracegen.Runtime{Language: "nodejs", Name: "nodejs", Workers: true}, "its processes serve one queue", false, false},
 		{"a queue each", strings.Replace(hopModel, "capacity: 2, before_span: true", "capacity: 2, before_span: true, partitioned: true", 1),
-			tracegen.Runtime{Language: "python", Name: "cpython", Processes: 2}, "its processes serve a queue each", true},
+			tracegen.Runtime{Language: "python", Name: "cpython", Processes: 2}, "its processes serve a queue each", true, false},
+		{"a queue each, no client span", strings.Replace(hopModel, "capacity: 2, before_span: true", "capacity: 2, before_span: true, partitioned: true", 1),
+			tracegen.Runtime{Language: "python", Name: "cpython", Processes: 2}, "whether its processes serve one queue or a queue each the traces do not say (0 calls found their process idle", false, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m, err := model.Parse([]byte(c.yaml), "hop.yaml")
 			if err != nil {
 				t.Fatal(err)
 			}
-			spans := hopTraces(t, m, c.rt)
+			spans := hopTraces(t, m, c.rt, c.bare)
 			st := extract.NewState()
 			asm := trace.New(trace.Options{}, func(tr *trace.Tree) error {
 				st.Fold(tr, nil)
