@@ -533,11 +533,15 @@ func processPreference(a, b *track) int {
 
 // runtimeMetrics are the names under which language runtimes report their
 // process's CPU (as metricKey writes them): they measure what
-// process.cpu.time measures.
+// process.cpu.time measures, or, Node.js's event loop's active time, the
+// time its one thread ran JavaScript (what its CPU slot holds, less the
+// CPU of its other threads: the collector's, libuv's pool), which is
+// read where the process sends nothing else.
 var runtimeMetrics = map[string]bool{
 	"jvm_cpu_time": true, "jvm_cpu_recent_utilization": true, "process_runtime_jvm_cpu_utilization": true,
 	"process_runtime_cpython_cpu_time": true, "process_runtime_cpython_cpu_utilization": true,
 	"dotnet_process_cpu_time": true,
+	"nodejs_eventloop_time":   true, "nodejs_eventloop_utilization": true,
 }
 
 // metricKey writes a metric's name alike whether OTLP or a Prometheus
@@ -558,14 +562,19 @@ func metricKey(name string) string {
 // runtime's process) rather than a machine.
 func perProcessMetric(name string) bool {
 	k := metricKey(name)
-	return strings.HasPrefix(k, "process_") || strings.HasPrefix(k, "jvm_") || strings.HasPrefix(k, "dotnet_")
+	return strings.HasPrefix(k, "process_") || strings.HasPrefix(k, "jvm_") || strings.HasPrefix(k, "dotnet_") || strings.HasPrefix(k, "nodejs_")
 }
 
 // busyCoresGauge reports whether a utilization is in busy cores, not a
 // fraction of all of them: Python's older one, psutil's percent of one
-// core over 100 (process.cpu.utilization also divides by the cores).
+// core over 100 (process.cpu.utilization also divides by the cores), and
+// Node.js's event loop's, the share of the time its one thread ran.
 func busyCoresGauge(name string) bool {
-	return metricKey(name) == "process_runtime_cpython_cpu_utilization"
+	switch metricKey(name) {
+	case "process_runtime_cpython_cpu_utilization", "nodejs_eventloop_utilization":
+		return true
+	}
+	return false
 }
 
 // services sums the per-process tracks in busy cores by host and service.

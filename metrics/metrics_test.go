@@ -446,6 +446,32 @@ func TestRuntimeMetrics(t *testing.T) {
 	near(t, "recs-2: Python's older utilization, busy cores", mean(p.Series["recs-2"]), 1.5)
 }
 
+// TestNodeEventLoop reads a Node.js process's event loop where it sends
+// nothing else of its CPU: its active time (nodejs.eventloop.time, the
+// idle state left out, in seconds or milliseconds), else its utilization
+// as busy cores of its one thread (beyond one thread, damage); a process
+// that also sends process.cpu.time is read by that alone. The same in
+// Prometheus's names.
+func TestNodeEventLoop(t *testing.T) {
+	s := readTestdata(t, "otlp_nodejs.jsonl")
+	api := s.Services["node-1"]["api"]
+	if api == nil || len(api.Samples) == 0 {
+		t.Fatalf("no series of service api on node-1: %v", s.Services)
+	}
+	// 0.3 of the loop's active time, 0.2 of another's utilization, 0.5
+	// of a third's process.cpu.time (its loop's 0.35 and 0.3 left out).
+	near(t, "api on node-1, its last window", api.Samples[len(api.Samples)-1].Value, 1.0)
+	near(t, "node-2: a loop's milliseconds and a utilization after its damaged reading", mean(s.Series["node-2"]), 0.2)
+	if d := s.Files[0].Damage.Total(); d != 1 {
+		t.Errorf("%d readings damaged, want 1 (a utilization of 1.5 threads)", d)
+	}
+
+	p := readTestdata(t, "prom_nodejs.json")
+	near(t, "api-1: the loop's active seconds, its idle ones left out", mean(p.Series["api-1"]), 0.3)
+	near(t, "api-2: the loop's utilization, busy cores", mean(p.Series["api-2"]), 0.25)
+	near(t, "api-3: process_cpu_seconds_total, the loop's utilization left out", mean(p.Series["api-3"]), 0.6)
+}
+
 // TestLookup finds hosts by name, alias, case and first label, and finds
 // none where the first label is ambiguous.
 func TestLookup(t *testing.T) {

@@ -76,7 +76,7 @@ func (r *reader) otlp(data []byte) error {
 				r.damagef(ingest.DamageUnparseable, "byte %d: request %d: %s", dec.InputOffset(), n+1, oneLine(err.Error()))
 				return nil
 			}
-			r.otlpMetrics(md, tracks)
+			r.otlpMetrics(md, tracks, fmt.Sprintf("request %d: ", n+1))
 		}
 	}
 	// One request per line.
@@ -101,7 +101,7 @@ func (r *reader) otlp(data []byte) error {
 			continue
 		}
 		ok++
-		r.otlpMetrics(md, tracks)
+		r.otlpMetrics(md, tracks, fmt.Sprintf("line %d: ", lineNo))
 	}
 	if ok == 0 {
 		return fmt.Errorf("%s: OTLP metrics JSON: %v", r.name, firstErr)
@@ -158,8 +158,9 @@ func newOTLPResource(attrs pcommon.Map) otlpResource {
 }
 
 // otlpMetrics adds the CPU readings of one request to tracks, keyed by
-// host, process, metric and attributes.
-func (r *reader) otlpMetrics(md pmetric.Metrics, tracks map[string]*track) {
+// host, process, metric and attributes; where names the request in its
+// file ("line 3: ") for damage.
+func (r *reader) otlpMetrics(md pmetric.Metrics, tracks map[string]*track, where string) {
 	rms := md.ResourceMetrics()
 	for i := 0; i < rms.Len(); i++ {
 		rm := rms.At(i)
@@ -169,7 +170,7 @@ func (r *reader) otlpMetrics(md pmetric.Metrics, tracks map[string]*track) {
 			ms := sms.At(j).Metrics()
 			for k := 0; k < ms.Len(); k++ {
 				m := ms.At(k)
-				place := fmt.Sprintf("resourceMetrics[%d].scopeMetrics[%d].metrics[%d] (%s)", i, j, k, m.Name())
+				place := fmt.Sprintf("%sresourceMetrics[%d].scopeMetrics[%d].metrics[%d] (%s)", where, i, j, k, m.Name())
 				r.otlpMetric(m, res, place, tracks)
 			}
 		}
@@ -188,6 +189,7 @@ func (r *reader) otlpMetric(m pmetric.Metric, res otlpResource, place string, tr
 	name := m.Name()
 	switch name {
 	case "system.cpu.time", "process.cpu.time", "jvm.cpu.time", "process.runtime.cpython.cpu_time", "dotnet.process.cpu.time",
+		"nodejs.eventloop.time",
 		"container.cpu.time", "container.cpu.usage.total", "k8s.pod.cpu.time", "k8s.node.cpu.time":
 		if m.Type() != pmetric.MetricTypeSum {
 			r.damagef(ingest.DamageBadValue, "%s: a sum expected, found %s", place, m.Type())
@@ -200,7 +202,7 @@ func (r *reader) otlpMetric(m pmetric.Metric, res otlpResource, place string, tr
 			kind = delta
 		}
 	case "system.cpu.utilization", "process.cpu.utilization", "process.runtime.cpython.cpu.utilization",
-		"jvm.cpu.recent_utilization", "process.runtime.jvm.cpu.utilization",
+		"jvm.cpu.recent_utilization", "process.runtime.jvm.cpu.utilization", "nodejs.eventloop.utilization",
 		"container.cpu.usage", "k8s.pod.cpu.usage", "k8s.node.cpu.usage":
 		if m.Type() != pmetric.MetricTypeGauge {
 			r.damagef(ingest.DamageBadValue, "%s: a gauge expected, found %s", place, m.Type())
@@ -282,8 +284,10 @@ func (r *reader) otlpMetric(m pmetric.Metric, res otlpResource, place string, tr
 	}
 	for d := 0; d < dps.Len(); d++ {
 		dp := dps.At(d)
-		// Python's system metrics name the state type.
-		state := cmp.Or(attr(dp.Attributes(), "state"), attr(dp.Attributes(), "cpu.mode"), attr(dp.Attributes(), "type"))
+		// Python's system metrics name the state type; Node.js's event
+		// loop is active or idle.
+		state := cmp.Or(attr(dp.Attributes(), "state"), attr(dp.Attributes(), "cpu.mode"), attr(dp.Attributes(), "type"),
+			attr(dp.Attributes(), "nodejs.eventloop.state"))
 		if idleStates[state] {
 			continue
 		}
@@ -307,7 +311,7 @@ func (r *reader) otlpMetric(m pmetric.Metric, res otlpResource, place string, tr
 			r.damagef(ingest.DamageMissingTime, "%s: data point %d: time %d", place, d, uint64(dp.Timestamp()))
 			continue
 		}
-		if !finite(v) || (unit == Fraction && v > maxUtilization) {
+		if !finite(v) || (unit == Fraction || name == "nodejs.eventloop.utilization") && v > maxUtilization {
 			r.damagef(ingest.DamageBadValue, "%s: data point %d: value %v", place, d, v)
 			continue
 		}

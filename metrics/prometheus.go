@@ -162,7 +162,7 @@ func (r *reader) promSeries(place string, raw json.RawMessage) {
 		// another.
 		t.process, t.metric = processLabels(s.Metric), name
 	}
-	for _, l := range []string{"mode", "state", "cpu_mode", "type"} {
+	for _, l := range []string{"mode", "state", "cpu_mode", "type", "nodejs_eventloop_state"} {
 		if idleStates[s.Metric[l]] {
 			return
 		}
@@ -306,7 +306,7 @@ func (r *reader) cgroup(labels map[string]string, t *track) bool {
 // process from another: the metric, the core and the state, and the
 // instrumentation scope the OpenTelemetry exporters add.
 var notProcess = map[string]bool{"__name__": true, "cpu": true, "cpu_logical_number": true, "mode": true, "state": true,
-	"cpu_mode": true, "type": true, "otel_scope_name": true, "otel_scope_version": true, "otel_scope_schema_url": true}
+	"cpu_mode": true, "type": true, "nodejs_eventloop_state": true, "otel_scope_name": true, "otel_scope_version": true, "otel_scope_schema_url": true}
 
 // processLabels renders the labels that name a process.
 func processLabels(labels map[string]string) string {
