@@ -95,9 +95,9 @@ const (
 	shapeCheck
 )
 
-// shapeProc is one process of the replica: its name, its first span's
-// start, the latest end of its spans seen, its spans in progress at the
-// cursor, and when it last had none left (math.MinInt64: never busy).
+// shapeProc is one process of the replica: its name, the latest end of
+// its spans seen, its spans in progress at the cursor, and when it last
+// had none left (math.MinInt64: never busy).
 // It is live at the cursor from its first span's start to its last
 // span's end, as far as the spans seen tell: it dies as its last span
 // seen ends and lives again where a later span comes, so that the
@@ -107,11 +107,11 @@ const (
 // that served nothing for that long counts as gone until it serves
 // again.
 type shapeProc struct {
-	name        string
-	first, last int64
-	inProgress  int32
-	idleSince   int64
-	live        bool
+	name       string
+	last       int64
+	inProgress int32
+	idleSince  int64
+	live       bool
 }
 
 // shapeEnd is the end of a span in progress, in process proc.
@@ -163,42 +163,44 @@ func (h *shapeEnds) pop() shapeEnd {
 	return top
 }
 
+// newShapeSweep returns the empty sweep of a replica of component comp.
 func newShapeSweep(comp string) *shapeSweep {
 	return &shapeSweep{comp: comp, index: map[string]int32{}, cursor: math.MinInt64, nextSweep: sweepBatch}
 }
 
-// proc returns the index of process name, noting a span of it from start
-// to end.
-func (w *shapeSweep) proc(name string, start, end int64) int32 {
+// proc returns the index of process name, noting a span of it that ends
+// at end.
+func (w *shapeSweep) proc(name string, end int64) int32 {
 	i, ok := w.index[name]
 	if !ok {
 		i = int32(len(w.procs))
 		w.index[name] = i
-		w.procs = append(w.procs, shapeProc{name: name, first: start, last: end, idleSince: math.MinInt64})
+		w.procs = append(w.procs, shapeProc{name: name, last: end, idleSince: math.MinInt64})
 		return i
 	}
 	p := &w.procs[i]
-	p.first, p.last = min(p.first, start), max(p.last, end)
+	p.last = max(p.last, end)
 	return i
 }
 
 // add notes a span of process name from start to end and, where it was
 // called through a client span that began at called (called ≤ start),
-// its probe.
+// its probe half way from called to start and its check just before
+// start of whether the process was idle all along.
 func (w *shapeSweep) add(name string, start, end, called int64, hasCall bool) {
 	if end < start {
 		return
 	}
-	i := w.proc(name, start, end)
+	i := w.proc(name, end)
 	w.push(shapeItem{t: start, end: end, proc: i, kind: shapeSpan})
-	if hasCall && called <= start {
-		gap := start - called
+	if gap := start - called; hasCall && called <= start && gap >= 0 { // gap < 0: overflowed
 		class := int8(shapeBucket(gap))
 		w.push(shapeItem{t: start - gap/2, proc: i, kind: shapeProbe, class: class})
 		w.push(shapeItem{t: start - 1, end: called, proc: i, kind: shapeCheck, class: class})
 	}
 }
 
+// push adds an item, sweeping once enough are pending.
 func (w *shapeSweep) push(it shapeItem) {
 	w.pending = append(w.pending, it)
 	w.latest = max(w.latest, it.t)
@@ -396,7 +398,6 @@ type savedShape struct {
 
 type savedShapeProc struct {
 	Name      string `json:"name"`
-	First     int64  `json:"first"`
 	Last      int64  `json:"last"`
 	IdleSince int64  `json:"idle_since"`
 	Live      bool   `json:"live,omitempty"`
@@ -407,7 +408,7 @@ func saveShape(w *shapeSweep) *savedShape {
 		Probes: slices.Clone(w.probes[:]), OtherIdle: slices.Clone(w.otherIdle[:]), Network: slices.Clone(w.network[:]),
 		BusyNs: w.busyNs, BusyOtherIdleNs: w.busyOtherIdleNs}
 	for _, p := range w.procs {
-		v.Procs = append(v.Procs, savedShapeProc{p.name, p.first, p.last, p.idleSince, p.live})
+		v.Procs = append(v.Procs, savedShapeProc{p.name, p.last, p.idleSince, p.live})
 	}
 	for _, it := range w.pending {
 		v.Pending = append(v.Pending, [5]int64{it.t, it.end, int64(it.proc), int64(it.kind), int64(it.class)})
@@ -440,10 +441,10 @@ func (v *savedShape) restore() (*shapeSweep, error) {
 		w.probes[b], w.otherIdle[b], w.network[b] = v.Probes[b], v.OtherIdle[b], v.Network[b]
 	}
 	for _, p := range v.Procs {
-		if _, dup := w.index[p.Name]; dup || p.Name == "" || p.Last < p.First {
-			return nil, fmt.Errorf("process %q: repeated, unnamed or ending before it begins", p.Name)
+		if _, dup := w.index[p.Name]; dup || p.Name == "" {
+			return nil, fmt.Errorf("process %q: repeated or unnamed", p.Name)
 		}
-		q := &w.procs[w.proc(p.Name, p.First, p.Last)]
+		q := &w.procs[w.proc(p.Name, p.Last)]
 		q.idleSince, q.live = p.IdleSince, p.Live
 		if p.Live {
 			w.live++
