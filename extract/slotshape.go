@@ -2,6 +2,7 @@ package extract
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/bits"
 	"slices"
@@ -325,10 +326,7 @@ func (w *shapeSweep) clone() *shapeSweep {
 	cp.pending = slices.Clone(w.pending)
 	cp.active = slices.Clone(w.active)
 	cp.procs = slices.Clone(w.procs)
-	cp.index = make(map[string]int32, len(w.index))
-	for k, v := range w.index {
-		cp.index[k] = v
-	}
+	cp.index = maps.Clone(w.index)
 	return &cp
 }
 
