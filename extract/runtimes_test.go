@@ -84,7 +84,13 @@ var pairedLoopsModel = strings.Replace(pairedModel, "capacity: 2, before_span: t
 // of two threads held for the whole request, a request waiting for
 // whichever frees first. At 60 requests/s the workers are 38 % busy, at
 // 1.6 times 60 %.
-var pairedWorkersModel = strings.NewReplacer("    host: box\n    operations:\n      query:", "    host: box\n    threads: 2\n    operations:\n      query:", "rate: 100/s", "rate: 60/s").Replace(pairedModel)
+var pairedWorkersModel = asSyncWorkers(pairedModel)
+
+// asSyncWorkers gives the store of pairedModel, or of a model made from
+// it, two threads held for the whole request, at 60 requests/s.
+func asSyncWorkers(yaml string) string {
+	return strings.NewReplacer("    host: box\n    operations:\n      query:", "    host: box\n    threads: 2\n    operations:\n      query:", "rate: 100/s", "rate: 60/s").Replace(yaml)
+}
 
 // runtimeRoundTrip is pageRoundTrip with the store's spans naming rt as
 // their runtime and the callers' client spans ending when they run again,
@@ -511,7 +517,7 @@ func TestSlotQueuesThroughNetwork(t *testing.T) {
 		each  bool
 		bare  bool
 	}{
-		{"sync workers", strings.NewReplacer("    host: box\n    operations:\n      query:", "    host: box\n    threads: 2\n    operations:\n      query:", "rate: 100/s", "rate: 60/s").Replace(hopModel),
+		{"sync workers", asSyncWorkers(hopModel),
 			tracegen.Runtime{Language: "nodejs", Name: "nodejs", Workers: true}, "its processes serve one queue", false, false},
 		{"a queue each", strings.Replace(hopModel, "capacity: 2, before_span: true", "capacity: 2, before_span: true, partitioned: true", 1),
 			tracegen.Runtime{Language: "python", Name: "cpython", Processes: 2}, "its processes serve a queue each", true, false},
