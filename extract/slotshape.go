@@ -45,11 +45,14 @@ func shapeBucketLow(b int) float64 {
 // The sweep probes each called execution half way through the time
 // before its span (its client span's start to its own, both on the
 // caller's and the callee's clocks), counts per class of that time
-// (shapeBucket) the probes and those at which another live process (one
-// between its first span's start and its last span's end) had no span in
-// progress, and times how long processes were busy while another live
+// (shapeBucket) the probes that met another live process (one between
+// its first span's start and its last span's end) and those of them at
+// which one had no span in progress, and times how long processes were
+// busy beside another live one, and the part of it while another live
 // one was idle (busyOtherIdle over busy): what a probe would find were
-// the processes independent queues. Which classes are waits, not the
+// the processes independent queues. Probes and times with no other
+// process live (a replica of one process) say nothing either way and
+// are not counted. Which classes are waits, not the
 // network, the network's own time says: a call whose process had no span
 // in progress from its client span's start to its own span's start
 // waited for nothing, whatever the queues, and its time before the span
@@ -71,8 +74,8 @@ type shapeSweep struct {
 	// their client span's start to their own span's.
 	network [shapeBuckets]int64
 	// busyNs sums, over the processes, the time each had a span in
-	// progress; busyOtherIdleNs the part of it during which another live
-	// process had none.
+	// progress while another was live; busyOtherIdleNs the part of it
+	// during which another live process had none.
 	busyNs, busyOtherIdleNs int64
 }
 
@@ -254,6 +257,13 @@ func (w *shapeSweep) sweep(upTo int64) {
 			}
 			continue
 		}
+		others := w.live
+		if own.live {
+			others--
+		}
+		if others == 0 {
+			continue // no other process to find idle: no evidence either way
+		}
 		b := int(it.class)
 		w.probes[b]++
 		idle := w.live - w.busy
@@ -299,12 +309,13 @@ func (w *shapeSweep) advance(t int64) {
 }
 
 // hold times the stretch from the cursor to t, at the processes' present
-// state, and moves the cursor there.
+// state (where another process is live beside the busy ones), and moves
+// the cursor there.
 func (w *shapeSweep) hold(t int64) {
 	if t <= w.cursor {
 		return
 	}
-	if w.cursor != math.MinInt64 && w.busy > 0 && len(w.procs) > 1 {
+	if w.cursor != math.MinInt64 && w.busy > 0 && w.live > 1 {
 		d := t - w.cursor
 		w.busyNs += int64(w.busy) * d
 		if w.live > w.busy {

@@ -29,8 +29,8 @@ func shapeCase() (first, second func(w *shapeSweep)) {
 
 // TestShapeSweepCounts checks the sweep's counts on shapeCase by hand:
 // from 0 to 2 ms both busy, 2 to 15 a alone (b idle), 15 to 20 both, 20
-// to 25 b alone, a no longer live: 32 ms busy, 13 of them beside an idle
-// process. The probe of a's call (at 7 ms, class 13: 6 ms) found b idle;
+// to 25 b alone, a no longer live (not counted: no other process): 27 ms
+// busy beside another process, 13 of them beside an idle one. The probe of a's call (at 7 ms, class 13: 6 ms) found b idle;
 // that of b's (at 13 ms, class 12: 4 ms) found only itself idle. b was
 // idle from 2 ms on, before its call began: the network's time; a was
 // busy when its call began.
@@ -40,8 +40,8 @@ func TestShapeSweepCounts(t *testing.T) {
 		t.Helper()
 		w = w.finished()
 		const ms = int64(1e6)
-		if w.busyNs != 32*ms || w.busyOtherIdleNs != 13*ms {
-			t.Errorf("busy %d ns, %d beside an idle process; want %d and %d", w.busyNs, w.busyOtherIdleNs, 32*ms, 13*ms)
+		if w.busyNs != 27*ms || w.busyOtherIdleNs != 13*ms {
+			t.Errorf("busy %d ns, %d beside an idle process; want %d and %d", w.busyNs, w.busyOtherIdleNs, 27*ms, 13*ms)
 		}
 		for b := range shapeBuckets {
 			wantN, wantIdle, wantNet := int64(0), int64(0), int64(0)
@@ -82,6 +82,30 @@ func TestShapeSweepCounts(t *testing.T) {
 	})
 }
 
+// TestShapeSweepOneProcess checks that a replica of one process, whose
+// calls can find no other process idle whatever the queues, adds no probe
+// and no busy time to its component's measure (which would take it for
+// one queue), while its calls still time the network.
+func TestShapeSweepOneProcess(t *testing.T) {
+	const ms = int64(1e6)
+	w := newShapeSweep("store")
+	w.add("a", 0, 10*ms, 0, false)
+	w.add("a", 10*ms, 20*ms, 4*ms, true)  // waited 6 ms
+	w.add("a", 30*ms, 40*ms, 29*ms, true) // found it idle: the network
+	w = w.finished()
+	var probes, network int64
+	for b := range shapeBuckets {
+		probes += w.probes[b]
+		network += w.network[b]
+	}
+	if probes != 0 || w.busyNs != 0 {
+		t.Errorf("%d probes, %d ns busy, want none", probes, w.busyNs)
+	}
+	if network != 1 {
+		t.Errorf("%d calls timed the network, want 1", network)
+	}
+}
+
 // TestShapeSweepMerge merges two sweeps of one replica split by time:
 // their counts add up.
 func TestShapeSweepMerge(t *testing.T) {
@@ -97,10 +121,10 @@ func TestShapeSweepMerge(t *testing.T) {
 	if w.probes[11] != 1 || w.otherIdle[11] != 0 || w.probes[13] != 1 || w.otherIdle[13] != 0 {
 		t.Errorf("probes %v, finding another idle %v", w.probes, w.otherIdle)
 	}
-	// w: 0–3 a alone, b not yet live; 3–10 both. o: 80–85 a alone, b
-	// not yet live; 90–100 b, a live and idle; 100–110 both; 110–120 b,
-	// a no longer live.
-	if want := (3 + 14 + 5 + 10 + 20 + 10) * ms; w.busyNs != want || w.busyOtherIdleNs != 10*ms {
+	// w: 0–3 a alone, b not yet live (not counted); 3–10 both. o: 80–85
+	// a alone, b not yet live (not counted); 90–100 b, a live and idle;
+	// 100–110 both; 110–120 b, a no longer live (not counted).
+	if want := (14 + 10 + 20) * ms; w.busyNs != want || w.busyOtherIdleNs != 10*ms {
 		t.Errorf("busy %d ns, %d beside an idle process; want %d and %d", w.busyNs, w.busyOtherIdleNs, want, 10*ms)
 	}
 }
@@ -199,6 +223,9 @@ func TestShapeSweepAgainstBruteForce(t *testing.T) {
 				live++
 			}
 		}
+		if live < 2 {
+			continue // no other process beside the busy one
+		}
 		busyNs += int64(busy) * (b - a)
 		if live > busy {
 			otherIdleNs += int64(busy) * (b - a)
@@ -212,7 +239,13 @@ func TestShapeSweepAgainstBruteForce(t *testing.T) {
 		gap := s.start - s.called
 		b := shapeBucket(gap)
 		at := s.start - gap/2
-		probes[b]++
+		others := false
+		for p := range procs {
+			others = others || p != s.proc && liveAt(p, at)
+		}
+		if others {
+			probes[b]++
+		}
 		for p := range procs {
 			if p != s.proc && liveAt(p, at) && !busyAt(p, at) {
 				otherIdle[b]++
