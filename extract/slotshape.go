@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -222,13 +223,13 @@ func (w *shapeSweep) sweep(upTo int64) {
 	slices.SortFunc(w.pending, func(a, b shapeItem) int {
 		switch {
 		case a.t != b.t:
-			return cmpInt64(a.t, b.t)
+			return cmp.Compare(a.t, b.t)
 		case a.kind != b.kind:
 			return int(a.kind) - int(b.kind)
 		case a.proc != b.proc:
 			return int(a.proc) - int(b.proc)
 		}
-		return cmpInt64(a.end, b.end)
+		return cmp.Compare(a.end, b.end)
 	})
 	n := 0
 	for _, it := range w.pending {
@@ -275,16 +276,6 @@ func (w *shapeSweep) sweep(upTo int64) {
 		}
 	}
 	w.pending = append(w.pending[:0], w.pending[n:]...)
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // advance moves the cursor to t, ending the spans that end by then and
