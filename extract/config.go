@@ -274,9 +274,16 @@ func (c *Config) background() bool { return c == nil || c.OutsideSpans != Outsid
 // PassiveConfig declares one pool or lock.
 type PassiveConfig struct {
 	Capacity int `yaml:"capacity"`
-	// Calls lists `component/operation` references whose every call holds
-	// a unit, as a connection pool around database queries.
+	// Calls lists the calls whose every one holds a unit, as a
+	// connection pool around database queries: traced operations
+	// (`component/operation`) or calls to a system seen only by its
+	// clients' spans (`peer/span name`, the peer its peer.service, else
+	// db.system, else server.address), each a glob (`*`, `?`).
 	Calls []string `yaml:"calls"`
+	// Callers restricts Calls to the calls of these components (globs);
+	// empty, every caller's. A pool in each of two services needs one
+	// entry each.
+	Callers []string `yaml:"callers"`
 	// Operations lists operations that hold a unit while they run, as a
 	// lock or semaphore inside a service.
 	Operations []string `yaml:"operations"`

@@ -141,7 +141,7 @@ func Generate(ctx context.Context, st *State, name string, cfg *Config) (*model.
 		perOp, drep := EstimateDemands(st.Windows, set, cfg.serviceComponent, opts)
 		est = &Estimates{PerOp: perOp, Report: drep, Coverage: CPUCoverage(st.Windows, set, cfg.serviceComponent, opts),
 			Limits: windowLimits(st.Windows, set), Cores: windowCores(st.Windows, set),
-			Processors: componentProcessors(set, cfg.serviceComponent)}
+			Processors: componentProcessors(set, cfg.serviceComponent), Pools: componentPools(set, cfg.serviceComponent)}
 	}
 	if !cfg.NoSpeedCurves {
 		est.SpeedCurves = EstimateSpeedCurves(st.Windows, set, cfg.serviceComponent, cores, est.PerOp, st.cpuVariances())
@@ -168,6 +168,25 @@ func componentProcessors(set *metrics.Set, component func(service string) string
 		for svc, n := range bySvc {
 			c := component(svc)
 			out[c] = max(out[c], n)
+		}
+	}
+	return out
+}
+
+// componentPools gives, by component (component names a service's) and
+// pool name, the most connections the metrics say a process's pool of
+// that name may open, over every host.
+func componentPools(set *metrics.Set, component func(service string) string) map[string]map[string]int {
+	out := map[string]map[string]int{}
+	for _, bySvc := range set.Pools {
+		for svc, byPool := range bySvc {
+			c := component(svc)
+			if out[c] == nil {
+				out[c] = map[string]int{}
+			}
+			for pool, n := range byPool {
+				out[c][pool] = max(out[c][pool], n)
+			}
 		}
 	}
 	return out

@@ -103,6 +103,10 @@ type Estimates struct {
 	// Go code on at once (GOMAXPROCS), as the metrics state it
 	// (metrics.Set.Processors).
 	Processors map[string]int
+	// Pools are, by component and pool name, the most connections a
+	// process's database client pool may open, as the metrics state it
+	// (metrics.Set.Pools).
+	Pools map[string]map[string]int
 }
 
 // Model generates the model the state describes, with a report of the
@@ -257,9 +261,11 @@ type generator struct {
 	splitOps []string
 	// caller is the operation whose steps are being generated.
 	caller string
-	// declaredCalls and declaredOps hold the configuration's passive
-	// resources by the calls and operations that hold them.
-	declaredCalls, declaredOps map[string]string
+	// callHolds are the passive resources held around calls (see
+	// callHold), declaredOps the configuration's by the operations that
+	// hold them.
+	callHolds   []callHold
+	declaredOps map[string]string
 	// declaredWaits caches, per declared resource, the mean wait of one
 	// call holding it (see resourceWait), declaredOpWaits of one execution
 	// of an operation declared around it (declaredOpWait); declaredInside
@@ -468,7 +474,7 @@ func (g *generator) replicasOf(comp string) int {
 // declared applies the pools and locks of the configuration; they take the
 // place of limits inferred for the same operations or calls.
 func (g *generator) declared() {
-	g.declaredCalls = map[string]string{}
+	g.callHolds = nil
 	g.declaredOps = map[string]string{}
 	g.declaredHosts = map[string]*model.Host{}
 	for _, name := range slices.Sorted(maps.Keys(g.cfg.Passive)) {
@@ -477,24 +483,13 @@ func (g *generator) declared() {
 		if g.m.PassiveResource(name) == nil {
 			g.m.Passive = append(g.m.Passive, &model.Passive{Name: name, Capacity: k})
 		}
+		g.declareCalls(name, pc, k)
 		g.declaredScope(name, pc)
 		// Over the system, the units of every replica.
 		units := k * g.declaredReplicas(name)
 		var perReplica []*concurrency
 		if units > k {
 			perReplica = g.replicaProfiles(name, declaredAround(pc, g.s.ops))
-		}
-		for _, t := range pc.Calls {
-			if _, ok := g.s.ops[t]; !ok {
-				g.rep.warnf("passive %s: no operation %q in the traces", name, t)
-				continue
-			}
-			g.declaredCalls[t] = name
-			for _, sites := range g.siteLimits {
-				delete(sites, t)
-			}
-			delete(g.opLimits, t)
-			g.rep.evidencef("calls to %s hold %s (capacity %d), as the configuration declares", t, name, k)
 		}
 		inside := false
 		for _, id := range pc.Operations {
@@ -560,8 +555,10 @@ func (g *generator) declaredScope(name string, pc PassiveConfig) {
 		holder(id)
 	}
 	for _, key := range slices.Sorted(maps.Keys(g.s.siteTimes)) {
-		if parts := strings.Split(key, "\x00"); len(parts) == 3 && slices.Contains(pc.Calls, parts[2]) {
-			holder(parts[1])
+		if parts := strings.Split(key, "\x00"); len(parts) == 3 {
+			if held, _ := g.holdOf(parts[1], parts[2]); held == name {
+				holder(parts[1])
+			}
 		}
 	}
 	sorted := slices.SortedFunc(maps.Keys(hosts), func(a, b *model.Host) int { return strings.Compare(a.Name, b.Name) })
@@ -778,9 +775,16 @@ func (g *generator) siteWait(caller string, op *opStats) float64 {
 // load of each window of the traces.
 func (g *generator) declaredWait(caller string, op *opStats) float64 {
 	var wait float64
-	for _, t := range slices.Sorted(maps.Keys(g.declaredCalls)) {
-		if d := g.s.siteTimes[siteGroup(caller, t)]; d != nil && d.n > 0 {
-			wait += g.resourceWait(g.declaredCalls[t]) * float64(d.n) / float64(op.count)
+	prefix := siteGroup(caller, "")
+	for _, key := range slices.Sorted(maps.Keys(g.s.siteTimes)) {
+		t, ok := strings.CutPrefix(key, prefix)
+		if !ok {
+			continue
+		}
+		if name, held := g.holdOf(caller, t); held {
+			if d := g.s.siteTimes[key]; d.n > 0 {
+				wait += g.resourceWait(name) * float64(d.n) / float64(op.count)
+			}
 		}
 	}
 	return wait
@@ -802,7 +806,10 @@ func (g *generator) resourceWait(name string) float64 {
 	for _, key := range slices.Sorted(maps.Keys(g.s.siteTimes)) {
 		parts := strings.Split(key, "\x00")
 		d := g.s.siteTimes[key]
-		if len(parts) != 3 || g.declaredCalls[parts[2]] != name || d.n == 0 {
+		if len(parts) != 3 || d.n == 0 {
+			continue
+		}
+		if held, _ := g.holdOf(parts[1], parts[2]); held != name {
 			continue
 		}
 		n += float64(d.n)
@@ -816,7 +823,7 @@ func (g *generator) resourceWait(name string) float64 {
 		}
 	}
 	wait := 0.0
-	c := float64(max(g.cfg.Passive[name].Capacity, 1))
+	c := float64(g.holdCapacity(name))
 	// One on each replica: a replica's share of the load on its units.
 	replicas := float64(g.declaredReplicas(name))
 	if span := g.s.span(); n > 0 && sum > 0 && span > 0 && sum/span/replicas < c {
@@ -1165,6 +1172,7 @@ func (g *generator) operations() {
 	g.sends = g.consumerSends()
 	g.inferLimits()
 	g.declared()
+	g.metricPools()
 	g.bins = g.paramBins()
 	shared := g.sharedServers()
 	g.placeQueues()
@@ -1589,7 +1597,7 @@ func (g *generator) elemSteps(elems []*elem) []model.Step {
 				}
 			}
 			body = append(body, model.Step{Kind: model.StepCall, Target: e.target})
-			if name, ok := g.declaredCalls[e.target]; ok {
+			if name, ok := g.holdOf(g.caller, e.target); ok {
 				body = []model.Step{{Kind: model.StepHold, Resource: name, Units: 1, Steps: body}}
 			} else if lim, ok := g.siteLimits[g.caller][e.target]; ok {
 				name := siteLockName(g.caller, e.target)
@@ -1605,6 +1613,9 @@ func (g *generator) elemSteps(elems []*elem) []model.Step {
 				body = append(body, *st)
 			} else {
 				body = append(body, model.Step{Kind: model.StepDelay, Demand: g.fit("external "+e.target, e.latency)})
+			}
+			if name, ok := g.holdOf(g.caller, e.target); ok {
+				body = []model.Step{{Kind: model.StepHold, Resource: name, Units: 1, Steps: body}}
 			}
 		case elemParallel:
 			par := model.Step{Kind: model.StepParallel}

@@ -138,6 +138,7 @@ func (s *State) Merge(o *State) {
 	s.mergeProcesses(o)
 	mergeEach(s.conc, o.conc)
 	mergeEach(s.peers, o.peers)
+	maps.Copy(s.dbPeers, o.dbPeers)
 	for comp, p := range o.placement {
 		mine := s.placement[comp]
 		if mine == nil {

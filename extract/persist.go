@@ -129,6 +129,9 @@ type savedState struct {
 	// latencies by the others in flight (peerSweep); absent in states
 	// saved before they were kept.
 	Peers map[string]*savedPeers `json:"peers,omitempty"`
+	// DBPeers lists, sorted, State.dbPeers; absent in states saved
+	// before it was kept.
+	DBPeers []string `json:"db_peers,omitempty"`
 	// Calm holds per host the calm executions found (calmStats), one
 	// sample per level of soloLevels; absent in states saved before it
 	// was kept.
@@ -418,6 +421,7 @@ func (s *State) snapshot() *savedState {
 			v.Peers[sys] = savePeers(p)
 		}
 	}
+	v.DBPeers = slices.Sorted(maps.Keys(s.dbPeers))
 	if len(s.calm) > 0 {
 		v.Calm = map[string][]*savedSample{}
 		for h, c := range s.calm {
@@ -818,6 +822,12 @@ func (v *savedState) restore() (*State, error) {
 			return nil, fmt.Errorf("calls to %q: %w", sys, err)
 		}
 		s.peers[sys] = p
+	}
+	for _, p := range v.DBPeers {
+		if p == "" {
+			return nil, errors.New("db_peers: a database without a name")
+		}
+		s.dbPeers[p] = true
 	}
 	for _, k := range slices.Sorted(maps.Keys(v.Starts)) {
 		st := newStartSample()

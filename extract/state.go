@@ -111,7 +111,12 @@ type State struct {
 	// spans, by the system's name (see peerqueue.go); calls of sampled
 	// traces are left out.
 	peers map[string]*peerSweep
-	calm  map[string]*calmStats
+	// dbPeers holds the systems seen only by their clients that the
+	// clients' spans say are databases (db.system), by name as
+	// externalName writes it: their calls may hold a client's connection
+	// pool (metricPools).
+	dbPeers map[string]bool
+	calm    map[string]*calmStats
 	// ownBuf and callBuf are scratch space for an execution's own
 	// intervals and its calls' (see ownIntervals).
 	ownBuf, callBuf []interval
@@ -186,6 +191,7 @@ func NewState() *State {
 		starts:      map[string]*arrivalSample{},
 		solo:        map[string]*soloSweep{},
 		peers:       map[string]*peerSweep{},
+		dbPeers:     map[string]bool{},
 		calm:        map[string]*calmStats{},
 	}
 }
@@ -718,6 +724,9 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 					if c.Span.Kind == ingest.KindClient {
 						s.Modeled++
 						found = append(found, foundElem(elemExternal, c, externalName(c.Span)))
+						if c.Span.DBSystem != "" {
+							s.dbPeers[peerOf(c.Span)] = true
+						}
 						if h, id := externalHost(c.Span), externalID(peerOf(c.Span), c.Span.Name); h != "" && id != "" {
 							s.Windows.addExternal(h, id, c.Span.End, seconds(c.Duration()), s.weight)
 						}
@@ -772,18 +781,19 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 	// Call sites: the caller's calls to one operation, whose concurrency
 	// shows a lock the caller holds around them.
 	for _, f := range found {
+		if f.kind == elemExternal && strings.Contains(f.target, ": ") {
+			// A call to a system seen only by its clients: its durations
+			// weigh a pool held around such calls (callHold).
+			s.siteSample(siteGroup(id, f.target)).add(seconds(f.end - f.start))
+			continue
+		}
 		if f.kind == elemCall {
 			key := siteGroup(id, f.target)
 			s.profile(key, f.start, f.end)
 			if perReplica {
 				s.profile(siteReplicaGroup(id, f.target, replica), f.start, f.end)
 			}
-			d := s.siteTimes[key]
-			if d == nil {
-				d = newSample()
-				s.siteTimes[key] = d
-			}
-			d.add(seconds(f.end - f.start))
+			s.siteSample(key).add(seconds(f.end - f.start))
 			if f.bare {
 				s.siteBare[key]++
 			}
@@ -849,6 +859,17 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 		}
 		op.foldParams(params, demand, sig, elems)
 	}
+}
+
+// siteSample returns the durations of the call site key (siteTimes),
+// made on first use.
+func (s *State) siteSample(key string) *sample {
+	d := s.siteTimes[key]
+	if d == nil {
+		d = newSample()
+		s.siteTimes[key] = d
+	}
+	return d
 }
 
 // isOperation reports whether node c, a child of parent, starts an

@@ -18,8 +18,8 @@ var updateCorpus = flag.Bool("update-corpus", false, "rewrite the seed corpora i
 var fuzzSeeds = map[string][]string{
 	"FuzzParse":      {"testdata/csv_utilization.csv", "testdata/prom_node.json", "testdata/otlp_process.jsonl", "testdata/otlp_kubelet.jsonl", "testdata/otlp_docker_jvm.json"},
 	"FuzzCSV":        {"testdata/csv_utilization.csv", "testdata/csv_seconds.csv", "testdata/csv_services.csv"},
-	"FuzzPrometheus": {"testdata/prom_process.json", "testdata/prom_node.json", "testdata/prom_rate.json", "testdata/prom_cadvisor_k8s.json", "testdata/prom_cadvisor_docker.json", "testdata/prom_runtimes.json"},
-	"FuzzOTLP":       {"testdata/otlp_system.json", "testdata/otlp_process.jsonl", "testdata/otlp_kubelet.jsonl", "testdata/otlp_docker_jvm.json", "testdata/otlp_runtimes.jsonl"},
+	"FuzzPrometheus": {"testdata/prom_process.json", "testdata/prom_node.json", "testdata/prom_rate.json", "testdata/prom_cadvisor_k8s.json", "testdata/prom_cadvisor_docker.json", "testdata/prom_runtimes.json", "testdata/prom_pools.json"},
+	"FuzzOTLP":       {"testdata/otlp_system.json", "testdata/otlp_process.jsonl", "testdata/otlp_kubelet.jsonl", "testdata/otlp_docker_jvm.json", "testdata/otlp_runtimes.jsonl", "testdata/otlp_pools.jsonl"},
 }
 
 // TestWriteCorpus writes the seed corpora with -update-corpus; otherwise
@@ -66,7 +66,7 @@ func addSeeds(f *testing.F, name string) {
 // check verifies what every reader must guarantee, whatever the input: an
 // error of one line naming the input, or series in order, without overlap,
 // with finite non-negative values and fractions not above 1.05, and
-// limits and throttling counts that make sense.
+// limits, throttling counts and pool sizes that make sense.
 func check(t *testing.T, s *Set, err error) {
 	if err != nil {
 		if !strings.HasPrefix(err.Error(), "fuzz:") || strings.Contains(err.Error(), "\n") {
@@ -74,8 +74,17 @@ func check(t *testing.T, s *Set, err error) {
 		}
 		return
 	}
-	if len(s.Series) == 0 && len(s.Limits) == 0 && len(s.Throttling) == 0 {
-		t.Fatal("no series, limits or throttling, and no error")
+	if len(s.Series) == 0 && len(s.Limits) == 0 && len(s.Throttling) == 0 && len(s.Processors) == 0 && len(s.Pools) == 0 {
+		t.Fatal("no series, limits, throttling, processors or pools, and no error")
+	}
+	for h, bySvc := range s.Pools {
+		for svc, byPool := range bySvc {
+			for pool, n := range byPool {
+				if svc == "" || n < 1 || n > maxPoolSize {
+					t.Fatalf("host %q, service %q: pool %q of %d", h, svc, pool, n)
+				}
+			}
+		}
 	}
 	for h, l := range s.Limits {
 		if h == "" || !(l.Cores > 0 && l.Cores <= maxCores) || !(l.Period >= 0) || math.IsInf(l.Period, 0) {

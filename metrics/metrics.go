@@ -176,8 +176,35 @@ type Set struct {
 	// (GOMAXPROCS), as its runtime's metrics state: go.processor.limit,
 	// Prometheus's go_sched_gomaxprocs_threads. The host is "" where the
 	// readings name none.
-	Processors Processors  `json:"processors,omitempty"`
-	Files      []FileStats `json:"files"`
+	Processors Processors `json:"processors,omitempty"`
+	// Pools holds, by host, service.name and pool name, the most
+	// connections a database client's pool may open, as its
+	// instrumentation states: db.client.connection.max (older
+	// db.client.connections.max), db.sql.connection.max_open, and in
+	// Prometheus those names' and hikaricp_connections_max,
+	// go_sql_max_open_connections. The host is "" where the readings name
+	// none; the pool name "" where they name no pool.
+	Pools Pools       `json:"pools,omitempty"`
+	Files []FileStats `json:"files"`
+}
+
+// Pools holds connection pools' sizes by host, service and pool name
+// (Set.Pools).
+type Pools map[string]map[string]map[string]int
+
+// add records that a pool named pool of service svc on host may open n
+// connections, keeping the most per host, service and pool.
+func (p *Pools) add(host, svc, pool string, n int) {
+	if *p == nil {
+		*p = Pools{}
+	}
+	if (*p)[host] == nil {
+		(*p)[host] = map[string]map[string]int{}
+	}
+	if (*p)[host][svc] == nil {
+		(*p)[host][svc] = map[string]int{}
+	}
+	(*p)[host][svc][pool] = max((*p)[host][svc][pool], n)
 }
 
 // Processors holds, by host and then by service, a count of threads
@@ -272,6 +299,13 @@ func Read(paths []string) (*Set, error) {
 		for h, bySvc := range f.Processors {
 			for svc, n := range bySvc {
 				set.Processors.add(h, svc, n)
+			}
+		}
+		for h, bySvc := range f.Pools {
+			for svc, byPool := range bySvc {
+				for pool, n := range byPool {
+					set.Pools.add(h, svc, pool, n)
+				}
 			}
 		}
 		set.Files = append(set.Files, fs)
@@ -430,8 +464,9 @@ type reader struct {
 	// processCores those a host's processes' runtimes saw (the most of
 	// them), read where nothing else gives the cores.
 	explicitCores, processCores map[string]int
-	// processors is Set.Processors as read.
+	// processors is Set.Processors as read, pools Set.Pools.
 	processors Processors
+	pools      Pools
 	limits     []*limitReading
 	throttle   []*throttleCounter
 	notes      map[string]bool
@@ -457,6 +492,36 @@ func (r *reader) goProcessors(place, host, svc string, values []float64) {
 		r.processors.add(host, svc, most)
 	}
 }
+
+// poolSize records a database client's pool's size readings (the most
+// connections it may open): the most of them, for its host, service and
+// pool. Readings without a service, or of no whole number of
+// connections, are damage; a size of zero or less (Go's database/sql
+// without SetMaxOpenConns) is no limit, noted.
+func (r *reader) poolSize(place, host, svc, pool string, values []float64) {
+	if svc == "" {
+		r.damagef(ingest.DamageBadValue, "%s: a connection pool of no service", place)
+		return
+	}
+	most := 0
+	for _, v := range values {
+		n := math.Round(v)
+		switch {
+		case math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v-n) > 1e-9 || n > maxPoolSize:
+			r.damagef(ingest.DamageBadValue, "%s: a pool of %g connections", place, v)
+		case n <= 0:
+			r.note("service %s: connection pool %q has no limit (%g): no pool is modeled for it", svc, pool, v)
+		default:
+			most = max(most, int(n))
+		}
+	}
+	if most > 0 {
+		r.pools.add(host, svc, pool, most)
+	}
+}
+
+// maxPoolSize bounds the connections a pool's readings may state.
+const maxPoolSize = 1 << 20
 
 func (r *reader) damagef(kind ingest.DamageKind, format string, args ...any) {
 	r.stats.Damage.Addf(kind, r.name+": "+format, args...)
@@ -714,7 +779,8 @@ func (r *reader) build() (*Set, error) {
 	set.Limits = r.buildLimits()
 	set.Throttling = r.buildThrottling()
 	set.Processors = r.processors
-	if len(set.Series) == 0 && len(set.Limits) == 0 && len(set.Throttling) == 0 && len(set.Processors) == 0 {
+	set.Pools = r.pools
+	if len(set.Series) == 0 && len(set.Limits) == 0 && len(set.Throttling) == 0 && len(set.Processors) == 0 && len(set.Pools) == 0 {
 		msg := "no usable CPU readings"
 		if n := r.stats.Damage.Total(); n > 0 {
 			for _, k := range r.stats.Damage.Kinds() {

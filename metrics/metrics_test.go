@@ -57,6 +57,13 @@ func dump(s *Set) string {
 			fmt.Fprintf(&b, "gomaxprocs host=%q service=%s %d\n", h, svc, s.Processors[h][svc])
 		}
 	}
+	for _, h := range slices.Sorted(maps.Keys(s.Pools)) {
+		for _, svc := range slices.Sorted(maps.Keys(s.Pools[h])) {
+			for _, pool := range slices.Sorted(maps.Keys(s.Pools[h][svc])) {
+				fmt.Fprintf(&b, "pool host=%q service=%s pool=%q %d\n", h, svc, pool, s.Pools[h][svc][pool])
+			}
+		}
+	}
 	return b.String()
 }
 

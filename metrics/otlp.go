@@ -41,6 +41,10 @@ import (
 //     resource gives one;
 //   - go.processor.limit, a Go process's GOMAXPROCS (Set.Processors), by
 //     its resource's host and service;
+//   - db.client.connection.max (older db.client.connections.max) and
+//     db.sql.connection.max_open, a database client's pool's size
+//     (Set.Pools), by its resource's host and service and the point's
+//     pool name (db.client.connection.pool.name, pool.name);
 //   - k8s.pod.cpu.time and k8s.pod.cpu.usage (busy cores): the pod's,
 //     named by k8s.pod.name; container.cpu.time and container.cpu.usage of
 //     a pod's container (k8s.container.name): the pod's processes;
@@ -234,6 +238,9 @@ func (r *reader) otlpMetric(m pmetric.Metric, res otlpResource, place string, tr
 			r.goProcessors(place, host, service, values)
 		}
 		return
+	case "db.client.connection.max", "db.client.connections.max", "db.sql.connection.max_open":
+		r.otlpPools(m, host, service, place)
+		return
 	case "k8s.container.cpu_limit", "k8s.container.cpu.limit":
 		r.otlpLimit(m, res, place)
 		return
@@ -379,6 +386,35 @@ func numberPoints(m pmetric.Metric) (dps pmetric.NumberDataPointSlice, ok bool) 
 		return m.Sum().DataPoints(), true
 	}
 	return dps, false
+}
+
+// otlpPools records the pool sizes a metric's points state, by the
+// points' pool names.
+func (r *reader) otlpPools(m pmetric.Metric, host, service, place string) {
+	dps, ok := numberPoints(m)
+	if !ok {
+		r.damagef(ingest.DamageBadValue, "%s: a gauge or sum expected, found %s", place, m.Type())
+		return
+	}
+	byPool := map[string][]float64{}
+	var names []string
+	for d := 0; d < dps.Len(); d++ {
+		dp := dps.At(d)
+		pool := ""
+		for _, key := range []string{"db.client.connection.pool.name", "pool.name", "db.client.connections.pool.name"} {
+			if v, found := dp.Attributes().Get(key); found {
+				pool = v.AsString()
+				break
+			}
+		}
+		if _, seen := byPool[pool]; !seen {
+			names = append(names, pool)
+		}
+		byPool[pool] = append(byPool[pool], numberValue(dp))
+	}
+	for _, pool := range names {
+		r.poolSize(place, host, service, pool, byPool[pool])
+	}
 }
 
 // numberValue is a data point's value, NaN where it has none.

@@ -123,21 +123,11 @@ func (r *reader) promSeries(place string, raw json.RawMessage) {
 		return
 	}
 	if name == "go_sched_gomaxprocs_threads" {
-		host := promHost(s.Metric)
-		svc := s.Metric["service_name"]
-		if svc == "" {
-			// An OpenTelemetry exporter's job is service.namespace/
-			// service.name; a scrape's, its configuration's job name.
-			svc = s.Metric["job"]
-			if i := strings.LastIndexByte(svc, '/'); i >= 0 {
-				svc = svc[i+1:]
-			}
-		}
-		var values []float64
-		for _, p := range r.promPoints(place, s.Values, false) {
-			values = append(values, p.v)
-		}
-		r.goProcessors(place, host, svc, values)
+		r.goProcessors(place, promHost(s.Metric), promService(s.Metric), r.promValues(place, s.Values))
+		return
+	}
+	if poolLabel, ok := promPoolMetrics[name]; ok {
+		r.poolSize(place, promHost(s.Metric), promService(s.Metric), s.Metric[poolLabel], r.promValues(place, s.Values))
 		return
 	}
 	if strings.HasPrefix(name, "container_") && name != "container_cpu_usage_seconds_total" {
@@ -400,4 +390,41 @@ func stripPort(s string) string {
 		return s
 	}
 	return h
+}
+
+// promPoolMetrics are the Prometheus series that state a database
+// client's pool's size, each with the label that names the pool:
+// OpenTelemetry's names as its Prometheus exporter writes them,
+// Micrometer's HikariCP gauge, and client_golang's database/sql
+// collector.
+var promPoolMetrics = map[string]string{
+	"db_client_connection_max":    "db_client_connection_pool_name",
+	"db_client_connections_max":   "pool_name",
+	"db_sql_connection_max_open":  "pool_name",
+	"hikaricp_connections_max":    "pool",
+	"go_sql_max_open_connections": "db_name",
+}
+
+// promService names the service of a series: its service_name label,
+// else the last part of its job (an OpenTelemetry exporter's job is
+// service.namespace/service.name; a scrape's, its configuration's job
+// name).
+func promService(labels map[string]string) string {
+	if svc := labels["service_name"]; svc != "" {
+		return svc
+	}
+	svc := labels["job"]
+	if i := strings.LastIndexByte(svc, '/'); i >= 0 {
+		svc = svc[i+1:]
+	}
+	return svc
+}
+
+// promValues are the values of a series' points, in their order.
+func (r *reader) promValues(place string, values []json.RawMessage) []float64 {
+	var out []float64
+	for _, p := range r.promPoints(place, values, false) {
+		out = append(out, p.v)
+	}
+	return out
 }

@@ -1,0 +1,230 @@
+package extract
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/perfcast/perfcast/internal/textout"
+	"github.com/perfcast/perfcast/model"
+)
+
+// callHold is a passive resource held around calls: one the
+// configuration declares (passive, calls) or a connection pool the
+// metrics state. Every call to one of targets by a component callers
+// match holds one of its units.
+type callHold struct {
+	name     string
+	capacity int
+	// callers match the calling components; nil matches every one.
+	callers []*regexp.Regexp
+	// targets are traced operations (`component/operation`) and external
+	// calls (as externalName writes them, `peer: name`).
+	targets map[string]bool
+}
+
+// holds reports whether a call by component comp to target holds h.
+func (h *callHold) holds(comp, target string) bool {
+	if !h.targets[target] {
+		return false
+	}
+	if h.callers == nil {
+		return true
+	}
+	for _, re := range h.callers {
+		if re.MatchString(comp) {
+			return true
+		}
+	}
+	return false
+}
+
+// holdOf returns the passive resource a call by operation caller to
+// target holds, the first declared by name.
+func (g *generator) holdOf(caller, target string) (string, bool) {
+	comp, _ := splitID(caller)
+	for i := range g.callHolds {
+		if h := &g.callHolds[i]; h.holds(comp, target) {
+			return h.name, true
+		}
+	}
+	return "", false
+}
+
+// holdCapacity is the units of the resource held around calls named
+// name, 1 where none is.
+func (g *generator) holdCapacity(name string) int {
+	for _, h := range g.callHolds {
+		if h.name == name {
+			return h.capacity
+		}
+	}
+	return 1
+}
+
+// externalTargets lists, sorted, the external calls the traces show (as
+// externalName writes them), each with the callers that made them, by
+// the call sites of siteTimes.
+func (g *generator) externalTargets() map[string][]string {
+	out := map[string][]string{}
+	for _, key := range slices.Sorted(maps.Keys(g.s.siteTimes)) {
+		parts := strings.Split(key, "\x00")
+		if len(parts) == 3 && strings.Contains(parts[2], ": ") {
+			out[parts[2]] = append(out[parts[2]], parts[1])
+		}
+	}
+	return out
+}
+
+// declareCalls records the calls the configuration's passive resource
+// name, of k units, is held around (pc.Calls, by pc.Callers): the traced
+// operations and the external calls each glob matches, the external ones
+// by `peer/name`. Around traced operations it takes the place of the
+// locks inferred at their call sites and of the operations' own limits.
+func (g *generator) declareCalls(name string, pc PassiveConfig, k int) {
+	if len(pc.Calls) == 0 {
+		return
+	}
+	h := callHold{name: name, capacity: k, targets: map[string]bool{}}
+	for _, c := range pc.Callers {
+		h.callers = append(h.callers, glob(c))
+	}
+	ops := slices.Sorted(maps.Keys(g.s.ops))
+	externals := g.externalTargets()
+	for _, t := range pc.Calls {
+		re := glob(t)
+		var matched []string
+		for _, id := range ops {
+			if id == t || re != nil && re.MatchString(id) {
+				matched = append(matched, id)
+			}
+		}
+		for _, x := range slices.Sorted(maps.Keys(externals)) {
+			if id := externalTargetID(x); id == t || re != nil && re.MatchString(id) {
+				matched = append(matched, x)
+			}
+		}
+		if len(matched) == 0 {
+			g.rep.warnf("passive %s: no operation %q in the traces, nor a call to a system without spans", name, t)
+			continue
+		}
+		for _, m := range matched {
+			h.targets[m] = true
+		}
+	}
+	if len(h.targets) == 0 {
+		return
+	}
+	g.callHolds = append(g.callHolds, h)
+	for _, t := range slices.Sorted(maps.Keys(h.targets)) {
+		who := ""
+		if len(pc.Callers) > 0 {
+			who = fmt.Sprintf(" from %s", strings.Join(pc.Callers, ", "))
+		}
+		if _, traced := g.s.ops[t]; !traced {
+			g.rep.evidencef("calls%s to %s hold %s (capacity %d), as the configuration declares", who, externalTargetID(t), name, k)
+			continue
+		}
+		for caller, sites := range g.siteLimits {
+			if h.holds(componentOf(caller), t) {
+				delete(sites, t)
+			}
+		}
+		if len(pc.Callers) == 0 {
+			delete(g.opLimits, t)
+		}
+		g.rep.evidencef("calls%s to %s hold %s (capacity %d), as the configuration declares", who, t, name, k)
+	}
+}
+
+// componentOf is the component of operation id.
+func componentOf(id string) string {
+	comp, _ := splitID(id)
+	return comp
+}
+
+// metricPools holds, around each component's calls to the databases its
+// spans name (db.system, a system seen only by its clients), a
+// connection pool of the size its metrics state (Estimates.Pools): one
+// on each replica of its host, of the pool's size times the processes
+// that serve at once on a replica (each process has a pool of its own;
+// the model shares their connections). Calls the configuration holds a
+// resource around keep it. A component whose metrics state several
+// pools is warned about: the spans do not say which calls take which.
+func (g *generator) metricPools() {
+	if g.est == nil {
+		return
+	}
+	externals := g.externalTargets()
+	for _, comp := range slices.Sorted(maps.Keys(g.est.Pools)) {
+		h := g.hostOf[comp]
+		if h == nil {
+			continue // a service the traces do not show
+		}
+		pools := g.est.Pools[comp]
+		names := slices.Sorted(maps.Keys(pools))
+		shown := make([]string, len(names))
+		for i, n := range names {
+			shown[i] = fmt.Sprintf("%q of %d", n, pools[n])
+		}
+		targets := map[string]bool{}
+		for _, t := range slices.Sorted(maps.Keys(externals)) {
+			peer, _, _ := strings.Cut(t, ": ")
+			if !g.s.dbPeers[peer] {
+				continue
+			}
+			for _, caller := range externals[t] {
+				if _, held := g.holdOf(caller, t); !held && componentOf(caller) == comp {
+					targets[t] = true
+				}
+			}
+		}
+		switch {
+		case len(targets) == 0:
+			g.rep.evidencef("component %s: its metrics state connection pool(s) %s, but its spans show no calls to a database (db.system) that no declared resource holds: no pool is modeled", comp, strings.Join(shown, ", "))
+			continue
+		case len(names) > 1:
+			g.rep.warnf("component %s: its metrics state %d connection pools (%s), and its spans do not say which calls take which: none is modeled; declare them (passive: NAME: {capacity: N, calls: [PEER/*], callers: [%s], per_replica: true})", comp, len(names), strings.Join(shown, ", "), comp)
+			continue
+		}
+		procs := g.processesPerReplica(comp)
+		k := pools[names[0]] * procs
+		name := hostSafe(comp) + "-db-pool"
+		if g.m.PassiveResource(name) != nil {
+			g.rep.warnf("component %s: a passive resource %s is declared already: the connection pool its metrics state is not modeled", comp, name)
+			continue
+		}
+		g.m.Passive = append(g.m.Passive, &model.Passive{Name: name, Capacity: k, Host: h.Name})
+		g.declaredHosts[name] = h
+		g.callHolds = append(g.callHolds, callHold{name: name, capacity: k, callers: []*regexp.Regexp{glob(comp)}, targets: targets})
+		var calls []string
+		for _, t := range slices.Sorted(maps.Keys(targets)) {
+			calls = append(calls, externalTargetID(t))
+		}
+		per := "its process"
+		if procs > 1 {
+			per = fmt.Sprintf("its %d processes serving at once on a replica, each with its own pool (the model shares their connections)", procs)
+		}
+		g.rep.evidencef("component %s: its metrics state connection pool %s: calls to %s hold %s, %d on each replica of host %s, for %s (--set passive.%s.capacity=N asks about another size)",
+			comp, shown[0], textout.Abbreviate(calls, 4), name, k, h.Name, per, name)
+	}
+}
+
+// processesPerReplica is the number of component comp's processes that
+// served at once on one of its replicas, on average (1 where its spans
+// name fewer than two processes).
+func (g *generator) processesPerReplica(comp string) int {
+	pl := g.s.placement[comp]
+	if pl == nil || len(pl.procs) < 2 {
+		return 1
+	}
+	procs := slices.Sorted(maps.Keys(pl.procs))
+	avg, _, ok := activeReplicas(procs, pl.procs, pl.procLife)
+	if !ok {
+		avg = float64(len(procs))
+	}
+	return max(1, int(math.Round(avg/float64(g.replicasOf(comp)))))
+}
