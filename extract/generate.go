@@ -1173,6 +1173,7 @@ func (g *generator) operations() {
 	g.inferLimits()
 	g.declared()
 	g.metricPools()
+	g.inferPools()
 	g.bins = g.paramBins()
 	shared := g.sharedServers()
 	g.placeQueues()

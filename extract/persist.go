@@ -129,9 +129,9 @@ type savedState struct {
 	// latencies by the others in flight (peerSweep); absent in states
 	// saved before they were kept.
 	Peers map[string]*savedPeers `json:"peers,omitempty"`
-	// DBPeers lists, sorted, State.dbPeers; absent in states saved
-	// before it was kept.
-	DBPeers []string `json:"db_peers,omitempty"`
+	// DBPeers is State.dbPeers; absent in states saved before it was
+	// kept.
+	DBPeers map[string]string `json:"db_peers,omitempty"`
 	// Calm holds per host the calm executions found (calmStats), one
 	// sample per level of soloLevels; absent in states saved before it
 	// was kept.
@@ -421,7 +421,9 @@ func (s *State) snapshot() *savedState {
 			v.Peers[sys] = savePeers(p)
 		}
 	}
-	v.DBPeers = slices.Sorted(maps.Keys(s.dbPeers))
+	if len(s.dbPeers) > 0 {
+		v.DBPeers = maps.Clone(s.dbPeers)
+	}
 	if len(s.calm) > 0 {
 		v.Calm = map[string][]*savedSample{}
 		for h, c := range s.calm {
@@ -823,11 +825,11 @@ func (v *savedState) restore() (*State, error) {
 		}
 		s.peers[sys] = p
 	}
-	for _, p := range v.DBPeers {
-		if p == "" {
-			return nil, errors.New("db_peers: a database without a name")
+	for p, sys := range v.DBPeers {
+		if p == "" || sys == "" {
+			return nil, fmt.Errorf("db_peers: database %q of system %q", p, sys)
 		}
-		s.dbPeers[p] = true
+		s.dbPeers[p] = sys
 	}
 	for _, k := range slices.Sorted(maps.Keys(v.Starts)) {
 		st := newStartSample()

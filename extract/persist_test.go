@@ -188,7 +188,7 @@ func TestLoadStateRefuses(t *testing.T) {
 		{"resumed time", []string{`"resumed_ns":`, `"resumed_ns":9999999`}, "in own times of"},
 		{"resume gaps", []string{`"resume_gap":{"n":`, `"resume_gap":{"n":9999999`}, "gaps before resumes"},
 		{"calls before gaps", []string{`"gap_calls":`, `"gap_calls":-`}, "gaps before resumes"},
-		{"database", []string{`"db_peers":["`, `"db_peers":["","`}, "a database without a name"},
+		{"database", []string{`"db_peers":{"`, `"db_peers":{"":"x","`}, `db_peers: database "" of system "x"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			bad := text

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/perfcast/perfcast/extract"
@@ -120,7 +121,9 @@ func holdsAround(steps []model.Step, name string) bool {
 // Java agent sends it for HikariCP): the model holds a pool of two on
 // each replica around the calls and predicts the requests at 0.8 to 1.4
 // times the load. Two pools for one service are warned about, not
-// modeled; a size of zero (Go's database/sql without a limit) is none.
+// modeled; calls to a cache (db.system redis), or to no database, hold
+// none of the metrics' pools (those to a cache have the pool the traces
+// show, TestPoolInferred).
 func TestPoolFromMetrics(t *testing.T) {
 	truth, dir, tracesPath, _ := recordModel(t, externalPoolModel, "external-pool", tracegen.Options{Seed: 5}, 60000, func(s *sim.Span) bool {
 		return s.Component != "db"
@@ -174,8 +177,24 @@ func TestPoolFromMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if two.Model.PassiveResource("api-db-pool") != nil || mentions(two.Report.Warnings, `component api: its metrics state 2 connection pools ("a" of 2, "b" of 5)`) != 1 {
-		t.Errorf("two pools: passive %v, warnings %q", two.Model.Passive, two.Report.Warnings)
+	if mentions(two.Report.Evidence, `its metrics state connection pool "`) != 0 || mentions(two.Report.Warnings, `component api: its metrics state 2 connection pools ("a" of 2, "b" of 5)`) != 1 {
+		t.Errorf("two pools: evidence %q, warnings %q", two.Report.Evidence, two.Report.Warnings)
+	}
+	// The traces show the pool all the same, half busy (TestPoolInferred).
+	if p := two.Model.PassiveResource("api-db-pool"); p == nil || p.Capacity != 2 || mentions(two.Report.Evidence, "never more than 2 calls to database db at once on each replica") != 1 {
+		t.Errorf("two pools: the traces' pool not found: %+v", p)
+	}
+	// A cache's calls hold no SQL client's pool.
+	redisPath := filepath.Join(dir, "redis.jsonl")
+	if err := os.WriteFile(redisPath, bytes.ReplaceAll(data, []byte(`"postgresql"`), []byte(`"redis"`)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cache, err := extractRun(context.Background(), []string{redisPath}, "external-pool", &extract.Config{Hosts: hosts, Metrics: []string{pools(point("HikariPool-1", 2))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mentions(cache.Report.Evidence, `its metrics state connection pool "`) != 0 || mentions(cache.Report.Evidence, "no pool is modeled") != 1 {
+		t.Errorf("calls to a cache: evidence %q", cache.Report.Evidence)
 	}
 	// Without db.system the calls are not a database's.
 	plain, err := extractRun(context.Background(), []string{tracesPath}, "external-pool", &extract.Config{Hosts: hosts, Metrics: []string{pools(point("HikariPool-1", 2))}})
@@ -185,4 +204,61 @@ func TestPoolFromMetrics(t *testing.T) {
 	if plain.Model.PassiveResource("api-db-pool") != nil || mentions(plain.Report.Evidence, "no pool is modeled") != 1 {
 		t.Errorf("calls to no database: passive %v", plain.Model.Passive)
 	}
+}
+
+// TestPoolInferred extracts externalPoolModel, its calls' spans saying
+// the database is one (db.system), at 1.4 times its load, where each
+// replica's pool of two is about 70 % busy, with neither a declaration
+// nor metrics: the calls never ran more than two at once on a replica
+// while the service had more requests in service, so extraction holds a
+// pool of two on each replica around them and predicts the requests at
+// 0.8 to 1.1 times that load. Calls to a database with no bound (no
+// pool in the truth) get none.
+func TestPoolInferred(t *testing.T) {
+	text := strings.Replace(externalPoolModel, "rate: 700/s", "rate: 980/s", 1)
+	truth, dir, tracesPath, _ := recordModel(t, text, "external-pool", tracegen.Options{Seed: 6}, 80000, func(s *sim.Span) bool {
+		return s.Component != "db"
+	})
+	dbPath := withDBSystem(t, dir, tracesPath, "postgresql")
+	hosts := map[string]extract.HostConfig{"api": {Cores: 2}}
+	x, err := extractRun(context.Background(), []string{dbPath}, "external-pool", &extract.Config{Hosts: hosts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("extracted:\n%s", x.Model.Marshal())
+	p := x.Model.PassiveResource("api-db-pool")
+	if p == nil || p.Capacity != 2 || p.Host != "api" {
+		t.Fatalf("api-db-pool %+v, want 2 on each replica of host api", p)
+	}
+	if mentions(x.Report.Evidence, "component api: never more than 2 calls to database db at once on each replica") != 1 {
+		t.Errorf("no evidence of the pool: %q", x.Report.Evidence)
+	}
+	check(t, loadComparisons(t, truth, "gets", x.Model, x.Model.Workloads[0].Name, 0.8, 1, 1.1))
+
+	// Without the pool in the truth, none.
+	free := strings.Replace(strings.Replace(text, "hold: {resource: dbpool, steps: [{call: db/query}]}", "call: db/query", 1), "  dbpool: {capacity: 2, host: app}\n", "", 1)
+	_, dir2, freePath, _ := recordModel(t, free, "external-free", tracegen.Options{Seed: 6}, 80000, func(s *sim.Span) bool {
+		return s.Component != "db"
+	})
+	y, err := extractRun(context.Background(), []string{withDBSystem(t, dir2, freePath, "postgresql")}, "external-free", &extract.Config{Hosts: hosts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(y.Model.Passive) != 0 {
+		t.Errorf("no pool in the truth: passive %v", y.Model.Passive)
+	}
+}
+
+// withDBSystem writes beside tracesPath, in dir, its traces with db.system
+// sys on the client spans that name peer.service db, and returns the
+// copy's path.
+func withDBSystem(t *testing.T, dir, tracesPath, sys string) string {
+	t.Helper()
+	peer := []byte(`{"key":"peer.service","value":{"stringValue":"db"}}`)
+	data := bytes.ReplaceAll(mustRead(t, tracesPath), peer, append(slices.Clone(peer), fmt.Sprintf(`,{"key":"db.system","value":{"stringValue":%q}}`, sys)...))
+	path := filepath.Join(dir, "db-"+sys+".jsonl")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -112,10 +112,10 @@ type State struct {
 	// traces are left out.
 	peers map[string]*peerSweep
 	// dbPeers holds the systems seen only by their clients that the
-	// clients' spans say are databases (db.system), by name as
+	// clients' spans say are databases, with their db.system, by name as
 	// externalName writes it: their calls may hold a client's connection
 	// pool (metricPools).
-	dbPeers map[string]bool
+	dbPeers map[string]string
 	calm    map[string]*calmStats
 	// ownBuf and callBuf are scratch space for an execution's own
 	// intervals and its calls' (see ownIntervals).
@@ -160,6 +160,14 @@ func resourceReplicaGroup(name, comp, replica string) string {
 // resourceReplicaPrefix begins the keys of every resourceReplicaGroup of
 // declared resource name.
 func resourceReplicaPrefix(name string) string { return "resr\x00" + name + "\x00" }
+
+// dbCallsGroup keys the profile of component comp's calls to database
+// peer over the system, dbCallsReplicaGroup on each of its replicas.
+func dbCallsGroup(comp, peer string) string { return "dbc\x00" + comp + "\x00" + peer }
+func dbCallsReplicaGroup(comp, peer, replica string) string {
+	return "dbcr\x00" + comp + "\x00" + peer + "\x00" + replica
+}
+
 func replicaGroup(comp, replica string) string {
 	return "replica\x00" + comp + "\x00" + replica
 }
@@ -191,7 +199,7 @@ func NewState() *State {
 		starts:      map[string]*arrivalSample{},
 		solo:        map[string]*soloSweep{},
 		peers:       map[string]*peerSweep{},
-		dbPeers:     map[string]bool{},
+		dbPeers:     map[string]string{},
 		calm:        map[string]*calmStats{},
 	}
 }
@@ -257,9 +265,10 @@ func noteSole(sole map[string]string, key, v string) (several bool, first string
 
 // splitReplicas gives replica, the one component comp's spans ran on so
 // far, a copy of each profile over the system of comp's operations, call
-// sites and declared per-replica resources, which every span folded so
-// far went into (the same intervals in the same order: the profile it
-// would have had), and marks comp as running on several.
+// sites, declared per-replica resources and calls to databases, which
+// every span folded so far went into (the same intervals in the same
+// order: the profile it would have had), and marks comp as running on
+// several.
 func (s *State) splitReplicas(comp, replica string) {
 	copies := map[string]*concurrency{}
 	for k, c := range s.conc {
@@ -268,6 +277,8 @@ func (s *State) splitReplicas(comp, replica string) {
 		switch op := s.ops[caller]; {
 		case kind == "resc" && caller == comp:
 			copies[resourceReplicaGroup(target, comp, replica)] = c.clone()
+		case kind == "dbc" && caller == comp:
+			copies[dbCallsReplicaGroup(comp, target, replica)] = c.clone()
 		case op == nil || op.component != comp:
 		case kind == "op":
 			copies[opReplicaGroup(caller, replica)] = c.clone()
@@ -725,7 +736,7 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 						s.Modeled++
 						found = append(found, foundElem(elemExternal, c, externalName(c.Span)))
 						if c.Span.DBSystem != "" {
-							s.dbPeers[peerOf(c.Span)] = true
+							s.dbPeers[peerOf(c.Span)] = c.Span.DBSystem
 						}
 						if h, id := externalHost(c.Span), externalID(peerOf(c.Span), c.Span.Name); h != "" && id != "" {
 							s.Windows.addExternal(h, id, c.Span.End, seconds(c.Duration()), s.weight)
@@ -783,8 +794,16 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 	for _, f := range found {
 		if f.kind == elemExternal && strings.Contains(f.target, ": ") {
 			// A call to a system seen only by its clients: its durations
-			// weigh a pool held around such calls (callHold).
+			// weigh a pool held around such calls (callHold); a
+			// database's calls by the component, in flight at once, show
+			// a connection pool (inferPools).
 			s.siteSample(siteGroup(id, f.target)).add(seconds(f.end - f.start))
+			if peer, _, _ := strings.Cut(f.target, ": "); s.dbPeers[peer] != "" {
+				s.profile(dbCallsGroup(op.component, peer), f.start, f.end)
+				if perReplica {
+					s.profile(dbCallsReplicaGroup(op.component, peer, replica), f.start, f.end)
+				}
+			}
 			continue
 		}
 		if f.kind == elemCall {
