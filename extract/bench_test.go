@@ -28,11 +28,15 @@ const benchRequests = 36000
 
 // benchSet is a benchmark's traces, generated once.
 type benchSet struct {
-	once  sync.Once
-	trees []*trace.Tree
-	spans int
-	otlp  []byte // the same spans as OTLP JSON
-	err   error
+	// database, where set, names a component of knownModel whose spans
+	// are left out and whose callers' client spans say it is a database
+	// (db.system): a system seen only by its clients.
+	database string
+	once     sync.Once
+	trees    []*trace.Tree
+	spans    int
+	otlp     []byte // the same spans as OTLP JSON
+	err      error
 }
 
 var (
@@ -41,6 +45,9 @@ var (
 	// spans naming four processes of one-thread runtimes each (Node.js,
 	// CPython): their replicas' processes are swept for their queues.
 	benchProcs benchSet
+	// benchDB is bench's traces with the catalog a database without
+	// spans: the front end's calls to it are profiled for a pool.
+	benchDB = benchSet{database: "catalog"}
 )
 
 // benchTrees generates the benchmark's traces once: the spans of knownModel
@@ -72,11 +79,18 @@ func (set *benchSet) get(b *testing.B, opts tracegen.Options) ([]*trace.Tree, in
 		})
 		_, err = sim.Record(context.Background(), m, sim.RecordOptions{Seed: 1, Requests: benchRequests},
 			func(s *sim.Span) error {
+				if set.database != "" && s.Component == set.database {
+					return nil
+				}
 				set.spans++
 				if err := w.Add(s); err != nil {
 					return err
 				}
-				return asm.Add(tracegen.Convert(s, &opts))
+				sp := tracegen.Convert(s, &opts)
+				if set.database != "" && sp.PeerService == set.database {
+					sp.DBSystem = "postgresql"
+				}
+				return asm.Add(sp)
 			})
 		if err == nil {
 			err = asm.Close()
@@ -116,7 +130,15 @@ func report(b *testing.B, spans int, cpu time.Duration) {
 // spans/cpu-s is the rate per core.
 func BenchmarkExtract(b *testing.B) {
 	trees, spans, _ := benchTrees(b)
-	benchFold(b, trees, spans)
+	benchFold(b, trees, spans, 3)
+}
+
+// BenchmarkExtractDatabase is BenchmarkExtract on traces whose catalog is
+// a database seen only by the front end's client spans: what profiling
+// calls to databases for connection pools costs.
+func BenchmarkExtractDatabase(b *testing.B) {
+	trees, spans, _ := benchDB.get(b, tracegen.Options{Seed: 1})
+	benchFold(b, trees, spans, 0)
 }
 
 // BenchmarkExtractProcesses is BenchmarkExtract on traces whose catalog
@@ -124,11 +146,12 @@ func BenchmarkExtract(b *testing.B) {
 // following processes (slots, workers, callers, their queues) costs.
 func BenchmarkExtractProcesses(b *testing.B) {
 	trees, spans, _ := benchProcTrees(b)
-	benchFold(b, trees, spans)
+	benchFold(b, trees, spans, 3)
 }
 
-// benchFold folds the trees into a state and generates its model, timed.
-func benchFold(b *testing.B, trees []*trace.Tree, spans int) {
+// benchFold folds the trees into a state and generates its model, timed;
+// the model must have components components (any number, for 0).
+func benchFold(b *testing.B, trees []*trace.Tree, spans, components int) {
 	b.ResetTimer()
 	cpu := cpuTime()
 	for b.Loop() {
@@ -136,7 +159,7 @@ func benchFold(b *testing.B, trees []*trace.Tree, spans int) {
 		for _, t := range trees {
 			st.Fold(t, extractConfig)
 		}
-		if m, _ := st.Model("bench", extractConfig); len(m.Components) != 3 {
+		if m, _ := st.Model("bench", extractConfig); components > 0 && len(m.Components) != components || len(m.Components) == 0 {
 			b.Fatalf("extracted %d components", len(m.Components))
 		}
 	}

@@ -1,8 +1,8 @@
 package extract
 
 import (
-	"container/heap"
 	"math"
+	"slices"
 	"sort"
 
 	"gonum.org/v1/gonum/stat/distuv"
@@ -30,7 +30,7 @@ func nextSweepAt(pending int) int { return max(sweepBatch, 2*pending) }
 // spent at each level, in nanoseconds.
 type concurrency struct {
 	pending   []interval
-	active    endHeap
+	active    minHeap[endTime]
 	cursor    int64 // the sweep's position in time
 	latest    int64 // the latest start seen
 	levelTime map[int]int64
@@ -82,7 +82,7 @@ func (c *concurrency) sweep(upTo int64) {
 		if len(c.active) == 0 {
 			c.busyPeriods++
 		}
-		heap.Push(&c.active, iv.end)
+		c.active.push(endTime(iv.end))
 		n++
 	}
 	c.pending = append(c.pending[:0], c.pending[n:]...)
@@ -90,13 +90,12 @@ func (c *concurrency) sweep(upTo int64) {
 
 // advance moves the cursor to t, ending the intervals that end by then.
 func (c *concurrency) advance(t int64) {
-	for len(c.active) > 0 && c.active[0] <= t {
-		end := c.active[0]
+	for len(c.active) > 0 && int64(c.active[0]) <= t {
+		end := int64(c.active.pop())
 		if end > c.cursor {
-			c.hold(len(c.active), end-c.cursor)
+			c.hold(len(c.active)+1, end-c.cursor)
 			c.cursor = end
 		}
-		heap.Pop(&c.active)
 	}
 	if t > c.cursor {
 		if len(c.active) > 0 {
@@ -210,7 +209,7 @@ func (c *concurrency) inferLimit() (limit, bool) {
 func (c *concurrency) clone() *concurrency {
 	cp := *c
 	cp.pending = append([]interval(nil), c.pending...)
-	cp.active = append(endHeap(nil), c.active...)
+	cp.active = slices.Clone(c.active)
 	cp.levelTime = make(map[int]int64, len(c.levelTime))
 	for l, t := range c.levelTime {
 		cp.levelTime[l] = t
@@ -238,18 +237,4 @@ func (c *concurrency) beyond(k int) float64 {
 		}
 	}
 	return ns / 1e9
-}
-
-// endHeap is a min-heap of end times.
-type endHeap []int64
-
-func (h endHeap) Len() int           { return len(h) }
-func (h endHeap) Less(i, j int) bool { return h[i] < h[j] }
-func (h endHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *endHeap) Push(x any)        { *h = append(*h, x.(int64)) }
-func (h *endHeap) Pop() any {
-	old := *h
-	v := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return v
 }

@@ -3,7 +3,6 @@ package extract
 import (
 	"bytes"
 	"cmp"
-	"container/heap"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -70,19 +69,7 @@ type peerActive struct {
 	trace ingest.TraceID
 }
 
-// peerHeap is a min-heap of calls in flight by end.
-type peerHeap []peerActive
-
-func (h peerHeap) Len() int           { return len(h) }
-func (h peerHeap) Less(i, j int) bool { return h[i].end < h[j].end }
-func (h peerHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *peerHeap) Push(x any)        { *h = append(*h, x.(peerActive)) }
-func (h *peerHeap) Pop() any {
-	old := *h
-	v := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return v
-}
+func (a peerActive) before(o peerActive) bool { return a.end < o.end }
 
 // peerLevels holds a kind of call's latencies, in seconds, by the number
 // of other requests' calls to its system in flight as it began.
@@ -93,7 +80,7 @@ type peerLevels [peerLevelCount]moments
 // memory holds the calls of that window.
 type peerSweep struct {
 	pending   []peerCall
-	active    peerHeap
+	active    minHeap[peerActive]
 	latest    int64
 	nextSweep int
 	// traces counts each request's calls in flight.
@@ -152,7 +139,7 @@ func (p *peerSweep) sweep(upTo int64) {
 			break
 		}
 		for len(p.active) > 0 && p.active[0].end <= c.start {
-			done := heap.Pop(&p.active).(peerActive)
+			done := p.active.pop()
 			if p.traces[done.trace]--; p.traces[done.trace] <= 0 {
 				delete(p.traces, done.trace)
 			}
@@ -161,7 +148,7 @@ func (p *peerSweep) sweep(upTo int64) {
 			others := len(p.active) - int(p.traces[c.trace])
 			p.levels[c.kind][min(others, peerLevelCount-1)].add(seconds(c.end - c.start))
 		}
-		heap.Push(&p.active, peerActive{end: c.end, trace: c.trace})
+		p.active.push(peerActive{end: c.end, trace: c.trace})
 		p.traces[c.trace]++
 		n++
 	}
@@ -328,7 +315,7 @@ func (v *savedPeers) restore() (*peerSweep, error) {
 		p.active = append(p.active, peerActive{end: x.End, trace: id})
 		p.traces[id]++
 	}
-	heap.Init(&p.active)
+	p.active.init()
 	return p, nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"cmp"
 	"compress/gzip"
-	"container/heap"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -261,7 +260,7 @@ type savedPlacement struct {
 type savedConcurrency struct {
 	// Pending holds start, end pairs; Active the end times, in heap order.
 	Pending     []int64          `json:"pending,omitempty"`
-	Active      []int64          `json:"active,omitempty"`
+	Active      []endTime        `json:"active,omitempty"`
 	Cursor      int64            `json:"cursor"`
 	Latest      int64            `json:"latest"`
 	LevelTime   map[string]int64 `json:"level_time"`
@@ -1157,8 +1156,8 @@ func (v *savedConcurrency) restore() (*concurrency, error) {
 		}
 		c.pending = append(c.pending, interval{v.Pending[i], v.Pending[i+1]})
 	}
-	c.active = endHeap(slices.Clone(v.Active))
-	heap.Init(&c.active)
+	c.active = minHeap[endTime](slices.Clone(v.Active))
+	c.active.init()
 	c.cursor, c.latest, c.max, c.busyPeriods = v.Cursor, v.Latest, v.Max, v.BusyPeriods
 	if v.First != 0 || v.Last != 0 {
 		c.first, c.last = v.First, v.Last
@@ -1311,8 +1310,8 @@ func (v *savedSolo) restore(ops map[string]*opStats, host string, calms map[stri
 	if err != nil {
 		return nil, fmt.Errorf("active: %w", err)
 	}
-	w.active = soloHeap(active)
-	heap.Init(&w.active)
+	w.active = minHeap[soloInterval](active)
+	w.active.init()
 	for _, iv := range active {
 		if iv.x.active {
 			return nil, fmt.Errorf("execution with two intervals active")

@@ -62,7 +62,7 @@ func shapeBucketLow(b int) float64 {
 type shapeSweep struct {
 	comp    string
 	pending []shapeItem
-	active  shapeEnds
+	active  minHeap[shapeEnd]
 	procs   []shapeProc
 	index   map[string]int32
 	// busy counts the processes with a span in progress at the cursor,
@@ -125,48 +125,7 @@ type shapeEnd struct {
 	proc int32
 }
 
-// shapeEnds is a min-heap of shapeEnd by end, kept by hand rather than
-// through container/heap, whose interface would box every end pushed.
-type shapeEnds []shapeEnd
-
-// push adds e.
-func (h *shapeEnds) push(e shapeEnd) {
-	*h = append(*h, e)
-	a := *h
-	for i := len(a) - 1; i > 0; {
-		p := (i - 1) / 2
-		if a[p].end <= a[i].end {
-			break
-		}
-		a[p], a[i] = a[i], a[p]
-		i = p
-	}
-}
-
-// pop removes and returns the earliest end.
-func (h *shapeEnds) pop() shapeEnd {
-	a := *h
-	top := a[0]
-	n := len(a) - 1
-	a[0] = a[n]
-	a = a[:n]
-	for i := 0; ; {
-		l, m := 2*i+1, i
-		if l < n && a[l].end < a[m].end {
-			m = l
-		}
-		if r := l + 1; r < n && a[r].end < a[m].end {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		a[i], a[m] = a[m], a[i]
-		i = m
-	}
-	*h = a
-	return top
-}
+func (e shapeEnd) before(o shapeEnd) bool { return e.end < o.end }
 
 // newShapeSweep returns the empty sweep of a replica of component comp.
 func newShapeSweep(comp string) *shapeSweep {

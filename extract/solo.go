@@ -2,7 +2,6 @@ package extract
 
 import (
 	"cmp"
-	"container/heap"
 	"math"
 	"slices"
 	"sort"
@@ -61,7 +60,7 @@ const (
 // window.
 type soloSweep struct {
 	pending   []soloInterval
-	active    soloHeap
+	active    minHeap[soloInterval]
 	latest    int64
 	seq       int64
 	nextSweep int
@@ -377,7 +376,7 @@ func (w *soloSweep) sweep(upTo int64) {
 			iv.x.mostAtStart = max(iv.x.mostAtStart, others)
 		}
 		iv.overflow = w.overflow
-		heap.Push(&w.active, iv)
+		w.active.push(iv)
 		w.traces[iv.x.trace]++
 		n++
 	}
@@ -429,7 +428,7 @@ func (w *soloSweep) endCalm(t int64) {
 // last interval ends is done.
 func (w *soloSweep) advance(t int64) {
 	for len(w.active) > 0 && w.active[0].end <= t {
-		iv := heap.Pop(&w.active).(soloInterval)
+		iv := w.active.pop()
 		x := iv.x
 		x.active = false
 		w.setActive(x.comp, -1)
@@ -452,23 +451,12 @@ func (w *soloSweep) finish() {
 	w.advance(math.MaxInt64)
 }
 
-// soloHeap is a min-heap of intervals by end.
-type soloHeap []soloInterval
-
-func (h soloHeap) Len() int { return len(h) }
-func (h soloHeap) Less(i, j int) bool {
-	if h[i].end != h[j].end {
-		return h[i].end < h[j].end
+// before orders intervals by end, then by arrival.
+func (iv soloInterval) before(o soloInterval) bool {
+	if iv.end != o.end {
+		return iv.end < o.end
 	}
-	return h[i].seq < h[j].seq
-}
-func (h soloHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *soloHeap) Push(x any)   { *h = append(*h, x.(soloInterval)) }
-func (h *soloHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+	return iv.seq < o.seq
 }
 
 // ownIntervals appends to dst the parts of [start, end] outside the

@@ -116,7 +116,14 @@ type State struct {
 	// externalName writes it: their calls may hold a client's connection
 	// pool (metricPools).
 	dbPeers map[string]string
-	calm    map[string]*calmStats
+	// extSites caches, by operation, target and replica (empty where the
+	// component is profiled over the system alone), the durations and
+	// profiles a call to a system seen only by its clients adds to
+	// (externalCall): their keys, built on every call, allocated. The
+	// entries' samples and profiles are those of siteTimes and conc,
+	// which merging and splitting replicas never replace.
+	extSites map[extSiteKey]*extSite
+	calm     map[string]*calmStats
 	// ownBuf and callBuf are scratch space for an execution's own
 	// intervals and its calls' (see ownIntervals).
 	ownBuf, callBuf []interval
@@ -200,6 +207,7 @@ func NewState() *State {
 		solo:        map[string]*soloSweep{},
 		peers:       map[string]*peerSweep{},
 		dbPeers:     map[string]string{},
+		extSites:    map[extSiteKey]*extSite{},
 		calm:        map[string]*calmStats{},
 	}
 }
@@ -313,12 +321,17 @@ func (s *State) splitProcess(rg, comp, one string) {
 }
 
 func (s *State) profile(key string, start, end int64) {
+	s.profileOf(key).add(start, end)
+}
+
+// profileOf returns the profile of key (conc), made on first use.
+func (s *State) profileOf(key string) *concurrency {
 	c := s.conc[key]
 	if c == nil {
 		c = newConcurrency()
 		s.conc[key] = c
 	}
-	c.add(start, end)
+	return c
 }
 
 // opStats aggregates the executions of one operation.
@@ -793,17 +806,11 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 	// shows a lock the caller holds around them.
 	for _, f := range found {
 		if f.kind == elemExternal && strings.Contains(f.target, ": ") {
-			// A call to a system seen only by its clients: its durations
-			// weigh a pool held around such calls (callHold); a
-			// database's calls by the component, in flight at once, show
-			// a connection pool (inferPools).
-			s.siteSample(siteGroup(id, f.target)).add(seconds(f.end - f.start))
-			if peer, _, _ := strings.Cut(f.target, ": "); s.dbPeers[peer] != "" {
-				s.profile(dbCallsGroup(op.component, peer), f.start, f.end)
-				if perReplica {
-					s.profile(dbCallsReplicaGroup(op.component, peer, replica), f.start, f.end)
-				}
+			rep := ""
+			if perReplica {
+				rep = replica
 			}
+			s.externalCall(op, id, f, rep)
 			continue
 		}
 		if f.kind == elemCall {
@@ -877,6 +884,46 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 			demand = cpu
 		}
 		op.foldParams(params, demand, sig, elems)
+	}
+}
+
+// extSiteKey keys State.extSites.
+type extSiteKey struct{ op, target, replica string }
+
+// extSite is what a call to a system seen only by its clients adds to.
+type extSite struct {
+	times               *sample
+	calls, replicaCalls *concurrency
+}
+
+// externalCall records call f, to a system seen only by its clients, of
+// an execution of operation op (id), on replica (empty where its
+// component is profiled over the system alone): its duration, which
+// weighs a pool held around such calls (callHold), and, for a database,
+// its span in the profiles of the component's calls to it, whose
+// concurrency shows a connection pool (inferPools).
+func (s *State) externalCall(op *opStats, id string, f found, replica string) {
+	key := extSiteKey{id, f.target, replica}
+	e := s.extSites[key]
+	if e == nil {
+		e = &extSite{times: s.siteSample(siteGroup(id, f.target))}
+		s.extSites[key] = e
+	}
+	if e.calls == nil {
+		// A database once any call to it says it is one (db.system).
+		if peer, _, _ := strings.Cut(f.target, ": "); s.dbPeers[peer] != "" {
+			e.calls = s.profileOf(dbCallsGroup(op.component, peer))
+			if replica != "" {
+				e.replicaCalls = s.profileOf(dbCallsReplicaGroup(op.component, peer, replica))
+			}
+		}
+	}
+	e.times.add(seconds(f.end - f.start))
+	if e.calls != nil {
+		e.calls.add(f.start, f.end)
+	}
+	if e.replicaCalls != nil {
+		e.replicaCalls.add(f.start, f.end)
 	}
 }
 
