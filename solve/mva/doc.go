@@ -5,7 +5,8 @@
 // A model becomes a queueing network: every host's CPU and disks are
 // stations (a replicated host is one station per replica, each receiving
 // 1/r of the visits, which is exact for random balancing and how
-// round-robin and least-busy are approximated); every workload is a class
+// round-robin and least-busy are approximated, their waits overestimated:
+// Supports reports round-robin's where that matters); every workload is a class
 // whose visits and demands come from model.Demands (loops by their mean
 // count, branches and switches by probability, speed factors applied);
 // delays and think times are infinite servers.
