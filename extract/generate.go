@@ -155,6 +155,7 @@ func (s *State) ModelWith(ctx context.Context, name string, cfg *Config, est *Es
 	g.warnSampled()
 	g.warnFailures()
 	g.placeComponents()
+	g.inferBalancers()
 	g.runtimeSlots()
 	g.processorSlots()
 	g.slotQueueShapes()

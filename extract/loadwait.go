@@ -546,8 +546,15 @@ func (g *generator) arrivalSCVOf(key scvKey) float64 {
 // were sampled (the kept spans' gaps are not the system's) or too few gaps
 // were seen.
 func (g *generator) startSCV(h *model.Host, comp string, perReplica bool) (float64, bool) {
+	scv, gaps := g.startGaps(h, comp, perReplica)
+	return scv, gaps > 0
+}
+
+// startGaps is startSCV with the number of gaps it rests on (0 where it
+// does not say).
+func (g *generator) startGaps(h *model.Host, comp string, perReplica bool) (float64, float64) {
 	if h == nil || g.s.Sampled > 0 || g.s.RateLimited > 0 {
-		return 0, false
+		return 0, 0
 	}
 	groups := map[string][]*arrivalSample{}
 	for _, k := range slices.Sorted(maps.Keys(g.s.starts)) {
@@ -579,9 +586,9 @@ func (g *generator) startSCV(h *model.Host, comp string, perReplica bool) (float
 		n += float64(gaps)
 	}
 	if n == 0 {
-		return 0, false
+		return 0, 0
 	}
-	return sum / n, true
+	return sum / n, n
 }
 
 // workloadSCV is arrivalSCVOf from the workloads' arrivals: merged where

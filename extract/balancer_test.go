@@ -1,0 +1,42 @@
+package extract_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/tracegen"
+)
+
+// TestBalancerFromStarts extracts knownModel, whose front end runs on two
+// replicas, with its balancer round-robin (the model's default) and
+// random: each replica's spans start with gaps of squared cv near 0.5
+// under turns and near 1 at random, and the extracted host has the
+// truth's balancer, with evidence.
+func TestBalancerFromStarts(t *testing.T) {
+	for _, b := range []model.Balancer{model.RoundRobin, model.Random} {
+		t.Run(string(b), func(t *testing.T) {
+			text := strings.Replace(knownModel, "web: {replicas: 2, cpu: {cores: 1}}", "web: {replicas: 2, balancer: "+string(b)+", cpu: {cores: 1}}", 1)
+			if text == knownModel {
+				t.Fatal("the model's front end host is not as expected")
+			}
+			_, _, tracesPath, _ := recordModel(t, text, "known", tracegen.Options{Seed: 3}, 20000, nil)
+			x, err := extractRun(context.Background(), []string{tracesPath}, "known", extractConfig)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := x.Model.Host("front")
+			if h == nil || h.Replicas != 2 {
+				t.Fatalf("host front %+v", h)
+			}
+			t.Logf("evidence: %q", x.Report.Evidence)
+			if h.Balancer != b {
+				t.Errorf("balancer %s, truth %s", h.Balancer, b)
+			}
+			if mentions(x.Report.Evidence, "host front: each replica's spans start with gaps of squared cv") != 1 {
+				t.Errorf("no evidence of the balancer")
+			}
+		})
+	}
+}
