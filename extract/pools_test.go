@@ -59,21 +59,7 @@ func TestPoolAroundExternalCalls(t *testing.T) {
 	})
 	hosts := map[string]extract.HostConfig{"api": {Cores: 2}}
 	pool := map[string]extract.PassiveConfig{"dbpool": {Capacity: 2, Calls: []string{"db/*"}, Callers: []string{"api"}, PerReplica: new(true)}}
-	x, err := extractRun(context.Background(), []string{tracesPath}, "external-pool", &extract.Config{Hosts: hosts, Passive: pool})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("extracted:\n%s", x.Model.Marshal())
-	p := x.Model.PassiveResource("dbpool")
-	if p == nil || p.Capacity != 2 || p.Host != "api" {
-		t.Fatalf("dbpool %+v, want 2 on each replica of host api", p)
-	}
-	if !holdsAround(x.Model.Component("api").Operation("get").Steps, "dbpool") {
-		t.Errorf("api/get holds no dbpool")
-	}
-	if mentions(x.Report.Evidence, "calls from api to db/query hold dbpool (capacity 2)") != 1 {
-		t.Errorf("no evidence of the pool: %q", x.Report.Evidence)
-	}
+	x := extractPool(t, tracesPath, &extract.Config{Hosts: hosts, Passive: pool}, "dbpool", "calls from api to db/query hold dbpool (capacity 2)")
 	wl := x.Model.Workloads[0].Name
 	check(t, loadComparisons(t, truth, "gets", x.Model, wl, 0.8, 1, 1.4))
 
@@ -98,6 +84,29 @@ func TestPoolAroundExternalCalls(t *testing.T) {
 	if mentions(rep.Warnings, `passive dbpool: no operation "cache/*" in the traces, nor a call`) != 1 {
 		t.Errorf("no warning for a pattern that matches nothing: %q", rep.Warnings)
 	}
+}
+
+// extractPool extracts externalPoolModel's traces at path with cfg and
+// checks that the model holds a pool name of two on each replica of host
+// api around api/get's calls, with evidence that says so.
+func extractPool(t *testing.T, path string, cfg *extract.Config, name, evidence string) *extract.Result {
+	t.Helper()
+	x, err := extractRun(context.Background(), []string{path}, "external-pool", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("extracted:\n%s", x.Model.Marshal())
+	p := x.Model.PassiveResource(name)
+	if p == nil || p.Capacity != 2 || p.Host != "api" {
+		t.Fatalf("%s %+v, want 2 on each replica of host api", name, p)
+	}
+	if !holdsAround(x.Model.Component("api").Operation("get").Steps, name) {
+		t.Errorf("api/get holds no %s", name)
+	}
+	if mentions(x.Report.Evidence, evidence) != 1 {
+		t.Errorf("no evidence of the pool: %q", x.Report.Evidence)
+	}
+	return x
 }
 
 // holdsAround reports whether steps hold resource name somewhere.
@@ -146,21 +155,8 @@ func TestPoolFromMetrics(t *testing.T) {
 		return fmt.Sprintf(`{"asInt":"%d","timeUnixNano":"1700000000000000000","attributes":[{"key":"pool.name","value":{"stringValue":%q}}]}`, n, pool)
 	}
 	hosts := map[string]extract.HostConfig{"api": {Cores: 2}}
-	x, err := extractRun(context.Background(), []string{dbPath}, "external-pool", &extract.Config{Hosts: hosts, Metrics: []string{pools(point("HikariPool-1", 2))}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("extracted:\n%s", x.Model.Marshal())
-	p := x.Model.PassiveResource("api-db-pool")
-	if p == nil || p.Capacity != 2 || p.Host != "api" {
-		t.Fatalf("api-db-pool %+v, want 2 on each replica of host api", p)
-	}
-	if !holdsAround(x.Model.Component("api").Operation("get").Steps, "api-db-pool") {
-		t.Errorf("api/get holds no api-db-pool")
-	}
-	if mentions(x.Report.Evidence, `component api: its metrics state connection pool "HikariPool-1" of 2: calls to db/query hold api-db-pool, 2 on each replica`) != 1 {
-		t.Errorf("no evidence of the pool: %q", x.Report.Evidence)
-	}
+	x := extractPool(t, dbPath, &extract.Config{Hosts: hosts, Metrics: []string{pools(point("HikariPool-1", 2))}}, "api-db-pool",
+		`component api: its metrics state connection pool "HikariPool-1" of 2: calls to db/query hold api-db-pool, 2 on each replica`)
 	check(t, loadComparisons(t, truth, "gets", x.Model, x.Model.Workloads[0].Name, 0.8, 1, 1.4))
 
 	// Declared in the configuration, the declaration holds the calls.
@@ -221,18 +217,7 @@ func TestPoolInferred(t *testing.T) {
 	})
 	dbPath := withDBSystem(t, dir, tracesPath, "postgresql")
 	hosts := map[string]extract.HostConfig{"api": {Cores: 2}}
-	x, err := extractRun(context.Background(), []string{dbPath}, "external-pool", &extract.Config{Hosts: hosts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("extracted:\n%s", x.Model.Marshal())
-	p := x.Model.PassiveResource("api-db-pool")
-	if p == nil || p.Capacity != 2 || p.Host != "api" {
-		t.Fatalf("api-db-pool %+v, want 2 on each replica of host api", p)
-	}
-	if mentions(x.Report.Evidence, "component api: never more than 2 calls to database db at once on each replica") != 1 {
-		t.Errorf("no evidence of the pool: %q", x.Report.Evidence)
-	}
+	x := extractPool(t, dbPath, &extract.Config{Hosts: hosts}, "api-db-pool", "component api: never more than 2 calls to database db at once on each replica")
 	check(t, loadComparisons(t, truth, "gets", x.Model, x.Model.Workloads[0].Name, 0.8, 1, 1.1))
 
 	// Without the pool in the truth, none.

@@ -1,14 +1,10 @@
 package mva
 
 import (
-	"context"
 	"fmt"
-	"math"
 	"testing"
 
 	"github.com/perfcast/perfcast/model"
-	"github.com/perfcast/perfcast/solve"
-	"github.com/perfcast/perfcast/solve/sim"
 )
 
 // TestReplicasInTurn sets the analytical solver, which takes the requests
@@ -69,24 +65,7 @@ workload:
 					if balancer == model.RoundRobin && load == 0.75 {
 						t.Errorf("%s: taken, though each replica's arrivals are far from Poisson and its waits large", name)
 					}
-					got, err := Solver{}.Solve(context.Background(), m, solve.Options{})
-					if err != nil {
-						t.Fatal(err)
-					}
-					want, err := sim.New().Solve(context.Background(), m, solve.Options{Seed: 1, Precision: 0.01})
-					if err != nil {
-						t.Fatal(err)
-					}
-					g, s := got.Workloads["w"].ResponseTime.Mean, want.Workloads["w"].ResponseTime
-					half := 0.0
-					if ci := s.CI95; ci != nil {
-						half = (ci[1] - ci[0]) / 2
-					}
-					off := (g - s.Mean) / s.Mean
-					t.Logf("%s: taken: mva %.4g ms, sim %.4g ± %.2g ms (%+.1f %%)", name, 1e3*g, 1e3*s.Mean, 1e3*half, 100*off)
-					if math.Abs(g-s.Mean) > arrivalShare*s.Mean+half {
-						t.Errorf("%s: Supports takes it, but mva gives %.4g ms against the simulator's %.4g ± %.2g ms (%+.1f %%)", name, 1e3*g, 1e3*s.Mean, 1e3*half, 100*off)
-					}
+					againstSim(t, name, m)
 				}
 			}
 		}
