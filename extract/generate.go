@@ -278,8 +278,9 @@ type generator struct {
 	// each of its replicas (PassiveConfig.PerReplica).
 	declaredHosts map[string]*model.Host
 	// replicaKeys are the keys of the state's profiles, sorted, on first
-	// use (replicaProfiles).
-	replicaKeys []string
+	// use (replicaProfiles); siteKeys those of its call sites' durations
+	// (declaredWait).
+	replicaKeys, siteKeys []string
 	// bins maps, per request parameter, value buckets to bin labels.
 	bins map[string]map[string]string
 	// inSessions holds the entry operations of the session workload.
@@ -775,12 +776,19 @@ func (g *generator) siteWait(caller string, op *opStats) float64 {
 // callers' components' (weighted by the time their calls hold it), at the
 // load of each window of the traces.
 func (g *generator) declaredWait(caller string, op *opStats) float64 {
+	if len(g.callHolds) == 0 {
+		return 0
+	}
+	if g.siteKeys == nil {
+		g.siteKeys = slices.Sorted(maps.Keys(g.s.siteTimes))
+	}
 	var wait float64
 	prefix := siteGroup(caller, "")
-	for _, key := range slices.Sorted(maps.Keys(g.s.siteTimes)) {
+	i, _ := slices.BinarySearch(g.siteKeys, prefix)
+	for _, key := range g.siteKeys[i:] {
 		t, ok := strings.CutPrefix(key, prefix)
 		if !ok {
-			continue
+			break
 		}
 		if name, held := g.holdOf(caller, t); held {
 			if d := g.s.siteTimes[key]; d.n > 0 {

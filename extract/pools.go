@@ -248,12 +248,20 @@ func (g *generator) processesPerReplica(comp string) int {
 	if pl == nil || len(pl.procs) < 2 {
 		return 1
 	}
-	procs := slices.Sorted(maps.Keys(pl.procs))
-	avg, _, ok := activeReplicas(procs, pl.procs, pl.procLife)
-	if !ok {
-		avg = float64(len(procs))
-	}
+	avg, _ := processesAtOnce(pl)
 	return max(1, int(math.Round(avg/float64(g.replicasOf(comp)))))
+}
+
+// processesAtOnce is how many of a component's processes (placed as pl
+// holds them) served at once, on average and at the most: every one
+// seen, where their lives do not say.
+func processesAtOnce(pl *placement) (avg float64, peak int) {
+	procs := slices.Sorted(maps.Keys(pl.procs))
+	avg, peak, ok := activeReplicas(procs, pl.procs, pl.procLife)
+	if !ok {
+		avg, peak = float64(len(procs)), len(procs)
+	}
+	return avg, peak
 }
 
 // inferPools looks for a connection pool in each component's calls to

@@ -195,10 +195,7 @@ func (g *generator) runtimeSlots() {
 		}
 		replicas := g.replicasOf(comp)
 		procs := slices.Sorted(maps.Keys(pl.procs))
-		avg, peak, ok := activeReplicas(procs, pl.procs, pl.procLife)
-		if !ok {
-			avg, peak = float64(len(procs)), len(procs)
-		}
+		avg, peak := processesAtOnce(pl)
 		k := max(1, int(math.Round(avg/float64(replicas))))
 		g.slots[comp] = k
 		g.loops[comp] = loops == single

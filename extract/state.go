@@ -119,7 +119,7 @@ type State struct {
 	// extSites caches, by operation, target and replica (empty where the
 	// component is profiled over the system alone), the durations and
 	// profiles a call to a system seen only by its clients adds to
-	// (externalCall): their keys, built on every call, allocated. The
+	// (externalCall), whose keys allocated when built for every call. The
 	// entries' samples and profiles are those of siteTimes and conc,
 	// which merging and splitting replicas never replace.
 	extSites map[extSiteKey]*extSite
