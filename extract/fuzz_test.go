@@ -59,6 +59,7 @@ func FuzzLoadState(f *testing.F) {
 		foldWith(f, generate(36, 40, true), &Config{Machines: map[string][]string{"box": {"*"}}}),
 		foldWith(f, asWorkers(generate(38, 40, true), "catalog"), nil),
 		foldWith(f, onRuntime(generate(39, 40, false), "catalog", "nodejs", 2), nil),
+		foldWith(f, inTransactions(generate(40, 40, true)), nil),
 	} {
 		f.Add(saved(f, st))
 	}

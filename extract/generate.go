@@ -260,8 +260,12 @@ type generator struct {
 	// splitOps are the operations whose CPU demand splitOwnTimes
 	// estimated from their own times.
 	splitOps []string
-	// caller is the operation whose steps are being generated.
-	caller string
+	// caller is the operation whose steps are being generated, and
+	// heldCPU the share of its own time between the calls of a
+	// transaction that is moved into the transaction as CPU
+	// (heldCPUShare).
+	caller  string
+	heldCPU float64
 	// callHolds are the passive resources held around calls (see
 	// callHold), declaredOps the configuration's by the operations that
 	// hold them.
@@ -791,8 +795,14 @@ func (g *generator) declaredWait(caller string, op *opStats) float64 {
 			break
 		}
 		if name, held := g.holdOf(caller, t); held {
-			if d := g.s.siteTimes[key]; d.n > 0 {
-				wait += g.resourceWait(name) * float64(d.n) / float64(op.count)
+			// Each call outside a transaction and each transaction
+			// acquires a unit once.
+			n := g.s.siteTimes[key].n
+			if tx := g.s.txTimes[key]; tx != nil {
+				n += tx.n
+			}
+			if n > 0 {
+				wait += g.resourceWait(name) * float64(n) / float64(op.count)
 			}
 		}
 	}
@@ -812,23 +822,30 @@ func (g *generator) resourceWait(name string) float64 {
 	}
 	var n, sum, sum2, scvSum float64
 	perExec := map[string]float64{}
-	for _, key := range slices.Sorted(maps.Keys(g.s.siteTimes)) {
-		parts := strings.Split(key, "\x00")
-		d := g.s.siteTimes[key]
-		if len(parts) != 3 || d.n == 0 {
-			continue
-		}
-		if held, _ := g.holdOf(parts[1], parts[2]); held != name {
-			continue
+	// The holds: calls outside transactions, and transactions, each at
+	// the site of its first call.
+	add := func(caller string, d *sample) {
+		if d == nil || d.n == 0 {
+			return
 		}
 		n += float64(d.n)
 		sum += d.mean() * float64(d.n)
 		sum2 += (d.variance() + d.mean()*d.mean()) * float64(d.n)
-		if o := g.s.ops[parts[1]]; o != nil && o.count > 0 {
-			perExec[parts[1]] += d.mean() * float64(d.n) / float64(o.count)
+		if o := g.s.ops[caller]; o != nil && o.count > 0 {
+			perExec[caller] += d.mean() * float64(d.n) / float64(o.count)
 			scvSum += d.mean() * float64(d.n) * g.componentSCV(o.component)
 		} else {
 			scvSum += d.mean() * float64(d.n)
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(g.s.siteTimes)) {
+		parts := strings.Split(key, "\x00")
+		if len(parts) != 3 {
+			continue
+		}
+		if held, _ := g.holdOf(parts[1], parts[2]); held == name {
+			add(parts[1], g.s.siteTimes[key])
+			add(parts[1], g.s.txTimes[key])
 		}
 	}
 	wait := 0.0
@@ -1183,6 +1200,7 @@ func (g *generator) operations() {
 	g.declared()
 	g.metricPools()
 	g.inferPools()
+	g.transactionEvidence()
 	g.bins = g.paramBins()
 	shared := g.sharedServers()
 	g.placeQueues()
@@ -1201,7 +1219,7 @@ func (g *generator) operations() {
 			g.m.Components = append(g.m.Components, c)
 		}
 		o := &model.Operation{Name: op.name, Component: op.component}
-		g.caller = id
+		g.caller, g.heldCPU = id, 0
 		// CPU first, then the calls, then the time spent off the CPU.
 		var cpu, off *sample
 		var fit delayFit
@@ -1222,7 +1240,8 @@ func (g *generator) operations() {
 			// scaled to the estimated CPU demand; the rest of the own
 			// time off the CPU, less the waits that the model reproduces.
 			shape := g.ownShape(id, op)
-			o.Steps = append(o.Steps, model.Step{Kind: model.StepCPU, Demand: withMean(shape, r.CPU)})
+			moved := g.heldCPUShare(id, op, r.CPU)
+			o.Steps = append(o.Steps, model.Step{Kind: model.StepCPU, Demand: withMean(shape, r.CPU-moved)})
 			o.Steps = append(o.Steps, g.behavior(id, op)...)
 			wait := g.waitsMadeAgain(id, op, r.CPU)
 			offCPU := r.OffCPU
@@ -1260,6 +1279,9 @@ func (g *generator) operations() {
 				}
 				if scale := g.ownScale(op); scale != 1 {
 					f = withMean(f, f.Mean()*scale)
+				}
+				if moved := g.heldCPUShare(id, op, f.Mean()); moved > 0 {
+					f = withMean(f, f.Mean()-moved)
 				}
 				o.Steps = append(o.Steps, model.Step{Kind: model.StepCPU, Demand: f})
 			}
@@ -1477,17 +1499,31 @@ func (g *generator) variantSteps(vs map[string]*variant) []model.Step {
 		return g.elemSteps(kept[0].elems)
 	}
 	// Elements every variant starts or ends with are taken out of the
-	// branch, their statistics pooled: the branch keeps what differs.
+	// branch, their statistics pooled: the branch keeps what differs,
+	// and where a transaction begins or ends.
+	marks := make([][]txMark, len(kept))
+	for i, v := range kept {
+		marks[i] = g.txMarks(v.elems)
+	}
+	sameMark := func(at func(i int) int) bool {
+		for i := range kept {
+			if marks[i][at(i)] != marks[0][at(0)] {
+				return false
+			}
+		}
+		return true
+	}
 	shortest := len(kept[0].elems)
 	for _, v := range kept {
 		shortest = min(shortest, len(v.elems))
 	}
 	prefix := 0
-	for prefix < shortest && sameAt(kept, func(v *variant) *elem { return v.elems[prefix] }) {
+	for prefix < shortest && sameAt(kept, func(v *variant) *elem { return v.elems[prefix] }) && sameMark(func(int) int { return prefix }) {
 		prefix++
 	}
 	suffix := 0
-	for suffix < shortest-prefix && sameAt(kept, func(v *variant) *elem { return v.elems[len(v.elems)-1-suffix] }) {
+	for suffix < shortest-prefix && sameAt(kept, func(v *variant) *elem { return v.elems[len(v.elems)-1-suffix] }) &&
+		sameMark(func(i int) int { return len(kept[i].elems) - 1 - suffix }) {
 		suffix++
 	}
 	pooled := func(pick func(v *variant) []*elem) []*elem {
@@ -1497,7 +1533,7 @@ func (g *generator) variantSteps(vs map[string]*variant) []model.Step {
 		}
 		return out
 	}
-	steps := g.elemSteps(pooled(func(v *variant) []*elem { return v.elems[:prefix] }))
+	steps := g.markedSteps(pooled(func(v *variant) []*elem { return v.elems[:prefix] }), marks[0][:prefix])
 	counts := make([]int64, len(kept))
 	for i, v := range kept {
 		counts[i] = v.count
@@ -1505,10 +1541,12 @@ func (g *generator) variantSteps(vs map[string]*variant) []model.Step {
 	probs := roundedProbs(counts)
 	br := model.Step{Kind: model.StepBranch}
 	for i, v := range kept {
-		br.Branches = append(br.Branches, model.Branch{P: probs[i], Steps: g.elemSteps(v.elems[prefix : len(v.elems)-suffix])})
+		end := len(v.elems) - suffix
+		br.Branches = append(br.Branches, model.Branch{P: probs[i], Steps: g.markedSteps(v.elems[prefix:end], marks[i][prefix:end])})
 	}
 	steps = append(steps, br)
-	return append(steps, g.elemSteps(pooled(func(v *variant) []*elem { return v.elems[len(v.elems)-suffix:] }))...)
+	last := len(kept[0].elems)
+	return append(steps, g.markedSteps(pooled(func(v *variant) []*elem { return v.elems[len(v.elems)-suffix:] }), marks[0][last-suffix:])...)
 }
 
 // sameAt reports whether every variant has the same element at the place
@@ -1562,9 +1600,18 @@ func roundedProbs(counts []int64) []float64 {
 	return probs
 }
 
+// elemSteps turns one list of elements, a variant's or a parallel
+// block's, into steps, holding the connections of the transactions
+// along it (txMarks).
 func (g *generator) elemSteps(elems []*elem) []model.Step {
+	return g.markedSteps(elems, g.txMarks(elems))
+}
+
+// markedSteps turns elems into steps, marks[i] saying what the
+// transactions along them acquire and release around the i-th.
+func (g *generator) markedSteps(elems []*elem, marks []txMark) []model.Step {
 	var steps []model.Step
-	for _, e := range elems {
+	for i, e := range elems {
 		var body []model.Step
 		switch e.kind {
 		case elemCall:
@@ -1624,7 +1671,7 @@ func (g *generator) elemSteps(elems []*elem) []model.Step {
 			} else {
 				body = append(body, model.Step{Kind: model.StepDelay, Demand: g.fit("external "+e.target, e.latency)})
 			}
-			if name, ok := g.holdOf(g.caller, e.target); ok {
+			if name, ok := g.holdOf(g.caller, e.target); ok && !marks[i].inside {
 				body = []model.Step{{Kind: model.StepHold, Resource: name, Units: 1, Steps: body}}
 			}
 		case elemParallel:
@@ -1640,13 +1687,18 @@ func (g *generator) elemSteps(elems []*elem) []model.Step {
 				}
 			}
 			for _, l := range e.lists {
-				par.Parallel = append(par.Parallel, g.elemSteps(l))
+				// Calls side by side run on connections of their own.
+				par.Parallel = append(par.Parallel, g.markedSteps(l, make([]txMark, len(l))))
 			}
 			g.fanOutBase = outer
 			body = append(body, par)
 		}
+		if m := marks[i]; m.acquire != "" {
+			steps = append(steps, model.Step{Kind: model.StepAcquire, Resource: m.acquire, Units: 1})
+		}
 		if len(e.times) == 1 && e.times[1] > 0 {
 			steps = append(steps, body...)
+			steps = marks[i].released(steps)
 			continue
 		}
 		values := make([]int, 0, len(e.times))
@@ -1663,6 +1715,7 @@ func (g *generator) elemSteps(elems []*elem) []model.Step {
 			count = model.ConstCount(1)
 		}
 		steps = append(steps, model.Step{Kind: model.StepLoop, Times: count, Steps: body})
+		steps = marks[i].released(steps)
 	}
 	return steps
 }

@@ -117,6 +117,8 @@ func (s *State) Merge(o *State) {
 	}
 	s.Windows.Merge(o.Windows)
 	mergeEach(s.siteTimes, o.siteTimes)
+	mergeEach(s.txTimes, o.txTimes)
+	mergeEach(s.txHeld, o.txHeld)
 	for k, n := range o.siteBare {
 		s.siteBare[k] += n
 	}

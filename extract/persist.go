@@ -131,6 +131,10 @@ type savedState struct {
 	// DBPeers is State.dbPeers; absent in states saved before it was
 	// kept.
 	DBPeers map[string]string `json:"db_peers,omitempty"`
+	// TxTimes and TxHeld are State.txTimes and State.txHeld; absent in
+	// states saved before they were kept.
+	TxTimes map[string]*savedSample `json:"tx_times,omitempty"`
+	TxHeld  map[string]*savedSample `json:"tx_held,omitempty"`
 	// Calm holds per host the calm executions found (calmStats), one
 	// sample per level of soloLevels; absent in states saved before it
 	// was kept.
@@ -346,6 +350,52 @@ type savedSoloIntvl struct {
 	Overflow int64 `json:"overflow,omitempty"`
 }
 
+// saveSamples saves every sample of m; nil for none.
+func saveSamples(m map[string]*sample) map[string]*savedSample {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]*savedSample, len(m))
+	for k, sm := range m {
+		out[k] = saveSample(sm)
+	}
+	return out
+}
+
+// restoreTransactions restores into s the transactions' durations and
+// held own times (State.txTimes, State.txHeld): each at a call site of s
+// to a system seen only by its clients, both for every transaction, and
+// none holding its connection longer than it lasted.
+func restoreTransactions(s *State, times, held map[string]*savedSample) error {
+	for _, k := range slices.Sorted(maps.Keys(times)) {
+		where := strings.ReplaceAll(k, "\x00", " ")
+		parts := strings.Split(k, "\x00")
+		if len(parts) != 3 || parts[0] != "site" || !strings.Contains(parts[2], ": ") || s.siteTimes[k] == nil {
+			return fmt.Errorf("tx_times: %q is no call site to a database", where)
+		}
+		t, err := times[k].restore()
+		if err != nil {
+			return fmt.Errorf("tx_times %q: %w", where, err)
+		}
+		hv := held[k]
+		if hv == nil {
+			return fmt.Errorf("tx_held: no %q", where)
+		}
+		h, err := hv.restore()
+		if err != nil {
+			return fmt.Errorf("tx_held %q: %w", where, err)
+		}
+		if h.n != t.n || h.sum > t.sum*(1+1e-9) {
+			return fmt.Errorf("tx_held %q: %d transactions holding %g s, of %d lasting %g s", where, h.n, h.sum, t.n, t.sum)
+		}
+		s.txTimes[k], s.txHeld[k] = t, h
+	}
+	if len(held) != len(s.txTimes) {
+		return fmt.Errorf("tx_held: %d call sites, tx_times %d", len(held), len(s.txTimes))
+	}
+	return nil
+}
+
 // snapshot copies the state into its saved form.
 func (s *State) snapshot() *savedState {
 	v := &savedState{
@@ -423,6 +473,7 @@ func (s *State) snapshot() *savedState {
 	if len(s.dbPeers) > 0 {
 		v.DBPeers = maps.Clone(s.dbPeers)
 	}
+	v.TxTimes, v.TxHeld = saveSamples(s.txTimes), saveSamples(s.txHeld)
 	if len(s.calm) > 0 {
 		v.Calm = map[string][]*savedSample{}
 		for h, c := range s.calm {
@@ -829,6 +880,9 @@ func (v *savedState) restore() (*State, error) {
 			return nil, fmt.Errorf("db_peers: database %q of system %q", p, sys)
 		}
 		s.dbPeers[p] = sys
+	}
+	if err := restoreTransactions(s, v.TxTimes, v.TxHeld); err != nil {
+		return nil, err
 	}
 	for _, k := range slices.Sorted(maps.Keys(v.Starts)) {
 		st := newStartSample()

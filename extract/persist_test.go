@@ -79,6 +79,7 @@ func TestStateSaveLoadFoldOn(t *testing.T) {
 		{"hops with no client span", withoutClients(generate(25, 3000, true)), &Config{CPUSlots: map[string]int{"*": 2}}},
 		{"one-thread runtime", onRuntime(generate(26, 3000, false), "catalog", "nodejs", 2), nil},
 		{"workers", asWorkers(generate(27, 3000, true), "catalog"), nil},
+		{"transactions", inTransactions(generate(29, 3000, true)), nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -163,7 +164,7 @@ func TestStateCloneIsIndependent(t *testing.T) {
 }
 
 func TestLoadStateRefuses(t *testing.T) {
-	text := string(saved(t, foldWith(t, asWorkers(generate(28, 300, true), "catalog"), nil)))
+	text := string(saved(t, foldWith(t, asWorkers(inTransactions(generate(28, 300, true)), "catalog"), nil)))
 	if _, err := LoadState(strings.NewReader(text)); err != nil {
 		t.Fatalf("uncompressed state: %v", err)
 	}
@@ -189,6 +190,9 @@ func TestLoadStateRefuses(t *testing.T) {
 		{"resume gaps", []string{`"resume_gap":{"n":`, `"resume_gap":{"n":9999999`}, "gaps before resumes"},
 		{"calls before gaps", []string{`"gap_calls":`, `"gap_calls":-`}, "gaps before resumes"},
 		{"database", []string{`"db_peers":{"`, `"db_peers":{"":"x","`}, `db_peers: database "" of system "x"`},
+		{"transaction site", []string{`"tx_times":{"site`, `"tx_times":{"nosite`}, `tx_times: "nosite front/GET /page postgresql: BEGIN" is no call site`},
+		{"transaction held", []string{`"tx_held":{"site`, `"tx_held":{"nosite`}, `tx_held: no "site front/GET /page postgresql: BEGIN"`},
+		{"transactions held", []string{`"tx_held":{"site`, `"tx_held":{"a":{"n":0,"sum":0,"sq":0,"min":0,"max":0},"site`}, `tx_held: 2 call sites, tx_times 1`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			bad := text

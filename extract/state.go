@@ -123,7 +123,13 @@ type State struct {
 	// entries' samples and profiles are those of siteTimes and conc,
 	// which merging and splitting replicas never replace.
 	extSites map[extSiteKey]*extSite
-	calm     map[string]*calmStats
+	// txTimes holds, by the call site of their first call (siteGroup),
+	// the durations of the transactions an operation's calls to a
+	// database ran in (foldTransactions), and txHeld the part of each
+	// that was in none of the operation's calls: its own time while it
+	// held the connection.
+	txTimes, txHeld map[string]*sample
+	calm            map[string]*calmStats
 	// ownBuf and callBuf are scratch space for an execution's own
 	// intervals and its calls' (see ownIntervals).
 	ownBuf, callBuf []interval
@@ -208,6 +214,8 @@ func NewState() *State {
 		peers:       map[string]*peerSweep{},
 		dbPeers:     map[string]string{},
 		extSites:    map[extSiteKey]*extSite{},
+		txTimes:     map[string]*sample{},
+		txHeld:      map[string]*sample{},
 		calm:        map[string]*calmStats{},
 	}
 }
@@ -804,13 +812,14 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 	walk(n)
 	// Call sites: the caller's calls to one operation, whose concurrency
 	// shows a lock the caller holds around them.
-	for _, f := range found {
+	rep := ""
+	if perReplica {
+		rep = replica
+	}
+	inTx := s.foldTransactions(op, id, found, rep)
+	for i, f := range found {
 		if f.kind == elemExternal && strings.Contains(f.target, ": ") {
-			rep := ""
-			if perReplica {
-				rep = replica
-			}
-			s.externalCall(op, id, f, rep)
+			s.externalCall(op, id, f, rep, inTx != nil && inTx[i])
 			continue
 		}
 		if f.kind == elemCall {
@@ -890,10 +899,34 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 // extSiteKey keys State.extSites.
 type extSiteKey struct{ op, target, replica string }
 
-// extSite is what a call to a system seen only by its clients adds to.
+// extSite is what a call to a system seen only by its clients adds to,
+// and, where it begins a transaction, what the transaction adds to.
 type extSite struct {
 	times               *sample
 	calls, replicaCalls *concurrency
+	txTimes, txHeld     *sample
+}
+
+// extSiteOf returns the call site of operation op (id) to target on
+// replica (empty where its component is profiled over the system alone),
+// made on first use.
+func (s *State) extSiteOf(op *opStats, id, target, replica string) *extSite {
+	key := extSiteKey{id, target, replica}
+	e := s.extSites[key]
+	if e == nil {
+		e = &extSite{times: s.siteSample(siteGroup(id, target))}
+		s.extSites[key] = e
+	}
+	if e.calls == nil {
+		// A database once any call to it says it is one (db.system).
+		if peer, _, _ := strings.Cut(target, ": "); s.dbPeers[peer] != "" {
+			e.calls = s.profileOf(dbCallsGroup(op.component, peer))
+			if replica != "" {
+				e.replicaCalls = s.profileOf(dbCallsReplicaGroup(op.component, peer, replica))
+			}
+		}
+	}
+	return e
 }
 
 // externalCall records call f, to a system seen only by its clients, of
@@ -901,39 +934,39 @@ type extSite struct {
 // component is profiled over the system alone): its duration, which
 // weighs a pool held around such calls (callHold), and, for a database,
 // its span in the profiles of the component's calls to it, whose
-// concurrency shows a connection pool (inferPools).
-func (s *State) externalCall(op *opStats, id string, f found, replica string) {
-	key := extSiteKey{id, f.target, replica}
-	e := s.extSites[key]
-	if e == nil {
-		e = &extSite{times: s.siteSample(siteGroup(id, f.target))}
-		s.extSites[key] = e
-	}
-	if e.calls == nil {
-		// A database once any call to it says it is one (db.system).
-		if peer, _, _ := strings.Cut(f.target, ": "); s.dbPeers[peer] != "" {
-			e.calls = s.profileOf(dbCallsGroup(op.component, peer))
-			if replica != "" {
-				e.replicaCalls = s.profileOf(dbCallsReplicaGroup(op.component, peer, replica))
-			}
-		}
+// concurrency shows a connection pool (inferPools). A call in a
+// transaction (inTx) holds its connection as part of the transaction,
+// which foldTransactions records in their place.
+func (s *State) externalCall(op *opStats, id string, f found, replica string, inTx bool) {
+	e := s.extSiteOf(op, id, f.target, replica)
+	if inTx {
+		return
 	}
 	e.times.add(seconds(f.end - f.start))
+	e.addCall(f.start, f.end)
+}
+
+// addCall adds a connection's use, from start to end, to the profiles of
+// the calls to a database.
+func (e *extSite) addCall(start, end int64) {
 	if e.calls != nil {
-		e.calls.add(f.start, f.end)
+		e.calls.add(start, end)
 	}
 	if e.replicaCalls != nil {
-		e.replicaCalls.add(f.start, f.end)
+		e.replicaCalls.add(start, end)
 	}
 }
 
 // siteSample returns the durations of the call site key (siteTimes),
 // made on first use.
-func (s *State) siteSample(key string) *sample {
-	d := s.siteTimes[key]
+func (s *State) siteSample(key string) *sample { return sampleAt(s.siteTimes, key) }
+
+// sampleAt returns m's sample at key, made on first use.
+func sampleAt(m map[string]*sample, key string) *sample {
+	d := m[key]
 	if d == nil {
 		d = newSample()
-		s.siteTimes[key] = d
+		m[key] = d
 	}
 	return d
 }

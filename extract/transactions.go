@@ -1,0 +1,307 @@
+package extract
+
+import (
+	"cmp"
+	"github.com/perfcast/perfcast/internal/textout"
+	"github.com/perfcast/perfcast/model"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// txKind is what a call to a database does to a transaction: begins one,
+// ends one, or runs a statement.
+type txKind int
+
+const (
+	txStatement txKind = iota
+	txBegin
+	txEnd
+)
+
+// txKindOf reads from a database client span's name whether the call
+// begins a transaction (BEGIN, START TRANSACTION; database/sql
+// instrumentations' begin_tx), ends one (COMMIT, ROLLBACK but not
+// ROLLBACK TO a savepoint, END; their tx.commit and tx.rollback) or is a
+// statement. Span names carry the operation first ("COMMIT", "COMMIT
+// shop"), as OpenTelemetry's database conventions write them.
+func txKindOf(name string) txKind {
+	lower := strings.ToLower(strings.TrimSpace(name))
+	switch {
+	case strings.HasSuffix(lower, "begin_tx"), strings.HasSuffix(lower, "begintx"), strings.HasSuffix(lower, "tx.begin"):
+		return txBegin
+	case strings.HasSuffix(lower, "tx.commit"), strings.HasSuffix(lower, "tx.rollback"):
+		return txEnd
+	}
+	words := strings.Fields(lower)
+	if len(words) == 0 {
+		return txStatement
+	}
+	second := ""
+	if len(words) > 1 {
+		second = words[1]
+	}
+	switch words[0] {
+	case "begin":
+		return txBegin
+	case "start":
+		if second == "transaction" {
+			return txBegin
+		}
+	case "commit":
+		return txEnd
+	case "rollback":
+		if second != "to" {
+			return txEnd
+		}
+	case "end":
+		if second == "" || second == "transaction" || second == "work" {
+			return txEnd
+		}
+	}
+	return txStatement
+}
+
+// txSpan is one transaction in a sequence of calls: the indices of its
+// first and last calls to database peer.
+type txSpan struct {
+	peer        string
+	first, last int
+}
+
+// transactions finds the transactions among n calls in the order they
+// began, target(i) the i-th's external name (`peer: span name`), or ""
+// for one that is not a call to a database. Per database, a transaction
+// runs from a call that begins one, or else from the first statement
+// since the last one ended, to the call that ends it; one begun and not
+// ended runs to the database's last call. Statements with no transaction
+// begun or ended around them (autocommit) are in none, nor is a lone
+// COMMIT. Where a connection is held from the transaction's start before
+// any statement (setAutoCommit(false) has no span), the transaction is
+// read from its first statement; an autocommit statement before a
+// transaction that no BEGIN opens is read as its first.
+func transactions(n int, target func(i int) string) []txSpan {
+	type open struct {
+		first, last int
+		begun       bool
+	}
+	var out []txSpan
+	opened := map[string]*open{}
+	for i := range n {
+		t := target(i)
+		peer, name, ok := strings.Cut(t, ": ")
+		if t == "" || !ok {
+			continue
+		}
+		o := opened[peer]
+		switch txKindOf(name) {
+		case txBegin:
+			if o != nil && o.begun && o.last > o.first {
+				out = append(out, txSpan{peer, o.first, o.last})
+			}
+			opened[peer] = &open{first: i, last: i, begun: true}
+		case txEnd:
+			if o != nil {
+				out = append(out, txSpan{peer, o.first, i})
+				delete(opened, peer)
+			}
+		default:
+			if o == nil {
+				opened[peer] = &open{first: i, last: i}
+			} else {
+				o.last = i
+			}
+		}
+	}
+	for _, peer := range slices.Sorted(maps.Keys(opened)) {
+		if o := opened[peer]; o.begun && o.last > o.first {
+			out = append(out, txSpan{peer, o.first, o.last})
+		}
+	}
+	slices.SortFunc(out, func(a, b txSpan) int { return cmp.Compare(a.first, b.first) })
+	return out
+}
+
+// foldTransactions finds the transactions the calls found in an
+// execution of operation op (id) ran in (transactions, the calls to
+// databases, dbPeers, in the order they began, whatever blocks they ran
+// in), records each at the site of its first call, on replica as
+// externalCall does: its duration, from its first call's start to its
+// last's end, and the part of it in none of the execution's synchronous
+// calls, its own time while it held the connection. Each transaction
+// goes into the profiles of the component's calls to its database in
+// place of its calls. It returns which of found ran in a transaction,
+// nil where none did.
+func (s *State) foldTransactions(op *opStats, id string, found []found, replica string) []bool {
+	var idx []int
+	for i, f := range found {
+		if f.kind != elemExternal {
+			continue
+		}
+		if peer, _, ok := strings.Cut(f.target, ": "); ok && s.dbPeers[peer] != "" {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) < 2 {
+		return nil
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(found[a].start, found[b].start) })
+	spans := transactions(len(idx), func(k int) string { return found[idx[k]].target })
+	if len(spans) == 0 {
+		return nil
+	}
+	in := make([]bool, len(found))
+	for _, sp := range spans {
+		first := found[idx[sp.first]]
+		start, end := first.start, first.end
+		for k := sp.first; k <= sp.last; k++ {
+			f := found[idx[k]]
+			if peer, _, _ := strings.Cut(f.target, ": "); peer == sp.peer {
+				in[idx[k]] = true
+				end = max(end, f.end)
+			}
+		}
+		e := s.extSiteOf(op, id, first.target, replica)
+		if e.txTimes == nil {
+			key := siteGroup(id, first.target)
+			e.txTimes, e.txHeld = sampleAt(s.txTimes, key), sampleAt(s.txHeld, key)
+		}
+		var own []interval
+		own, s.callBuf = ownIntervals(s.ownBuf[:0], s.callBuf, start, end, found)
+		s.ownBuf = own
+		var held int64
+		for _, iv := range own {
+			held += iv.end - iv.start
+		}
+		e.txTimes.add(seconds(end - start))
+		e.txHeld.add(seconds(held))
+		e.addCall(start, end)
+	}
+	return in
+}
+
+// txMark is what a transaction does around one element of a list of
+// steps: acquires a connection of a pool before it, releases it after
+// it (the caller's CPU between the transaction's calls before the
+// release), or holds it already (inside: the element's own call holds
+// no other).
+type txMark struct {
+	acquire, release string
+	inside           bool
+	// held is the CPU the caller spends in the transaction outside its
+	// calls, put before the release.
+	held float64
+}
+
+// released appends to steps the release m marks, after the CPU the
+// transaction's caller spends between its calls (held, mean seconds).
+func (m txMark) released(steps []model.Step) []model.Step {
+	if m.release == "" {
+		return steps
+	}
+	if m.held >= minLatency {
+		steps = append(steps, model.Step{Kind: model.StepCPU, Demand: model.Exp(round(m.held, 6))})
+	}
+	return append(steps, model.Step{Kind: model.StepRelease, Resource: m.release, Units: 1})
+}
+
+// heldCPUShare sets, for operation id whose CPU demand is cpu, the share
+// of its transactions' held own time (State.txHeld) that goes into them
+// as CPU: cpu over its own time less its waits for the locks and pools
+// around its calls (siteWait, before its transactions begin), the CPU
+// its own time holds, where the resource held around a transaction is
+// modeled (txMarks); it returns the CPU per execution that moves there
+// out of its first burst. Its time off the CPU between a transaction's
+// calls stays outside the transaction.
+func (g *generator) heldCPUShare(id string, op *opStats, cpu float64) float64 {
+	own := op.self.mean() - g.siteWait(id, op)
+	if own <= 0 || cpu <= 0 || op.count == 0 {
+		return 0
+	}
+	var held float64
+	for _, key := range g.txKeys(id) {
+		if _, ok := g.holdOf(id, strings.Split(key, "\x00")[2]); ok {
+			held += g.s.txHeld[key].sum
+		}
+	}
+	held /= float64(op.count)
+	if held <= 0 {
+		return 0
+	}
+	g.heldCPU = min(cpu/own, 1)
+	return min(held*g.heldCPU, cpu)
+}
+
+// txKeys lists, sorted, the call sites of operation id where its
+// transactions began (State.txTimes).
+func (g *generator) txKeys(id string) []string {
+	var keys []string
+	prefix := siteGroup(id, "")
+	for key := range g.s.txTimes {
+		if strings.HasPrefix(key, prefix) {
+			keys = append(keys, key)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// txMarks marks, along a list of elements of the operation g.caller,
+// the transactions its calls to databases run in (transactions) where
+// a resource is held around the transaction's first call (holdOf): the
+// resource is acquired before that call, released after the last, and
+// the calls to the database between hold it already. Calls outside
+// transactions, and transactions around which nothing is held, keep
+// their own holds. Calls in parallel blocks are not read.
+func (g *generator) txMarks(elems []*elem) []txMark {
+	marks := make([]txMark, len(elems))
+	spans := transactions(len(elems), func(i int) string {
+		e := elems[i]
+		if e.kind != elemExternal {
+			return ""
+		}
+		if peer, _, ok := strings.Cut(e.target, ": "); ok && g.s.dbPeers[peer] != "" {
+			return e.target
+		}
+		return ""
+	})
+	for _, sp := range spans {
+		name, ok := g.holdOf(g.caller, elems[sp.first].target)
+		if !ok {
+			continue
+		}
+		marks[sp.first].acquire = name
+		marks[sp.last].release = name
+		if h := g.s.txHeld[siteGroup(g.caller, elems[sp.first].target)]; h != nil {
+			marks[sp.last].held = h.mean() * g.heldCPU
+		}
+		for k := sp.first; k <= sp.last; k++ {
+			e := elems[k]
+			if peer, _, _ := strings.Cut(e.target, ": "); e.kind == elemExternal && peer == sp.peer {
+				if held, _ := g.holdOf(g.caller, e.target); held == name {
+					marks[k].inside = true
+				}
+			}
+		}
+	}
+	return marks
+}
+
+// transactionEvidence says, per operation and database, the
+// transactions its calls ran in and the resource held over each.
+func (g *generator) transactionEvidence() {
+	for _, key := range slices.Sorted(maps.Keys(g.s.txTimes)) {
+		parts := strings.Split(key, "\x00")
+		tx, op := g.s.txTimes[key], g.s.ops[parts[1]]
+		if len(parts) != 3 || op == nil || op.count == 0 || tx.n == 0 {
+			continue
+		}
+		name, held := g.holdOf(parts[1], parts[2])
+		if !held {
+			continue
+		}
+		peer, _, _ := strings.Cut(parts[2], ": ")
+		g.rep.evidencef("%s: its calls to database %s ran in transactions, %.3g per execution (from %s to COMMIT or ROLLBACK, or the last call), %s each, %s of it in none of its calls: %s is held over each transaction, not per call, and the CPU of that time runs in it",
+			parts[1], peer, float64(tx.n)/float64(op.count), externalTargetID(parts[2]), textout.Duration(tx.mean()), textout.Duration(g.s.txHeld[key].mean()), name)
+	}
+}

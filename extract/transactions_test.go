@@ -1,0 +1,178 @@
+package extract_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/perfcast/perfcast/extract"
+	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/solve/sim"
+	"github.com/perfcast/perfcast/tracegen"
+)
+
+// txPoolModel is a service on two replicas, each with a pool of two
+// connections to a database that has no spans of its own, held over a
+// transaction: BEGIN, a select, the service's own CPU, a call to another
+// service (a price, fetched while the connection is held), an update
+// and COMMIT. Each replica's pool is about half busy at the observed
+// load, most of its hold between the statements.
+const txPoolModel = `perfcast: 1
+name: tx-pool
+hosts:
+  app: {replicas: 2, cpu: {cores: 2}}
+  dbh: {cpu: {cores: 4}}
+  ph: {cpu: {cores: 4}}
+components:
+  api:
+    host: app
+    operations:
+      order:
+        steps:
+          - cpu: exp(0.5ms)
+          - hold:
+              resource: dbpool
+              steps:
+                - call: db/BEGIN
+                - call: db/select
+                - cpu: exp(1ms)
+                - call: pricing/quote
+                - call: db/update
+                - call: db/COMMIT
+          - cpu: exp(0.5ms)
+  pricing:
+    host: ph
+    operations:
+      quote: {steps: [{cpu: exp(0.5ms)}, {delay: exp(1.5ms)}]}
+  db:
+    host: dbh
+    operations:
+      BEGIN: {steps: [{delay: exp(0.3ms)}]}
+      select: {steps: [{delay: exp(2ms)}]}
+      update: {steps: [{delay: exp(1.5ms)}]}
+      COMMIT: {steps: [{delay: exp(0.5ms)}]}
+passive:
+  dbpool: {capacity: 2, host: app}
+workload:
+  orders:
+    open: {rate: 300/s}
+    steps: [{call: api/order}]
+`
+
+// TestPoolOverTransactions extracts txPoolModel with the pool declared
+// around the calls to the database (passive, calls db/*, per replica):
+// the spans' BEGIN and COMMIT say the calls run in one transaction, so
+// the model holds a connection from BEGIN to COMMIT, the price's call
+// and the CPU between the statements included, and predicts the orders
+// at 0.8 to 1.4 times the load. Held per call instead (the same spans
+// with their BEGIN and COMMIT renamed), the pool holds its connections
+// for a fraction of the time and the model is fast at 1.4 times.
+func TestPoolOverTransactions(t *testing.T) {
+	truth, dir, tracesPath, _ := recordModel(t, txPoolModel, "tx-pool", tracegen.Options{Seed: 9}, 60000, func(s *sim.Span) bool {
+		return s.Component != "db"
+	})
+	dbPath := withDBSystem(t, dir, tracesPath, "postgresql")
+	hosts := map[string]extract.HostConfig{"api": {Cores: 2}, "pricing": {Cores: 4}}
+	pool := map[string]extract.PassiveConfig{"dbpool": {Capacity: 2, Calls: []string{"db/*"}, Callers: []string{"api"}, PerReplica: new(true)}}
+	x, err := extractRun(context.Background(), []string{dbPath}, "tx-pool", &extract.Config{Hosts: hosts, Passive: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("extracted:\n%s", x.Model.Marshal())
+	steps := x.Model.Component("api").Operation("order").Steps
+	if acquires(steps, "dbpool") != 1 || holdsAround(steps, "dbpool") {
+		t.Errorf("api/order does not hold dbpool over one transaction")
+	}
+	if mentions(x.Report.Evidence, "api/order: its calls to database db ran in transactions, 1 per execution") != 1 {
+		t.Errorf("no evidence of the transactions: %q", x.Report.Evidence)
+	}
+	wl := x.Model.Workloads[0].Name
+	check(t, loadComparisons(t, truth, "orders", x.Model, wl, 0.8, 1, 1.4))
+
+	// Without BEGIN and COMMIT the calls hold the pool one by one, and
+	// the model is fast at 1.4 times the load.
+	plain := rewrite(t, dir, dbPath, "plain.jsonl", `"name":"BEGIN"`, `"name":"prepare"`, `"name":"COMMIT"`, `"name":"finish"`)
+	y, err := extractRun(context.Background(), []string{plain}, "tx-pool", &extract.Config{Hosts: hosts, Passive: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acquires(y.Model.Component("api").Operation("order").Steps, "dbpool") != 0 {
+		t.Errorf("no transaction in the spans, but api/order acquires dbpool over several calls")
+	}
+	c := loadComparisons(t, truth, "orders", y.Model, wl, 1.4)[0]
+	t.Logf("held per call at 1.4 times the load: %+.1f %%", 100*c.relError)
+	if c.ok() || c.relError > 0 {
+		t.Errorf("held per call: %+.1f %% at 1.4 times the load, want fast beyond the tolerance", 100*c.relError)
+	}
+}
+
+// TestPoolOverTransactionsInferred extracts txPoolModel at 4/3 of its
+// load, where each replica's pool of two is about 70 % busy, with
+// neither a declaration nor metrics: the transactions, not the calls,
+// never ran more than two at once on a replica, so extraction holds a
+// pool of two on each replica over them and predicts the orders at 0.8
+// to 1.1 times that load. Without a BEGIN (a Java client, whose
+// setAutoCommit(false) has no span) the transaction is read from its
+// first statement to COMMIT, here the same.
+func TestPoolOverTransactionsInferred(t *testing.T) {
+	text := strings.Replace(txPoolModel, "rate: 300/s", "rate: 400/s", 1)
+	truth, dir, tracesPath, _ := recordModel(t, text, "tx-pool", tracegen.Options{Seed: 10}, 80000, func(s *sim.Span) bool {
+		return s.Component != "db"
+	})
+	hosts := map[string]extract.HostConfig{"api": {Cores: 2}, "pricing": {Cores: 4}}
+	for _, c := range []struct{ what, path, first string }{
+		{"BEGIN", withDBSystem(t, dir, tracesPath, "postgresql"), "BEGIN"},
+		{"no BEGIN", rewrite(t, dir, withDBSystem(t, dir, tracesPath, "postgresql"), "java.jsonl", `"name":"BEGIN"`, `"name":"SET autocommit"`), "SET autocommit"},
+	} {
+		t.Run(c.what, func(t *testing.T) {
+			x, err := extractRun(context.Background(), []string{c.path}, "tx-pool", &extract.Config{Hosts: hosts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("extracted:\n%s", x.Model.Marshal())
+			p := x.Model.PassiveResource("api-db-pool")
+			if p == nil || p.Capacity != 2 || p.Host != "api" || acquires(x.Model.Component("api").Operation("order").Steps, "api-db-pool") != 1 {
+				t.Fatalf("api-db-pool %+v, want 2 on each replica of host api, held over the transaction", p)
+			}
+			if mentions(x.Report.Evidence, "(from db/"+c.first+" to COMMIT") != 1 {
+				t.Errorf("no evidence of transactions from %s: %q", c.first, x.Report.Evidence)
+			}
+			check(t, loadComparisons(t, truth, "orders", x.Model, x.Model.Workloads[0].Name, 0.8, 1, 1.1))
+		})
+	}
+}
+
+// acquires counts the steps that acquire resource name, in steps and
+// every list below them.
+func acquires(steps []model.Step, name string) int {
+	n := 0
+	for _, s := range steps {
+		if s.Kind == model.StepAcquire && s.Resource == name {
+			n++
+		}
+		n += acquires(s.Steps, name)
+		for _, l := range s.Parallel {
+			n += acquires(l, name)
+		}
+		for _, b := range s.Branches {
+			n += acquires(b.Steps, name)
+		}
+		for _, c := range s.Cases {
+			n += acquires(c.Steps, name)
+		}
+	}
+	return n
+}
+
+// rewrite writes into dir, as name, the file at path with each pair of
+// olds and news replaced, and returns the copy's path.
+func rewrite(t *testing.T, dir, path, name string, pairs ...string) string {
+	t.Helper()
+	out := filepath.Join(dir, name)
+	if err := os.WriteFile(out, []byte(strings.NewReplacer(pairs...).Replace(string(mustRead(t, path)))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
