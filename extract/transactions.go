@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // txKind is what a call to a database does to a transaction: begins one,
@@ -26,40 +27,43 @@ const (
 // statement. Span names carry the operation first ("COMMIT", "COMMIT
 // shop"), as OpenTelemetry's database conventions write them.
 func txKindOf(name string) txKind {
-	lower := strings.ToLower(strings.TrimSpace(name))
+	name = strings.TrimSpace(name)
 	switch {
-	case strings.HasSuffix(lower, "begin_tx"), strings.HasSuffix(lower, "begintx"), strings.HasSuffix(lower, "tx.begin"):
+	case hasSuffixFold(name, "begin_tx"), hasSuffixFold(name, "begintx"), hasSuffixFold(name, "tx.begin"):
 		return txBegin
-	case strings.HasSuffix(lower, "tx.commit"), strings.HasSuffix(lower, "tx.rollback"):
+	case hasSuffixFold(name, "tx.commit"), hasSuffixFold(name, "tx.rollback"):
 		return txEnd
 	}
-	words := strings.Fields(lower)
-	if len(words) == 0 {
-		return txStatement
-	}
-	second := ""
-	if len(words) > 1 {
-		second = words[1]
-	}
-	switch words[0] {
-	case "begin":
+	first, rest := cutWord(name)
+	second, _ := cutWord(rest)
+	switch {
+	case strings.EqualFold(first, "begin"):
 		return txBegin
-	case "start":
-		if second == "transaction" {
-			return txBegin
-		}
-	case "commit":
+	case strings.EqualFold(first, "start") && strings.EqualFold(second, "transaction"):
+		return txBegin
+	case strings.EqualFold(first, "commit"):
 		return txEnd
-	case "rollback":
-		if second != "to" {
-			return txEnd
-		}
-	case "end":
-		if second == "" || second == "transaction" || second == "work" {
-			return txEnd
-		}
+	case strings.EqualFold(first, "rollback") && !strings.EqualFold(second, "to"):
+		return txEnd
+	case strings.EqualFold(first, "end") && (second == "" || strings.EqualFold(second, "transaction") || strings.EqualFold(second, "work")):
+		return txEnd
 	}
 	return txStatement
+}
+
+// hasSuffixFold reports whether s ends with suffix, ignoring case.
+func hasSuffixFold(s, suffix string) bool {
+	return len(s) >= len(suffix) && strings.EqualFold(s[len(s)-len(suffix):], suffix)
+}
+
+// cutWord returns the first word of s, which begins with no space, and
+// what follows it, spaces trimmed.
+func cutWord(s string) (word, rest string) {
+	i := strings.IndexFunc(s, unicode.IsSpace)
+	if i < 0 {
+		return s, ""
+	}
+	return s[:i], strings.TrimSpace(s[i:])
 }
 
 // txSpan is one transaction in a sequence of calls: the indices of its
@@ -133,17 +137,23 @@ func transactions(n int, target func(i int) string) []txSpan {
 // place of its calls. It returns which of found ran in a transaction,
 // nil where none did.
 func (s *State) foldTransactions(op *opStats, id string, found []found, replica string) []bool {
-	var idx []int
-	for i, f := range found {
-		if f.kind != elemExternal {
-			continue
-		}
-		if peer, _, ok := strings.Cut(f.target, ": "); ok && s.dbPeers[peer] != "" {
-			idx = append(idx, i)
+	// Most executions call no database twice, or run no statement that
+	// begins or ends a transaction: nothing to sort.
+	calls, marked := 0, false
+	for _, f := range found {
+		if peer, name, ok := strings.Cut(f.target, ": "); ok && f.kind == elemExternal && s.dbPeers[peer] != "" {
+			calls++
+			marked = marked || txKindOf(name) != txStatement
 		}
 	}
-	if len(idx) < 2 {
+	if calls < 2 || !marked {
 		return nil
+	}
+	idx := make([]int, 0, calls)
+	for i, f := range found {
+		if peer, _, ok := strings.Cut(f.target, ": "); ok && f.kind == elemExternal && s.dbPeers[peer] != "" {
+			idx = append(idx, i)
+		}
 	}
 	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(found[a].start, found[b].start) })
 	spans := transactions(len(idx), func(k int) string { return found[idx[k]].target })
