@@ -141,7 +141,8 @@ func Generate(ctx context.Context, st *State, name string, cfg *Config) (*model.
 		perOp, drep := EstimateDemands(st.Windows, set, cfg.serviceComponent, opts)
 		est = &Estimates{PerOp: perOp, Report: drep, Coverage: CPUCoverage(st.Windows, set, cfg.serviceComponent, opts),
 			Limits: windowLimits(st.Windows, set), Cores: windowCores(st.Windows, set),
-			Processors: componentProcessors(set, cfg.serviceComponent), Pools: componentPools(set, cfg.serviceComponent)}
+			Processors: componentProcessors(set, cfg.serviceComponent), Pools: componentPools(set, cfg.serviceComponent),
+			PoolTimes: componentPoolTimes(set, cfg.serviceComponent)}
 	}
 	if !cfg.NoSpeedCurves {
 		est.SpeedCurves = EstimateSpeedCurves(st.Windows, set, cfg.serviceComponent, cores, est.PerOp, st.cpuVariances())
@@ -186,6 +187,24 @@ func componentPools(set *metrics.Set, component func(service string) string) map
 			}
 			for pool, n := range byPool {
 				out[c][pool] = max(out[c][pool], n)
+			}
+		}
+	}
+	return out
+}
+
+// componentPoolTimes gives, by component (component names a service's)
+// and pool name, the pools' measured times, summed over every host.
+func componentPoolTimes(set *metrics.Set, component func(service string) string) map[string]map[string]metrics.PoolTime {
+	out := map[string]map[string]metrics.PoolTime{}
+	for _, bySvc := range set.PoolTimes {
+		for svc, byPool := range bySvc {
+			c := component(svc)
+			if out[c] == nil {
+				out[c] = map[string]metrics.PoolTime{}
+			}
+			for pool, t := range byPool {
+				out[c][pool] = out[c][pool].Plus(t)
 			}
 		}
 	}

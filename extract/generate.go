@@ -107,6 +107,11 @@ type Estimates struct {
 	// process's database client pool may open, as the metrics state it
 	// (metrics.Set.Pools).
 	Pools map[string]map[string]int
+	// PoolTimes are, by component and pool name, how long the pools'
+	// connections were held and requests for one waited, as the
+	// metrics measured them, summed over the hosts
+	// (metrics.Set.PoolTimes).
+	PoolTimes map[string]map[string]metrics.PoolTime
 }
 
 // Model generates the model the state describes, with a report of the
@@ -1201,6 +1206,7 @@ func (g *generator) operations() {
 	g.metricPools()
 	g.inferPools()
 	g.transactionEvidence()
+	g.checkPoolTimes()
 	g.bins = g.paramBins()
 	shared := g.sharedServers()
 	g.placeQueues()

@@ -2,6 +2,7 @@ package extract_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -141,6 +142,53 @@ func TestPoolOverTransactionsInferred(t *testing.T) {
 			}
 			check(t, loadComparisons(t, truth, "orders", x.Model, x.Model.Workloads[0].Name, 0.8, 1, 1.1))
 		})
+	}
+}
+
+// TestPoolTimesChecked extracts txPoolModel's traces, its pool declared,
+// with metrics that measured the pool's connections held 7.3 ms each
+// (the truth's: its transaction's steps' means) and waited for 0.4 ms:
+// with the spans' BEGIN and COMMIT the transactions last as long, and
+// the evidence says so, with the model's wait beside the measured one;
+// without them the calls alone last a seventh of it, and the hold is
+// warned about.
+func TestPoolTimesChecked(t *testing.T) {
+	_, dir, tracesPath, _ := recordModel(t, txPoolModel, "tx-pool", tracegen.Options{Seed: 11}, 20000, func(s *sim.Span) bool {
+		return s.Component != "db"
+	})
+	dbPath := withDBSystem(t, dir, tracesPath, "postgresql")
+	plain := rewrite(t, dir, dbPath, "plain.jsonl", `"name":"BEGIN"`, `"name":"prepare"`, `"name":"COMMIT"`, `"name":"finish"`)
+	histogram := func(name string, count int, sum float64) string {
+		return fmt.Sprintf(`{"name":%q,"unit":"s","histogram":{"aggregationTemporality":2,"dataPoints":[`+
+			`{"count":"1000","sum":%g,"startTimeUnixNano":"1","timeUnixNano":"2","attributes":[{"key":"db.client.connection.pool.name","value":{"stringValue":"main"}}]},`+
+			`{"count":"%d","sum":%g,"startTimeUnixNano":"1","timeUnixNano":"3","attributes":[{"key":"db.client.connection.pool.name","value":{"stringValue":"main"}}]}]}}`,
+			name, sum/float64(count)*1000, count+1000, sum+sum/float64(count)*1000)
+	}
+	metricsPath := filepath.Join(dir, "pool-times.json")
+	doc := `{"resourceMetrics":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"api"}}]},"scopeMetrics":[{"metrics":[` +
+		histogram("db.client.connection.use_time", 20000, 20000*7.3e-3) + "," + histogram("db.client.connection.wait_time", 20000, 20000*0.4e-3) + `]}]}]}`
+	if err := os.WriteFile(metricsPath, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"api": {Cores: 2}, "pricing": {Cores: 4}}, Metrics: []string{metricsPath},
+		Passive: map[string]extract.PassiveConfig{"dbpool": {Capacity: 2, Calls: []string{"db/*"}, Callers: []string{"api"}, PerReplica: new(true)}}}
+	x, err := extractRun(context.Background(), []string{dbPath}, "tx-pool", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const measured = `component api: its metrics measured pool "main": connections held 7.30 ms each (20000 uses), where its spans' calls to databases and their transactions last `
+	if mentions(x.Report.Evidence, measured) != 1 || mentions(x.Report.Evidence, "a wait for a connection of 400 µs (20000 requests), where the model's dbpool waits ") != 1 ||
+		mentions(x.Report.Warnings, "longer than the spans show") != 0 {
+		t.Errorf("transactions: evidence %q, warnings %q", x.Report.Evidence, x.Report.Warnings)
+	}
+	y, err := extractRun(context.Background(), []string{plain}, "tx-pool", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("with transactions: %q", x.Report.Evidence)
+	t.Logf("calls alone: %q", y.Report.Warnings)
+	if mentions(y.Report.Warnings, measured) != 1 || mentions(y.Report.Warnings, "longer than the spans show") != 1 {
+		t.Errorf("calls alone: warnings %q", y.Report.Warnings)
 	}
 }
 

@@ -18,8 +18,8 @@ var updateCorpus = flag.Bool("update-corpus", false, "rewrite the seed corpora i
 var fuzzSeeds = map[string][]string{
 	"FuzzParse":      {"testdata/csv_utilization.csv", "testdata/prom_node.json", "testdata/otlp_process.jsonl", "testdata/otlp_kubelet.jsonl", "testdata/otlp_docker_jvm.json"},
 	"FuzzCSV":        {"testdata/csv_utilization.csv", "testdata/csv_seconds.csv", "testdata/csv_services.csv"},
-	"FuzzPrometheus": {"testdata/prom_process.json", "testdata/prom_node.json", "testdata/prom_rate.json", "testdata/prom_cadvisor_k8s.json", "testdata/prom_cadvisor_docker.json", "testdata/prom_runtimes.json", "testdata/prom_pools.json"},
-	"FuzzOTLP":       {"testdata/otlp_system.json", "testdata/otlp_process.jsonl", "testdata/otlp_kubelet.jsonl", "testdata/otlp_docker_jvm.json", "testdata/otlp_runtimes.jsonl", "testdata/otlp_pools.jsonl"},
+	"FuzzPrometheus": {"testdata/prom_process.json", "testdata/prom_node.json", "testdata/prom_rate.json", "testdata/prom_cadvisor_k8s.json", "testdata/prom_cadvisor_docker.json", "testdata/prom_runtimes.json", "testdata/prom_pools.json", "testdata/prom_pool_times.json"},
+	"FuzzOTLP":       {"testdata/otlp_system.json", "testdata/otlp_process.jsonl", "testdata/otlp_kubelet.jsonl", "testdata/otlp_docker_jvm.json", "testdata/otlp_runtimes.jsonl", "testdata/otlp_pools.jsonl", "testdata/otlp_pool_times.jsonl"},
 }
 
 // TestWriteCorpus writes the seed corpora with -update-corpus; otherwise
@@ -74,7 +74,7 @@ func check(t *testing.T, s *Set, err error) {
 		}
 		return
 	}
-	if len(s.Series) == 0 && len(s.Limits) == 0 && len(s.Throttling) == 0 && len(s.Processors) == 0 && len(s.Pools) == 0 {
+	if len(s.Series) == 0 && len(s.Limits) == 0 && len(s.Throttling) == 0 && len(s.Processors) == 0 && len(s.Pools) == 0 && len(s.PoolTimes) == 0 {
 		t.Fatal("no series, limits, throttling, processors or pools, and no error")
 	}
 	for h, bySvc := range s.Pools {
@@ -82,6 +82,15 @@ func check(t *testing.T, s *Set, err error) {
 			for pool, n := range byPool {
 				if svc == "" || n < 1 || n > maxPoolSize {
 					t.Fatalf("host %q, service %q: pool %q of %d", h, svc, pool, n)
+				}
+			}
+		}
+	}
+	for h, bySvc := range s.PoolTimes {
+		for svc, byPool := range bySvc {
+			for pool, pt := range byPool {
+				if svc == "" || !finite(pt.Uses) || !finite(pt.Use) || !finite(pt.Waits) || !finite(pt.Wait) {
+					t.Fatalf("host %q, service %q: pool %q times %+v", h, svc, pool, pt)
 				}
 			}
 		}

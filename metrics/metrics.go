@@ -184,8 +184,17 @@ type Set struct {
 	// Prometheus those names' and hikaricp_connections_max,
 	// go_sql_max_open_connections. The host is "" where the readings name
 	// none; the pool name "" where they name no pool.
-	Pools Pools       `json:"pools,omitempty"`
-	Files []FileStats `json:"files"`
+	Pools Pools `json:"pools,omitempty"`
+	// PoolTimes holds, by host, service.name and pool name, how long a
+	// database client's pool's connections were held and how long
+	// requests for one waited, as its instrumentation measured them:
+	// db.client.connection.use_time and wait_time (older
+	// db.client.connections.use_time and wait_time, in ms), and in
+	// Prometheus those names' and HikariCP's
+	// hikaricp_connections_usage_seconds and
+	// hikaricp_connections_acquire_seconds sums and counts.
+	PoolTimes PoolTimes   `json:"pool_times,omitempty"`
+	Files     []FileStats `json:"files"`
 }
 
 // Pools holds connection pools' sizes by host, service and pool name
@@ -305,6 +314,15 @@ func Read(paths []string) (*Set, error) {
 			for svc, byPool := range bySvc {
 				for pool, n := range byPool {
 					set.Pools.add(h, svc, pool, n)
+				}
+			}
+		}
+		for _, h := range slices.Sorted(maps.Keys(f.PoolTimes)) {
+			for _, svc := range slices.Sorted(maps.Keys(f.PoolTimes[h])) {
+				for _, pool := range slices.Sorted(maps.Keys(f.PoolTimes[h][svc])) {
+					if !set.PoolTimes.add(h, svc, pool, f.PoolTimes[h][svc][pool]) {
+						fs.Damage.Addf(ingest.DamageBadValue, "%s: pool %q of service %s: times beyond count over the files", p, pool, svc)
+					}
 				}
 			}
 		}
@@ -464,9 +482,11 @@ type reader struct {
 	// processCores those a host's processes' runtimes saw (the most of
 	// them), read where nothing else gives the cores.
 	explicitCores, processCores map[string]int
-	// processors is Set.Processors as read, pools Set.Pools.
+	// processors is Set.Processors as read, pools Set.Pools, poolTimes
+	// Set.PoolTimes.
 	processors Processors
 	pools      Pools
+	poolTimes  PoolTimes
 	limits     []*limitReading
 	throttle   []*throttleCounter
 	notes      map[string]bool
@@ -780,7 +800,8 @@ func (r *reader) build() (*Set, error) {
 	set.Throttling = r.buildThrottling()
 	set.Processors = r.processors
 	set.Pools = r.pools
-	if len(set.Series) == 0 && len(set.Limits) == 0 && len(set.Throttling) == 0 && len(set.Processors) == 0 && len(set.Pools) == 0 {
+	set.PoolTimes = r.poolTimes
+	if len(set.Series) == 0 && len(set.Limits) == 0 && len(set.Throttling) == 0 && len(set.Processors) == 0 && len(set.Pools) == 0 && len(set.PoolTimes) == 0 {
 		msg := "no usable CPU readings"
 		if n := r.stats.Damage.Total(); n > 0 {
 			for _, k := range r.stats.Damage.Kinds() {

@@ -64,6 +64,14 @@ func dump(s *Set) string {
 			}
 		}
 	}
+	for _, h := range slices.Sorted(maps.Keys(s.PoolTimes)) {
+		for _, svc := range slices.Sorted(maps.Keys(s.PoolTimes[h])) {
+			for _, pool := range slices.Sorted(maps.Keys(s.PoolTimes[h][svc])) {
+				pt := s.PoolTimes[h][svc][pool]
+				fmt.Fprintf(&b, "pool times host=%q service=%s pool=%q uses=%g use=%.6gs waits=%g wait=%.6gs\n", h, svc, pool, pt.Uses, pt.Use, pt.Waits, pt.Wait)
+			}
+		}
+	}
 	return b.String()
 }
 

@@ -45,6 +45,10 @@ import (
 //     db.sql.connection.max_open, a database client's pool's size
 //     (Set.Pools), by its resource's host and service and the point's
 //     pool name (db.client.connection.pool.name, pool.name);
+//   - db.client.connection.use_time and wait_time histograms (older
+//     db.client.connections.use_time and wait_time, in ms), how long
+//     a pool's connections were held and requests for one waited
+//     (Set.PoolTimes), by the same names;
 //   - k8s.pod.cpu.time and k8s.pod.cpu.usage (busy cores): the pod's,
 //     named by k8s.pod.name; container.cpu.time and container.cpu.usage of
 //     a pod's container (k8s.container.name): the pod's processes;
@@ -241,6 +245,9 @@ func (r *reader) otlpMetric(m pmetric.Metric, res otlpResource, place string, tr
 	case "db.client.connection.max", "db.client.connections.max", "db.sql.connection.max_open":
 		r.otlpPools(m, host, service, place)
 		return
+	case "db.client.connection.use_time", "db.client.connection.wait_time", "db.client.connections.use_time", "db.client.connections.wait_time":
+		r.otlpPoolTimes(m, otlpPoolTimeMetrics[name], host, service, place)
+		return
 	case "k8s.container.cpu_limit", "k8s.container.cpu.limit":
 		r.otlpLimit(m, res, place)
 		return
@@ -400,13 +407,7 @@ func (r *reader) otlpPools(m pmetric.Metric, host, service, place string) {
 	var names []string
 	for d := 0; d < dps.Len(); d++ {
 		dp := dps.At(d)
-		pool := ""
-		for _, key := range []string{"db.client.connection.pool.name", "pool.name", "db.client.connections.pool.name"} {
-			if v, found := dp.Attributes().Get(key); found {
-				pool = v.AsString()
-				break
-			}
-		}
+		pool := otlpPoolName(dp.Attributes())
 		if _, seen := byPool[pool]; !seen {
 			names = append(names, pool)
 		}

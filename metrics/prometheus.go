@@ -126,6 +126,10 @@ func (r *reader) promSeries(place string, raw json.RawMessage) {
 		r.goProcessors(place, promHost(s.Metric), promService(s.Metric), r.promValues(place, s.Values))
 		return
 	}
+	if pm, ok := promPoolTimeMetrics[name]; ok {
+		r.promPoolTime(place, s, pm)
+		return
+	}
 	if poolLabel, ok := promPoolMetrics[name]; ok {
 		r.poolSize(place, promHost(s.Metric), promService(s.Metric), s.Metric[poolLabel], r.promValues(place, s.Values))
 		return
