@@ -120,6 +120,16 @@ func holdsAround(steps []model.Step, name string) bool {
 				return true
 			}
 		}
+		for _, b := range s.Branches {
+			if holdsAround(b.Steps, name) {
+				return true
+			}
+		}
+		for _, c := range s.Cases {
+			if holdsAround(c.Steps, name) {
+				return true
+			}
+		}
 	}
 	return false
 }

@@ -192,6 +192,88 @@ func TestPoolTimesChecked(t *testing.T) {
 	}
 }
 
+// txBranchModel holds its pool over transactions that differ from one
+// request to the next (an update, or an update and an insert, inside
+// one), beside requests that run a query alone (autocommit) or a query
+// and then a short transaction.
+const txBranchModel = `perfcast: 1
+name: tx-branch
+hosts:
+  app: {cpu: {cores: 2}}
+  dbh: {cpu: {cores: 4}}
+components:
+  api:
+    host: app
+    operations:
+      order:
+        steps:
+          - cpu: exp(0.5ms)
+          - branch:
+              - p: 0.5
+                steps:
+                  - hold:
+                      resource: dbpool
+                      steps:
+                        - call: db/BEGIN
+                        - call: db/select
+                        - cpu: exp(1ms)
+                        - branch:
+                            - p: 0.6
+                              steps: [{call: db/update}]
+                            - p: 0.4
+                              steps: [{call: db/update}, {call: db/insert}]
+                        - call: db/COMMIT
+              - p: 0.3
+                steps:
+                  - hold: {resource: dbpool, steps: [{call: db/select}]}
+              - p: 0.2
+                steps:
+                  - hold: {resource: dbpool, steps: [{call: db/select}]}
+                  - hold:
+                      resource: dbpool
+                      steps:
+                        - call: db/BEGIN
+                        - call: db/update
+                        - call: db/COMMIT
+          - cpu: exp(0.5ms)
+  db:
+    host: dbh
+    operations:
+      BEGIN: {steps: [{delay: exp(0.3ms)}]}
+      select: {steps: [{delay: exp(2ms)}]}
+      update: {steps: [{delay: exp(1.5ms)}]}
+      insert: {steps: [{delay: exp(1ms)}]}
+      COMMIT: {steps: [{delay: exp(0.5ms)}]}
+passive:
+  dbpool: {capacity: 2, host: app}
+workload:
+  orders:
+    open: {rate: 250/s}
+    steps: [{call: api/order}]
+`
+
+// TestPoolOverTransactionsBranches extracts txBranchModel with its pool
+// declared: each variant acquires the pool at its transaction's BEGIN and
+// releases it after its COMMIT, a query alone holds it for itself, and
+// the orders are predicted at 0.8 to 1.4 times the load.
+func TestPoolOverTransactionsBranches(t *testing.T) {
+	truth, dir, tracesPath, _ := recordModel(t, txBranchModel, "tx-branch", tracegen.Options{Seed: 12}, 60000, func(s *sim.Span) bool {
+		return s.Component != "db"
+	})
+	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"app": {Cores: 2}},
+		Passive: map[string]extract.PassiveConfig{"dbpool": {Capacity: 2, Calls: []string{"db/*"}, Callers: []string{"api"}}}}
+	x, err := extractRun(context.Background(), []string{withDBSystem(t, dir, tracesPath, "postgresql")}, "tx-branch", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("extracted:\n%s", x.Model.Marshal())
+	steps := x.Model.Component("api").Operation("order").Steps
+	if acquires(steps, "dbpool") != 3 || !holdsAround(steps, "dbpool") {
+		t.Errorf("api/order: %d transactions, want 3 (one per variant that runs one) and a query held alone", acquires(steps, "dbpool"))
+	}
+	check(t, loadComparisons(t, truth, "orders", x.Model, x.Model.Workloads[0].Name, 0.8, 1, 1.4))
+}
+
 // acquires counts the steps that acquire resource name, in steps and
 // every list below them.
 func acquires(steps []model.Step, name string) int {
