@@ -222,20 +222,15 @@ func TestPoolFromMetrics(t *testing.T) {
 // pool in the truth) get none.
 func TestPoolInferred(t *testing.T) {
 	text := strings.Replace(externalPoolModel, "rate: 700/s", "rate: 980/s", 1)
-	truth, dir, tracesPath, _ := recordModel(t, text, "external-pool", tracegen.Options{Seed: 6}, 80000, func(s *sim.Span) bool {
-		return s.Component != "db"
-	})
-	dbPath := withDBSystem(t, dir, tracesPath, "postgresql")
+	truth, _, dbPath := recordDatabase(t, text, "external-pool", 6, 80000)
 	hosts := map[string]extract.HostConfig{"api": {Cores: 2}}
 	x := extractPool(t, dbPath, &extract.Config{Hosts: hosts}, "api-db-pool", "component api: never more than 2 calls to database db at once on each replica")
 	check(t, loadComparisons(t, truth, "gets", x.Model, x.Model.Workloads[0].Name, 0.8, 1, 1.1))
 
 	// Without the pool in the truth, none.
 	free := strings.Replace(strings.Replace(text, "hold: {resource: dbpool, steps: [{call: db/query}]}", "call: db/query", 1), "  dbpool: {capacity: 2, host: app}\n", "", 1)
-	_, dir2, freePath, _ := recordModel(t, free, "external-free", tracegen.Options{Seed: 6}, 80000, func(s *sim.Span) bool {
-		return s.Component != "db"
-	})
-	y, err := extractRun(context.Background(), []string{withDBSystem(t, dir2, freePath, "postgresql")}, "external-free", &extract.Config{Hosts: hosts})
+	_, _, freePath := recordDatabase(t, free, "external-free", 6, 80000)
+	y, err := extractRun(context.Background(), []string{freePath}, "external-free", &extract.Config{Hosts: hosts})
 	if err != nil {
 		t.Fatal(err)
 	}

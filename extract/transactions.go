@@ -126,7 +126,7 @@ func transactions(n int, target func(i int) string) []txSpan {
 	return out
 }
 
-// foldTransactions finds the transactions the calls found in an
+// foldTransactions finds the transactions the calls fs found in an
 // execution of operation op (id) ran in (transactions, the calls to
 // databases, dbPeers, in the order they began, whatever blocks they ran
 // in), records each at the site of its first call, on replica as
@@ -134,14 +134,18 @@ func transactions(n int, target func(i int) string) []txSpan {
 // last's end, and the part of it in none of the execution's synchronous
 // calls, its own time while it held the connection. Each transaction
 // goes into the profiles of the component's calls to its database in
-// place of its calls. It returns which of found ran in a transaction,
+// place of its calls. It returns which of fs ran in a transaction,
 // nil where none did.
-func (s *State) foldTransactions(op *opStats, id string, found []found, replica string) []bool {
+func (s *State) foldTransactions(op *opStats, id string, fs []found, replica string) []bool {
+	dbCall := func(f found) (name string, ok bool) {
+		peer, name, ok := strings.Cut(f.target, ": ")
+		return name, ok && f.kind == elemExternal && s.dbPeers[peer] != ""
+	}
 	// Most executions call no database twice, or run no statement that
 	// begins or ends a transaction: nothing to sort.
 	calls, marked := 0, false
-	for _, f := range found {
-		if peer, name, ok := strings.Cut(f.target, ": "); ok && f.kind == elemExternal && s.dbPeers[peer] != "" {
+	for _, f := range fs {
+		if name, ok := dbCall(f); ok {
 			calls++
 			marked = marked || txKindOf(name) != txStatement
 		}
@@ -150,22 +154,22 @@ func (s *State) foldTransactions(op *opStats, id string, found []found, replica 
 		return nil
 	}
 	idx := make([]int, 0, calls)
-	for i, f := range found {
-		if peer, _, ok := strings.Cut(f.target, ": "); ok && f.kind == elemExternal && s.dbPeers[peer] != "" {
+	for i, f := range fs {
+		if _, ok := dbCall(f); ok {
 			idx = append(idx, i)
 		}
 	}
-	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(found[a].start, found[b].start) })
-	spans := transactions(len(idx), func(k int) string { return found[idx[k]].target })
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(fs[a].start, fs[b].start) })
+	spans := transactions(len(idx), func(k int) string { return fs[idx[k]].target })
 	if len(spans) == 0 {
 		return nil
 	}
-	in := make([]bool, len(found))
+	in := make([]bool, len(fs))
 	for _, sp := range spans {
-		first := found[idx[sp.first]]
+		first := fs[idx[sp.first]]
 		start, end := first.start, first.end
 		for k := sp.first; k <= sp.last; k++ {
-			f := found[idx[k]]
+			f := fs[idx[k]]
 			if peer, _, _ := strings.Cut(f.target, ": "); peer == sp.peer {
 				in[idx[k]] = true
 				end = max(end, f.end)
@@ -177,7 +181,7 @@ func (s *State) foldTransactions(op *opStats, id string, found []found, replica 
 			e.txTimes, e.txHeld = sampleAt(s.txTimes, key), sampleAt(s.txHeld, key)
 		}
 		var own []interval
-		own, s.callBuf = ownIntervals(s.ownBuf[:0], s.callBuf, start, end, found)
+		own, s.callBuf = ownIntervals(s.ownBuf[:0], s.callBuf, start, end, fs)
 		s.ownBuf = own
 		var held int64
 		for _, iv := range own {

@@ -71,10 +71,7 @@ workload:
 // with their BEGIN and COMMIT renamed), the pool holds its connections
 // for a fraction of the time and the model is fast at 1.4 times.
 func TestPoolOverTransactions(t *testing.T) {
-	truth, dir, tracesPath, _ := recordModel(t, txPoolModel, "tx-pool", tracegen.Options{Seed: 9}, 60000, func(s *sim.Span) bool {
-		return s.Component != "db"
-	})
-	dbPath := withDBSystem(t, dir, tracesPath, "postgresql")
+	truth, dir, dbPath := recordDatabase(t, txPoolModel, "tx-pool", 9, 60000)
 	hosts := map[string]extract.HostConfig{"api": {Cores: 2}, "pricing": {Cores: 4}}
 	pool := map[string]extract.PassiveConfig{"dbpool": {Capacity: 2, Calls: []string{"db/*"}, Callers: []string{"api"}, PerReplica: new(true)}}
 	x, err := extractRun(context.Background(), []string{dbPath}, "tx-pool", &extract.Config{Hosts: hosts, Passive: pool})
@@ -119,13 +116,11 @@ func TestPoolOverTransactions(t *testing.T) {
 // first statement to COMMIT, here the same.
 func TestPoolOverTransactionsInferred(t *testing.T) {
 	text := strings.Replace(txPoolModel, "rate: 300/s", "rate: 400/s", 1)
-	truth, dir, tracesPath, _ := recordModel(t, text, "tx-pool", tracegen.Options{Seed: 10}, 80000, func(s *sim.Span) bool {
-		return s.Component != "db"
-	})
+	truth, dir, dbPath := recordDatabase(t, text, "tx-pool", 10, 80000)
 	hosts := map[string]extract.HostConfig{"api": {Cores: 2}, "pricing": {Cores: 4}}
 	for _, c := range []struct{ what, path, first string }{
-		{"BEGIN", withDBSystem(t, dir, tracesPath, "postgresql"), "BEGIN"},
-		{"no BEGIN", rewrite(t, dir, withDBSystem(t, dir, tracesPath, "postgresql"), "java.jsonl", `"name":"BEGIN"`, `"name":"SET autocommit"`), "SET autocommit"},
+		{"BEGIN", dbPath, "BEGIN"},
+		{"no BEGIN", rewrite(t, dir, dbPath, "java.jsonl", `"name":"BEGIN"`, `"name":"SET autocommit"`), "SET autocommit"},
 	} {
 		t.Run(c.what, func(t *testing.T) {
 			x, err := extractRun(context.Background(), []string{c.path}, "tx-pool", &extract.Config{Hosts: hosts})
@@ -153,10 +148,7 @@ func TestPoolOverTransactionsInferred(t *testing.T) {
 // without them the calls alone last a seventh of it, and the hold is
 // warned about.
 func TestPoolTimesChecked(t *testing.T) {
-	_, dir, tracesPath, _ := recordModel(t, txPoolModel, "tx-pool", tracegen.Options{Seed: 11}, 20000, func(s *sim.Span) bool {
-		return s.Component != "db"
-	})
-	dbPath := withDBSystem(t, dir, tracesPath, "postgresql")
+	_, dir, dbPath := recordDatabase(t, txPoolModel, "tx-pool", 11, 20000)
 	plain := rewrite(t, dir, dbPath, "plain.jsonl", `"name":"BEGIN"`, `"name":"prepare"`, `"name":"COMMIT"`, `"name":"finish"`)
 	histogram := func(name string, count int, sum float64) string {
 		return fmt.Sprintf(`{"name":%q,"unit":"s","histogram":{"aggregationTemporality":2,"dataPoints":[`+
@@ -257,12 +249,10 @@ workload:
 // releases it after its COMMIT, a query alone holds it for itself, and
 // the orders are predicted at 0.8 to 1.4 times the load.
 func TestPoolOverTransactionsBranches(t *testing.T) {
-	truth, dir, tracesPath, _ := recordModel(t, txBranchModel, "tx-branch", tracegen.Options{Seed: 12}, 60000, func(s *sim.Span) bool {
-		return s.Component != "db"
-	})
+	truth, _, dbPath := recordDatabase(t, txBranchModel, "tx-branch", 12, 60000)
 	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"app": {Cores: 2}},
 		Passive: map[string]extract.PassiveConfig{"dbpool": {Capacity: 2, Calls: []string{"db/*"}, Callers: []string{"api"}}}}
-	x, err := extractRun(context.Background(), []string{withDBSystem(t, dir, tracesPath, "postgresql")}, "tx-branch", cfg)
+	x, err := extractRun(context.Background(), []string{dbPath}, "tx-branch", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,6 +262,18 @@ func TestPoolOverTransactionsBranches(t *testing.T) {
 		t.Errorf("api/order: %d transactions, want 3 (one per variant that runs one) and a query held alone", acquires(steps, "dbpool"))
 	}
 	check(t, loadComparisons(t, truth, "orders", x.Model, x.Model.Workloads[0].Name, 0.8, 1, 1.4))
+}
+
+// recordDatabase records the traces of the model src, with n requests and
+// seed, as a database's clients see it: component db's spans left out,
+// and its clients' spans saying it is PostgreSQL (db.system). It returns
+// the truth, the temporary directory and the traces' path.
+func recordDatabase(t *testing.T, src, name string, seed uint64, n int64) (truth *model.Model, dir, path string) {
+	t.Helper()
+	truth, dir, tracesPath, _ := recordModel(t, src, name, tracegen.Options{Seed: seed}, n, func(s *sim.Span) bool {
+		return s.Component != "db"
+	})
+	return truth, dir, withDBSystem(t, dir, tracesPath, "postgresql")
 }
 
 // acquires counts the steps that acquire resource name, in steps and

@@ -3,7 +3,6 @@ package metrics
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -263,16 +262,7 @@ func (r *reader) promPoolTime(place string, s promSeries, pm promPoolTimeMetric)
 // to its last, a fall read as a restart from zero; a single reading's
 // value where it has one.
 func counterGain(pts []point) float64 {
-	pts = slices.Clone(pts)
-	slices.SortStableFunc(pts, func(a, b point) int {
-		switch {
-		case a.t < b.t:
-			return -1
-		case a.t > b.t:
-			return 1
-		}
-		return 0
-	})
+	pts = inTimeOrder(pts)
 	if len(pts) == 1 {
 		return pts[0].v
 	}

@@ -313,18 +313,17 @@ func processLabels(labels map[string]string) string {
 	return b.String()
 }
 
+// inTimeOrder is a copy of pts in the order of their times, those of
+// one time in the order they came.
+func inTimeOrder(pts []point) []point {
+	sorted := slices.Clone(pts)
+	slices.SortStableFunc(sorted, func(a, b point) int { return cmp.Compare(a.t, b.t) })
+	return sorted
+}
+
 // byValues decides what an unnamed series measures from its values.
 func byValues(pts []point) (trackKind, Unit) {
-	sorted := slices.Clone(pts)
-	slices.SortStableFunc(sorted, func(a, b point) int {
-		switch {
-		case a.t < b.t:
-			return -1
-		case a.t > b.t:
-			return 1
-		}
-		return 0
-	})
+	sorted := inTimeOrder(pts)
 	monotone := len(sorted) >= 3
 	hi := 0.0
 	for i, p := range sorted {
