@@ -1372,6 +1372,8 @@ func (g *generator) operations() {
 			g.needPassive(name, lim, id, true)
 			o.Steps = []model.Step{{Kind: model.StepHold, Resource: name, Units: 1, Steps: o.Steps}}
 		}
+		// Transactions' acquire and release in one list are a hold.
+		o.Steps = model.ScopeHolds(o.Steps)
 		c.Operations = append(c.Operations, o)
 		g.rep.Operations++
 	}
@@ -1531,6 +1533,13 @@ func (g *generator) variantSteps(vs map[string]*variant) []model.Step {
 	for suffix < shortest-prefix && sameAt(kept, func(v *variant) *elem { return v.elems[len(v.elems)-1-suffix] }) &&
 		sameMark(func(i int) int { return len(kept[i].elems) - 1 - suffix }) {
 		suffix++
+	}
+	// A transaction stays in one list, where it is one hold.
+	for prefix > 0 && slices.ContainsFunc(marks, func(m []txMark) bool { return txOpen(m[:prefix]) }) {
+		prefix--
+	}
+	for suffix > 0 && slices.ContainsFunc(marks, func(m []txMark) bool { return txOpen(m[:len(m)-suffix]) }) {
+		suffix--
 	}
 	pooled := func(pick func(v *variant) []*elem) []*elem {
 		out := cloneShape(pick(kept[0]))

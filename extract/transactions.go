@@ -207,6 +207,21 @@ type txMark struct {
 	held float64
 }
 
+// txOpen reports whether a transaction begun along marks is not yet
+// ended at their end.
+func txOpen(marks []txMark) bool {
+	open := 0
+	for _, m := range marks {
+		if m.acquire != "" {
+			open++
+		}
+		if m.release != "" {
+			open--
+		}
+	}
+	return open > 0
+}
+
 // released appends to steps the release m marks, after the CPU the
 // transaction's caller spends between its calls (held, mean seconds).
 func (m txMark) released(steps []model.Step) []model.Step {
@@ -263,8 +278,9 @@ func (g *generator) txKeys(id string) []string {
 // txMarks marks, along a list of elements of the operation g.caller,
 // the transactions its calls to databases run in (transactions) where
 // a resource is held around the transaction's first call (holdOf): the
-// resource is acquired before that call, released after the last, and
-// the calls to the database between hold it already. Calls outside
+// resource is acquired before that call, released after the last (a
+// pair that model.ScopeHolds makes one hold), and the calls to the
+// database between hold it already. Calls outside
 // transactions, and transactions around which nothing is held, keep
 // their own holds. Calls in parallel blocks are not read.
 func (g *generator) txMarks(elems []*elem) []txMark {

@@ -80,7 +80,7 @@ func TestPoolOverTransactions(t *testing.T) {
 	}
 	t.Logf("extracted:\n%s", x.Model.Marshal())
 	steps := x.Model.Component("api").Operation("order").Steps
-	if acquires(steps, "dbpool") != 1 || holdsAround(steps, "dbpool") {
+	if transactionHolds(steps, "dbpool") != 1 {
 		t.Errorf("api/order does not hold dbpool over one transaction")
 	}
 	if mentions(x.Report.Evidence, "api/order: its calls to database db ran in transactions, 1 per execution") != 1 {
@@ -96,8 +96,8 @@ func TestPoolOverTransactions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if acquires(y.Model.Component("api").Operation("order").Steps, "dbpool") != 0 {
-		t.Errorf("no transaction in the spans, but api/order acquires dbpool over several calls")
+	if steps := y.Model.Component("api").Operation("order").Steps; transactionHolds(steps, "dbpool") != 0 || !holdsAround(steps, "dbpool") {
+		t.Errorf("no transaction in the spans, but api/order holds dbpool over several calls, or not at all")
 	}
 	c := loadComparisons(t, truth, "orders", y.Model, wl, 1.4)[0]
 	t.Logf("held per call at 1.4 times the load: %+.1f %%", 100*c.relError)
@@ -129,7 +129,7 @@ func TestPoolOverTransactionsInferred(t *testing.T) {
 			}
 			t.Logf("extracted:\n%s", x.Model.Marshal())
 			p := x.Model.PassiveResource("api-db-pool")
-			if p == nil || p.Capacity != 2 || p.Host != "api" || acquires(x.Model.Component("api").Operation("order").Steps, "api-db-pool") != 1 {
+			if p == nil || p.Capacity != 2 || p.Host != "api" || transactionHolds(x.Model.Component("api").Operation("order").Steps, "api-db-pool") != 1 {
 				t.Fatalf("api-db-pool %+v, want 2 on each replica of host api, held over the transaction", p)
 			}
 			if mentions(x.Report.Evidence, "(from db/"+c.first+" to COMMIT") != 1 {
@@ -258,8 +258,8 @@ func TestPoolOverTransactionsBranches(t *testing.T) {
 	}
 	t.Logf("extracted:\n%s", x.Model.Marshal())
 	steps := x.Model.Component("api").Operation("order").Steps
-	if acquires(steps, "dbpool") != 3 || !holdsAround(steps, "dbpool") {
-		t.Errorf("api/order: %d transactions, want 3 (one per variant that runs one) and a query held alone", acquires(steps, "dbpool"))
+	if n := transactionHolds(steps, "dbpool"); n != 3 || !holdsAround(steps, "dbpool") {
+		t.Errorf("api/order: %d transactions, want 3 (one per variant that runs one) and a query held alone", n)
 	}
 	check(t, loadComparisons(t, truth, "orders", x.Model, x.Model.Workloads[0].Name, 0.8, 1, 1.4))
 }
@@ -276,23 +276,24 @@ func recordDatabase(t *testing.T, src, name string, seed uint64, n int64) (truth
 	return truth, dir, withDBSystem(t, dir, tracesPath, "postgresql")
 }
 
-// acquires counts the steps that acquire resource name, in steps and
-// every list below them.
-func acquires(steps []model.Step, name string) int {
+// transactionHolds counts the holds of resource name over three steps
+// or more (a transaction's calls; a call's hold has its delay and its
+// call at most), in steps and every list below them.
+func transactionHolds(steps []model.Step, name string) int {
 	n := 0
 	for _, s := range steps {
-		if s.Kind == model.StepAcquire && s.Resource == name {
+		if s.Kind == model.StepHold && s.Resource == name && len(s.Steps) >= 3 {
 			n++
 		}
-		n += acquires(s.Steps, name)
+		n += transactionHolds(s.Steps, name)
 		for _, l := range s.Parallel {
-			n += acquires(l, name)
+			n += transactionHolds(l, name)
 		}
 		for _, b := range s.Branches {
-			n += acquires(b.Steps, name)
+			n += transactionHolds(b.Steps, name)
 		}
 		for _, c := range s.Cases {
-			n += acquires(c.Steps, name)
+			n += transactionHolds(c.Steps, name)
 		}
 	}
 	return n

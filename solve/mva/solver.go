@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/perfcast/perfcast/model"
@@ -37,6 +38,7 @@ func (s Solver) Solve(ctx context.Context, m *model.Model, _ solve.Options) (*so
 		solve.FillIdle(res, m)
 		return res, nil
 	}
+	m = scoped(m)
 	return solve.SolveVaried(ctx, m, false, func(ctx context.Context, m *model.Model, _, _ int) (*solve.Result, error) {
 		return solve.SolveWithSpeeds(ctx, m, s.solve, s.solve)
 	})
@@ -239,4 +241,40 @@ func approximations(b *built) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// scoped returns m with the acquire–release pairs of its operations and
+// workloads that stand in one list made holds (model.ScopeHolds), whose
+// holding time the layers see whole: an unscoped acquire's pool is held,
+// for the layers, by nothing they can time. m itself where it has no
+// acquire. A pool held by acquire and release over delays, a call to
+// another service and CPU, 60 % busy, came out +12.7 % against the
+// simulator unscoped, −1.1 % scoped (TestAcquireReleaseScoped).
+func scoped(m *model.Model) *model.Model {
+	lists := func(m *model.Model, f func(*[]model.Step)) {
+		for _, c := range m.Components {
+			for _, op := range c.Operations {
+				f(&op.Steps)
+			}
+		}
+		for _, w := range m.Workloads {
+			f(&w.Steps)
+		}
+	}
+	found := false
+	lists(m, func(steps *[]model.Step) {
+		model.RewriteLists(*steps, func(list []model.Step) []model.Step {
+			found = found || slices.ContainsFunc(list, func(s model.Step) bool { return s.Kind == model.StepAcquire })
+			return list
+		})
+	})
+	if !found {
+		return m
+	}
+	c, err := m.Clone()
+	if err != nil {
+		return m
+	}
+	lists(c, func(steps *[]model.Step) { *steps = model.ScopeHolds(*steps) })
+	return c
 }
