@@ -276,6 +276,11 @@ type generator struct {
 	// hold them.
 	callHolds   []callHold
 	declaredOps map[string]string
+	// toEndHolds are, by component, the resource its connection pool's
+	// metrics show held from its first call to a database to the
+	// request's end (checkPoolTimes), held so in place of its calls and
+	// transactions.
+	toEndHolds map[string]string
 	// declaredWaits caches, per declared resource, the mean wait of one
 	// call holding it (see resourceWait), declaredOpWaits of one execution
 	// of an operation declared around it (declaredOpWait); declaredInside
@@ -799,7 +804,7 @@ func (g *generator) declaredWait(caller string, op *opStats) float64 {
 		if !ok {
 			break
 		}
-		if name, held := g.holdOf(caller, t); held {
+		if name, held := g.holdOf(caller, t); held && !g.heldToEnd(caller, t) {
 			// Each call outside a transaction and each transaction
 			// acquires a unit once.
 			n := g.s.siteTimes[key].n
@@ -809,6 +814,13 @@ func (g *generator) declaredWait(caller string, op *opStats) float64 {
 			if n > 0 {
 				wait += g.resourceWait(name) * float64(n) / float64(op.count)
 			}
+		}
+	}
+	// Held to the request's end: once per execution that called the
+	// database.
+	if name, ok := g.toEndHolds[componentOf(caller)]; ok {
+		for _, key := range g.siteKeysOf(g.s.toEnd, caller) {
+			wait += g.resourceWait(name) * float64(g.s.toEnd[key].n) / float64(op.count)
 		}
 	}
 	return wait
@@ -848,9 +860,14 @@ func (g *generator) resourceWait(name string) float64 {
 		if len(parts) != 3 {
 			continue
 		}
-		if held, _ := g.holdOf(parts[1], parts[2]); held == name {
+		if held, _ := g.holdOf(parts[1], parts[2]); held == name && !g.heldToEnd(parts[1], parts[2]) {
 			add(parts[1], g.s.siteTimes[key])
 			add(parts[1], g.s.txTimes[key])
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(g.s.toEnd)) {
+		if caller := strings.Split(key, "\x00")[1]; g.toEndHolds[componentOf(caller)] == name {
+			add(caller, g.s.toEnd[key])
 		}
 	}
 	wait := 0.0
@@ -1362,6 +1379,9 @@ func (g *generator) operations() {
 		}
 		if k := g.cpuSlots(op.component); k > 0 {
 			o.Steps = holdCPU(o.Steps, g.cpuSlotsResource(op.component, k))
+		}
+		if name, ok := g.toEndHolds[op.component]; ok {
+			o.Steps = g.releasedAtEnd(o.Steps, name)
 		}
 		if name, ok := g.declaredOps[id]; ok {
 			o.Steps = []model.Step{{Kind: model.StepHold, Resource: name, Units: 1, Steps: o.Steps}}

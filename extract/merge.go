@@ -119,6 +119,8 @@ func (s *State) Merge(o *State) {
 	mergeEach(s.siteTimes, o.siteTimes)
 	mergeEach(s.txTimes, o.txTimes)
 	mergeEach(s.txHeld, o.txHeld)
+	mergeEach(s.toEnd, o.toEnd)
+	mergeEach(s.toEndOwn, o.toEndOwn)
 	for k, n := range o.siteBare {
 		s.siteBare[k] += n
 	}

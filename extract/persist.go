@@ -135,6 +135,10 @@ type savedState struct {
 	// states saved before they were kept.
 	TxTimes map[string]*savedSample `json:"tx_times,omitempty"`
 	TxHeld  map[string]*savedSample `json:"tx_held,omitempty"`
+	// ToEnd and ToEndOwn are State.toEnd and State.toEndOwn; absent in
+	// states saved before they were kept.
+	ToEnd    map[string]*savedSample `json:"to_end,omitempty"`
+	ToEndOwn map[string]*savedSample `json:"to_end_own,omitempty"`
 	// Calm holds per host the calm executions found (calmStats), one
 	// sample per level of soloLevels; absent in states saved before it
 	// was kept.
@@ -363,35 +367,50 @@ func saveSamples(m map[string]*sample) map[string]*savedSample {
 }
 
 // restoreTransactions restores into s the transactions' durations and
-// held own times (State.txTimes, State.txHeld): each at a call site of s
-// to a system seen only by its clients, both for every transaction, and
-// none holding its connection longer than it lasted.
-func restoreTransactions(s *State, times, held map[string]*savedSample) error {
-	for _, k := range slices.Sorted(maps.Keys(times)) {
+// held own times (State.txTimes, State.txHeld), each at a call site of s
+// to a system seen only by its clients, and the times from executions'
+// first calls to databases to their ends (State.toEnd, toEndOwn), each
+// at an operation of s and a database.
+func restoreTransactions(s *State, v *savedState) error {
+	if err := restoreHeld("tx_times", "tx_held", v.TxTimes, v.TxHeld, s.txTimes, s.txHeld, func(parts []string, k string) bool {
+		return strings.Contains(parts[2], ": ") && s.siteTimes[k] != nil
+	}); err != nil {
+		return err
+	}
+	return restoreHeld("to_end", "to_end_own", v.ToEnd, v.ToEndOwn, s.toEnd, s.toEndOwn, func(parts []string, _ string) bool {
+		return parts[2] != "" && s.ops[parts[1]] != nil
+	})
+}
+
+// restoreHeld restores into times and held the samples saved under the
+// names timesName and heldName: each at a site key (siteGroup) that ok
+// takes, both for every one, and no held time beyond the time.
+func restoreHeld(timesName, heldName string, savedTimes, savedHeld map[string]*savedSample, times, held map[string]*sample, ok func(parts []string, key string) bool) error {
+	for _, k := range slices.Sorted(maps.Keys(savedTimes)) {
 		where := strings.ReplaceAll(k, "\x00", " ")
 		parts := strings.Split(k, "\x00")
-		if len(parts) != 3 || parts[0] != "site" || !strings.Contains(parts[2], ": ") || s.siteTimes[k] == nil {
-			return fmt.Errorf("tx_times: %q is no call site to a database", where)
+		if len(parts) != 3 || parts[0] != "site" || !ok(parts, k) {
+			return fmt.Errorf("%s: %q is no call site to a database", timesName, where)
 		}
-		t, err := times[k].restore()
+		t, err := savedTimes[k].restore()
 		if err != nil {
-			return fmt.Errorf("tx_times %q: %w", where, err)
+			return fmt.Errorf("%s %q: %w", timesName, where, err)
 		}
-		hv := held[k]
+		hv := savedHeld[k]
 		if hv == nil {
-			return fmt.Errorf("tx_held: no %q", where)
+			return fmt.Errorf("%s: no %q", heldName, where)
 		}
 		h, err := hv.restore()
 		if err != nil {
-			return fmt.Errorf("tx_held %q: %w", where, err)
+			return fmt.Errorf("%s %q: %w", heldName, where, err)
 		}
 		if h.n != t.n || h.sum > t.sum*(1+1e-9) {
-			return fmt.Errorf("tx_held %q: %d transactions holding %g s, of %d lasting %g s", where, h.n, h.sum, t.n, t.sum)
+			return fmt.Errorf("%s %q: %d holding %g s, of %d lasting %g s", heldName, where, h.n, h.sum, t.n, t.sum)
 		}
-		s.txTimes[k], s.txHeld[k] = t, h
+		times[k], held[k] = t, h
 	}
-	if len(held) != len(s.txTimes) {
-		return fmt.Errorf("tx_held: %d call sites, tx_times %d", len(held), len(s.txTimes))
+	if len(savedHeld) != len(times) {
+		return fmt.Errorf("%s: %d call sites, %s %d", heldName, len(savedHeld), timesName, len(times))
 	}
 	return nil
 }
@@ -474,6 +493,7 @@ func (s *State) snapshot() *savedState {
 		v.DBPeers = maps.Clone(s.dbPeers)
 	}
 	v.TxTimes, v.TxHeld = saveSamples(s.txTimes), saveSamples(s.txHeld)
+	v.ToEnd, v.ToEndOwn = saveSamples(s.toEnd), saveSamples(s.toEndOwn)
 	if len(s.calm) > 0 {
 		v.Calm = map[string][]*savedSample{}
 		for h, c := range s.calm {
@@ -881,7 +901,7 @@ func (v *savedState) restore() (*State, error) {
 		}
 		s.dbPeers[p] = sys
 	}
-	if err := restoreTransactions(s, v.TxTimes, v.TxHeld); err != nil {
+	if err := restoreTransactions(s, v); err != nil {
 		return nil, err
 	}
 	for _, k := range slices.Sorted(maps.Keys(v.Starts)) {

@@ -192,6 +192,8 @@ func TestLoadStateRefuses(t *testing.T) {
 		{"database", []string{`"db_peers":{"`, `"db_peers":{"":"x","`}, `db_peers: database "" of system "x"`},
 		{"transaction site", []string{`"tx_times":{"site`, `"tx_times":{"nosite`}, `tx_times: "nosite front/GET /page postgresql: BEGIN" is no call site`},
 		{"transaction held", []string{`"tx_held":{"site`, `"tx_held":{"nosite`}, `tx_held: no "site front/GET /page postgresql: BEGIN"`},
+		{"to the end", []string{`"to_end":{"site`, `"to_end":{"nosite`}, `to_end: "nosite front/GET /page postgresql" is no call site`},
+		{"own time to the end", []string{`"to_end_own":{"site`, `"to_end_own":{"nosite`}, `to_end_own: no "site front/GET /page postgresql"`},
 		{"transactions held", []string{`"tx_held":{"site`, `"tx_held":{"a":{"n":0,"sum":0,"sq":0,"min":0,"max":0},"site`}, `tx_held: 2 call sites, tx_times 1`},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -129,6 +129,12 @@ type State struct {
 	// that was in none of the operation's calls: its own time while it
 	// held the connection.
 	txTimes, txHeld map[string]*sample
+	// toEnd holds, by operation and database (siteGroup(id, peer)), per
+	// execution that called the database, the time from its first call's
+	// start to the execution's end, and toEndOwn the execution's own
+	// time in it (foldToEnd): how long a connection taken at the first
+	// call and kept to the request's end is held.
+	toEnd, toEndOwn map[string]*sample
 	calm            map[string]*calmStats
 	// ownBuf and callBuf are scratch space for an execution's own
 	// intervals and its calls' (see ownIntervals).
@@ -216,6 +222,8 @@ func NewState() *State {
 		extSites:    map[extSiteKey]*extSite{},
 		txTimes:     map[string]*sample{},
 		txHeld:      map[string]*sample{},
+		toEnd:       map[string]*sample{},
+		toEndOwn:    map[string]*sample{},
 		calm:        map[string]*calmStats{},
 	}
 }
@@ -817,6 +825,7 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 		rep = replica
 	}
 	inTx := s.foldTransactions(op, id, found, rep)
+	s.foldToEnd(op, id, found, rep, n.Span.End)
 	for i, f := range found {
 		if f.kind == elemExternal && strings.Contains(f.target, ": ") {
 			s.externalCall(op, id, f, rep, inTx != nil && inTx[i])
@@ -900,11 +909,13 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 type extSiteKey struct{ op, target, replica string }
 
 // extSite is what a call to a system seen only by its clients adds to,
-// and, where it begins a transaction, what the transaction adds to.
+// and, where it begins a transaction, or an execution's calls to its
+// database, what those add to.
 type extSite struct {
 	times               *sample
 	calls, replicaCalls *concurrency
 	txTimes, txHeld     *sample
+	toEnd, toEndOwn     *sample
 }
 
 // extSiteOf returns the call site of operation op (id) to target on

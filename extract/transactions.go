@@ -5,6 +5,7 @@ import (
 	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/model"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"unicode"
@@ -248,9 +249,15 @@ func (g *generator) heldCPUShare(id string, op *opStats, cpu float64) float64 {
 		return 0
 	}
 	var held float64
-	for _, key := range g.txKeys(id) {
-		if _, ok := g.holdOf(id, strings.Split(key, "\x00")[2]); ok {
-			held += g.s.txHeld[key].sum
+	if _, ok := g.toEndHolds[op.component]; ok {
+		for _, key := range g.siteKeysOf(g.s.toEndOwn, id) {
+			held += g.s.toEndOwn[key].sum
+		}
+	} else {
+		for _, key := range g.siteKeysOf(g.s.txHeld, id) {
+			if _, ok := g.holdOf(id, strings.Split(key, "\x00")[2]); ok {
+				held += g.s.txHeld[key].sum
+			}
 		}
 	}
 	held /= float64(op.count)
@@ -261,12 +268,12 @@ func (g *generator) heldCPUShare(id string, op *opStats, cpu float64) float64 {
 	return min(held*g.heldCPU, cpu)
 }
 
-// txKeys lists, sorted, the call sites of operation id where its
-// transactions began (State.txTimes).
-func (g *generator) txKeys(id string) []string {
+// siteKeysOf lists, sorted, the keys of m at the call sites of
+// operation id (siteGroup(id, …)).
+func (g *generator) siteKeysOf(m map[string]*sample, id string) []string {
 	var keys []string
 	prefix := siteGroup(id, "")
-	for key := range g.s.txTimes {
+	for key := range m {
 		if strings.HasPrefix(key, prefix) {
 			keys = append(keys, key)
 		}
@@ -285,6 +292,9 @@ func (g *generator) txKeys(id string) []string {
 // their own holds. Calls in parallel blocks are not read.
 func (g *generator) txMarks(elems []*elem) []txMark {
 	marks := make([]txMark, len(elems))
+	if name, ok := g.toEndHolds[componentOf(g.caller)]; ok {
+		return g.toEndMarks(elems, marks, name)
+	}
 	spans := transactions(len(elems), func(i int) string {
 		e := elems[i]
 		if e.kind != elemExternal {
@@ -334,4 +344,84 @@ func (g *generator) transactionEvidence() {
 		g.rep.evidencef("%s: its calls to database %s ran in transactions, %.3g per execution (from %s to COMMIT or ROLLBACK, or the last call), %s each, %s of it in none of its calls: %s is held over each transaction, not per call, and the CPU of that time runs in it",
 			parts[1], peer, float64(tx.n)/float64(op.count), externalTargetID(parts[2]), textout.Duration(tx.mean()), textout.Duration(g.s.txHeld[key].mean()), name)
 	}
+}
+
+// toEndMarks marks elems, a list of the operation g.caller's elements
+// whose component holds name from its first call to a database to the
+// request's end (toEndHolds): name is acquired before the first call
+// holding it and released after the list's last element, its own time
+// after that call (State.toEndOwn) put before the release as CPU, and
+// the calls between hold it already.
+func (g *generator) toEndMarks(elems []*elem, marks []txMark, name string) []txMark {
+	first := -1
+	for i, e := range elems {
+		if e.kind != elemExternal || !g.heldToEnd(g.caller, e.target) {
+			continue
+		}
+		if first < 0 {
+			first = i
+		}
+		marks[i].inside = true
+	}
+	if first < 0 {
+		return marks
+	}
+	marks[first].acquire = name
+	last := len(elems) - 1
+	marks[last].release = name
+	peer, _, _ := strings.Cut(elems[first].target, ": ")
+	if h := g.s.toEndOwn[siteGroup(g.caller, peer)]; h != nil {
+		marks[last].held = h.mean() * g.heldCPU
+	}
+	return marks
+}
+
+// heldToEnd reports whether a call by operation caller to target holds
+// the resource its component holds to the request's end (toEndHolds).
+func (g *generator) heldToEnd(caller, target string) bool {
+	name, ok := g.toEndHolds[componentOf(caller)]
+	if !ok {
+		return false
+	}
+	held, _ := g.holdOf(caller, target)
+	return held == name
+}
+
+// releasedAtEnd moves the last release of name in steps, where it is one
+// of steps and not of a list below them, to their end: a connection kept
+// to the request's end (toEndHolds) is held over the operation's time
+// off the CPU and CPU after its calls too, which follow its calls. The
+// time off the CPU it then holds was part of the own time moved in as
+// CPU (heldCPUShare, its share of the CPU over the whole own time): the
+// CPU there keeps what is left of that own time, the rest going back to
+// the first burst. Where the calls' variants release it in a branch, it
+// stays there.
+func (g *generator) releasedAtEnd(steps []model.Step, name string) []model.Step {
+	for i := len(steps) - 1; i >= 0; i-- {
+		rel := steps[i]
+		if rel.Kind != model.StepRelease || rel.Resource != name {
+			continue
+		}
+		out := append(slices.Delete(slices.Clone(steps), i, i+1), rel)
+		var off float64
+		for _, s := range out[i : len(out)-1] {
+			if s.Kind == model.StepDelay {
+				off += s.Demand.Mean()
+			}
+		}
+		first := slices.IndexFunc(out, func(s model.Step) bool { return s.Kind == model.StepCPU })
+		if held := i - 1; off > 0 && g.heldCPU > 0 && held > first && first >= 0 && out[held].Kind == model.StepCPU {
+			c := out[held].Demand.Mean()
+			keep := math.Max(c/g.heldCPU-off, 0)
+			if keep < c {
+				out[held].Demand = model.Exp(round(keep, 6))
+				out[first].Demand = withMean(out[first].Demand, out[first].Demand.Mean()+c-keep)
+				if keep < minLatency {
+					out = slices.Delete(out, held, held+1)
+				}
+			}
+		}
+		return out
+	}
+	return steps
 }

@@ -144,26 +144,14 @@ func TestPoolOverTransactionsInferred(t *testing.T) {
 // with metrics that measured the pool's connections held 7.3 ms each
 // (the truth's: its transaction's steps' means) and waited for 0.4 ms:
 // with the spans' BEGIN and COMMIT the transactions last as long, and
-// the evidence says so, with the model's wait beside the measured one;
-// without them the calls alone last a seventh of it, and the hold is
-// warned about.
+// the evidence says so, with the model's wait beside the measured one.
+// Connections measured held 25 ms, longer than the spans' calls and
+// than the requests from their first query on, are warned about.
 func TestPoolTimesChecked(t *testing.T) {
 	_, dir, dbPath := recordDatabase(t, txPoolModel, "tx-pool", 11, 20000)
-	plain := rewrite(t, dir, dbPath, "plain.jsonl", `"name":"BEGIN"`, `"name":"prepare"`, `"name":"COMMIT"`, `"name":"finish"`)
-	histogram := func(name string, count int, sum float64) string {
-		return fmt.Sprintf(`{"name":%q,"unit":"s","histogram":{"aggregationTemporality":2,"dataPoints":[`+
-			`{"count":"1000","sum":%g,"startTimeUnixNano":"1","timeUnixNano":"2","attributes":[{"key":"db.client.connection.pool.name","value":{"stringValue":"main"}}]},`+
-			`{"count":"%d","sum":%g,"startTimeUnixNano":"1","timeUnixNano":"3","attributes":[{"key":"db.client.connection.pool.name","value":{"stringValue":"main"}}]}]}}`,
-			name, sum/float64(count)*1000, count+1000, sum+sum/float64(count)*1000)
-	}
-	metricsPath := filepath.Join(dir, "pool-times.json")
-	doc := `{"resourceMetrics":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"api"}}]},"scopeMetrics":[{"metrics":[` +
-		histogram("db.client.connection.use_time", 20000, 20000*7.3e-3) + "," + histogram("db.client.connection.wait_time", 20000, 20000*0.4e-3) + `]}]}]}`
-	if err := os.WriteFile(metricsPath, []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"api": {Cores: 2}, "pricing": {Cores: 4}}, Metrics: []string{metricsPath},
-		Passive: map[string]extract.PassiveConfig{"dbpool": {Capacity: 2, Calls: []string{"db/*"}, Callers: []string{"api"}, PerReplica: new(true)}}}
+	hosts := map[string]extract.HostConfig{"api": {Cores: 2}, "pricing": {Cores: 4}}
+	pool := map[string]extract.PassiveConfig{"dbpool": {Capacity: 2, Calls: []string{"db/*"}, Callers: []string{"api"}, PerReplica: new(true)}}
+	cfg := &extract.Config{Hosts: hosts, Passive: pool, Metrics: []string{poolTimes(t, dir, "api", 20000, 7.3e-3, 0.4e-3)}}
 	x, err := extractRun(context.Background(), []string{dbPath}, "tx-pool", cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -173,14 +161,114 @@ func TestPoolTimesChecked(t *testing.T) {
 		mentions(x.Report.Warnings, "longer than the spans show") != 0 {
 		t.Errorf("transactions: evidence %q, warnings %q", x.Report.Evidence, x.Report.Warnings)
 	}
-	y, err := extractRun(context.Background(), []string{plain}, "tx-pool", cfg)
+	cfg.Metrics = []string{poolTimes(t, dir, "api", 20000, 25e-3, 0.4e-3)}
+	y, err := extractRun(context.Background(), []string{dbPath}, "tx-pool", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("with transactions: %q", x.Report.Evidence)
-	t.Logf("calls alone: %q", y.Report.Warnings)
-	if mentions(y.Report.Warnings, measured) != 1 || mentions(y.Report.Warnings, "longer than the spans show") != 1 {
-		t.Errorf("calls alone: warnings %q", y.Report.Warnings)
+	if mentions(y.Report.Warnings, `component api: its metrics measured pool "main": connections held 25.0 ms each`) != 1 || mentions(y.Report.Warnings, "longer than the spans show") != 1 {
+		t.Errorf("held 25 ms: warnings %q", y.Report.Warnings)
+	}
+}
+
+// poolTimes writes into dir OTLP metrics of service svc's pool "main":
+// uses connections held hold seconds each on average, and as many
+// requests for one that waited wait seconds each; it returns the path.
+func poolTimes(t *testing.T, dir, svc string, uses int, hold, wait float64) string {
+	t.Helper()
+	histogram := func(name string, mean float64) string {
+		// A reading before the run's, and one after: what the run added.
+		return fmt.Sprintf(`{"name":%q,"unit":"s","histogram":{"aggregationTemporality":2,"dataPoints":[`+
+			`{"count":"1000","sum":%g,"startTimeUnixNano":"1","timeUnixNano":"2","attributes":[{"key":"db.client.connection.pool.name","value":{"stringValue":"main"}}]},`+
+			`{"count":"%d","sum":%g,"startTimeUnixNano":"1","timeUnixNano":"3","attributes":[{"key":"db.client.connection.pool.name","value":{"stringValue":"main"}}]}]}}`,
+			name, 1000*mean, uses+1000, float64(uses+1000)*mean)
+	}
+	path := filepath.Join(dir, fmt.Sprintf("pool-times-%g.json", hold))
+	doc := `{"resourceMetrics":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"` + svc + `"}}]},"scopeMetrics":[{"metrics":[` +
+		histogram("db.client.connection.use_time", hold) + "," + histogram("db.client.connection.wait_time", wait) + `]}]}]}`
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// heldToEndModel keeps a connection from a request's first query to its
+// end, as a session kept open for the request does: two queries, with
+// CPU after each, inside the hold; no BEGIN or COMMIT in the spans.
+const heldToEndModel = `perfcast: 1
+name: to-end
+hosts:
+  app: {cpu: {cores: 2}}
+  dbh: {cpu: {cores: 4}}
+components:
+  api:
+    host: app
+    operations:
+      page:
+        steps:
+          - cpu: exp(0.5ms)
+          - hold:
+              resource: dbpool
+              steps:
+                - call: db/select
+                - cpu: exp(1ms)
+                - call: db/update
+                - cpu: exp(1ms)
+  db:
+    host: dbh
+    operations:
+      select: {steps: [{delay: exp(2ms)}]}
+      update: {steps: [{delay: exp(1.5ms)}]}
+passive:
+  dbpool: {capacity: 2, host: app}
+workload:
+  pages:
+    open: {rate: 190/s}
+    steps: [{call: api/page}]
+`
+
+// TestPoolHeldToEnd extracts heldToEndModel, its pool declared around the
+// calls, with metrics that measured the connections held as long as the
+// truth holds them (its pool's busy units over its throughput): longer
+// than the calls, as long as the requests from their first query on, so
+// the model holds the pool so and predicts the pages at 0.8 to 1.4 times
+// the load, where held per call it is fast at 1.4 times. The same with
+// the time after the last query off the CPU, which the model's delay
+// holds then.
+func TestPoolHeldToEnd(t *testing.T) {
+	for _, c := range []struct{ what, src string }{
+		{"CPU after", heldToEndModel},
+		{"off the CPU after", strings.Replace(heldToEndModel, "                - call: db/update\n                - cpu: exp(1ms)\n", "                - call: db/update\n                - delay: exp(1ms)\n", 1)},
+	} {
+		t.Run(c.what, func(t *testing.T) {
+			truth, dir, dbPath := recordDatabase(t, c.src, "to-end", 13, 60000)
+			r := solveSim(t, truth)
+			hold := r.Resources["dbpool"].Busy / r.Workloads["pages"].Throughput
+			t.Logf("the truth holds a connection %.3g ms", 1e3*hold)
+			pool := map[string]extract.PassiveConfig{"dbpool": {Capacity: 2, Calls: []string{"db/*"}, Callers: []string{"api"}}}
+			cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"app": {Cores: 2}}, Passive: pool, Metrics: []string{poolTimes(t, dir, "api", 60000, hold, 0)}}
+			x, err := extractRun(context.Background(), []string{dbPath}, "to-end", cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("extracted:\n%s", x.Model.Marshal())
+			if transactionHolds(x.Model.Component("api").Operation("page").Steps, "dbpool") != 1 || mentions(x.Report.Evidence, "the pool keeps each connection to the request's end") != 1 {
+				t.Errorf("not held to the end: evidence %q, warnings %q", x.Report.Evidence, x.Report.Warnings)
+			}
+			wl := x.Model.Workloads[0].Name
+			check(t, loadComparisons(t, truth, "pages", x.Model, wl, 0.8, 1, 1.4))
+
+			cfg.Metrics = nil
+			y, err := extractRun(context.Background(), []string{dbPath}, "to-end", cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := loadComparisons(t, truth, "pages", y.Model, wl, 1.4)[0]
+			t.Logf("held per call at 1.4 times the load: %+.1f %%", 100*c.relError)
+			if c.ok() || c.relError > 0 {
+				t.Errorf("held per call: %+.1f %% at 1.4 times the load, want fast beyond the tolerance", 100*c.relError)
+			}
+		})
 	}
 }
 
