@@ -2,13 +2,14 @@ package extract
 
 import (
 	"cmp"
-	"github.com/perfcast/perfcast/internal/textout"
-	"github.com/perfcast/perfcast/model"
 	"maps"
 	"math"
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/perfcast/perfcast/internal/textout"
+	"github.com/perfcast/perfcast/model"
 )
 
 // txKind is what a call to a database does to a transaction: begins one,
@@ -236,13 +237,16 @@ func (m txMark) released(steps []model.Step) []model.Step {
 }
 
 // heldCPUShare sets, for operation id whose CPU demand is cpu, the share
-// of its transactions' held own time (State.txHeld) that goes into them
-// as CPU: cpu over its own time less its waits for the locks and pools
-// around its calls (siteWait, before its transactions begin), the CPU
-// its own time holds, where the resource held around a transaction is
-// modeled (txMarks); it returns the CPU per execution that moves there
-// out of its first burst. Its time off the CPU between a transaction's
-// calls stays outside the transaction.
+// of its transactions' held own time (State.txHeld; of its time from its
+// first call to a database to its end, State.toEndOwn, where its
+// component keeps the connection to the end, toEndHolds) that goes into
+// them as CPU: cpu over its own time less its waits for the locks and
+// pools around its calls (siteWait, before its transactions begin), the
+// CPU its own time holds, where the resource held around a transaction
+// is modeled (txMarks); it returns the CPU per execution that moves
+// there out of its first burst. Its time off the CPU between a
+// transaction's calls stays outside the transaction (but for a
+// connection kept to the end: releasedAtEnd).
 func (g *generator) heldCPUShare(id string, op *opStats, cpu float64) float64 {
 	own := op.self.mean() - g.siteWait(id, op)
 	if own <= 0 || cpu <= 0 || op.count == 0 {
@@ -250,8 +254,11 @@ func (g *generator) heldCPUShare(id string, op *opStats, cpu float64) float64 {
 	}
 	var held float64
 	if _, ok := g.toEndHolds[op.component]; ok {
+		// One hold from the first call to an SQL database (tracedHolds).
 		for _, key := range g.siteKeysOf(g.s.toEndOwn, id) {
-			held += g.s.toEndOwn[key].sum
+			if peer := strings.Split(key, "\x00")[2]; sqlSystem(g.s.dbPeers[peer]) {
+				held = max(held, g.s.toEndOwn[key].sum)
+			}
 		}
 	} else {
 		for _, key := range g.siteKeysOf(g.s.txHeld, id) {
@@ -287,9 +294,10 @@ func (g *generator) siteKeysOf(m map[string]*sample, id string) []string {
 // a resource is held around the transaction's first call (holdOf): the
 // resource is acquired before that call, released after the last (a
 // pair that model.ScopeHolds makes one hold), and the calls to the
-// database between hold it already. Calls outside
-// transactions, and transactions around which nothing is held, keep
-// their own holds. Calls in parallel blocks are not read.
+// database between hold it already. Calls outside transactions, and
+// transactions around which nothing is held, keep their own holds.
+// Calls in parallel blocks are not read. A component that keeps its
+// connection to the request's end holds it so instead (toEndMarks).
 func (g *generator) txMarks(elems []*elem) []txMark {
 	marks := make([]txMark, len(elems))
 	if name, ok := g.toEndHolds[componentOf(g.caller)]; ok {
@@ -328,12 +336,14 @@ func (g *generator) txMarks(elems []*elem) []txMark {
 }
 
 // transactionEvidence says, per operation and database, the
-// transactions its calls ran in and the resource held over each.
+// transactions its calls ran in and the resource held over each; not
+// for a component that keeps its connections to the request's end
+// (checkPoolTimes says so).
 func (g *generator) transactionEvidence() {
 	for _, key := range slices.Sorted(maps.Keys(g.s.txTimes)) {
 		parts := strings.Split(key, "\x00")
 		tx, op := g.s.txTimes[key], g.s.ops[parts[1]]
-		if len(parts) != 3 || op == nil || op.count == 0 || tx.n == 0 {
+		if len(parts) != 3 || op == nil || op.count == 0 || tx.n == 0 || g.toEndHolds[op.component] != "" {
 			continue
 		}
 		name, held := g.holdOf(parts[1], parts[2])

@@ -487,9 +487,13 @@ type reader struct {
 	processors Processors
 	pools      Pools
 	poolTimes  PoolTimes
-	limits     []*limitReading
-	throttle   []*throttleCounter
-	notes      map[string]bool
+	// poolSeries are the OTLP pool time series read so far, by key in
+	// the order first seen (poolSeriesOrder), for finishPoolTimes.
+	poolSeries      map[string]*otlpPoolSeries
+	poolSeriesOrder []string
+	limits          []*limitReading
+	throttle        []*throttleCounter
+	notes           map[string]bool
 }
 
 // goProcessors records a Go process's GOMAXPROCS readings: the most of
@@ -800,6 +804,7 @@ func (r *reader) build() (*Set, error) {
 	set.Throttling = r.buildThrottling()
 	set.Processors = r.processors
 	set.Pools = r.pools
+	r.finishPoolTimes()
 	set.PoolTimes = r.poolTimes
 	if len(set.Series) == 0 && len(set.Limits) == 0 && len(set.Throttling) == 0 && len(set.Processors) == 0 && len(set.Pools) == 0 && len(set.PoolTimes) == 0 {
 		msg := "no usable CPU readings"

@@ -96,11 +96,21 @@ func otlpPoolName(attrs pcommon.Map) string {
 	return ""
 }
 
-// otlpPoolTimes records a pool time histogram's counts and sums by the
-// points' pool names: a cumulative series (one pool, one start time) by
-// what it gained from its first reading to its last (its only reading's
-// whole where it has one), a delta series by its points' sum. A unit of
-// ms or s, where the metric states one, decides over the name's.
+// otlpPoolSeries is one series of a pool time histogram over a file's
+// requests: one host, service, metric and pool, and, cumulative, one
+// start time.
+type otlpPoolSeries struct {
+	host, service, pool, place string
+	metric                     poolTimeMetric
+	cumulative                 bool
+	first, last                pmetric.HistogramDataPoint
+	n                          int
+	counts, sums               float64
+}
+
+// otlpPoolTimes adds a pool time histogram's points to their series
+// (finishPoolTimes totals them). A unit of ms or s, where the metric
+// states one, decides over the name's.
 func (r *reader) otlpPoolTimes(m pmetric.Metric, pm poolTimeMetric, host, service, place string) {
 	if m.Type() != pmetric.MetricTypeHistogram {
 		r.damagef(ingest.DamageBadValue, "%s: a histogram expected, found %s", place, m.Type())
@@ -118,15 +128,6 @@ func (r *reader) otlpPoolTimes(m pmetric.Metric, pm poolTimeMetric, host, servic
 	}
 	h := m.Histogram()
 	cumulative := h.AggregationTemporality() != pmetric.AggregationTemporalityDelta
-	type series struct {
-		pool                string
-		start               pcommon.Timestamp
-		first, last         pmetric.HistogramDataPoint
-		n                   int
-		countSum, sumOfSums float64
-	}
-	var order []string
-	byKey := map[string]*series{}
 	dps := h.DataPoints()
 	for d := 0; d < dps.Len(); d++ {
 		dp := dps.At(d)
@@ -140,19 +141,22 @@ func (r *reader) otlpPoolTimes(m pmetric.Metric, pm poolTimeMetric, host, servic
 			continue
 		}
 		pool := otlpPoolName(dp.Attributes())
-		key := fmt.Sprintf("%s\x00%d", pool, dp.StartTimestamp())
-		if !cumulative {
-			key = pool
+		key := fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%v\x00%v", host, service, pool, m.Name(), cumulative, pm.scale)
+		if cumulative {
+			key += fmt.Sprintf("\x00%d", dp.StartTimestamp())
 		}
-		s := byKey[key]
+		s := r.poolSeries[key]
 		if s == nil {
-			s = &series{pool: pool, start: dp.StartTimestamp(), first: dp, last: dp}
-			byKey[key] = s
-			order = append(order, key)
+			if r.poolSeries == nil {
+				r.poolSeries = map[string]*otlpPoolSeries{}
+			}
+			s = &otlpPoolSeries{host: host, service: service, pool: pool, place: place, metric: pm, cumulative: cumulative, first: dp, last: dp}
+			r.poolSeries[key] = s
+			r.poolSeriesOrder = append(r.poolSeriesOrder, key)
 		}
 		s.n++
-		s.countSum += float64(dp.Count())
-		s.sumOfSums += sum
+		s.counts += float64(dp.Count())
+		s.sums += sum
 		if dp.Timestamp() < s.first.Timestamp() {
 			s.first = dp
 		}
@@ -160,26 +164,33 @@ func (r *reader) otlpPoolTimes(m pmetric.Metric, pm poolTimeMetric, host, servic
 			s.last = dp
 		}
 	}
-	for _, key := range order {
-		s := byKey[key]
-		n, sum := s.countSum, s.sumOfSums
-		if cumulative {
+}
+
+// finishPoolTimes totals the file's pool time series: a cumulative one
+// by what it gained from its first reading to its last (its only
+// reading's whole where it has one), a delta one by its points' sum.
+func (r *reader) finishPoolTimes() {
+	for _, key := range r.poolSeriesOrder {
+		s := r.poolSeries[key]
+		n, sum := s.counts, s.sums
+		if s.cumulative {
 			n, sum = float64(s.last.Count()), s.last.Sum()
 			if s.n > 1 {
 				n -= float64(s.first.Count())
 				sum -= s.first.Sum()
 			}
 			if n < 0 || sum < -1e-9*math.Abs(s.last.Sum()) {
-				r.damagef(ingest.DamageBadValue, "%s: pool %q: a cumulative histogram that fell (%.6g uses, %.6g s)", place, s.pool, n, sum)
+				r.damagef(ingest.DamageBadValue, "%s: pool %q: a cumulative histogram that fell (%.6g uses, %.6g s)", s.place, s.pool, n, sum)
 				continue
 			}
 		}
-		t := PoolTime{Waits: n, Wait: math.Max(sum, 0) * pm.scale}
-		if pm.use {
+		t := PoolTime{Waits: n, Wait: math.Max(sum, 0) * s.metric.scale}
+		if s.metric.use {
 			t = PoolTime{Uses: t.Waits, Use: t.Wait}
 		}
-		r.addPoolTime(place, host, service, s.pool, t)
+		r.addPoolTime(s.place, s.host, s.service, s.pool, t)
 	}
+	r.poolSeries, r.poolSeriesOrder = nil, nil
 }
 
 // addPoolTime adds t to the times of a pool; totals beyond a float's
