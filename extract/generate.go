@@ -1635,9 +1635,8 @@ func roundedProbs(counts []int64) []float64 {
 	return probs
 }
 
-// elemSteps turns one list of elements, a variant's or a parallel
-// block's, into steps, holding the connections of the transactions
-// along it (txMarks).
+// elemSteps turns the list of elements of one call variant into steps,
+// holding the connections of the transactions along it (txMarks).
 func (g *generator) elemSteps(elems []*elem) []model.Step {
 	return g.markedSteps(elems, g.txMarks(elems))
 }
