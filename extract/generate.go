@@ -1377,11 +1377,11 @@ func (g *generator) operations() {
 		for _, consumer := range slices.Sorted(maps.Keys(g.sends[id])) {
 			o.Steps = append(o.Steps, sendSteps(consumer, g.sends[id][consumer])...)
 		}
-		if k := g.cpuSlots(op.component); k > 0 {
-			o.Steps = holdCPU(o.Steps, g.cpuSlotsResource(op.component, k))
-		}
 		if name, ok := g.toEndHolds[op.component]; ok {
 			o.Steps = g.releasedAtEnd(o.Steps, name)
+		}
+		if k := g.cpuSlots(op.component); k > 0 {
+			o.Steps = holdCPU(o.Steps, g.cpuSlotsResource(op.component, k))
 		}
 		if name, ok := g.declaredOps[id]; ok {
 			o.Steps = []model.Step{{Kind: model.StepHold, Resource: name, Units: 1, Steps: o.Steps}}

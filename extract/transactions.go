@@ -397,41 +397,62 @@ func (g *generator) heldToEnd(caller, target string) bool {
 	return held == name
 }
 
-// releasedAtEnd moves the last release of name in steps, where it is one
-// of steps and not of a list below them, to their end: a connection kept
-// to the request's end (toEndHolds) is held over the operation's time
-// off the CPU and CPU after its calls too, which follow its calls. The
-// time off the CPU it then holds was part of the own time moved in as
-// CPU (heldCPUShare, its share of the CPU over the whole own time): the
-// CPU there keeps what is left of that own time, the rest going back to
-// the first burst. Where the calls' variants release it in a branch, it
-// stays there.
+// releasedAtEnd moves the last release of name in steps to their end:
+// a connection kept to the request's end (toEndHolds) is held over the
+// operation's time off the CPU and CPU after its calls too, which follow
+// its calls. Where the calls' variants release it in a branch, what
+// follows the branch goes into each of its arms (the same steps, run
+// after whichever arm ran), and the release to each arm's end. The time
+// off the CPU it then holds was part of the own time moved in as CPU
+// (heldCPUShare, its share of the CPU over the whole own time): the CPU
+// there keeps what is left of that own time, the rest going back to the
+// operation's first burst.
 func (g *generator) releasedAtEnd(steps []model.Step, name string) []model.Step {
+	out, back := g.moveRelease(steps, name)
+	if first := slices.IndexFunc(out, func(s model.Step) bool { return s.Kind == model.StepCPU }); back > 0 && first >= 0 {
+		out[first].Demand = withMean(out[first].Demand, out[first].Demand.Mean()+back)
+	}
+	return out
+}
+
+// moveRelease is releasedAtEnd's move, in steps and, where they release
+// name in a branch, in its arms; back is the CPU per execution the moved
+// in own time gives back.
+func (g *generator) moveRelease(steps []model.Step, name string) (out []model.Step, back float64) {
+	releases := func(list []model.Step) bool {
+		return slices.ContainsFunc(list, func(s model.Step) bool { return s.Kind == model.StepRelease && s.Resource == name })
+	}
 	for i := len(steps) - 1; i >= 0; i-- {
-		rel := steps[i]
-		if rel.Kind != model.StepRelease || rel.Resource != name {
-			continue
-		}
-		out := append(slices.Delete(slices.Clone(steps), i, i+1), rel)
-		var off float64
-		for _, s := range out[i : len(out)-1] {
-			if s.Kind == model.StepDelay {
-				off += s.Demand.Mean()
-			}
-		}
-		first := slices.IndexFunc(out, func(s model.Step) bool { return s.Kind == model.StepCPU })
-		if held := i - 1; off > 0 && g.heldCPU > 0 && held > first && first >= 0 && out[held].Kind == model.StepCPU {
-			c := out[held].Demand.Mean()
-			keep := math.Max(c/g.heldCPU-off, 0)
-			if keep < c {
-				out[held].Demand = model.Exp(round(keep, 6))
-				out[first].Demand = withMean(out[first].Demand, out[first].Demand.Mean()+c-keep)
-				if keep < minLatency {
-					out = slices.Delete(out, held, held+1)
+		switch s := steps[i]; {
+		case s.Kind == model.StepRelease && s.Resource == name:
+			out = append(slices.Delete(slices.Clone(steps), i, i+1), s)
+			var off float64
+			for _, t := range out[i : len(out)-1] {
+				if t.Kind == model.StepDelay {
+					off += t.Demand.Mean()
 				}
 			}
+			if held := i - 1; off > 0 && g.heldCPU > 0 && held >= 0 && out[held].Kind == model.StepCPU {
+				c := out[held].Demand.Mean()
+				if keep := math.Max(c/g.heldCPU-off, 0); keep < c {
+					back = c - keep
+					out[held].Demand = model.Exp(round(keep, 6))
+					if keep < minLatency {
+						out = slices.Delete(out, held, held+1)
+					}
+				}
+			}
+			return out, back
+		case s.Kind == model.StepBranch && slices.ContainsFunc(s.Branches, func(b model.Branch) bool { return releases(b.Steps) }):
+			tail := steps[i+1:]
+			s.Branches = slices.Clone(s.Branches)
+			for j, b := range s.Branches {
+				arm, armBack := g.moveRelease(slices.Concat(b.Steps, tail), name)
+				s.Branches[j].Steps = arm
+				back += b.P * armBack
+			}
+			return append(slices.Clone(steps[:i]), s), back
 		}
-		return out
 	}
-	return steps
+	return steps, 0
 }

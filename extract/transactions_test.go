@@ -227,23 +227,67 @@ workload:
     steps: [{call: api/page}]
 `
 
+// heldToEndVariants is heldToEndModel with a third of the pages served
+// without a query (from a cache in the process), and the time after the
+// last query off the CPU: the calls' variants branch before the hold.
+const heldToEndVariants = `perfcast: 1
+name: to-end
+hosts:
+  app: {cpu: {cores: 2}}
+  dbh: {cpu: {cores: 4}}
+components:
+  api:
+    host: app
+    operations:
+      page:
+        steps:
+          - cpu: exp(0.5ms)
+          - branch:
+              - p: 0.3
+                steps: [{cpu: exp(0.3ms)}]
+              - p: 0.7
+                steps:
+                  - hold:
+                      resource: dbpool
+                      steps:
+                        - call: db/select
+                        - cpu: exp(1ms)
+                        - call: db/update
+                        - delay: exp(1ms)
+  db:
+    host: dbh
+    operations:
+      select: {steps: [{delay: exp(2ms)}]}
+      update: {steps: [{delay: exp(1.5ms)}]}
+passive:
+  dbpool: {capacity: 2, host: app}
+workload:
+  pages:
+    open: {rate: 270/s}
+    steps: [{call: api/page}]
+`
+
 // TestPoolHeldToEnd extracts heldToEndModel, its pool declared around the
 // calls, with metrics that measured the connections held as long as the
-// truth holds them (its pool's busy units over its throughput): longer
+// truth holds them (its pool's busy units over the rate of its first
+// queries): longer
 // than the calls, as long as the requests from their first query on, so
 // the model holds the pool so and predicts the pages at 0.8 to 1.4 times
 // the load, where held per call it is fast at 1.4 times. The same with
 // the time after the last query off the CPU, which the model's delay
-// holds then.
+// holds then, and with pages served without a query beside them (the
+// delay after the variants' branch goes into each arm).
 func TestPoolHeldToEnd(t *testing.T) {
 	for _, c := range []struct{ what, src string }{
 		{"CPU after", heldToEndModel},
 		{"off the CPU after", strings.Replace(heldToEndModel, "                - call: db/update\n                - cpu: exp(1ms)\n", "                - call: db/update\n                - delay: exp(1ms)\n", 1)},
+		{"variants", heldToEndVariants},
 	} {
 		t.Run(c.what, func(t *testing.T) {
 			truth, dir, dbPath := recordDatabase(t, c.src, "to-end", 13, 60000)
 			r := solveSim(t, truth)
-			hold := r.Resources["dbpool"].Busy / r.Workloads["pages"].Throughput
+			// Its pool's busy units over the rate of its first queries.
+			hold := r.Resources["dbpool"].Busy / r.Operations["db/select"].Throughput
 			t.Logf("the truth holds a connection %.3g ms", 1e3*hold)
 			pool := map[string]extract.PassiveConfig{"dbpool": {Capacity: 2, Calls: []string{"db/*"}, Callers: []string{"api"}}}
 			cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"app": {Cores: 2}}, Passive: pool, Metrics: []string{poolTimes(t, dir, "api", 60000, hold, 0)}}
