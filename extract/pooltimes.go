@@ -74,7 +74,11 @@ func (g *generator) checkPoolTimes() {
 				g.declaredWaits = nil // the holds change
 				said = append(said, line+fmt.Sprintf(", and its executions last %s from their first call to a database to their end (%.0f): the pool keeps each connection to the request's end (a session kept open for the request, as open-session-in-view does), and %s is held so", textout.Duration(sum2/n2), n2, name))
 			case diff > 0:
-				g.rep.warnf("%s: the pool holds its connections %.0f %% longer than the spans show; it takes them before the first statement or keeps them past the last (a transaction begun with no BEGIN span and code before its first statement, a framework that keeps the connection for the whole request, as open-session-in-view does), and the model's waits for the pool come out short; a passive resource declared around the operations that hold it (passive NAME: {capacity: N, operations: [...]}) holds it as long", line, 100*diff/traced)
+				why := "longer even than that: it takes them before the first statement (code before a transaction's first statement, a connection taken as the request begins)"
+				if n2 > 0 && measured < sum2/n2 {
+					why = "but not as long as that: some requests keep theirs past their calls (transactions whose BEGIN and COMMIT have no spans, sessions kept open for some operations only)"
+				}
+				g.rep.warnf("%s, and its executions %s from their first call to a database to their end: the pool holds its connections %.0f %% longer than the spans show, %s; the model's waits for the pool come out short; a passive resource declared around the operations that hold it (passive NAME: {capacity: N, operations: [...]}) holds it as long", line, toEndText(n2, sum2), 100*diff/traced, why)
 			default:
 				g.rep.warnf("%s: the spans last %.0f %% longer than the pool holds its connections; the client spans hold more than the connection's use (a wait for the connection inside them, the network), and the model holds the pool that much longer", line, -100*diff/traced)
 			}
@@ -224,4 +228,13 @@ func (g *generator) tracedHolds(comp string) tracedHolds {
 	}
 	th.held = slices.Sorted(maps.Keys(held))
 	return th
+}
+
+// toEndText says how long executions last from their first call to a
+// database to their end: n of them, sum seconds in all.
+func toEndText(n, sum float64) string {
+	if n <= 0 {
+		return "show no such time"
+	}
+	return fmt.Sprintf("last %s", textout.Duration(sum/n))
 }

@@ -166,6 +166,7 @@ func TestPoolTimesChecked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("held 25 ms: %q", y.Report.Warnings)
 	if mentions(y.Report.Warnings, `component api: its metrics measured pool "main": connections held 25.0 ms each`) != 1 || mentions(y.Report.Warnings, "longer than the spans show") != 1 {
 		t.Errorf("held 25 ms: warnings %q", y.Report.Warnings)
 	}
