@@ -104,11 +104,8 @@ func (g *generator) checkPoolTimes() {
 func (s *State) foldToEnd(op *opStats, id string, fs []found, replica string, end int64) {
 	first := -1
 	for i, f := range fs {
-		if f.kind != elemExternal {
-			continue
-		}
-		peer, _, ok := strings.Cut(f.target, ": ")
-		if !ok || s.dbPeers[peer] == "" {
+		peer, _, ok := s.dbCall(f)
+		if !ok {
 			continue
 		}
 		if first >= 0 {
@@ -133,11 +130,8 @@ func (s *State) foldToEnd(op *opStats, id string, fs []found, replica string, en
 func (s *State) foldToEndEach(op *opStats, id string, fs []found, replica string, end int64) {
 	firsts := map[string]int{}
 	for i, f := range fs {
-		if f.kind != elemExternal {
-			continue
-		}
-		peer, _, ok := strings.Cut(f.target, ": ")
-		if !ok || s.dbPeers[peer] == "" {
+		peer, _, ok := s.dbCall(f)
+		if !ok {
 			continue
 		}
 		if j, seen := firsts[peer]; !seen || f.start < fs[j].start {

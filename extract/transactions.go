@@ -139,15 +139,11 @@ func transactions(n int, target func(i int) string) []txSpan {
 // place of its calls. It returns which of fs ran in a transaction,
 // nil where none did.
 func (s *State) foldTransactions(op *opStats, id string, fs []found, replica string) []bool {
-	dbCall := func(f found) (name string, ok bool) {
-		peer, name, ok := strings.Cut(f.target, ": ")
-		return name, ok && f.kind == elemExternal && s.dbPeers[peer] != ""
-	}
 	// Most executions call no database twice, or run no statement that
 	// begins or ends a transaction: nothing to sort.
 	calls, marked := 0, false
 	for _, f := range fs {
-		if name, ok := dbCall(f); ok {
+		if _, name, ok := s.dbCall(f); ok {
 			calls++
 			marked = marked || txKindOf(name) != txStatement
 		}
@@ -157,7 +153,7 @@ func (s *State) foldTransactions(op *opStats, id string, fs []found, replica str
 	}
 	idx := make([]int, 0, calls)
 	for i, f := range fs {
-		if _, ok := dbCall(f); ok {
+		if _, _, ok := s.dbCall(f); ok {
 			idx = append(idx, i)
 		}
 	}
@@ -194,6 +190,13 @@ func (s *State) foldTransactions(op *opStats, id string, fs []found, replica str
 		e.addCall(start, end)
 	}
 	return in
+}
+
+// dbCall reports whether f is a call to a database seen only by its
+// clients (dbPeers), and its peer and span name.
+func (s *State) dbCall(f found) (peer, name string, ok bool) {
+	peer, name, ok = strings.Cut(f.target, ": ")
+	return peer, name, ok && f.kind == elemExternal && s.dbPeers[peer] != ""
 }
 
 // txMark is what a transaction does around one element of a list of
