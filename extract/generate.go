@@ -16,6 +16,7 @@ import (
 	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/metrics"
 	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/solve/queueing"
 )
 
 // Thresholds of model generation.
@@ -1998,7 +1999,7 @@ func (g *generator) ownScales() {
 			if a >= cores {
 				return math.Inf(1)
 			}
-			return erlangC(h.CPU.Cores, math.Max(a, 0)) / (cores - math.Max(a, 0))
+			return queueing.ErlangC(h.CPU.Cores, math.Max(a, 0)) / (cores - math.Max(a, 0))
 		}
 		// share is class c's f at total busy cores a: the least f with
 		// f·(1 + W(a − f·a_c/k)) = 1.
@@ -2660,19 +2661,6 @@ func (g *generator) computeSlotBursts(comp string) (mean, cs2, a float64, ok boo
 	cs2 = math.Max(sq/n/(mean*mean)-1, 0)
 	perServer := float64(h.Replicas) * h.CPU.Speed
 	return mean, cs2, sum / span / perServer, true
-}
-
-// erlangC is the probability that a request waits in an M/M/c queue with
-// offered load a (a < c).
-func erlangC(c int, a float64) float64 {
-	// Terms a^k/k! summed stably.
-	term, sum := 1.0, 1.0
-	for k := 1; k < c; k++ {
-		term *= a / float64(k)
-		sum += term
-	}
-	last := term * a / float64(c) * float64(c) / (float64(c) - a)
-	return last / (sum + last)
 }
 
 // ownShape is the distribution whose shape an operation's demand takes

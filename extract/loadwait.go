@@ -8,6 +8,7 @@ import (
 
 	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/solve/queueing"
 )
 
 // The waits the model reproduces (for the CPU, for a CPU slot) are taken
@@ -679,7 +680,7 @@ func waitFactor(c int, a float64) float64 {
 		return 0
 	}
 	a = min(a, loadCap*float64(c))
-	return erlangC(c, a) / (float64(c) - a)
+	return queueing.MMcWait(c, a)
 }
 
 // sumBusy is the busy time of all windows.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/perfcast/perfcast/solve/queueing"
 )
 
 // layerOptions tune the layered fixed point.
@@ -424,7 +426,7 @@ func meanValueStretch(u, units []float64, servers int) []float64 {
 	}
 	scale := 1.0
 	if servers > 1 {
-		scale = mmcWaitFactor(servers, U*float64(servers)) / (U / (1 - U))
+		scale = queueing.MMcWait(servers, U*float64(servers)) / (U / (1 - U))
 	}
 	S := A / (1 - A)
 	out := make([]float64, len(u))
@@ -688,7 +690,7 @@ func (st *state) returnedWaits(p, servers int, users []int, pn *network, runs fl
 	// The holder a returning request finds is one in progress, so its
 	// holding time is the busy-weighted mean.
 	st.meanHold[p] = busyHold / busy
-	st.again[p] = runs * erlangC(servers, busy) / c * spread / busy
+	st.again[p] = runs * queueing.ErlangC(servers, busy) / c * spread / busy
 	return queue / c / (1 - busy/c)
 }
 

@@ -125,12 +125,6 @@ workload:
 	near(t, "closed R", r.Workloads["u"].ResponseTime.Mean, 0.020, 1e-6)
 	near(t, "closed X", r.Workloads["u"].Throughput, 10/1.02, 1e-6)
 	near(t, "open R", r.Workloads["w"].ResponseTime.Mean, 0.020, 1e-9)
-	for _, c := range []int{50, 150} {
-		near(t, "Erlang C", erlangC(c, 0.8*float64(c)), erlangCDirect(c, 0.8*float64(c)), 1e-9)
-	}
-	if got := erlangC(1_000_000_000, 10); got != 0 {
-		t.Errorf("Erlang C at 10 busy servers of a billion: %g", got)
-	}
 }
 
 func TestReplicasRandomSplit(t *testing.T) {

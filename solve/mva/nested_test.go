@@ -8,6 +8,7 @@ import (
 
 	"github.com/perfcast/perfcast/model"
 	"github.com/perfcast/perfcast/solve"
+	"github.com/perfcast/perfcast/solve/queueing"
 )
 
 // TestFlowEquivalentExact checks the flow-equivalent server against queues
@@ -38,7 +39,7 @@ func TestFlowEquivalentExact(t *testing.T) {
 		t.Fatalf("M/M/3: unstable")
 	}
 	near("M/M/3 hold", inside, 1)
-	near("M/M/3 wait", wait, mmcWaitFactor(3, 2.4))
+	near("M/M/3 wait", wait, queueing.MMcWait(3, 2.4))
 	// Beyond the throughput with every unit held: no answer.
 	f = &flowEquivalent{units: 2, visits: 1, service: 1, second: 2, z: 1, rate: 1}
 	if _, _, ok := f.solve(); ok {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/perfcast/perfcast/solve/queueing"
 )
 
 // station is a service center of a queueing network. A station with
@@ -203,7 +205,7 @@ func (n *network) solve(o solveOptions) (*solution, error) {
 		} else {
 			rho := math.Min(uOpen[k]+uClosed[k], 1)
 			s := float64(st.servers)
-			stretch = 1 + mmcWaitFactor(st.servers, rho*s)
+			stretch = 1 + queueing.MMcWait(st.servers, rho*s)
 		}
 		for c, cl := range n.classes {
 			if cl.open {
@@ -241,5 +243,5 @@ func (n *network) fcfsWait(k int, rho float64) float64 {
 		scv = math.Max(second/rate/(mean*mean)-1, 0)
 	}
 	s := n.stations[k].servers
-	return mmcWaitFactor(s, rho*float64(s)) * mean * (1 + scv) / 2
+	return queueing.MMcWait(s, rho*float64(s)) * mean * (1 + scv) / 2
 }

@@ -8,35 +8,6 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
-// erlangC is the probability that an arrival waits in an M/M/c queue with
-// offered load a = λ·S (in servers); 1 when a ≥ c. It is computed through
-// the Erlang B recursion, which is stable for large c.
-func erlangC(c int, a float64) float64 {
-	if a <= 0 {
-		return 0
-	}
-	if a >= float64(c) {
-		return 1
-	}
-	b := 1.0 // Erlang B with 0 servers
-	for k := 1; k <= c && b > 0; k++ {
-		// Far beyond a, b falls like a^k/k! and underflows to 0, where
-		// it stays: a million servers cost no more than a few hundred.
-		b = a * b / (float64(k) + a*b)
-	}
-	rho := a / float64(c)
-	return b / (1 - rho*(1-b))
-}
-
-// mmcWaitFactor is the mean wait in an M/M/c queue in units of the mean
-// service time S: W/S = C(c, a) / (c − a). It is +Inf when a ≥ c.
-func mmcWaitFactor(c int, a float64) float64 {
-	if a >= float64(c) {
-		return math.Inf(1)
-	}
-	return erlangC(c, a) / (float64(c) - a)
-}
-
 // marginalsAt fills p[0..c-1] with the probabilities of j = 0..c-1 jobs at
 // a c-server station carrying a = Σ X·D busy servers, as in an M/M/c queue:
 // p(j) = p(0)·a^j/j!, normalized so that the mean number of busy servers is
