@@ -522,7 +522,7 @@ workload:
 // the fallback, and the sweep and the page say why.
 func TestSweepFallbackSaysWhy(t *testing.T) {
 	m := tenMillisAt50(t, `{}`)
-	m.Workloads[0].Open.CV = 1.5
+	m.Workloads[0].Open.CV = 3
 	var fallbacks atomic.Int64
 	r, err := Analyze(context.Background(), m, Options{Solve: solveMVA, Points: 4, Workers: 2,
 		SweepSupported: mva.Supports,
@@ -536,7 +536,7 @@ func TestSweepFallbackSaysWhy(t *testing.T) {
 	if r.Sweep == nil || len(r.Sweep.Points) != 4 || fallbacks.Load() != 4 {
 		t.Fatalf("sweep %+v: %d levels by the fallback, want all 4", r.Sweep, fallbacks.Load())
 	}
-	if len(r.Sweep.Fallback) != 1 || !strings.Contains(r.Sweep.Fallback[0], "cv 1.5") {
+	if len(r.Sweep.Fallback) != 1 || !strings.Contains(r.Sweep.Fallback[0], "cv 3") {
 		t.Errorf("the sweep's reasons %q, want the arrivals' cv", r.Sweep.Fallback)
 	}
 	if page := render(t, m, r); !strings.Contains(page, "The load levels were simulated") {

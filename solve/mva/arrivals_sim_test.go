@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strings"
 	"testing"
 
 	"github.com/perfcast/perfcast/model"
@@ -12,18 +11,18 @@ import (
 	"github.com/perfcast/perfcast/solve/sim"
 )
 
-// TestArrivalsNotPoisson sets the analytical solver, which takes arrivals
-// as Poisson, against the simulator's gamma arrivals of cv 0.7 to 1.5 at
-// queues 10 to 85 % busy: a processor-sharing CPU with exponential
-// bursts; an FCFS disk with exponential service and one with
-// near-constant service (cv 0.2), where the arrivals' cv moves the wait
-// most; a one-unit lock held over off-CPU time of cv 0.5; and the CPU and
-// the constant disk one after the other. Wherever Supports takes the
-// model, the two solvers' mean response times agree within arrivalShare
-// beyond the simulator's 95 % half-width (24 of the 140 models: cv 0.9 to
-// 1.1 at 10 % load, 0.95 at 30 % but for the exponential queues alone,
-// and 1.06 there with constant service; 1.1 to 3.8 % off). cv 1.06, the
-// example data's, is taken at 10 % load; cv 1.3 and 1.5 at none.
+// TestArrivalsNotPoisson sets the analytical solver's GI/G/c waits
+// against the simulator's gamma arrivals of cv 0.5 to 2 at queues 10 to
+// 85 % busy: a processor-sharing CPU with exponential bursts; an FCFS
+// disk with exponential service and one with near-constant service (cv
+// 0.2), where the arrivals' cv moves the wait most; a one-unit lock held
+// over off-CPU time of cv 0.5; and the CPU and the constant disk one
+// after the other. Wherever Supports takes the model, the two solvers'
+// mean response times agree within arrivalShare beyond the simulator's
+// 95 % half-width. Every model with one queue is taken (taken as Poisson
+// arrivals, they were 3 to 132 % off); the two queues are reported where
+// the disk's arrivals, past the busy CPU, rest on approximations, and a
+// cv outside [arrivalCVLow, arrivalCVHigh] is reported everywhere.
 func TestArrivalsNotPoisson(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates the models it takes")
@@ -36,10 +35,9 @@ func TestArrivalsNotPoisson(t *testing.T) {
 		"lock":          "{hold: {resource: lock, steps: [{delay: 'lognormal(10ms, cv=0.5)'}]}}",
 		"two queues":    "{cpu: exp(10ms)}, {disk: 'lognormal(10ms, cv=0.2)'}",
 	}
-	taken := map[string]bool{}
 	for _, where := range []string{"cpu", "disk", "constant disk", "lock", "two queues"} {
 		for _, load := range []float64{0.1, 0.3, 0.6, 0.85} {
-			for _, cv := range []float64{0.7, 0.9, 0.95, 1.06, 1.1, 1.3, 1.5} {
+			for _, cv := range []float64{0.3, 0.5, 0.7, 0.9, 1.1, 1.5, 2, 3} {
 				name := fmt.Sprintf("%s load=%g cv=%g", where, load, cv)
 				src := fmt.Sprintf(`perfcast: 1
 hosts: {h: {disks: {data: {servers: 1}}}}
@@ -54,23 +52,18 @@ workload:
 					t.Fatal(err)
 				}
 				ok, reasons := Supports(m)
-				taken[name] = ok
-				if !ok {
+				outside := cv < arrivalCVLow || cv > arrivalCVHigh
+				switch {
+				case ok && outside:
+					t.Errorf("%s: taken, though its cv is outside %g to %g", name, arrivalCVLow, arrivalCVHigh)
+				case !ok && !outside && where != "two queues":
+					t.Errorf("%s: reported, though its one queue's arrivals are the workload's: %v", name, reasons)
+				case !ok:
 					t.Logf("%s: reported: %v", name, reasons)
-					continue
+				default:
+					againstSim(t, name, m)
 				}
-				againstSim(t, name, m)
 			}
-		}
-	}
-	for _, name := range []string{"cpu load=0.1 cv=1.06", "disk load=0.1 cv=1.06", "constant disk load=0.1 cv=1.06"} {
-		if !taken[name] {
-			t.Errorf("%s: reported, though its waits are a twentieth of its response time", name)
-		}
-	}
-	for name, ok := range taken {
-		if ok && (strings.HasSuffix(name, "cv=1.3") || strings.HasSuffix(name, "cv=1.5")) {
-			t.Errorf("%s: taken, though the arrivals' cv misjudges its waits by more than %.0f %% of its response time", name, 100*arrivalShare)
 		}
 	}
 }

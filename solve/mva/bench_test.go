@@ -88,8 +88,8 @@ func BenchmarkSolveTestbedVaried(b *testing.B) {
 
 // BenchmarkSolveTestbedBursty is BenchmarkSolveTestbed with every open
 // workload's arrivals of cv 1.06, as the example data's browse shows:
-// Supports weighs their waits with a second, lightly loaded solution
-// (arrivalMisjudged).
+// the arrivals' squared cvs are followed through the model, and Supports
+// weighs what rides on them with two more solutions (arrivalMisjudged).
 func BenchmarkSolveTestbedBursty(b *testing.B) {
 	benchSolve(b, "../testdata/testbed-reference.yaml", func(m *model.Model) {
 		for _, w := range m.Workloads {

@@ -4,9 +4,8 @@
 //
 // A model becomes a queueing network: every host's CPU and disks are
 // stations (a replicated host is one station per replica, each receiving
-// 1/r of the visits, which is exact for random balancing and how
-// round-robin and least-busy are approximated, their waits overestimated:
-// Supports reports round-robin's where that matters); every workload is a class
+// 1/r of the visits; least-busy balancing is taken as a random pick, its
+// waits overestimated); every workload is a class
 // whose visits and demands come from model.Demands (loops by their mean
 // count, branches and switches by probability, speed factors applied);
 // delays and think times are infinite servers.
@@ -15,7 +14,12 @@
 // Pollaczek–Khinchine / Allen–Cunneen correction for the service variability
 // at FCFS stations; processor-sharing multi-server stations use the M/M/c
 // formula as well, which product form justifies for class-independent
-// exponential service. Closed classes are solved by exact MVA for one class
+// exponential service. Where arrivals are not Poisson's (an open
+// workload's cv, a round-robin balancer's turns, which hand each replica
+// gaps summed over the replicas), the waits of the stations and pools only
+// open classes visit are GI/G/c's (Takács's GI/M/c scaled for the
+// service), the arrivals' squared cv followed through the model step by
+// step (arrivalSCVs). Closed classes are solved by exact MVA for one class
 // (any population; multi-server stations through their marginal
 // probabilities, computed from log-domain normalizing constants so that
 // N = 10 000 is stable), by exact multi-class MVA while the state space is

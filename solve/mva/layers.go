@@ -23,6 +23,9 @@ type layerOptions struct {
 	damping float64
 	// scale multiplies every open rate (for the saturation search).
 	scale float64
+	// doubtArrivals moves each open queue's arrivals' squared cv as
+	// arrivalSCVs says (for arrivalMisjudged).
+	doubtArrivals doubt
 }
 
 func defaultLayerOptions() layerOptions {
@@ -43,6 +46,10 @@ type state struct {
 	// request over the parallel steps whose lists acquire p together (see
 	// timeWalk.batched).
 	wait, hold, holdSq, batched [][]float64
+	// acqSCV[c][p] is the squared coefficient of variation of the gaps
+	// between open class c's acquisitions of one copy of pool p (see
+	// arrivalSCVs).
+	acqSCV [][]float64
 	// again[p] is what an acquisition of pool p that follows its
 	// request's own release at once waits beyond wait[c][p], meanHold[p]
 	// the pool's mean holding time, and returned[c][p] the sum of those
@@ -137,6 +144,11 @@ func solveLayers(ctx context.Context, b *built, o layerOptions) (*state, error) 
 			}
 		}
 	}
+	rates := make([]float64, C)
+	for c, cl := range classes {
+		rates[c] = cl.rate
+	}
+	net.ca2, st.acqSCV = arrivalSCVs(b, rates, o.doubtArrivals)
 	st.net = net
 	st.bounded = make([][]float64, K)
 	st.boundedSquare = make([][]float64, K)
@@ -607,7 +619,9 @@ func (st *state) poolWaits(classes []class, o layerOptions, out [][]float64, thi
 		// Requests wait for a pool in line, whatever they hold it for.
 		stn := []station{{name: pl.name, servers: servers, copies: pl.copies, fcfs: true}}
 		pn := newNetwork(stn, sub)
+		pn.ca2 = matrix(len(users), 1)
 		for i, c := range users {
+			pn.ca2[i][0] = st.acqSCV[c][p]
 			ci := b.classes[c]
 			a, h := ci.acq[p], st.hold[c][p]
 			sub[i] = classes[c]

@@ -47,6 +47,10 @@ type network struct {
 	// of station k (seconds), visits[c][k] its visits, second[c][k] the sum
 	// over those visits of E[S²] (for the open FCFS correction).
 	demand, visits, second [][]float64
+	// ca2[c][k], where not nil, is the squared coefficient of variation
+	// of the gaps between open class c's visits to one instance of
+	// station k (see arrivalSCVs); nil takes them as Poisson's.
+	ca2 [][]float64
 }
 
 // newNetwork returns a network with zero demands.
@@ -191,7 +195,7 @@ func (n *network) solve(o solveOptions) (*solution, error) {
 			continue
 		}
 		if st.fcfs && len(closedIdx) == 0 {
-			w := n.fcfsWait(k, uOpen[k])
+			w := n.fcfsWait(k, uOpen[k], n.arrivalSCV(k))
 			for c, cl := range n.classes {
 				if cl.open {
 					sol.R[c][k] = n.demand[c][k] + n.visits[c][k]*w
@@ -200,7 +204,10 @@ func (n *network) solve(o solveOptions) (*solution, error) {
 			continue
 		}
 		var stretch float64
-		if st.servers == 1 {
+		if ca2 := n.arrivalSCV(k); ca2 != 1 && len(closedIdx) == 0 {
+			s := float64(st.servers)
+			stretch = 1 + queueing.GIMcWait(st.servers, uOpen[k]*s, ca2)
+		} else if st.servers == 1 {
 			stretch = (1 + qClosed[k]) / (1 - uOpen[k])
 		} else {
 			rho := math.Min(uOpen[k]+uClosed[k], 1)
@@ -216,12 +223,35 @@ func (n *network) solve(o solveOptions) (*solution, error) {
 	return sol, nil
 }
 
+// arrivalSCV is the squared coefficient of variation of the gaps between
+// the open classes' visits to one instance of station k: each class's
+// weighted by its visit rate, as merged flows are in Whitt's queueing
+// network analyzer; 1 without ca2.
+func (n *network) arrivalSCV(k int) float64 {
+	if n.ca2 == nil {
+		return 1
+	}
+	var rate, sum float64
+	for c, cl := range n.classes {
+		if cl.open {
+			r := cl.rate * n.visits[c][k]
+			rate += r
+			sum += r * n.ca2[c][k]
+		}
+	}
+	if !(rate > 0) {
+		return 1
+	}
+	return sum / rate
+}
+
 // fcfsWait is the mean wait per visit at an FCFS station k, with open
-// classes only, whose servers are busy a fraction rho of the time: M/G/c by
-// the Allen–Cunneen formula (Pollaczek–Khinchine, exact, for one server),
-// with the mean and squared coefficient of variation of service over every
-// class's visits.
-func (n *network) fcfsWait(k int, rho float64) float64 {
+// classes only, whose servers are busy a fraction rho of the time and
+// whose visits' gaps have squared coefficient of variation ca2: GI/G/c
+// (queueing.GIGcWait; for Poisson arrivals the Allen–Cunneen formula,
+// Pollaczek–Khinchine's, exact, for one server), with the mean and squared
+// coefficient of variation of service over every class's visits.
+func (n *network) fcfsWait(k int, rho, ca2 float64) float64 {
 	var rate, work, second float64
 	for c, cl := range n.classes {
 		if !cl.open {
@@ -243,5 +273,8 @@ func (n *network) fcfsWait(k int, rho float64) float64 {
 		scv = math.Max(second/rate/(mean*mean)-1, 0)
 	}
 	s := n.stations[k].servers
-	return queueing.MMcWait(s, rho*float64(s)) * mean * (1 + scv) / 2
+	if ca2 == 1 {
+		return queueing.MMcWait(s, rho*float64(s)) * mean * (1 + scv) / 2
+	}
+	return queueing.GIGcWait(s, rho*float64(s), ca2, scv) * mean
 }

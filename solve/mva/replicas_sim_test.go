@@ -7,33 +7,46 @@ import (
 	"github.com/perfcast/perfcast/model"
 )
 
-// TestReplicasInTurn sets the analytical solver, which takes the requests
-// a replicated host's replicas get as a random split (Poisson at each),
-// against the simulator's balancers: a host of two or three replicas of
-// one core each, Poisson arrivals, 10 to 75 % busy, at a processor-sharing
-// CPU with exponential bursts or at a lock of two in each replica held
-// over 20 ms off the CPU (a connection pool), entered at once or behind
-// a front end of one replica that calls it. Round-robin hands each
-// replica every r-th request, more regular than Poisson; random does not.
-// Wherever Supports takes the model, the two solvers' mean response times
-// agree within arrivalShare beyond the simulator's 95 % half-width; the
-// random split is taken wherever it is; round-robin at 75 % is reported.
+// TestReplicasInTurn sets the analytical solver against the simulator's
+// balancers: a host of two or four replicas of two cores each, Poisson
+// arrivals, 10 to 75 % busy, at a processor-sharing CPU with exponential
+// bursts, at a pool of two in each replica held over 20 ms off the CPU (a
+// connection pool) or over a CPU burst (a process's CPU slots), entered
+// at once or behind a front end of one replica that calls it, or holding
+// the slot for a burst, calling a service on another host and holding it
+// again. Round-robin hands each replica every r-th request, gaps of
+// squared cv 1/r; random does not. Wherever Supports takes the model, the
+// two solvers' mean response times agree within arrivalShare beyond the
+// simulator's 95 % half-width. Round-robin at 75 % load is taken wherever
+// the turns' regularity reaches a queue unchanged (taking it as a random
+// split put those response times 23 to 38 % too long); the slot taken
+// again after a call, whose second arrivals' regularity rests on
+// approximations, is reported on four replicas at 75 %.
 func TestReplicasInTurn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates the models it takes")
 	}
 	steps := map[string]string{
-		"cpu":    "{cpu: exp(10ms)}",
-		"pool":   "{cpu: 0.5ms}, {hold: {resource: pool, steps: [{delay: exp(20ms)}]}}",
-		"behind": "{cpu: exp(10ms)}",
+		"cpu":       "{cpu: exp(10ms)}",
+		"pool":      "{cpu: 0.5ms}, {hold: {resource: pool, steps: [{delay: exp(20ms)}]}}",
+		"behind":    "{cpu: exp(10ms)}",
+		"slot":      "{cpu: 0.2ms}, {hold: {resource: pool, steps: [{cpu: exp(10ms)}]}}",
+		"slot call": "{hold: {resource: pool, steps: [{cpu: exp(5ms)}]}}, {call: back/op}, {hold: {resource: pool, steps: [{cpu: exp(5ms)}]}}",
 	}
-	for _, where := range []string{"cpu", "pool", "behind"} {
-		for _, replicas := range []int{2, 3} {
+	type key struct {
+		where    string
+		replicas int
+		balancer model.Balancer
+		load     float64
+	}
+	taken := map[key]bool{}
+	for _, where := range []string{"cpu", "pool", "behind", "slot", "slot call"} {
+		for _, replicas := range []int{2, 4} {
 			for _, balancer := range []model.Balancer{model.RoundRobin, model.Random} {
 				for _, load := range []float64{0.1, 0.4, 0.75} {
 					name := fmt.Sprintf("%s replicas=%d %s load=%g", where, replicas, balancer, load)
 					// The CPU's busy share, or the pool's.
-					rate := load / 0.01 * float64(replicas)
+					rate := load * 2 / 0.01 * float64(replicas)
 					if where == "pool" {
 						rate = load * 2 / 0.02 * float64(replicas)
 					}
@@ -42,10 +55,11 @@ func TestReplicasInTurn(t *testing.T) {
 						entry = "front/op"
 					}
 					src := fmt.Sprintf(`perfcast: 1
-hosts: {h: {replicas: %d, balancer: %s, cpu: {cores: 1}}, f: {cpu: {cores: 4}}}
+hosts: {h: {replicas: %d, balancer: %s, cpu: {cores: 2}}, f: {cpu: {cores: 4}}}
 components:
   app: {host: h, operations: {op: {steps: [%s]}}}
   front: {host: f, operations: {op: {steps: [{delay: 0.1ms}, {call: app/op}]}}}
+  back: {host: f, operations: {op: {steps: [{delay: exp(5ms)}]}}}
 passive: {pool: {capacity: 2, host: h}}
 workload:
   w: {open: {rate: %g}, steps: [{call: %s}]}
@@ -55,19 +69,25 @@ workload:
 						t.Fatal(err)
 					}
 					ok, reasons := Supports(m)
+					taken[key{where, replicas, balancer, load}] = ok
 					if !ok {
 						t.Logf("%s: reported: %v", name, reasons)
-						if balancer == model.Random {
-							t.Errorf("%s: a random split reported: %v", name, reasons)
-						}
 						continue
-					}
-					if balancer == model.RoundRobin && load == 0.75 {
-						t.Errorf("%s: taken, though each replica's arrivals are far from Poisson and its waits large", name)
 					}
 					againstSim(t, name, m)
 				}
 			}
 		}
+	}
+	for k, ok := range taken {
+		switch {
+		case !ok && k.balancer == model.Random:
+			t.Errorf("%+v: a random split of Poisson arrivals reported", k)
+		case !ok && k.balancer == model.RoundRobin && k.load == 0.75 && k.where != "slot call":
+			t.Errorf("%+v: reported, though the turns' regularity reaches its queue unchanged", k)
+		}
+	}
+	if k := (key{"slot call", 4, model.RoundRobin, 0.75}); taken[k] {
+		t.Errorf("%+v: taken, though its second hold's arrivals rest on approximations", k)
 	}
 }
