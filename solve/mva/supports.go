@@ -447,15 +447,7 @@ func arrivalMisjudged(b *built, st *state) []string {
 			continue
 		}
 		if doubted == nil {
-			for _, how := range []doubt{doubtToward, doubtAway} {
-				o := defaultLayerOptions()
-				o.doubtArrivals = how
-				d, err := solveLayers(context.Background(), build(b.m), o)
-				if err != nil {
-					d = &state{}
-				}
-				doubted = append(doubted, d)
-			}
+			doubted = doubtedStates(b, st)
 		}
 		var worst float64
 		for _, d := range doubted {
@@ -475,6 +467,33 @@ func arrivalMisjudged(b *built, st *state) []string {
 		}
 	}
 	return reasons
+}
+
+// doubtedStates solves b's model with its open queues' arrivals moved
+// toward Poisson's and away from it as arrivalSCVs's doubt says; where
+// that moves none of them, the solution is st. A solution that fails is
+// an empty state.
+func doubtedStates(b *built, st *state) []*state {
+	rates := make([]float64, len(st.net.classes))
+	for c, cl := range st.net.classes {
+		rates[c] = cl.rate
+	}
+	var out []*state
+	for _, how := range []doubt{doubtToward, doubtAway} {
+		stations, pools := arrivalSCVs(b, rates, how)
+		if slices.EqualFunc(stations, st.net.ca2, slices.Equal) && slices.EqualFunc(pools, st.acqSCV, slices.Equal) {
+			out = append(out, st)
+			continue
+		}
+		o := defaultLayerOptions()
+		o.doubtArrivals = how
+		d, err := solveLayers(context.Background(), build(b.m), o)
+		if err != nil {
+			d = &state{}
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 // inTurn returns, among the hosts the requests of workload w reach that
