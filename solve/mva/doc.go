@@ -19,7 +19,8 @@
 // gaps summed over the replicas), the waits of the stations and pools only
 // open classes visit are GI/G/c's (Takács's GI/M/c scaled for the
 // service), the arrivals' squared cv followed through the model step by
-// step (arrivalSCVs). Closed classes are solved by exact MVA for one class
+// step (arrivalSCVs); the occupancy chain of a CPU whose bursts run inside
+// pools keeps Poisson arrivals, the pools' own waits take the cv. Closed classes are solved by exact MVA for one class
 // (any population; multi-server stations through their marginal
 // probabilities, computed from log-domain normalizing constants so that
 // N = 10 000 is stable), by exact multi-class MVA while the state space is

@@ -404,18 +404,19 @@ func mmckFull(c, K int, a float64) float64 {
 // the model with arrivalSCVs: exactly at the first queues after a
 // balancer, by approximations past them. Solved again with every queue's
 // arrivals moved toward Poisson's by as much as those approximations
-// moved them (its doubt), and again away from Poisson's, a workload whose
-// response time moves by more than arrivalShare either way is reported; so is one whose cv is outside
-// [arrivalCVLow, arrivalCVHigh], and, where the model has no stable
-// solution to weigh them with, one whose arrivals are not Poisson's
-// (beyond arrivalCVSlack) or go to replicas in turn.
+// moved them (their doubt), and again away from Poisson's, a workload
+// whose response time moves by more than arrivalShare either way is
+// reported; so is one whose cv is outside [arrivalCVLow, arrivalCVHigh],
+// and, where the model has no stable solution to weigh them with, one
+// whose arrivals are not Poisson's (beyond arrivalCVSlack) or go to
+// replicas in turn.
 //
 // Against the simulator (TestArrivalsNotPoisson, TestReplicasInTurn),
-// taking every balancer as a random split of Poisson arrivals judged
-// waits 8 to 44 % of the response time too long on two to four
-// round-robin replicas at 40 to 75 % load, and arrivals of cv 0.7 to 2
-// misjudged by up to 70 %; the GI/G/c waits are within 1 % at the first
-// queue, up to 15 % off at a queue past one busy one.
+// taking every balancer as a random split of Poisson arrivals put
+// response times 1 to 38 % too long on two and four round-robin replicas
+// at 10 to 75 % load, and arrivals of cv 0.5 to 2 were misjudged by 3 to
+// 132 %; the models taken now are within −3.0 to +4.3 %, and a queue
+// past a busy one was up to 15 % off before it was reported.
 func arrivalMisjudged(b *built, st *state) []string {
 	var reasons []string
 	var doubted []*state
