@@ -405,8 +405,9 @@ func mmckFull(c, K int, a float64) float64 {
 // balancer, by approximations past them. Solved again with every queue's
 // arrivals moved toward Poisson's by as much as those approximations
 // moved them (their doubt), and again away from Poisson's, a workload
-// whose response time moves by more than arrivalShare either way is
-// reported; so is one whose cv is outside [arrivalCVLow, arrivalCVHigh],
+// whose response time moves by more than arrivalShare either way (with
+// |ca² − 1| of its waits at a CPU whose pool-bound occupancy chain takes
+// arrivals as Poisson) is reported; so is one whose cv is outside [arrivalCVLow, arrivalCVHigh],
 // and, where the model has no stable solution to weigh them with, one
 // whose arrivals are not Poisson's (beyond arrivalCVSlack) or go to
 // replicas in turn.
@@ -450,13 +451,22 @@ func arrivalMisjudged(b *built, st *state) []string {
 		if doubted == nil {
 			doubted = doubtedStates(b, st)
 		}
-		var worst float64
+		// The occupancy chain of a CPU whose bursts run inside pools
+		// takes arrivals as Poisson: its waits may be off by |ca² − 1|
+		// of themselves (Kingman's scaling, for exponential bursts).
+		var chain float64
+		for k := range b.stations {
+			if st.inStretch[k] != nil && st.stretch[c][k] > 1 {
+				chain += math.Abs(st.net.arrivalSCV(k)-1) * ci.demand[k] * (st.stretch[c][k] - 1)
+			}
+		}
+		worst := chain
 		for _, d := range doubted {
 			if len(d.R) <= c || !(d.R[c] > 0) {
 				worst = math.Inf(1)
 				break
 			}
-			if off := math.Abs(d.R[c] - st.R[c]); off > worst {
+			if off := chain + math.Abs(d.R[c]-st.R[c]); off > worst {
 				worst = off
 			}
 		}
