@@ -5,7 +5,8 @@
 // A model becomes a queueing network: every host's CPU and disks are
 // stations (a replicated host is one station per replica, each receiving
 // 1/r of the visits; least-busy balancing is taken as a random pick, its
-// waits overestimated); every workload is a class
+// waits overestimated: Supports reports it where they matter); every
+// workload is a class
 // whose visits and demands come from model.Demands (loops by their mean
 // count, branches and switches by probability, speed factors applied);
 // delays and think times are infinite servers.

@@ -15,7 +15,10 @@ import (
 // at once or behind a front end of one replica that calls it, or holding
 // the slot for a burst, calling a service on another host and holding it
 // again. Round-robin hands each replica every r-th request, gaps of
-// squared cv 1/r; random does not. Wherever Supports takes the model, the
+// squared cv 1/r; random does not; least-busy sends each request to the
+// replica with the fewest in progress, which the solver takes as a random
+// pick and Supports reports where the waits matter. Wherever Supports
+// takes the model, the
 // two solvers' mean response times agree within arrivalShare beyond the
 // simulator's 95 % half-width. Round-robin at 75 % load is taken wherever
 // the turns' regularity reaches a queue unchanged (taking it as a random
@@ -42,7 +45,7 @@ func TestReplicasInTurn(t *testing.T) {
 	taken := map[key]bool{}
 	for _, where := range []string{"cpu", "pool", "behind", "slot", "slot call"} {
 		for _, replicas := range []int{2, 4} {
-			for _, balancer := range []model.Balancer{model.RoundRobin, model.Random} {
+			for _, balancer := range []model.Balancer{model.RoundRobin, model.Random, model.LeastBusy} {
 				for _, load := range []float64{0.1, 0.4, 0.75} {
 					name := fmt.Sprintf("%s replicas=%d %s load=%g", where, replicas, balancer, load)
 					// The CPU's busy share, or the pool's.
@@ -85,6 +88,8 @@ workload:
 			t.Errorf("%+v: a random split of Poisson arrivals reported", k)
 		case !ok && k.balancer == model.RoundRobin && k.load == 0.75 && k.where != "slot call":
 			t.Errorf("%+v: reported, though the turns' regularity reaches its queue unchanged", k)
+		case ok && k.balancer == model.LeastBusy && k.load >= 0.4:
+			t.Errorf("%+v: least-busy taken as a random pick where the waits matter", k)
 		}
 	}
 	if k := (key{"slot call", 4, model.RoundRobin, 0.75}); taken[k] {
