@@ -20,7 +20,9 @@ import (
 //   - a host whose replicas take calls in turn (round-robin) hands each
 //     every r-th call of a flow, gaps summed over r: ca²/r; a random pick
 //     (and least-busy, taken as one) thins it: ca²/r + 1 − 1/r; the calls
-//     of a replicated caller's replicas merge at the callee: Poisson's;
+//     of a replicated caller's replicas merge at the callee's balancer
+//     (the simulator's picks a replica for every call, from the callee's
+//     host as well): Poisson's;
 //   - a visit to a station leaves with 1 + (1 − ρ²)(ca² − 1) +
 //     ρ²(cs² − 1)/√m, cs² the step's service's and ρ the share of the
 //     station's m servers this step's visits keep busy (a short step on a
@@ -101,10 +103,10 @@ func arrivalSCVs(b *built, rates []float64, how doubt) (stations, pools [][]floa
 // renewal flow, so with how set a is moved (toward 1 or away from it) by
 // |a − 1|(1 − 1/n) as well.
 func merged(a, n float64, how doubt) float64 {
-	if how == doubtNone || n <= 1 {
+	if n <= 1 {
 		return a
 	}
-	return arrivalFlow{a: a, doubt: math.Abs(a-1) * (1 - 1/n)}.doubted(how == doubtAway)
+	return arrivalFlow{a: a, doubt: math.Abs(a-1) * (1 - 1/n)}.under(how)
 }
 
 // burstShare is the share of a station's servers a step's visits keep
@@ -113,9 +115,9 @@ func merged(a, n float64, how doubt) float64 {
 // step's share over it.
 const burstShare = 0.05
 
-// arrivalFlow is a request flow at one point of the model: the squared cv a of
-// its gaps at one copy, and doubt, how far approximating rules moved a on
-// its way there.
+// arrivalFlow is a request flow at one point of the model: the squared
+// cv a of its gaps at one copy, and doubt, how far approximating rules
+// moved a on its way there.
 type arrivalFlow struct {
 	a, doubt float64
 }
@@ -125,11 +127,15 @@ func (fl arrivalFlow) moved(x float64) arrivalFlow {
 	return arrivalFlow{a: x, doubt: fl.doubt + math.Abs(x-fl.a)}
 }
 
-// doubted is a moved by doubt toward 1 (not past it), or with away set
-// away from 1 (not below 0).
-func (fl arrivalFlow) doubted(away bool) float64 {
+// under is a as doubt moves it: not at all for doubtNone; by doubt
+// toward 1 (not past it) for doubtToward; away from 1 (not below 0) for
+// doubtAway.
+func (fl arrivalFlow) under(how doubt) float64 {
 	d := fl.doubt
-	if away {
+	switch how {
+	case doubtNone:
+		return fl.a
+	case doubtAway:
 		d = -d
 	}
 	if fl.a < 1 {
@@ -137,6 +143,16 @@ func (fl arrivalFlow) doubted(away bool) float64 {
 	}
 	return math.Max(fl.a-d, 1)
 }
+
+// doubt says which way arrivalSCVs moves the squared cvs its
+// approximations gave: not at all, toward Poisson's 1, or away from it.
+type doubt int
+
+const (
+	doubtNone doubt = iota
+	doubtToward
+	doubtAway
+)
 
 // flowWalk carries one open class's flow of requests through the model
 // for arrivalSCVs, summing per station and pool the visits (acquisitions)
@@ -156,33 +172,12 @@ type flowWalk struct {
 	acqs, acqWeighted []float64
 }
 
-// seen is the squared cv a visit records: fl's, or its doubted.
-func (f *flowWalk) seen(fl arrivalFlow) float64 {
-	switch f.doubt {
-	case doubtToward:
-		return fl.doubted(false)
-	case doubtAway:
-		return fl.doubted(true)
-	}
-	return fl.a
-}
-
-// doubt says which way arrivalSCVs moves the squared cvs its
-// approximations gave: not at all, toward Poisson's 1, or away from it.
-type doubt int
-
-const (
-	doubtNone doubt = iota
-	doubtToward
-	doubtAway
-)
-
 // top walks the workload's own steps: its first call carries the
 // workload's arrivals, later ones Poisson's.
 func (f *flowWalk) top(steps []model.Step, ca2 float64) {
 	fl := arrivalFlow{a: ca2}
 	for i := range steps {
-		f.steps(steps[i:i+1], nil, 1, 1, fl, 0)
+		fl, _ = f.steps(steps[i:i+1], nil, 1, 1, fl, 0)
 		if steps[i].Kind == model.StepCall || steps[i].Kind == model.StepSend {
 			fl = arrivalFlow{a: 1}
 		}
@@ -208,7 +203,7 @@ func (f *flowWalk) steps(steps []model.Step, c *model.Component, copies int, wei
 			}
 			mean, sv := s.Demand.Mean()/speed, s.Demand.Var()/(speed*speed)
 			f.visits[k] += weight
-			f.weighted[k] += weight * f.seen(fl)
+			f.weighted[k] += weight * fl.under(f.doubt)
 			f.work[k] += weight * mean
 			f.workSq[k] += weight * mean * mean
 			v += sv
@@ -236,28 +231,26 @@ func (f *flowWalk) steps(steps []model.Step, c *model.Component, copies int, wei
 				continue
 			}
 			callee := f.b.m.Component(op.Component)
+			if callee == nil {
+				continue
+			}
 			h := f.b.m.Host(callee.Host)
 			r := f.b.replicas(callee.Host)
-			sameHost := c != nil && c.Host == callee.Host
-			in := fl
-			switch {
-			case sameHost:
-			case copies > 1:
+			in := arrivalFlow{a: split(h, fl.a), doubt: fl.doubt / float64(r)}
+			if copies > 1 {
 				// The replicas' calls merge at the callee.
 				in = arrivalFlow{a: split(h, 1)}
-			default:
-				in = arrivalFlow{a: split(h, fl.a), doubt: fl.doubt / float64(r)}
 			}
 			if tp, ok := f.b.poolIdx[model.ThreadsResource(op.Component)]; ok {
 				f.acqs[tp] += weight
-				f.acqWeighted[tp] += weight * f.seen(in)
+				f.acqWeighted[tp] += weight * in.under(f.doubt)
 			}
 			out, cv := f.steps(op.Steps, callee, r, weight, in, depth+1)
 			if s.Kind == model.StepSend {
 				continue
 			}
 			v += cv
-			if sameHost || (copies == 1 && r == 1) {
+			if copies == 1 && r == 1 {
 				fl = out
 			} else {
 				// Back at this copy after the callee's time.
@@ -315,7 +308,7 @@ func (f *flowWalk) steps(steps []model.Step, c *model.Component, copies int, wei
 					at = arrivalFlow{a: 1}
 				}
 				f.acqs[p] += weight
-				f.acqWeighted[p] += weight * f.seen(at)
+				f.acqWeighted[p] += weight * at.under(f.doubt)
 			}
 			var hv float64
 			fl, hv = f.steps(s.Steps, c, copies, weight, fl, depth)
