@@ -16,7 +16,7 @@ import (
 	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/metrics"
 	"github.com/perfcast/perfcast/model"
-	"github.com/perfcast/perfcast/solve/queueing"
+	"github.com/perfcast/perfcast/queueing"
 )
 
 // Thresholds of model generation.

@@ -1,6 +1,6 @@
 package extract
 
-import "github.com/perfcast/perfcast/solve/queueing"
+import "github.com/perfcast/perfcast/queueing"
 
 // burstyWaitFactor is the mean wait of a GI/M/c queue in mean service
 // times, its arrivals' gaps gamma-distributed with squared coefficient of

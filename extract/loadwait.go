@@ -8,7 +8,7 @@ import (
 
 	"github.com/perfcast/perfcast/internal/textout"
 	"github.com/perfcast/perfcast/model"
-	"github.com/perfcast/perfcast/solve/queueing"
+	"github.com/perfcast/perfcast/queueing"
 )
 
 // The waits the model reproduces (for the CPU, for a CPU slot) are taken

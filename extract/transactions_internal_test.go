@@ -3,12 +3,13 @@ package extract
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/perfcast/perfcast/ingest"
 	"maps"
 	"math"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/perfcast/perfcast/ingest"
 )
 
 // TestTxKindOf reads span names as the database instrumentations write

@@ -7,7 +7,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/perfcast/perfcast/solve/queueing"
+	"github.com/perfcast/perfcast/queueing"
 )
 
 // layerOptions tune the layered fixed point.

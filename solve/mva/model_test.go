@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/queueing"
 	"github.com/perfcast/perfcast/solve"
-	"github.com/perfcast/perfcast/solve/queueing"
 )
 
 func parse(t *testing.T, src string) *model.Model {

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/queueing"
 	"github.com/perfcast/perfcast/solve"
-	"github.com/perfcast/perfcast/solve/queueing"
 )
 
 // TestFlowEquivalentExact checks the flow-equivalent server against queues

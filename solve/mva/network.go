@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/perfcast/perfcast/solve/queueing"
+	"github.com/perfcast/perfcast/queueing"
 )
 
 // station is a service center of a queueing network. A station with
