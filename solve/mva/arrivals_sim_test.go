@@ -70,14 +70,15 @@ workload:
 
 // againstSim solves m, which Supports takes, with both solvers, and fails
 // t where their mean response times of workload w differ by more than
-// arrivalShare of the simulator's beyond its 95 % half-width.
+// arrivalShare of the simulator's beyond its 95 % half-width (simulated to
+// gridPrecision).
 func againstSim(t *testing.T, name string, m *model.Model) {
 	t.Helper()
 	got, err := Solver{}.Solve(context.Background(), m, solve.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := sim.New().Solve(context.Background(), m, solve.Options{Seed: 1, Precision: 0.01})
+	want, err := sim.New().Solve(context.Background(), m, solve.Options{Seed: 1, Precision: gridPrecision})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -497,10 +498,9 @@ func leastBusyMisjudged(b *built, st *state) []string {
 		if h.Replicas <= 1 || h.Balancer != model.LeastBusy {
 			continue
 		}
-		stations := []int{b.hostCPU[h.Name]}
-		for _, k := range b.hostDisk[h.Name] {
-			stations = append(stations, k)
-		}
+		// The disks in index order, so that the waits sum alike on
+		// every run.
+		stations := append([]int{b.hostCPU[h.Name]}, slices.Sorted(maps.Values(b.hostDisk[h.Name]))...)
 		var pools []int
 		for p, pl := range b.pools {
 			if b.poolHost(pl) == h.Name {
