@@ -698,11 +698,21 @@ func (e *engine) pickReplica(h int32) int32 {
 	case model.Random:
 		return int32(e.rng.IntN(int(n)))
 	case model.LeastBusy:
+		// The fewest operations in progress; among replicas tied for it,
+		// one at random (each kept with probability 1/ties as they come),
+		// so that no replica is favoured: the lowest index taken every
+		// time loaded the first replica 0.85 where the others had 0.75.
 		base := e.p.hostLoadBase[h]
-		best := int32(0)
+		best, ties := int32(0), 1
 		for r := int32(1); r < n; r++ {
-			if e.hostLoad[base+r] < e.hostLoad[base+best] {
-				best = r
+			switch load := e.hostLoad[base+r]; {
+			case load < e.hostLoad[base+best]:
+				best, ties = r, 1
+			case load == e.hostLoad[base+best]:
+				ties++
+				if e.rng.IntN(ties) == 0 {
+					best = r
+				}
 			}
 		}
 		return best

@@ -190,20 +190,38 @@ func TestRandomReplicas(t *testing.T) {
 	}
 }
 
-// TestLeastBusy: joining the least busy replica beats random choice, and
-// keeps replicas evenly loaded.
+// TestLeastBusy sets the least-busy balancer against the exact mean of
+// joining the shortest of r M/M/c queues (jsqResponse), on FCFS cores and
+// on processor-sharing ones (whose numbers in service are M/M/c's with
+// exponential demands), and checks that it keeps the replicas evenly
+// loaded. At these loads a random split would be 36 to 100 % slower.
 func TestLeastBusy(t *testing.T) {
-	const lambda = 1600.0
-	random := run(t, singleQueue(`{replicas: 2, balancer: random, cpu: {scheduling: fcfs}}`, "", `[{cpu: exp(1ms)}]`, lambda), 200000)
-	least := run(t, singleQueue(`{replicas: 2, balancer: least-busy, cpu: {scheduling: fcfs}}`, "", `[{cpu: exp(1ms)}]`, lambda), 200000)
-	rr, lr := wl(t, random, "w").ResponseTime, wl(t, least, "w").ResponseTime
-	if !(lr.CI95[1] < rr.CI95[0]) {
-		t.Errorf("least-busy mean %.4g %v is not below random %.4g %v", lr.Mean, *lr.CI95, rr.Mean, *rr.CI95)
+	const s = 1e-3
+	cases := []struct {
+		replicas, cores int
+		rho             float64
+		cpu             string
+	}{
+		{2, 1, 0.8, "{scheduling: fcfs}"},
+		{2, 2, 0.75, "{cores: 2}"},
+		{3, 1, 0.7, "{scheduling: fcfs}"},
 	}
-	// Random split: each replica M/M/1 at 0.8, mean 5 ms; joining the
-	// shorter queue must do at least as well as round robin would, far
-	// better than 5 ms.
-	within(t, "random mean", rr.Mean, rr.CI95, 1/(1000-lambda/2), 0)
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("r=%d c=%d rho=%g", tc.replicas, tc.cores, tc.rho), func(t *testing.T) {
+			lambda := tc.rho * float64(tc.replicas*tc.cores) / s
+			host := fmt.Sprintf("{replicas: %d, balancer: least-busy, cpu: %s}", tc.replicas, tc.cpu)
+			r := run(t, singleQueue(host, "", `[{cpu: exp(1ms)}]`, lambda), 400000)
+			w := wl(t, r, "w")
+			within(t, "mean response", w.ResponseTime.Mean, w.ResponseTime.CI95, jsqResponse(tc.replicas, tc.cores, lambda, s), 0)
+			cpu := res(t, r, "h.cpu")
+			if len(cpu.PerReplica) != tc.replicas {
+				t.Fatalf("per_replica has %d entries, want %d", len(cpu.PerReplica), tc.replicas)
+			}
+			for i, u := range cpu.PerReplica {
+				within(t, fmt.Sprintf("replica %d utilization", i), u, cpu.UtilizationCI95, tc.rho, ciFactor*math.Sqrt(float64(tc.replicas))*halfWidth(cpu.UtilizationCI95))
+			}
+		})
+	}
 }
 
 // TestForkJoin: the join of two independent exponential delays waits for
