@@ -122,10 +122,11 @@ func build(m *model.Model) *built {
 		b.hostCPU[h.Name] = len(b.stations)
 		b.stIndex[model.CPUResource(h.Name)] = len(b.stations)
 		b.stations = append(b.stations, station{
-			name:    model.CPUResource(h.Name),
-			servers: limitServers(h.CPU),
-			copies:  replicas,
-			fcfs:    h.CPU.Scheduling == model.FCFS,
+			name:      model.CPUResource(h.Name),
+			servers:   limitServers(h.CPU),
+			copies:    replicas,
+			fcfs:      h.CPU.Scheduling == model.FCFS,
+			leastBusy: h.Balancer == model.LeastBusy,
 		})
 		if h.CPU.Limited() {
 			st := &b.stations[len(b.stations)-1]
@@ -137,10 +138,11 @@ func build(m *model.Model) *built {
 			b.stIndex[model.DiskResource(h.Name, d.Name)] = len(b.stations)
 			// Random-order service has the mean wait of FCFS.
 			b.stations = append(b.stations, station{
-				name:    model.DiskResource(h.Name, d.Name),
-				servers: max(d.Servers, 1),
-				copies:  replicas,
-				fcfs:    true,
+				name:      model.DiskResource(h.Name, d.Name),
+				servers:   max(d.Servers, 1),
+				copies:    replicas,
+				fcfs:      true,
+				leastBusy: h.Balancer == model.LeastBusy,
 			})
 		}
 	}

@@ -4,12 +4,15 @@
 //
 // A model becomes a queueing network: every host's CPU and disks are
 // stations (a replicated host is one station per replica, each receiving
-// 1/r of the visits; least-busy balancing is taken as a random pick, its
-// waits overestimated: Supports reports it where they matter); every
-// workload is a class
-// whose visits and demands come from model.Demands (loops by their mean
-// count, branches and switches by probability, speed factors applied);
-// delays and think times are infinite servers.
+// 1/r of the visits); every workload is a class whose visits and demands
+// come from model.Demands (loops by their mean count, branches and
+// switches by probability, speed factors applied); delays and think times
+// are infinite servers. Least-busy replicas join the shortest queue: at a
+// station only open classes visit, the replicas wait as one queue of all
+// their servers times queueing.JSQFactor (the exact chain's excess for
+// Poisson arrivals and exponential service); elsewhere (closed classes,
+// pools) as a random pick, which overestimates the waits, and Supports
+// reports a workload where those could move it by 5 %.
 //
 // Open classes are solved by the M/M/c formulas (Erlang C), with the
 // Pollaczek–Khinchine / Allen–Cunneen correction for the service variability
@@ -21,7 +24,8 @@
 // open classes visit are GI/G/c's (Takács's GI/M/c scaled for the
 // service), the arrivals' squared cv followed through the model step by
 // step (arrivalSCVs); the occupancy chain of a CPU whose bursts run inside
-// pools keeps Poisson arrivals, the pools' own waits take the cv. Closed classes are solved by exact MVA for one class
+// pools keeps Poisson arrivals, the pools' own waits take the cv. Closed
+// classes are solved by exact MVA for one class
 // (any population; multi-server stations through their marginal
 // probabilities, computed from log-domain normalizing constants so that
 // N = 10 000 is stable), by exact multi-class MVA while the state space is

@@ -153,6 +153,36 @@ workload:
 	}
 }
 
+// TestReplicasLeastBusy: Poisson arrivals that join the shortest of
+// three replicas' queues, at a processor-sharing CPU of two cores, an
+// FCFS CPU of one and an FCFS disk of two servers with exponential
+// service, wait queueing.JSQWait, within 1 % of the exact chain's
+// response time.
+func TestReplicasLeastBusy(t *testing.T) {
+	for _, tc := range []struct {
+		host, step string
+		c          int
+		rho        float64
+	}{
+		{"{cpu: {cores: 2}}", "{cpu: exp(30ms)}", 2, 0.6},
+		{"{cpu: {scheduling: fcfs}}", "{cpu: exp(30ms)}", 1, 0.7},
+		{"{disks: {d: {servers: 2}}}", "{disk: exp(30ms)}", 2, 0.6},
+	} {
+		rate := tc.rho * float64(3*tc.c) / 0.030
+		m := parse(t, fmt.Sprintf(`perfcast: 1
+hosts: {h: {replicas: 3, balancer: least-busy, %s}}
+components:
+  c: {host: h, operations: {op: {steps: [%s]}}}
+workload:
+  w: {open: {rate: %g}, steps: [{call: c/op}]}
+`, tc.host[1:len(tc.host)-1], tc.step, rate))
+		r := solveModel(t, m)
+		got := r.Workloads["w"].ResponseTime.Mean
+		near(t, tc.host+" R", got, 0.030*(1+queueing.JSQWait(3, tc.c, tc.rho)), 1e-9)
+		near(t, tc.host+" R against the chain", got, 0.030*(1+queueing.JSQChainWait(3, tc.c, tc.rho)), 0.01)
+	}
+}
+
 func TestOpenMG1PollaczekKhinchine(t *testing.T) {
 	// A FCFS disk with hyperexponential service (cv 2): M/G/1.
 	m := parse(t, `perfcast: 1

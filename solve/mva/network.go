@@ -27,6 +27,11 @@ type station struct {
 	// replica, which its utilization is reported over; 0 elsewhere.
 	limit float64
 	cores int
+	// leastBusy marks the station of a host whose copies take calls
+	// least-busy: with open classes only, its instances wait as one queue
+	// of copies·servers servers does, times queueing.JSQFactor (see
+	// network.solve).
+	leastBusy bool
 }
 
 // class is a request class of a queueing network: open with an arrival
@@ -86,6 +91,11 @@ type solution struct {
 	converged  bool
 	// saturated is the index of a station the open classes overload, or -1.
 	saturated int
+	// split[k], at a leastBusy station whose waits joined the shortest
+	// queue, is what a random pick would have made of a visit: the
+	// stretch of its demand (processor sharing) or its wait (FCFS); 0
+	// elsewhere (see leastBusyMisjudged).
+	split []float64
 }
 
 // solveOptions tune the network solver.
@@ -114,7 +124,7 @@ var errSaturated = errors.New("open workload exceeds a station's capacity")
 // treatment of mixed networks.
 func (n *network) solve(o solveOptions) (*solution, error) {
 	K, C := len(n.stations), len(n.classes)
-	sol := &solution{X: make([]float64, C), R: matrix(C, K), U: make([]float64, K), saturated: -1, converged: true}
+	sol := &solution{X: make([]float64, C), R: matrix(C, K), U: make([]float64, K), saturated: -1, converged: true, split: make([]float64, K)}
 
 	// Utilization by open classes.
 	uOpen := make([]float64, K)
@@ -194,8 +204,12 @@ func (n *network) solve(o solveOptions) (*solution, error) {
 			}
 			continue
 		}
+		if st.leastBusy && st.copies > 1 && len(closedIdx) == 0 {
+			n.joinShortest(sol, k, uOpen[k])
+			continue
+		}
 		if st.fcfs && len(closedIdx) == 0 {
-			w := n.fcfsWait(k, uOpen[k], n.arrivalSCV(k))
+			w := n.fcfsWait(k, uOpen[k], n.arrivalSCV(k), st.servers)
 			for c, cl := range n.classes {
 				if cl.open {
 					sol.R[c][k] = n.demand[c][k] + n.visits[c][k]*w
@@ -245,13 +259,14 @@ func (n *network) arrivalSCV(k int) float64 {
 	return sum / rate
 }
 
-// fcfsWait is the mean wait per visit at an FCFS station k, with open
-// classes only, whose servers are busy a fraction rho of the time and
-// whose visits' gaps have squared coefficient of variation ca2: GI/G/c
-// (queueing.GIGcWait; for Poisson arrivals the Allen–Cunneen formula,
-// Pollaczek–Khinchine's, exact, for one server), with the mean and squared
-// coefficient of variation of service over every class's visits.
-func (n *network) fcfsWait(k int, rho, ca2 float64) float64 {
+// fcfsWait is the mean wait per visit at an FCFS station k of s servers,
+// with open classes only, whose servers are busy a fraction rho of the
+// time and whose visits' gaps have squared coefficient of variation ca2:
+// GI/G/c (queueing.GIGcWait; for Poisson arrivals the Allen–Cunneen
+// formula, Pollaczek–Khinchine's, exact, for one server), with the mean
+// and squared coefficient of variation of service over every class's
+// visits.
+func (n *network) fcfsWait(k int, rho, ca2 float64, s int) float64 {
 	var rate, work, second float64
 	for c, cl := range n.classes {
 		if !cl.open {
@@ -272,9 +287,41 @@ func (n *network) fcfsWait(k int, rho, ca2 float64) float64 {
 	if mean > 0 && second > 0 {
 		scv = math.Max(second/rate/(mean*mean)-1, 0)
 	}
-	s := n.stations[k].servers
 	if ca2 == 1 {
 		return queueing.MMcWait(s, rho*float64(s)) * mean * (1 + scv) / 2
 	}
 	return queueing.GIGcWait(s, rho*float64(s), ca2, scv) * mean
+}
+
+// joinShortest sets the open classes' residence times at station k of a
+// host whose copies take calls least-busy, each copy's servers busy a
+// fraction rho of the time, as the r copies of c servers nearly queue as
+// one: the wait of one queue of rc servers, for the flow before it was
+// split (a random pick leaves ca² = a/r + 1 − 1/r at a copy; arrivalSCVs
+// takes least-busy as one), times queueing.JSQFactor, the exact chain's
+// excess over one queue for Poisson arrivals and exponential service. It
+// keeps what the random pick would have made in sol.split for Supports.
+func (n *network) joinShortest(sol *solution, k int, rho float64) {
+	st := n.stations[k]
+	r, c := st.copies, st.servers
+	ca2 := n.arrivalSCV(k)
+	whole := math.Max(float64(r)*(ca2-1)+1, 0)
+	factor := queueing.JSQFactor(r, c, rho)
+	if st.fcfs {
+		w := factor * n.fcfsWait(k, rho, whole, r*c)
+		sol.split[k] = n.fcfsWait(k, rho, ca2, c)
+		for i, cl := range n.classes {
+			if cl.open {
+				sol.R[i][k] = n.demand[i][k] + n.visits[i][k]*w
+			}
+		}
+		return
+	}
+	stretch := 1 + factor*queueing.GIMcWait(r*c, rho*float64(r*c), whole)
+	sol.split[k] = 1 + queueing.GIMcWait(c, rho*float64(c), ca2)
+	for i, cl := range n.classes {
+		if cl.open {
+			sol.R[i][k] = n.demand[i][k] * stretch
+		}
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"testing"
+
+	"github.com/perfcast/perfcast/queueing"
 )
 
 // singleQueue is a model with one operation of the given steps on host h,
@@ -191,10 +193,11 @@ func TestRandomReplicas(t *testing.T) {
 }
 
 // TestLeastBusy sets the least-busy balancer against the exact mean of
-// joining the shortest of r M/M/c queues (jsqResponse), on FCFS cores and
-// on processor-sharing ones (whose numbers in service are M/M/c's with
-// exponential demands), and checks that it keeps the replicas evenly
-// loaded. At these loads a random split would be 36 to 100 % slower.
+// joining the shortest of r M/M/c queues (queueing.JSQChainWait), on FCFS
+// cores and on processor-sharing ones (whose numbers in service are
+// M/M/c's with exponential demands), and checks that it keeps the
+// replicas evenly loaded. At these loads a random split would be 46 to
+// 95 % slower.
 func TestLeastBusy(t *testing.T) {
 	const s = 1e-3
 	cases := []struct {
@@ -212,7 +215,8 @@ func TestLeastBusy(t *testing.T) {
 			host := fmt.Sprintf("{replicas: %d, balancer: least-busy, cpu: %s}", tc.replicas, tc.cpu)
 			r := run(t, singleQueue(host, "", `[{cpu: exp(1ms)}]`, lambda), 400000)
 			w := wl(t, r, "w")
-			within(t, "mean response", w.ResponseTime.Mean, w.ResponseTime.CI95, jsqResponse(tc.replicas, tc.cores, lambda, s), 0)
+			want := s * (1 + queueing.JSQChainWait(tc.replicas, tc.cores, tc.rho))
+			within(t, "mean response", w.ResponseTime.Mean, w.ResponseTime.CI95, want, 0)
 			cpu := res(t, r, "h.cpu")
 			if len(cpu.PerReplica) != tc.replicas {
 				t.Fatalf("per_replica has %d entries, want %d", len(cpu.PerReplica), tc.replicas)
