@@ -76,6 +76,9 @@ func TestJSQWaitAgainstChain(t *testing.T) {
 	if JSQWait(1, 3, rho) != MMcWait(3, rho*3) || JSQFactor(1, 3, rho) != 1 {
 		t.Error("one queue is not M/M/c")
 	}
+	if !math.IsNaN(JSQChainWait(12, 8, 0.9)) || !math.IsNaN(JSQChainWait(2, 1, 1)) {
+		t.Error("JSQChainWait solved a chain it cannot key, or a full load")
+	}
 	if !math.IsNaN(JSQFactor(2, 1, math.NaN())) || JSQFactor(3, 100, 0.5) <= 1 || JSQFactor(3, 1, 2) != 1 {
 		t.Error("JSQFactor outside its table")
 	}

@@ -1,8 +1,9 @@
 // Package queueing gives the mean waits of single queues in closed form:
 // Erlang's M/M/c, Takács's GI/M/c for arrivals whose gaps are gamma
 // distributed (as the simulator draws an open workload's), and the GI/G/c
-// approximation built on them. The analytical solver and extraction share
-// them.
+// approximation built on them; and of queues that arrivals join at the
+// shortest (JSQWait, from the exact chain JSQChainWait). The analytical
+// solver and extraction share them.
 package queueing
 
 import "math"
