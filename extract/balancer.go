@@ -1,9 +1,22 @@
 package extract
 
 import (
+	"maps"
 	"math"
+	"slices"
 
 	"github.com/perfcast/perfcast/model"
+)
+
+// Bounds of reading a least-busy balancer from the load on the replicas
+// (leastBusyFrom): at least leastBusyMinContested contested choices, a
+// least loaded replica taken leastBusyMinExcess of the way from a random
+// pick's share to every time, and that beyond leastBusyMinZ standard
+// errors of a random pick's.
+const (
+	leastBusyMinContested = 100
+	leastBusyMinExcess    = 0.6
+	leastBusyMinZ         = 3
 )
 
 // inferBalancers reads, for each host with several replicas, how its
@@ -18,9 +31,18 @@ import (
 // taking turns of their own); otherwise round-robin stays, the model's
 // default. Queueing before the spans smooths their starts, so a random
 // balancer in front of busy slots can read as turns.
+//
+// Before that, the load on the replicas as each call began tells a
+// balancer that sends every call to a replica with the fewest executions
+// in progress (`least-busy`: nginx's least_conn, HAProxy's leastconn, a
+// queue its replicas' workers take messages from); see leastBusyFrom.
 func (g *generator) inferBalancers() {
 	for _, h := range g.m.Hosts {
 		if h.Replicas < 2 || h.Balancer != model.RoundRobin {
+			continue
+		}
+		if g.leastBusyFrom(h) {
+			h.Balancer = model.LeastBusy
 			continue
 		}
 		whole, n := g.startGaps(h, "", false)
@@ -44,4 +66,59 @@ func (g *generator) inferBalancers() {
 				h.Name, per, h.Replicas, whole, turns, random, perN)
 		}
 	}
+}
+
+// leastBusyFrom reports whether the calls to host h's components went to
+// a least loaded replica (choiceSweep), with evidence either way where
+// enough calls tell. A balancer in turns also often finds the replica
+// next in turn least loaded, the more so the more regular the work;
+// the choices that tell the two apart are the contested ones, made while
+// the replica the turns would give was not among the least loaded. Of
+// those, a balancer by load sends all to a least loaded replica, one in
+// turns none, one at random its share. The reading assumes one balancer
+// (or several sharing their counts) and spans that begin and end near
+// when the balancer counts the call in and out: clocks apart, or a
+// network hop's delay that varies by a good part of the work's, make
+// calls look contested that were not, and the share falls (by a tenth to
+// a third where the hop varies by 5 % of the work, on four replicas of
+// four cores). Where the replicas are taken again in turn more than
+// halfway from a random pick's 1/r to always, it is turns whatever the
+// load says.
+func (g *generator) leastBusyFrom(h *model.Host) bool {
+	if g.s.Sampled > 0 || g.s.RateLimited > 0 {
+		return false // calls not traced were in progress too
+	}
+	var st choiceStats
+	for _, comp := range slices.Sorted(maps.Keys(g.s.choices)) {
+		if g.hostOf[comp] != h {
+			continue
+		}
+		w := g.s.choices[comp]
+		w.finish()
+		st.add(w.stats)
+	}
+	if st.Contested < leastBusyMinContested || st.Turns == 0 {
+		return false
+	}
+	least, random, turns := st.ContestedLeast/st.Contested, st.ContestedAtRandom/st.Contested, st.SameTurn/st.Turns
+	if st.byLoad(h.Replicas) {
+		g.rep.evidencef("host %s: of %.0f calls that came while the replica next in turn was not among the least loaded, %.0f %% went to a least loaded replica, where a pick at random sends %.0f %%; the replica of the call %d before was taken again for %.0f %% of the calls (%.0f %% at random, all in turns): balancer least-busy",
+			h.Name, st.Contested, 100*least, 100*random, h.Replicas, 100*turns, 100/float64(h.Replicas))
+		return true
+	}
+	g.rep.evidencef("host %s: of %.0f calls that came while the replica next in turn was not among the least loaded, %.0f %% went to a least loaded replica, where a pick at random sends %.0f %% and a balancer by load all; the replica of the call %d before was taken again for %.0f %% of the calls: not least-busy",
+		h.Name, st.Contested, 100*least, 100*random, h.Replicas, 100*turns)
+	return false
+}
+
+// byLoad reports whether the choices among r replicas were a balancer's
+// by load (see leastBusyFrom).
+func (c choiceStats) byLoad(r int) bool {
+	if c.Contested < leastBusyMinContested || c.Turns == 0 {
+		return false
+	}
+	least, random := c.ContestedLeast/c.Contested, c.ContestedAtRandom/c.Contested
+	se := math.Sqrt(random * (1 - random) / c.Contested)
+	inTurn := (1 + 1/float64(r)) / 2
+	return (least-random)/(1-random) >= leastBusyMinExcess && least-random > leastBusyMinZ*se && c.SameTurn/c.Turns < inTurn
 }

@@ -10,12 +10,13 @@ import (
 )
 
 // TestBalancerFromStarts extracts knownModel, whose front end runs on two
-// replicas, with its balancer round-robin (the model's default) and
-// random: each replica's spans start with gaps of squared cv near 0.5
-// under turns and near 1 at random, and the extracted host has the
-// truth's balancer, with evidence.
+// replicas, with its balancer round-robin (the model's default), random
+// and least-busy: each replica's spans start with gaps of squared cv near
+// 0.5 under turns and near 1 at random, and a balancer by load sends the
+// calls that came while the replica next in turn was the busier to the
+// other. The extracted host has the truth's balancer, with evidence.
 func TestBalancerFromStarts(t *testing.T) {
-	for _, b := range []model.Balancer{model.RoundRobin, model.Random} {
+	for _, b := range []model.Balancer{model.RoundRobin, model.Random, model.LeastBusy} {
 		t.Run(string(b), func(t *testing.T) {
 			text := strings.Replace(knownModel, "web: {replicas: 2, cpu: {cores: 1}}", "web: {replicas: 2, balancer: "+string(b)+", cpu: {cores: 1}}", 1)
 			if text == knownModel {
@@ -34,8 +35,11 @@ func TestBalancerFromStarts(t *testing.T) {
 			if h.Balancer != b {
 				t.Errorf("balancer %s, truth %s", h.Balancer, b)
 			}
-			if mentions(x.Report.Evidence, "host front: each replica's spans start with gaps of squared cv") != 1 {
-				t.Errorf("no evidence of the balancer")
+			if mentions(x.Report.Evidence, "host front: of ") != 1 {
+				t.Errorf("no evidence of the replicas' load as calls came")
+			}
+			if gaps := mentions(x.Report.Evidence, "host front: each replica's spans start with gaps of squared cv"); gaps != 1 && b != model.LeastBusy {
+				t.Errorf("no evidence of the gaps between the replicas' spans")
 			}
 		})
 	}

@@ -48,6 +48,7 @@ func (s *State) Merge(o *State) {
 	o.finishSolo()
 	mergeEach(s.calm, o.calm)
 	mergeEach(s.starts, o.starts)
+	mergeEach(s.choices, o.choices)
 	for id, op := range o.ops {
 		mine := s.ops[id]
 		if mine == nil {

@@ -146,6 +146,10 @@ type savedState struct {
 	// Starts are the server spans' start times sampled per component
 	// replica; absent in states saved before they were kept.
 	Starts map[string][]*savedArrivalBlock `json:"starts,omitempty"`
+	// Choices holds per component the load on its replicas as calls to
+	// them began (choiceSweep); absent in states saved before it was
+	// kept.
+	Choices map[string]*savedChoices `json:"choices,omitempty"`
 	// Links counts, per consumer entry and producing operation, the
 	// messages joined across traces.
 	Links map[string]map[string]int64 `json:"links,omitempty"`
@@ -530,6 +534,12 @@ func (s *State) snapshot() *savedState {
 			v.Starts[k] = saveArrivals(st)
 		}
 	}
+	if len(s.choices) > 0 {
+		v.Choices = map[string]*savedChoices{}
+		for c, w := range s.choices {
+			v.Choices[c] = saveChoices(w)
+		}
+	}
 	if len(s.links.from) > 0 {
 		v.Links = s.links.from
 	}
@@ -910,6 +920,13 @@ func (v *savedState) restore() (*State, error) {
 			return nil, fmt.Errorf("span starts of %q: %w", strings.ReplaceAll(k, "\x00", " "), err)
 		}
 		s.starts[k] = st
+	}
+	for _, c := range slices.Sorted(maps.Keys(v.Choices)) {
+		w, err := v.Choices[c].restore()
+		if err != nil {
+			return nil, fmt.Errorf("choices among the replicas of %q: %w", c, err)
+		}
+		s.choices[c] = w
 	}
 	for c, byOp := range v.Links {
 		for op, n := range byOp {

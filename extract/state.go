@@ -92,6 +92,9 @@ type State struct {
 	// started is then in the caller's own time.
 	siteTimes map[string]*sample
 	siteBare  map[string]int64
+	// choices follows, per component, the load on each of its replicas
+	// as each call to it began (see choiceSweep).
+	choices map[string]*choiceSweep
 	// starts samples, per component replica (keyed as its concurrency
 	// profile, replicaGroup), the start times of its server spans: the
 	// arrivals its CPU sees, after the network, the balancer's split and
@@ -147,6 +150,9 @@ type State struct {
 	// callerHost is the host (as the windows name it) of the operation
 	// whose synchronous calls are being folded, "" outside calls.
 	callerHost string
+	// clientStart is, while an operation called through a client span is
+	// folded, when that client span started; 0 otherwise.
+	clientStart int64
 	// reqEnds holds, per component replica (the starts' key), when the
 	// request being folded last left it.
 	reqEnds map[string]int64
@@ -216,6 +222,7 @@ func NewState() *State {
 		siteTimes:   map[string]*sample{},
 		siteBare:    map[string]int64{},
 		starts:      map[string]*arrivalSample{},
+		choices:     map[string]*choiceSweep{},
 		solo:        map[string]*soloSweep{},
 		peers:       map[string]*peerSweep{},
 		dbPeers:     map[string]string{},
@@ -635,13 +642,24 @@ func (s *State) addStart(key, host string, start, end int64) {
 	st.add(start)
 }
 
-// operationCalled is operation for an operation called synchronously from
-// an operation on host caller ("" for sends).
-func (s *State) operationCalled(n *trace.Node, class string, params map[string]string, cfg *Config, caller string) {
-	prev := s.callerHost
-	s.callerHost = caller
+// operationCalled is operation for an operation called from an operation
+// on host caller ("" for sends), through a client span that started at
+// clientStart (0 for none).
+func (s *State) operationCalled(n *trace.Node, class string, params map[string]string, cfg *Config, caller string, clientStart int64) {
+	prevHost, prevStart := s.callerHost, s.clientStart
+	s.callerHost, s.clientStart = caller, clientStart
 	s.operation(n, class, params, cfg)
-	s.callerHost = prev
+	s.callerHost, s.clientStart = prevHost, prevStart
+}
+
+// choicesOf returns the choice sweep of component comp, made on first use.
+func (s *State) choicesOf(comp string) *choiceSweep {
+	w := s.choices[comp]
+	if w == nil {
+		w = newChoiceSweep()
+		s.choices[comp] = w
+	}
+	return w
 }
 
 // operation folds one execution of an operation, rooted at node n, into the
@@ -727,6 +745,13 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 	}
 	s.profile(rg, n.Span.Start, n.Span.End)
 	s.addStart(rg, host, n.Span.Start, n.Span.End)
+	// A balancer in front of the replicas counts the call from its
+	// client span's start, where the clocks agree that it came first.
+	from := n.Span.Start
+	if s.clientStart != 0 && s.clientStart < from {
+		from = s.clientStart
+	}
+	s.choicesOf(comp).add(replica, from, n.Span.End, s.callerHost != host)
 
 	// Collect the elements: calls, sends and external calls, looking
 	// through spans internal to this operation.
@@ -747,12 +772,12 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 			switch {
 			case c.Async && isOperation(c, parent):
 				found = append(found, foundElem(elemSend, c, cfg.opID(c.Span)))
-				s.operationCalled(c, class, params, cfg, "")
+				s.operationCalled(c, class, params, cfg, "", 0)
 			case isOperation(c, parent):
 				f := foundElem(elemCall, c, cfg.opID(c.Span))
 				f.bare = true
 				found = append(found, f)
-				s.operationCalled(c, class, params, cfg, host)
+				s.operationCalled(c, class, params, cfg, host, 0)
 			case c.Span.Kind == ingest.KindClient || c.Span.Kind == ingest.KindProducer:
 				servers := 0
 				for _, g := range c.Children {
@@ -790,7 +815,7 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 						kind = elemSend
 					}
 					f := foundElem(kind, g, cfg.opID(g.Span))
-					caller := ""
+					caller, clientStart := "", int64(0)
 					if kind == elemCall {
 						// The caller waits for the whole client span: the
 						// network and queueing outside the server count as
@@ -798,10 +823,10 @@ func (s *State) operation(n *trace.Node, class string, params map[string]string,
 						f.start, f.end = c.Span.Start, c.Span.End
 						f.latency = math.Max(0, seconds(c.Duration()-g.Duration()))
 						f.post = math.Max(0, seconds(c.Span.End-g.Span.End))
-						caller = host
+						caller, clientStart = host, c.Span.Start
 					}
 					found = append(found, f)
-					s.operationCalled(g, class, params, cfg, caller)
+					s.operationCalled(g, class, params, cfg, caller, clientStart)
 					if kind == elemCall {
 						s.ops[f.target].preSpan.add(seconds(g.Span.Start - c.Span.Start))
 					}
