@@ -493,8 +493,11 @@ func arrivalMisjudged(b *built, st *state) []string {
 // host's stations (and no pool bounds its requests), the solver waits
 // there as the replicas join the shortest queue (network.joinShortest);
 // in doubt are leastBusySlack of those waits (the factor is exact only
-// for Poisson arrivals and exponential service, and its growth with the
-// replicas is the exact chain's on two to four) and, of what a random
+// for Poisson arrivals and exponential service), the share of them that
+// the replicas past jsqChecked add to the factor (its growth with the
+// replicas is the exact chain's on two to four, extrapolated beyond:
+// sixteen replicas of one core at 90 % load waited 16 % too long against
+// the simulator), and, of what a random
 // pick would have made more, the share of the replicas' operations' time
 // spent elsewhere, which the balancer counts but this station does not
 // serve (a replica busy with calls to others looks as loaded as one
@@ -554,7 +557,7 @@ func leastBusyMisjudged(b *built, st *state) []string {
 				if !b.stations[k].fcfs {
 					random = d * math.Max(split-1, 0)
 				}
-				doubt += leastBusySlack*wait + elsewhere[i]*math.Max(random-wait, 0)
+				doubt += (leastBusySlack+st.hw.beyond[k])*wait + elsewhere[i]*math.Max(random-wait, 0)
 			}
 			for _, p := range pools {
 				doubt += ci.acq[p] * st.wait[c][p]

@@ -216,7 +216,7 @@ func (st *state) hardwareGroups(c int, capHw enclosure, N float64) []*hwGroup {
 func (st *state) solveGroups(groups []*hwGroup, c int, o layerOptions) error {
 	b := st.b
 	C, K := len(st.net.classes), len(b.stations)
-	hw := &solution{X: make([]float64, C), R: matrix(C, K), U: make([]float64, K), saturated: -1, converged: true}
+	hw := newSolution(C, K)
 	for _, g := range groups {
 		g.net.classes[c].think = g.think
 		sol, err := g.net.solve(o.net)
@@ -228,7 +228,7 @@ func (st *state) solveGroups(groups []*hwGroup, c int, o layerOptions) error {
 			return err
 		}
 		for i, k := range g.stations {
-			hw.U[k] = sol.U[i]
+			hw.U[k], hw.split[k], hw.beyond[k] = sol.U[i], sol.split[i], sol.beyond[i]
 			for cc := range st.net.classes {
 				hw.R[cc][k] = sol.R[cc][i]
 			}
