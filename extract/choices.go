@@ -253,36 +253,51 @@ func (w *choiceSweep) merge(o *choiceSweep) {
 
 // savedChoices is a choiceSweep as a state holds it: the replicas in the
 // order first seen, the executions pending and in progress, the recent
-// choices, the counts.
+// choices, the counts. The executions are written in the order of their
+// starts (of their ends, for those in progress), each as its start's
+// distance from the one before, its length and its replica, twice that
+// plus 1 for a choice: nanosecond times in full took a tenth of a state.
 type savedChoices struct {
-	Replicas  []string          `json:"replicas"`
-	First     []int64           `json:"first"`
-	Latest    []int64           `json:"latest"`
-	Pending   []savedChoiceSpan `json:"pending,omitempty"`
-	Active    [][2]int64        `json:"active,omitempty"` // end, replica, in heap order
-	Top       int64             `json:"top"`
-	NextSweep int               `json:"next_sweep"`
-	Recent    []int32           `json:"recent,omitempty"`
-	Stats     choiceStats       `json:"stats"`
-}
-
-// savedChoiceSpan is a pending choiceSpan.
-type savedChoiceSpan struct {
-	Start   int64 `json:"s"`
-	End     int64 `json:"e"`
-	Replica int32 `json:"r"`
-	Choice  bool  `json:"c,omitempty"`
+	Replicas  []string    `json:"replicas"`
+	First     []int64     `json:"first"`
+	Latest    []int64     `json:"latest"`
+	Pending   []int64     `json:"pending,omitempty"` // start step, length, 2·replica + choice
+	Active    []int64     `json:"active,omitempty"`  // end step, replica
+	Top       int64       `json:"top"`
+	NextSweep int         `json:"next_sweep"`
+	Recent    []int32     `json:"recent,omitempty"`
+	Stats     choiceStats `json:"stats"`
 }
 
 func saveChoices(w *choiceSweep) *savedChoices {
 	v := &savedChoices{Replicas: w.replicas, First: w.first, Latest: w.latest, Top: w.top, NextSweep: w.nextSweep, Recent: w.recent, Stats: w.stats}
-	for _, x := range w.pending {
-		v.Pending = append(v.Pending, savedChoiceSpan{Start: x.start, End: x.end, Replica: x.replica, Choice: x.choice})
+	pending := slices.Clone(w.pending)
+	slices.SortFunc(pending, func(a, b choiceSpan) int {
+		return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.end, b.end), cmp.Compare(a.replica, b.replica), cmp.Compare(b2i(a.choice), b2i(b.choice)))
+	})
+	var at int64
+	for _, x := range pending {
+		v.Pending = append(v.Pending, x.start-at, x.end-x.start, 2*int64(x.replica)+b2i(x.choice))
+		at = x.start
 	}
-	for _, e := range w.active {
-		v.Active = append(v.Active, [2]int64{e.end, int64(e.replica)})
+	active := slices.Clone(w.active)
+	slices.SortFunc(active, func(a, b choiceEnd) int {
+		return cmp.Or(cmp.Compare(a.end, b.end), cmp.Compare(a.replica, b.replica))
+	})
+	at = 0
+	for _, e := range active {
+		v.Active = append(v.Active, e.end-at, int64(e.replica))
+		at = e.end
 	}
 	return v
+}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (v *savedChoices) restore() (*choiceSweep, error) {
@@ -306,18 +321,27 @@ func (v *savedChoices) restore() (*choiceSweep, error) {
 	}
 	w.replicas, w.first, w.latest = v.Replicas, v.First, v.Latest
 	w.load = make([]int32, n)
-	for i, x := range v.Pending {
-		if x.End < x.Start || x.Replica < 0 || int(x.Replica) >= n {
-			return nil, fmt.Errorf("pending execution %d: from %d to %d on replica %d", i, x.Start, x.End, x.Replica)
-		}
-		w.pending = append(w.pending, choiceSpan{start: x.Start, end: x.End, replica: x.Replica, choice: x.Choice})
+	if len(v.Pending)%3 != 0 || len(v.Active)%2 != 0 {
+		return nil, fmt.Errorf("%d numbers for the pending executions, %d for those in progress: want threes and pairs", len(v.Pending), len(v.Active))
 	}
-	for i, e := range v.Active {
-		if e[1] < 0 || e[1] >= int64(n) {
-			return nil, fmt.Errorf("execution in progress %d: replica %d", i, e[1])
+	var at int64
+	for i := 0; i < len(v.Pending); i += 3 {
+		step, length, rc := v.Pending[i], v.Pending[i+1], v.Pending[i+2]
+		if step < 0 && i > 0 || length < 0 || rc < 0 || rc/2 >= int64(n) {
+			return nil, fmt.Errorf("pending execution %d: %d after the one before, %d long, replica %d", i/3, step, length, rc/2)
 		}
-		w.active = append(w.active, choiceEnd{end: e[0], replica: int32(e[1])})
-		w.load[e[1]]++
+		at += step
+		w.pending = append(w.pending, choiceSpan{start: at, end: at + length, replica: int32(rc / 2), choice: rc%2 == 1})
+	}
+	at = 0
+	for i := 0; i < len(v.Active); i += 2 {
+		step, r := v.Active[i], v.Active[i+1]
+		if step < 0 && i > 0 || r < 0 || r >= int64(n) {
+			return nil, fmt.Errorf("execution in progress %d: ends %d after the one before, replica %d", i/2, step, r)
+		}
+		at += step
+		w.active = append(w.active, choiceEnd{end: at, replica: int32(r)})
+		w.load[r]++
 	}
 	w.active.init()
 	if len(v.Recent) > choiceMaxReplicas {
