@@ -28,7 +28,7 @@ type station struct {
 	limit float64
 	cores int
 	// leastBusy marks the station of a host whose copies take calls
-	// least-busy: with open classes only, its instances wait as one queue
+	// least-busy: where no closed class visits, its instances wait as one queue
 	// of copies·servers servers does, times queueing.JSQFactor (see
 	// network.solve).
 	leastBusy bool
@@ -218,11 +218,17 @@ func (n *network) solve(o solveOptions) (*solution, error) {
 			}
 			continue
 		}
-		if st.leastBusy && st.copies > 1 && len(closedIdx) == 0 {
+		// Where no closed class visits, the open classes queue only
+		// among themselves, whatever the closed classes do elsewhere.
+		openOnly := true
+		for _, c := range closedIdx {
+			openOnly = openOnly && n.demand[c][k] == 0 && n.visits[c][k] == 0
+		}
+		if st.leastBusy && st.copies > 1 && openOnly {
 			n.joinShortest(sol, k, uOpen[k])
 			continue
 		}
-		if st.fcfs && len(closedIdx) == 0 {
+		if st.fcfs && openOnly {
 			w := n.fcfsWait(k, uOpen[k], n.arrivalSCV(k), st.servers)
 			for c, cl := range n.classes {
 				if cl.open {
@@ -232,7 +238,7 @@ func (n *network) solve(o solveOptions) (*solution, error) {
 			continue
 		}
 		var stretch float64
-		if ca2 := n.arrivalSCV(k); ca2 != 1 && len(closedIdx) == 0 {
+		if ca2 := n.arrivalSCV(k); ca2 != 1 && openOnly {
 			s := float64(st.servers)
 			stretch = 1 + queueing.GIMcWait(st.servers, uOpen[k]*s, ca2)
 		} else if st.servers == 1 {
