@@ -29,6 +29,11 @@ type pool struct {
 	onFull model.OnFull
 	// beforeSpan is model.Passive.BeforeSpan.
 	beforeSpan bool
+	// leastBusy marks a pool of each replica of a host whose replicas
+	// take calls least-busy: where no closed class takes it, its copies
+	// wait as one queue of all their units, times queueing.JSQFactor (as
+	// a station's, network.joinShortest).
+	leastBusy bool
 }
 
 // limited reports whether requests may wait for the pool.
@@ -147,7 +152,7 @@ func build(m *model.Model) *built {
 		}
 	}
 	for _, c := range m.Components {
-		p := &pool{name: model.ThreadsResource(c.Name), capacity: c.Threads, copies: b.replicas(c.Host), parts: 1, component: c.Name, queue: c.Queue, onFull: c.OnFull}
+		p := &pool{name: model.ThreadsResource(c.Name), capacity: c.Threads, copies: b.replicas(c.Host), parts: 1, component: c.Name, queue: c.Queue, onFull: c.OnFull, leastBusy: b.leastBusy(c.Host)}
 		b.poolIdx[p.name] = len(b.pools)
 		b.pools = append(b.pools, p)
 	}
@@ -156,8 +161,11 @@ func build(m *model.Model) *built {
 		if ps.Host != "" {
 			copies = b.replicas(ps.Host)
 		}
-		p := &pool{name: ps.Name, capacity: max(ps.Capacity, 1), copies: copies, parts: 1, queue: model.QueueUnlimited, beforeSpan: ps.BeforeSpan}
+		p := &pool{name: ps.Name, capacity: max(ps.Capacity, 1), copies: copies, parts: 1, queue: model.QueueUnlimited, beforeSpan: ps.BeforeSpan, leastBusy: ps.Host != "" && b.leastBusy(ps.Host)}
 		if ps.Partitioned {
+			// A replica's calls go to a unit at random, whatever
+			// picked the replica.
+			p.leastBusy = false
 			// Its units are as many independent copies of one unit, each
 			// given an equal share of the executions at random.
 			p.copies *= p.capacity
@@ -222,6 +230,12 @@ func (b *built) sawHold(p int, s *model.Step, c *model.Component, acquire bool) 
 		return
 	}
 	b.burstAt[p] = -1
+}
+
+// leastBusy reports whether host's replicas take calls least-busy.
+func (b *built) leastBusy(host string) bool {
+	h := b.m.Host(host)
+	return h != nil && h.Replicas > 1 && h.Balancer == model.LeastBusy
 }
 
 func (b *built) replicas(host string) int {

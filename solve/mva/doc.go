@@ -8,11 +8,11 @@
 // come from model.Demands (loops by their mean count, branches and
 // switches by probability, speed factors applied); delays and think times
 // are infinite servers. Least-busy replicas join the shortest queue: at a
-// station only open classes visit, the replicas wait as one queue of all
-// their servers times queueing.JSQFactor (the exact chain's excess for
-// Poisson arrivals and exponential service); elsewhere (closed classes,
-// pools) as a random pick, which overestimates the waits, and Supports
-// reports a workload where those could move it by 5 %.
+// station or pool only open classes visit, the replicas wait as one queue
+// of all their servers (units) times queueing.JSQFactor (the exact
+// chain's excess for Poisson arrivals and exponential service); where
+// closed classes visit, as a random pick, which overestimates the waits,
+// and Supports reports a workload where those could move it by 5 %.
 //
 // Open classes are solved by the M/M/c formulas (Erlang C), with the
 // Pollaczek–Khinchine / Allen–Cunneen correction for the service variability

@@ -17,9 +17,11 @@ import (
 // again. Round-robin hands each replica every r-th request, gaps of
 // squared cv 1/r; random does not; least-busy sends each request to the
 // replica with the fewest in progress, which the solver takes as joining
-// the shortest queue at the CPU (taken at every load, directly and behind
-// the front end) and as a random pick at the pools (reported from 40 %
-// load on, where their waits matter). Wherever Supports takes the model,
+// the shortest queue at the CPU and at the pools (taken at every load,
+// directly and behind the front end; the slot taken again after a call,
+// where the replica's operations spend time elsewhere, is reported at
+// 75 %: until the pools joined the shortest queue too, they were a random
+// pick's, reported from 40 % load on). Wherever Supports takes the model,
 // the two solvers' mean response times agree within arrivalShare beyond
 // the simulator's 95 % half-width. Round-robin at 75 % load is taken wherever
 // the turns' regularity reaches a queue unchanged (taking it as a random
@@ -89,10 +91,8 @@ workload:
 			t.Errorf("%+v: a random split of Poisson arrivals reported", k)
 		case !ok && k.balancer == model.RoundRobin && k.load == 0.75 && k.where != "slot call":
 			t.Errorf("%+v: reported, though the turns' regularity reaches its queue unchanged", k)
-		case !ok && k.balancer == model.LeastBusy && (k.where == "cpu" || k.where == "behind"):
-			t.Errorf("%+v: reported, though its replicas join the shortest queue at their one station", k)
-		case ok && k.balancer == model.LeastBusy && k.load >= 0.4 && k.where != "cpu" && k.where != "behind":
-			t.Errorf("%+v: least-busy taken as a random pick at the pools where the waits matter", k)
+		case !ok && k.balancer == model.LeastBusy && k.where != "slot call":
+			t.Errorf("%+v: reported, though its replicas join the shortest queue at their one station or pool", k)
 		}
 	}
 	if k := (key{"slot call", 4, model.RoundRobin, 0.75}); taken[k] {

@@ -228,7 +228,7 @@ func approximations(b *built) []string {
 	var out []string
 	for _, h := range b.m.Hosts {
 		if h.Replicas > 1 && h.Balancer == model.LeastBusy {
-			out = append(out, fmt.Sprintf("host %s: least-busy balancing is approximated: at stations only open workloads visit, as one queue of all the replicas' servers with the exact excess of joining the shortest queue for Poisson arrivals and exponential service; elsewhere as a random split, which overestimates waits", h.Name))
+			out = append(out, fmt.Sprintf("host %s: least-busy balancing is approximated: at stations and pools only open workloads visit, as one queue of all the replicas' servers with the exact excess of joining the shortest queue for Poisson arrivals and exponential service; elsewhere as a random split, which overestimates waits", h.Name))
 		}
 	}
 	for _, ci := range b.classes {

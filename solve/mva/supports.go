@@ -490,22 +490,23 @@ func arrivalMisjudged(b *built, st *state) []string {
 // replicated host balanced least-busy (each call to a replica with the
 // fewest operations in progress) rests by more than arrivalShare on how
 // the solver takes the balancer. Where only open classes visit one of the
-// host's stations (and no pool bounds its requests), the solver waits
-// there as the replicas join the shortest queue (network.joinShortest);
-// in doubt are leastBusySlack of those waits (the factor is exact only
+// host's stations (and no pool bounds the bursts there, which the
+// occupancy chain solves) or take one of its pools, the solver waits
+// there as the replicas join the shortest queue (network.joinShortest).
+// In doubt are leastBusySlack of those waits (the factor is exact only
 // for Poisson arrivals and exponential service), the share of them that
 // the replicas past jsqChecked add to the factor (its growth with the
 // replicas is the exact chain's on two to four, extrapolated beyond:
 // sixteen replicas of one core at 90 % load waited 16 % too long against
-// the simulator), and, of what a random
-// pick would have made more, the share of the replicas' operations' time
-// spent elsewhere, which the balancer counts but this station does not
-// serve (a replica busy with calls to others looks as loaded as one
-// whose CPU is queued). The waits at its other stations and for its
-// pools are taken as a random pick's, whose replicas queue apart (up to
-// 138 % too long against the simulator, TestReplicasInTurn), and are in
-// doubt whole. Without a stable solution to weigh them with, every
-// workload that reaches such a host is listed.
+// the simulator), and, of what a random pick would have made more, the
+// share of the replicas' operations' time spent elsewhere, which the
+// balancer counts but this station or pool does not serve (a replica
+// busy with calls to others looks as loaded as one whose CPU is queued).
+// The waits at its other stations and pools are taken as a random
+// pick's, whose replicas queue apart (up to 138 % too long against the
+// simulator, TestReplicasInTurn), and are in doubt whole. Without a
+// stable solution to weigh them with, every workload that reaches such
+// a host is listed.
 func leastBusyMisjudged(b *built, st *state) []string {
 	var reasons []string
 	for _, h := range b.m.Hosts {
@@ -522,9 +523,9 @@ func leastBusyMisjudged(b *built, st *state) []string {
 			}
 		}
 		stable := st != nil && st.hw != nil && st.saturated == ""
-		var elsewhere []float64
+		var elsewhere, unheld []float64
 		if stable {
-			elsewhere = st.notServedAt(h.Name, stations)
+			elsewhere, unheld = st.notServedAt(h.Name, stations), st.notHeldIn(h.Name, pools)
 		}
 		for c, ci := range b.classes {
 			reaches := false
@@ -559,11 +560,17 @@ func leastBusyMisjudged(b *built, st *state) []string {
 				}
 				doubt += (leastBusySlack+st.hw.beyond[k])*wait + elsewhere[i]*math.Max(random-wait, 0)
 			}
-			for _, p := range pools {
-				doubt += ci.acq[p] * st.wait[c][p]
+			for i, p := range pools {
+				wait := ci.acq[p] * st.wait[c][p]
+				random := st.poolSplit[p]
+				if random == 0 {
+					doubt += wait // a random pick's
+					continue
+				}
+				doubt += (leastBusySlack+st.poolBeyond[p])*wait + unheld[i]*ci.acq[p]*math.Max(random-st.wait[c][p], 0)
 			}
 			if doubt > arrivalShare*st.R[c] {
-				reasons = append(reasons, fmt.Sprintf("workload %s: host %s's replicas are balanced least-busy; %.3g ms of its %.3g ms response time rests on how the solver takes that (one queue of all the replicas' servers, as joining the shortest queue nearly is, where only open workloads visit a station and no pool bounds it; elsewhere a random pick, whose replicas queue apart)", ci.w.Name, h.Name, 1e3*doubt, 1e3*st.R[c]))
+				reasons = append(reasons, fmt.Sprintf("workload %s: host %s's replicas are balanced least-busy; %.3g ms of its %.3g ms response time rests on how the solver takes that (one queue of all the replicas' servers, as joining the shortest queue nearly is, at stations and pools only open workloads visit, bursts no pool bounds; elsewhere a random pick, whose replicas queue apart)", ci.w.Name, h.Name, 1e3*doubt, 1e3*st.R[c]))
 			}
 		}
 	}
@@ -576,23 +583,52 @@ func leastBusyMisjudged(b *built, st *state) []string {
 // its throughput: 1 where no operation runs there.
 func (st *state) notServedAt(host string, stations []int) []float64 {
 	b := st.b
-	var inProgress float64
+	inProgress := st.inProgressOn(host)
 	at := make([]float64, len(stations))
 	for c, ci := range b.classes {
-		x := st.X[c]
-		for _, comp := range b.m.Components {
+		for i, k := range stations {
+			at[i] += st.X[c] * (ci.demand[k]*st.stretch[c][k] + ci.visits[k]*st.extra[c][k])
+		}
+	}
+	return notServedShares(at, inProgress)
+}
+
+// notHeldIn is notServedAt for pools: for each of the given pools of host,
+// the share of the time its replicas have operations in progress that
+// those operations spend neither waiting for the pool nor holding it.
+func (st *state) notHeldIn(host string, pools []int) []float64 {
+	b := st.b
+	at := make([]float64, len(pools))
+	for c, ci := range b.classes {
+		for i, p := range pools {
+			at[i] += st.X[c] * ci.acq[p] * (st.wait[c][p] + st.hold[c][p])
+		}
+	}
+	return notServedShares(at, st.inProgressOn(host))
+}
+
+// inProgressOn is the time host's replicas have operations in progress,
+// per second of the system's: every class's throughput times its
+// operations' time there.
+func (st *state) inProgressOn(host string) float64 {
+	var sum float64
+	for c := range st.b.classes {
+		for _, comp := range st.b.m.Components {
 			if comp.Host != host {
 				continue
 			}
 			for _, op := range comp.Operations {
-				inProgress += x * st.walks[c].opTotal[op.ID()]
+				sum += st.X[c] * st.walks[c].opTotal[op.ID()]
 			}
 		}
-		for i, k := range stations {
-			at[i] += x * (ci.demand[k]*st.stretch[c][k] + ci.visits[k]*st.extra[c][k])
-		}
 	}
-	out := make([]float64, len(stations))
+	return sum
+}
+
+// notServedShares is 1 − at/inProgress for each of at, at least 0; 1
+// where nothing is in progress.
+func notServedShares(at []float64, inProgress float64) []float64 {
+	out := make([]float64, len(at))
 	for i := range out {
 		out[i] = 1
 		if inProgress > 0 {
