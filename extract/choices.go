@@ -8,10 +8,14 @@ import (
 	"slices"
 )
 
-// choiceMaxReplicas bounds the replicas a component's choices are read
-// over: each call compares the load of every live replica, and a
-// balancer over more than this many is not inferred.
-const choiceMaxReplicas = 64
+// choiceMaxReplicas bounds the live replicas a component's choices are
+// read over, and choiceMaxSeen the replicas seen over the traces (a
+// rolling update names new ones each time): each call compares the load
+// of every replica, and a balancer over more is not inferred.
+const (
+	choiceMaxReplicas = 64
+	choiceMaxSeen     = 1024
+)
 
 // choiceSweep follows, for one component, how many of its executions were
 // in progress on each of its replicas when each call to it began, to tell
@@ -54,6 +58,11 @@ type choiceSpan struct {
 	start, end int64
 	replica    int32
 	choice     bool
+}
+
+// compare orders executions by start, then end, replica and choice.
+func (x choiceSpan) compare(o choiceSpan) int {
+	return cmp.Or(cmp.Compare(x.start, o.start), cmp.Compare(x.end, o.end), cmp.Compare(x.replica, o.replica), cmp.Compare(b2i(x.choice), b2i(o.choice)))
 }
 
 // choiceEnd is when an execution in progress on replica ends.
@@ -127,24 +136,7 @@ func (w *choiceSweep) add(replica string, start, end int64, choice bool) {
 
 // sweep judges the pending executions that start at or before upTo.
 func (w *choiceSweep) sweep(upTo int64) {
-	slices.SortFunc(w.pending, func(a, b choiceSpan) int {
-		if c := cmp.Compare(a.start, b.start); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.end, b.end); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.replica, b.replica); c != 0 {
-			return c
-		}
-		switch {
-		case a.choice == b.choice:
-			return 0
-		case a.choice:
-			return 1
-		}
-		return -1
-	})
+	slices.SortFunc(w.pending, choiceSpan.compare)
 	n := 0
 	for _, x := range w.pending {
 		if x.start > upTo {
@@ -155,7 +147,7 @@ func (w *choiceSweep) sweep(upTo int64) {
 		for len(w.active) > 0 && w.active[0].end <= x.start {
 			w.load[w.active.pop().replica]--
 		}
-		if x.choice && len(w.replicas) > 1 && len(w.replicas) <= choiceMaxReplicas {
+		if x.choice && len(w.replicas) > 1 && len(w.replicas) <= choiceMaxSeen {
 			w.judge(x)
 		}
 		w.load[x.replica]++
@@ -175,7 +167,7 @@ func (w *choiceSweep) judge(x choiceSpan) {
 			least, most = min(least, l), max(most, l)
 		}
 	}
-	if live < 2 {
+	if live < 2 || live > choiceMaxReplicas {
 		return
 	}
 	ties := 0
@@ -272,9 +264,7 @@ type savedChoices struct {
 func saveChoices(w *choiceSweep) *savedChoices {
 	v := &savedChoices{Replicas: w.replicas, First: w.first, Latest: w.latest, Top: w.top, NextSweep: w.nextSweep, Recent: w.recent, Stats: w.stats}
 	pending := slices.Clone(w.pending)
-	slices.SortFunc(pending, func(a, b choiceSpan) int {
-		return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.end, b.end), cmp.Compare(a.replica, b.replica), cmp.Compare(b2i(a.choice), b2i(b.choice)))
-	})
+	slices.SortFunc(pending, choiceSpan.compare)
 	var at int64
 	for _, x := range pending {
 		v.Pending = append(v.Pending, x.start-at, x.end-x.start, 2*int64(x.replica)+b2i(x.choice))

@@ -224,3 +224,52 @@ func TestChoicesSaveFoldOn(t *testing.T) {
 		t.Errorf("folded on after a save: %+v, in one: %+v", half.stats, all.stats)
 	}
 }
+
+// TestChoicesAcrossRollingUpdates: three replicas at a time, replaced by
+// three new ones thirty times over (ninety replicas seen), behind a
+// balancer by load: the calls are judged among the live three all along,
+// and read as by load.
+func TestChoicesAcrossRollingUpdates(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	w := newChoiceSweep()
+	const mean = 10e6
+	var ends [3][]float64
+	t0 := 0.0
+	for gen := range 30 {
+		names := [3]string{}
+		for i := range names {
+			names[i] = fmt.Sprintf("g%d-%d", gen, i)
+		}
+		for range 500 {
+			t0 += rng.ExpFloat64() * mean / (0.6 * 3)
+			best, ties := -1, 0
+			for i := range ends {
+				kept := ends[i][:0]
+				for _, e := range ends[i] {
+					if e > t0 {
+						kept = append(kept, e)
+					}
+				}
+				ends[i] = kept
+				switch {
+				case best < 0 || len(ends[i]) < len(ends[best]):
+					best, ties = i, 1
+				case len(ends[i]) == len(ends[best]):
+					ties++
+					if rng.IntN(ties) == 0 {
+						best = i
+					}
+				}
+			}
+			end := t0 + rng.ExpFloat64()*mean
+			ends[best] = append(ends[best], end)
+			w.add(names[best], int64(t0), int64(end), true)
+		}
+	}
+	w.finish()
+	st := w.stats
+	t.Logf("%d replicas seen; contested %.0f: least %.3f, at random %.3f", len(w.replicas), st.Contested, st.ContestedLeast/st.Contested, st.ContestedAtRandom/st.Contested)
+	if st.Contested < 1000 || !st.byLoad(3) {
+		t.Errorf("read as by load: %v on %.0f contested calls, want by load on thousands", st.byLoad(3), st.Contested)
+	}
+}

@@ -596,6 +596,7 @@ func (st *state) poolWaits(classes []class, o layerOptions, out [][]float64, thi
 		for c := range classes {
 			out[c][p] = 0
 		}
+		st.poolSplit[p], st.poolBeyond[p] = 0, 0
 		if _, ok := nested[p]; ok || !pl.limited() {
 			continue
 		}
