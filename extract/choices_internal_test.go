@@ -97,19 +97,7 @@ func balanced(policy string, replicas []string, c int, rho, scv, jitter float64,
 				choice = b
 			}
 		case "load":
-			best, ties := -1, 0
-			for _, i := range ups {
-				switch {
-				case best < 0 || len(inProgress[i]) < len(inProgress[best]):
-					best, ties = i, 1
-				case len(inProgress[i]) == len(inProgress[best]):
-					ties++
-					if rng.IntN(ties) == 0 {
-						best = i
-					}
-				}
-			}
-			choice = best
+			choice = leastLoaded(rng, ups, func(i int) int { return len(inProgress[i]) })
 		}
 		delay := func() float64 {
 			if jitter == 0 {
@@ -242,25 +230,10 @@ func TestChoicesAcrossRollingUpdates(t *testing.T) {
 		}
 		for range 500 {
 			t0 += rng.ExpFloat64() * mean / (0.6 * 3)
-			best, ties := -1, 0
 			for i := range ends {
-				kept := ends[i][:0]
-				for _, e := range ends[i] {
-					if e > t0 {
-						kept = append(kept, e)
-					}
-				}
-				ends[i] = kept
-				switch {
-				case best < 0 || len(ends[i]) < len(ends[best]):
-					best, ties = i, 1
-				case len(ends[i]) == len(ends[best]):
-					ties++
-					if rng.IntN(ties) == 0 {
-						best = i
-					}
-				}
+				ends[i] = slices.DeleteFunc(ends[i], func(e float64) bool { return e <= t0 })
 			}
+			best := leastLoaded(rng, []int{0, 1, 2}, func(i int) int { return len(ends[i]) })
 			end := t0 + rng.ExpFloat64()*mean
 			ends[best] = append(ends[best], end)
 			w.add(names[best], int64(t0), int64(end), true)
@@ -272,4 +245,22 @@ func TestChoicesAcrossRollingUpdates(t *testing.T) {
 	if st.Contested < 1000 || !st.byLoad(3) {
 		t.Errorf("read as by load: %v on %.0f contested calls, want by load on thousands", st.byLoad(3), st.Contested)
 	}
+}
+
+// leastLoaded is the candidate with the least load, one at random among
+// those tied.
+func leastLoaded(rng *rand.Rand, candidates []int, load func(int) int) int {
+	best, ties := -1, 0
+	for _, i := range candidates {
+		switch {
+		case best < 0 || load(i) < load(best):
+			best, ties = i, 1
+		case load(i) == load(best):
+			ties++
+			if rng.IntN(ties) == 0 {
+				best = i
+			}
+		}
+	}
+	return best
 }
