@@ -9,7 +9,7 @@ import (
 )
 
 // Bounds of reading a least-busy balancer from the load on the replicas
-// (leastBusyFrom): at least leastBusyMinContested contested choices, a
+// (loadBalancerFrom): at least leastBusyMinContested contested choices, a
 // least loaded replica taken leastBusyMinExcess of the way from a random
 // pick's share to every time, and that beyond leastBusyMinZ standard
 // errors of a random pick's.
@@ -17,6 +17,19 @@ const (
 	leastBusyMinContested = 100
 	leastBusyMinExcess    = 0.6
 	leastBusyMinZ         = 3
+)
+
+// Bounds of telling the lighter of two replicas drawn at random from a
+// balancer by load and from a random pick (choiceStats.byLoad): a least
+// loaded replica taken at least ofTwoMinShare of the way from a random
+// pick's share to the lighter of two's, and less than ofTwoMaxExcess of
+// the way from the lighter of two's to all; where the lighter of two
+// would have sent ofTwoAll of the contested calls to a least loaded
+// replica, the two balancers are one.
+const (
+	ofTwoMinShare  = 0.75
+	ofTwoMaxExcess = 0.3
+	ofTwoAll       = 0.999
 )
 
 // inferBalancers reads, for each host with several replicas, how its
@@ -35,14 +48,16 @@ const (
 // Before that, the load on the replicas as each call began tells a
 // balancer that sends every call to a replica with the fewest executions
 // in progress (`least-busy`: nginx's least_conn, HAProxy's leastconn, a
-// queue its replicas' workers take messages from); see leastBusyFrom.
+// queue its replicas' workers take messages from), or to the lighter of
+// two drawn at random (`least-of-two`: Envoy's and so Istio's
+// least_request, nginx's random two least_conn); see loadBalancerFrom.
 func (g *generator) inferBalancers() {
 	for _, h := range g.m.Hosts {
 		if h.Replicas < 2 || h.Balancer != model.RoundRobin {
 			continue
 		}
-		if g.leastBusyFrom(h) {
-			h.Balancer = model.LeastBusy
+		if b := g.loadBalancerFrom(h); b != "" {
+			h.Balancer = b
 			continue
 		}
 		whole, n := g.startGaps(h, "", false)
@@ -68,26 +83,29 @@ func (g *generator) inferBalancers() {
 	}
 }
 
-// leastBusyFrom reports whether the calls to host h's components went to
-// a least loaded replica (choiceSweep), with evidence either way where
-// enough calls tell. A balancer in turns also often finds the replica
-// next in turn least loaded, the more so the more regular the work;
-// the choices that tell the two apart are the contested ones, made while
-// the replica the turns would give was not among the least loaded. Of
-// those, a balancer by load sends all to a least loaded replica, one in
-// turns none, one at random its share. The reading assumes one balancer
-// (or several sharing their counts) and spans that begin and end near
-// when the balancer counts the call in and out: clocks apart, or a
-// network hop's delay that varies by a good part of the work's, make
-// calls look contested that were not, and the share falls (on four
-// replicas of four cores, a hop whose delay varies by 2 % of the work
-// brought it from all to 83 to 93 %, TestChoicesTellLoadFromTurns).
-// Where the replicas are taken again in turn more than
-// halfway from a random pick's 1/r to always, it is turns whatever the
-// load says.
-func (g *generator) leastBusyFrom(h *model.Host) bool {
+// loadBalancerFrom reads whether the calls to host h's components went
+// by the replicas' load (choiceSweep), with evidence either way where
+// enough calls tell: least-busy, least-of-two, or "" for neither. A
+// balancer in turns also often finds the replica next in turn least
+// loaded, the more so the more regular the work; the choices that tell
+// the two apart are the contested ones, made while the replica the turns
+// would give was not among the least loaded. Of those, a balancer by load
+// sends all to a least loaded replica, one in turns none, one at random
+// its share, and the lighter of two drawn at random the share of the
+// draws that hold a least loaded one (see byLoad). The reading assumes
+// one balancer (or several sharing their counts) and spans that begin and
+// end near when the balancer counts the call in and out: clocks apart, or
+// a network hop's delay that varies by a good part of the work's, make
+// calls look contested that were not, and the share falls toward a
+// random pick's (on four replicas of four cores, a hop whose delay varies
+// by 2 % of the work brought a balancer by load from all to 83 to 93 %,
+// the lighter of two from its 58 to 65 % to 56 to 62 %,
+// TestChoicesTellLoadFromTurns). Where the replicas are taken again in
+// turn more than halfway from a random pick's 1/r to always, it is turns
+// whatever the load says.
+func (g *generator) loadBalancerFrom(h *model.Host) model.Balancer {
 	if g.s.Sampled > 0 || g.s.RateLimited > 0 {
-		return false // calls not traced were in progress too
+		return "" // calls not traced were in progress too
 	}
 	var st choiceStats
 	for _, comp := range slices.Sorted(maps.Keys(g.s.choices)) {
@@ -99,27 +117,49 @@ func (g *generator) leastBusyFrom(h *model.Host) bool {
 		st.add(w.stats)
 	}
 	if st.Contested < leastBusyMinContested || st.Turns == 0 {
-		return false
+		return ""
 	}
-	least, random, turns := st.ContestedLeast/st.Contested, st.ContestedAtRandom/st.Contested, st.SameTurn/st.Turns
-	if st.byLoad(h.Replicas) {
-		g.rep.evidencef("host %s: of %.0f calls that came while the replica next in turn was not among the least loaded, %.0f %% went to a least loaded replica, where a pick at random sends %.0f %%; the replica of the call %d before was taken again for %.0f %% of the calls (%.0f %% at random, all in turns): balancer least-busy",
-			h.Name, st.Contested, 100*least, 100*random, h.Replicas, 100*turns, 100/float64(h.Replicas))
-		return true
+	n := st.Contested
+	least, random, two, turns := st.ContestedLeast/n, st.ContestedAtRandom/n, st.ContestedOfTwo/n, st.SameTurn/st.Turns
+	b := st.byLoad(h.Replicas)
+	read := string(b)
+	if b == "" {
+		read = "neither least-busy nor least-of-two"
 	}
-	g.rep.evidencef("host %s: of %.0f calls that came while the replica next in turn was not among the least loaded, %.0f %% went to a least loaded replica, where a pick at random sends %.0f %% and a balancer by load all; the replica of the call %d before was taken again for %.0f %% of the calls: not least-busy",
-		h.Name, st.Contested, 100*least, 100*random, h.Replicas, 100*turns)
-	return false
+	g.rep.evidencef("host %s: of %.0f calls that came while the replica next in turn was not among the least loaded, %.0f %% went to a least loaded replica, where a pick at random sends %.0f %%, the lighter of two drawn at random %.0f %% and a balancer by load all; the replica of the call %d before was taken again for %.0f %% of the calls (%.0f %% at random, all in turns): balancer %s",
+		h.Name, n, 100*least, 100*random, 100*two, h.Replicas, 100*turns, 100/float64(h.Replicas), read)
+	return b
 }
 
-// byLoad reports whether the choices among r replicas were a balancer's
-// by load (see leastBusyFrom).
-func (c choiceStats) byLoad(r int) bool {
-	if c.Contested < leastBusyMinContested || c.Turns == 0 {
-		return false
+// byLoad reads the balancer from the choices among r replicas (see
+// loadBalancerFrom): least-busy where a least loaded replica took the
+// contested calls leastBusyMinExcess of the way from a random pick's
+// share to all, and beyond the lighter of two's share by ofTwoMaxExcess
+// of the way to all (the two are one balancer where every draw of two
+// holds a least loaded replica, as on two replicas); least-of-two where
+// it took them ofTwoMinShare of the way from a random pick's share to the
+// lighter of two's; "" otherwise, and where a random pick's share is
+// within leastBusyMinZ standard errors, or the replicas are taken again
+// in turn more than halfway from 1/r to always. The lighter of two came
+// within 0.04 of its share in every case of TestChoicesTellLoadFromTurns
+// (a random pick's share to it, 0.9 to 1.1 of the way), callers each
+// taking turns of their own at most 0.53 of the way, and a balancer by
+// load at least 0.55 of the way from the lighter of two's share to all.
+func (c choiceStats) byLoad(r int) model.Balancer {
+	if c.Contested < leastBusyMinContested || c.Turns == 0 || c.SameTurn/c.Turns >= (1+1/float64(r))/2 {
+		return ""
 	}
-	least, random := c.ContestedLeast/c.Contested, c.ContestedAtRandom/c.Contested
-	se := math.Sqrt(random * (1 - random) / c.Contested)
-	inTurn := (1 + 1/float64(r)) / 2
-	return (least-random)/(1-random) >= leastBusyMinExcess && least-random > leastBusyMinZ*se && c.SameTurn/c.Turns < inTurn
+	n := c.Contested
+	least, random, two := c.ContestedLeast/n, c.ContestedAtRandom/n, c.ContestedOfTwo/n
+	se := func(p float64) float64 { return math.Sqrt(p * (1 - p) / n) }
+	if least-random <= leastBusyMinZ*se(random) {
+		return ""
+	}
+	if (least-random)/(1-random) >= leastBusyMinExcess && (two >= ofTwoAll || least-two >= ofTwoMaxExcess*(1-two) && least-two > leastBusyMinZ*se(two)) {
+		return model.LeastBusy
+	}
+	if two < ofTwoAll && least-random >= ofTwoMinShare*(two-random) {
+		return model.LeastOfTwo
+	}
+	return ""
 }

@@ -2,6 +2,7 @@ package extract_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -14,11 +15,17 @@ import (
 // and least-busy: each replica's spans start with gaps of squared cv near
 // 0.5 under turns and near 1 at random, and a balancer by load sends the
 // calls that came while the replica next in turn was the busier to the
-// other. The extracted host has the truth's balancer, with evidence.
+// other. On three replicas, the lighter of two drawn at random sends
+// them to a least loaded replica as often as the draws hold one. The
+// extracted host has the truth's balancer, with evidence.
 func TestBalancerFromStarts(t *testing.T) {
-	for _, b := range []model.Balancer{model.RoundRobin, model.Random, model.LeastBusy} {
+	for _, tc := range []struct {
+		b        model.Balancer
+		replicas int
+	}{{model.RoundRobin, 2}, {model.Random, 2}, {model.LeastBusy, 2}, {model.LeastOfTwo, 3}} {
+		b := tc.b
 		t.Run(string(b), func(t *testing.T) {
-			text := strings.Replace(knownModel, "web: {replicas: 2, cpu: {cores: 1}}", "web: {replicas: 2, balancer: "+string(b)+", cpu: {cores: 1}}", 1)
+			text := strings.Replace(knownModel, "web: {replicas: 2, cpu: {cores: 1}}", fmt.Sprintf("web: {replicas: %d, balancer: %s, cpu: {cores: 1}}", tc.replicas, b), 1)
 			if text == knownModel {
 				t.Fatal("the model's front end host is not as expected")
 			}
@@ -28,7 +35,7 @@ func TestBalancerFromStarts(t *testing.T) {
 				t.Fatal(err)
 			}
 			h := x.Model.Host("front")
-			if h == nil || h.Replicas != 2 {
+			if h == nil || h.Replicas != tc.replicas {
 				t.Fatalf("host front %+v", h)
 			}
 			t.Logf("evidence: %q", x.Report.Evidence)
@@ -38,7 +45,7 @@ func TestBalancerFromStarts(t *testing.T) {
 			if mentions(x.Report.Evidence, "host front: of ") != 1 {
 				t.Errorf("no evidence of the replicas' load as calls came")
 			}
-			if gaps := mentions(x.Report.Evidence, "host front: each replica's spans start with gaps of squared cv"); gaps != 1 && b != model.LeastBusy {
+			if gaps := mentions(x.Report.Evidence, "host front: each replica's spans start with gaps of squared cv"); gaps != 1 && b != model.LeastBusy && b != model.LeastOfTwo {
 				t.Errorf("no evidence of the gaps between the replicas' spans")
 			}
 		})

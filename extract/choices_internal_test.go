@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/perfcast/perfcast/model"
 )
 
 // balanced simulates calls to replicas of one component with c servers
@@ -130,7 +132,7 @@ func balanced(policy string, replicas []string, c int, rho, scv, jitter float64,
 // regular work (squared cv 0.2, where the replica next in turn is least
 // loaded for 95 % of the calls at 30 % load). The lighter of two replicas
 // drawn at random is a balancer by load on two replicas and reads as one;
-// on four it does not. With a replica that comes a third of the way in and
+// on three and four it reads as least-of-two. With a replica that comes a third of the way in and
 // one that goes two thirds of the way, a balancer by load still sends
 // every contested call to a least loaded live replica.
 func TestChoicesTellLoadFromTurns(t *testing.T) {
@@ -156,12 +158,18 @@ func TestChoicesTellLoadFromTurns(t *testing.T) {
 							t.Fatalf("only %.0f contested calls", st.Contested)
 						}
 						least := st.ContestedLeast / st.Contested
-						t.Logf("contested %.0f: least %.3f, at random %.3f; same turn %.3f", st.Contested, least, st.ContestedAtRandom/st.Contested, st.SameTurn/st.Turns)
+						t.Logf("contested %.0f: least %.3f, at random %.3f, of two %.3f; heaviest %.3f, at random %.3f; same turn %.3f", st.Contested, least, st.ContestedAtRandom/st.Contested, st.ContestedOfTwo/st.Contested, st.ContestedHeaviest/st.Contested, st.ContestedHeaviestAtRandom/st.Contested, st.SameTurn/st.Turns)
 						// The lighter of two is the lighter of all on two
-						// replicas; on three it is near it, read either way.
-						want := policy == "load" || policy == "two" && len(tc.replicas) == 2
-						if got := st.byLoad(len(tc.replicas)); got != want && (policy != "two" || len(tc.replicas) != 3) {
-							t.Errorf("read as by load: %v, truth %s", got, policy)
+						// replicas.
+						var want model.Balancer
+						switch {
+						case policy == "load", policy == "two" && len(tc.replicas) == 2:
+							want = model.LeastBusy
+						case policy == "two":
+							want = model.LeastOfTwo
+						}
+						if got := st.byLoad(len(tc.replicas)); got != want {
+							t.Errorf("read as %q, truth %s", got, policy)
 						}
 						if policy == "load" && tc.jitter == 0 && least != 1 {
 							t.Errorf("a balancer by load sent %.4f of the contested calls to a least loaded replica, want all", least)
@@ -242,8 +250,8 @@ func TestChoicesAcrossRollingUpdates(t *testing.T) {
 	w.finish()
 	st := w.stats
 	t.Logf("%d replicas seen; contested %.0f: least %.3f, at random %.3f", len(w.replicas), st.Contested, st.ContestedLeast/st.Contested, st.ContestedAtRandom/st.Contested)
-	if st.Contested < 1000 || !st.byLoad(3) {
-		t.Errorf("read as by load: %v on %.0f contested calls, want by load on thousands", st.byLoad(3), st.Contested)
+	if st.Contested < 1000 || st.byLoad(3) != model.LeastBusy {
+		t.Errorf("read as %q on %.0f contested calls, want least-busy on thousands", st.byLoad(3), st.Contested)
 	}
 }
 

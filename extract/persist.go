@@ -22,8 +22,10 @@ import (
 // StateFormat is the version of the layout Save writes; LoadState reads
 // only this one. Format 2 profiles a replica per machine where the spans
 // name one (format 1 per machine and instance); it adds the profiles of
-// processes.
-const StateFormat = 2
+// processes. Format 3 adds to the counts of the replicas' load as calls
+// came what the lighter of two would have sent where (choiceStats), which
+// a state of format 2 lacks for the calls it had counted.
+const StateFormat = 3
 
 // maxSketchIndex bounds the bin indices a saved sketch may hold: at 1 %
 // accuracy index i stands for about e^(i/50) seconds, so ±2^16 covers

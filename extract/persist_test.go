@@ -174,7 +174,7 @@ func TestLoadStateRefuses(t *testing.T) {
 		edits []string
 		want  string
 	}{
-		{"format", []string{`"perfcast_state":2`, `"perfcast_state":1`}, "format 1"},
+		{"format", []string{`"perfcast_state":3`, `"perfcast_state":2`}, "format 2"},
 		{"sole process", []string{`"sole_process":{"replica`, `"sole_process":{"nowhere`}, "sole process of"},
 		{"not JSON", []string{`{"perfcast_state"`, `{perfcast_state"`}, "byte"},
 		{"kind", []string{`"kind":1`, `"kind":9`}, "unknown kind 9"},

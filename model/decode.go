@@ -339,8 +339,8 @@ func (d *decoder) host(f field, path string) *Host {
 			h.Replicas = d.integer(g.value, p, 1)
 		case "balancer":
 			h.Balancer = Balancer(d.str(g.value, p))
-			if !slices.Contains([]string{string(RoundRobin), string(Random), string(LeastBusy)}, string(h.Balancer)) {
-				d.add(d.pos(g.value, p), "unknown balancer %q (want round-robin, random or least-busy)", h.Balancer)
+			if !slices.Contains([]string{string(RoundRobin), string(Random), string(LeastBusy), string(LeastOfTwo)}, string(h.Balancer)) {
+				d.add(d.pos(g.value, p), "unknown balancer %q (want round-robin, random, least-busy or least-of-two)", h.Balancer)
 			}
 		case "cpu":
 			for _, c := range d.fields(g.value, p, "cores", "speed", "speed_curve", "speed_variation", "speed_window", "scheduling", "quantum", "limit", "period") {

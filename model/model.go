@@ -58,6 +58,9 @@ const (
 	RoundRobin Balancer = "round-robin"
 	Random     Balancer = "random"
 	LeastBusy  Balancer = "least-busy"
+	// LeastOfTwo draws two replicas at random and takes the one with
+	// fewer operations in progress (the power of two choices).
+	LeastOfTwo Balancer = "least-of-two"
 )
 
 // Scheduling is a queueing discipline.

@@ -142,7 +142,7 @@ func (v *validator) host(h *Host) {
 		v.add(h.Pos, "replicas must be at least 1, found %d", h.Replicas)
 	}
 	switch h.Balancer {
-	case RoundRobin, Random, LeastBusy:
+	case RoundRobin, Random, LeastBusy, LeastOfTwo:
 	default:
 		v.add(h.Pos, "unknown balancer %q", h.Balancer)
 	}

@@ -86,3 +86,54 @@ func TestJSQWaitAgainstChain(t *testing.T) {
 		t.Error("JSQWait at the ends of its range")
 	}
 }
+
+// TestOfTwoTable prints ofTwoTable's rows from the chain, to standard
+// error, with PERFCAST_OF_TWO_TABLE set (to all, or to queues such as 3);
+// otherwise it checks a spread of its entries against the chain, and five
+// queues' share (from the limit of many) against the chain where it is
+// quick to solve.
+func TestOfTwoTable(t *testing.T) {
+	g := func(r int, rho float64) float64 {
+		jsq := JSQChainWait(r, 1, rho)
+		return (ChoicesChainWait(r, 1, 2, rho) - jsq) / (MMcWait(1, rho) - jsq)
+	}
+	if rows := os.Getenv("PERFCAST_OF_TWO_TABLE"); rows != "" {
+		for i, row := range ofTwoTable {
+			r := i + 3
+			if rows != "all" && !slices.Contains(strings.Split(rows, ","), fmt.Sprint(r)) {
+				continue
+			}
+			var b strings.Builder
+			b.WriteString("\t{0")
+			for j := 1; j < len(row); j++ {
+				fmt.Fprintf(&b, ", %.4f", g(r, float64(j)*ofTwoStep))
+			}
+			fmt.Fprintf(&b, "}, // %d queues\n", r)
+			fmt.Fprint(os.Stderr, b.String())
+		}
+		return
+	}
+	for _, e := range []struct{ r, j int }{{3, 1}, {3, 5}, {4, 2}} {
+		rho := float64(e.j) * ofTwoStep
+		if got, want := ofTwoTable[e.r-3][e.j], g(e.r, rho); math.Abs(got-want) > 1e-4 {
+			t.Errorf("ofTwoTable r=%d rho=%g: %.4f, the chain %.5f", e.r, rho, got, want)
+		}
+	}
+	for _, tc := range []struct {
+		r   int
+		rho float64
+		tol float64
+	}{
+		{5, 0.2, 0.05}, // from the limit of many queues
+		{5, 0.4, 0.05},
+	} {
+		got, want := OfTwoShare(tc.r, tc.rho), g(tc.r, tc.rho)
+		t.Logf("r=%d rho=%g: OfTwoShare %.4f, the chain %.4f", tc.r, tc.rho, got, want)
+		if math.Abs(got-want) > tc.tol {
+			t.Errorf("r=%d rho=%g: OfTwoShare %.4f, the chain %.4f", tc.r, tc.rho, got, want)
+		}
+	}
+	if OfTwoShare(2, 0.5) != 0 || OfTwoShare(3, 0) != 0 || OfTwoShare(4, 1) != 0 || OfTwoShare(64, math.NaN()) != 0 {
+		t.Error("OfTwoShare at the ends of its range")
+	}
+}

@@ -32,8 +32,9 @@ type pool struct {
 	// leastBusy marks a pool of each replica of a host whose replicas
 	// take calls least-busy: where no closed class takes it, its copies
 	// wait as one queue of all their units, times queueing.JSQFactor (as
-	// a station's, network.joinShortest).
-	leastBusy bool
+	// a station's, network.joinShortest); ofTwo marks, among them, one
+	// on a host balanced least-of-two over more than two replicas.
+	leastBusy, ofTwo bool
 }
 
 // limited reports whether requests may wait for the pool.
@@ -124,6 +125,7 @@ func build(m *model.Model) *built {
 	b := &built{m: m, stIndex: map[string]int{}, poolIdx: map[string]int{}, hostCPU: map[string]int{}, hostDisk: map[string]map[string]int{}}
 	for _, h := range m.Hosts {
 		replicas := max(h.Replicas, 1)
+		byLoad, ofTwo := balancedByLoad(h)
 		b.hostCPU[h.Name] = len(b.stations)
 		b.stIndex[model.CPUResource(h.Name)] = len(b.stations)
 		b.stations = append(b.stations, station{
@@ -131,7 +133,8 @@ func build(m *model.Model) *built {
 			servers:   limitServers(h.CPU),
 			copies:    replicas,
 			fcfs:      h.CPU.Scheduling == model.FCFS,
-			leastBusy: h.Balancer == model.LeastBusy,
+			leastBusy: byLoad,
+			ofTwo:     ofTwo,
 		})
 		if h.CPU.Limited() {
 			st := &b.stations[len(b.stations)-1]
@@ -147,12 +150,14 @@ func build(m *model.Model) *built {
 				servers:   max(d.Servers, 1),
 				copies:    replicas,
 				fcfs:      true,
-				leastBusy: h.Balancer == model.LeastBusy,
+				leastBusy: byLoad,
+				ofTwo:     ofTwo,
 			})
 		}
 	}
 	for _, c := range m.Components {
-		p := &pool{name: model.ThreadsResource(c.Name), capacity: c.Threads, copies: b.replicas(c.Host), parts: 1, component: c.Name, queue: c.Queue, onFull: c.OnFull, leastBusy: b.leastBusy(c.Host)}
+		p := &pool{name: model.ThreadsResource(c.Name), capacity: c.Threads, copies: b.replicas(c.Host), parts: 1, component: c.Name, queue: c.Queue, onFull: c.OnFull}
+		p.leastBusy, p.ofTwo = balancedByLoad(m.Host(c.Host))
 		b.poolIdx[p.name] = len(b.pools)
 		b.pools = append(b.pools, p)
 	}
@@ -161,11 +166,14 @@ func build(m *model.Model) *built {
 		if ps.Host != "" {
 			copies = b.replicas(ps.Host)
 		}
-		p := &pool{name: ps.Name, capacity: max(ps.Capacity, 1), copies: copies, parts: 1, queue: model.QueueUnlimited, beforeSpan: ps.BeforeSpan, leastBusy: ps.Host != "" && b.leastBusy(ps.Host)}
+		p := &pool{name: ps.Name, capacity: max(ps.Capacity, 1), copies: copies, parts: 1, queue: model.QueueUnlimited, beforeSpan: ps.BeforeSpan}
+		if ps.Host != "" {
+			p.leastBusy, p.ofTwo = balancedByLoad(m.Host(ps.Host))
+		}
 		if ps.Partitioned {
 			// A replica's calls go to a unit at random, whatever
 			// picked the replica.
-			p.leastBusy = false
+			p.leastBusy, p.ofTwo = false, false
 			// Its units are as many independent copies of one unit, each
 			// given an equal share of the executions at random.
 			p.copies *= p.capacity
@@ -232,10 +240,20 @@ func (b *built) sawHold(p int, s *model.Step, c *model.Component, acquire bool) 
 	b.burstAt[p] = -1
 }
 
-// leastBusy reports whether host's replicas take calls least-busy.
-func (b *built) leastBusy(host string) bool {
-	h := b.m.Host(host)
-	return h != nil && h.Replicas > 1 && h.Balancer == model.LeastBusy
+// balancedByLoad reports whether host h's replicas take calls by their
+// load, least-busy or least-of-two (on two replicas the two are one), and
+// ofTwo whether least-of-two over more than two replicas.
+func balancedByLoad(h *model.Host) (byLoad, ofTwo bool) {
+	if h == nil || h.Replicas < 2 {
+		return false, false
+	}
+	switch h.Balancer {
+	case model.LeastBusy:
+		return true, false
+	case model.LeastOfTwo:
+		return true, h.Replicas > 2
+	}
+	return false, false
 }
 
 func (b *built) replicas(host string) int {

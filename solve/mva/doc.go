@@ -10,9 +10,11 @@
 // are infinite servers. Least-busy replicas join the shortest queue: at a
 // station or pool only open classes visit, the replicas wait as one queue
 // of all their servers (units) times queueing.JSQFactor (the exact
-// chain's excess for Poisson arrivals and exponential service); where
-// closed classes visit, as a random pick, which overestimates the waits,
-// and Supports reports a workload where those could move it by 5 %.
+// chain's excess for Poisson arrivals and exponential service), and
+// least-of-two replicas queueing.OfTwoShare of the way from there to a
+// random pick's wait; where closed classes visit, as a random pick, which
+// overestimates the waits, and Supports reports a workload where those
+// could move it by 5 %.
 //
 // Open classes are solved by the M/M/c formulas (Erlang C), with the
 // Pollaczek–Khinchine / Allen–Cunneen correction for the service variability

@@ -624,7 +624,7 @@ func (st *state) poolWaits(classes []class, o layerOptions, out [][]float64, thi
 		}
 		sub := make([]class, len(users))
 		// Requests wait for a pool in line, whatever they hold it for.
-		stn := []station{{name: pl.name, servers: servers, copies: pl.copies, fcfs: true, leastBusy: pl.leastBusy}}
+		stn := []station{{name: pl.name, servers: servers, copies: pl.copies, fcfs: true, leastBusy: pl.leastBusy, ofTwo: pl.ofTwo}}
 		pn := newNetwork(stn, sub)
 		pn.ca2 = matrix(len(users), 1)
 		for i, c := range users {

@@ -183,6 +183,48 @@ workload:
 	}
 }
 
+// TestReplicasLeastOfTwo: Poisson arrivals that join the lighter of two
+// replicas drawn at random, of one FCFS core each with exponential
+// service, wait within 1.5 % of the exact chain's response time on three
+// and four replicas (queueing.OfTwoShare is the chain's; JSQWait is
+// within a percent of its own). On two replicas least-of-two is
+// least-busy. Supports takes one-core replicas up to four, where the
+// share is the chain's, and reports six, or two cores per replica, whose
+// share is the limit's or one core's, at loads where that share weighs.
+func TestReplicasLeastOfTwo(t *testing.T) {
+	src := func(balancer string, r, cores int, rho float64) string {
+		return fmt.Sprintf(`perfcast: 1
+hosts: {h: {replicas: %d, balancer: %s, cpu: {cores: %d, scheduling: fcfs}}}
+components:
+  c: {host: h, operations: {op: {steps: [{cpu: exp(30ms)}]}}}
+workload:
+  w: {open: {rate: %g}, steps: [{call: c/op}]}
+`, r, balancer, cores, rho*float64(r*cores)/0.030)
+	}
+	for _, tc := range []struct {
+		r   int
+		rho float64
+	}{{3, 0.4}, {3, 0.7}, {4, 0.5}} {
+		m := parse(t, src("least-of-two", tc.r, 1, tc.rho))
+		got := solveModel(t, m).Workloads["w"].ResponseTime.Mean
+		want := 0.030 * (1 + queueing.ChoicesChainWait(tc.r, 1, 2, tc.rho))
+		t.Logf("r=%d rho=%g: mva %.5f, the chain %.5f (%+.2f %%)", tc.r, tc.rho, got, want, 100*(got-want)/want)
+		near(t, fmt.Sprintf("r=%d rho=%g R against the chain", tc.r, tc.rho), got, want, 0.015)
+		if ok, reasons := Supports(m); !ok {
+			t.Errorf("r=%d rho=%g: reported %q", tc.r, tc.rho, reasons)
+		}
+	}
+	two := solveModel(t, parse(t, src("least-of-two", 2, 1, 0.7))).Workloads["w"].ResponseTime.Mean
+	busy := solveModel(t, parse(t, src("least-busy", 2, 1, 0.7))).Workloads["w"].ResponseTime.Mean
+	near(t, "two replicas: least-of-two against least-busy", two, busy, 1e-12)
+	for _, tc := range []struct{ r, cores int }{{6, 1}, {3, 2}} {
+		ok, reasons := Supports(parse(t, src("least-of-two", tc.r, tc.cores, 0.7)))
+		if ok || len(reasons) != 1 || !strings.Contains(reasons[0], "least-of-two") {
+			t.Errorf("%d replicas of %d cores at 0.7: ok %v, reasons %q", tc.r, tc.cores, ok, reasons)
+		}
+	}
+}
+
 // TestOpenBesideClosed: a closed workload on a host of its own does not
 // change how open workloads queue at stations only they visit: joining
 // the shortest of least-busy replicas, and a bursty workload's GI/G/1

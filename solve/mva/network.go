@@ -30,8 +30,11 @@ type station struct {
 	// leastBusy marks the station of a host whose copies take calls
 	// least-busy: where no closed class visits, its instances wait as one queue
 	// of copies·servers servers does, times queueing.JSQFactor (see
-	// network.solve).
-	leastBusy bool
+	// network.solve). ofTwo marks, among them, one whose calls take the
+	// lighter of two copies drawn at random (least-of-two on more than
+	// two copies), which waits queueing.OfTwoShare of the way from there
+	// to a random pick's wait.
+	leastBusy, ofTwo bool
 }
 
 // class is a request class of a queueing network: open with an arrival
@@ -321,30 +324,50 @@ func (n *network) fcfsWait(k int, rho, ca2 float64, s int) float64 {
 // takes least-busy as one), times queueing.JSQFactor, the exact chain's
 // excess over one queue for Poisson arrivals and exponential service. It
 // keeps what the random pick would have made in sol.split for Supports.
+// At a station balanced least-of-two, the wait lies queueing.OfTwoShare
+// of the way from there to the random pick's; that share of the way is
+// in doubt (in sol.beyond) but on three and four copies of one server,
+// where the share is the exact chain's.
 func (n *network) joinShortest(sol *solution, k int, rho float64) {
 	st := n.stations[k]
 	r, c := st.copies, st.servers
 	ca2 := n.arrivalSCV(k)
 	whole := math.Max(float64(r)*(ca2-1)+1, 0)
 	factor := queueing.JSQFactor(r, c, rho)
+	var unchecked float64 // the part of the wait whose growth with r is extrapolated
 	if r > jsqChecked {
-		sol.beyond[k] = 1 - queueing.JSQFactor(jsqChecked, c, rho)/factor
+		unchecked = 1 - queueing.JSQFactor(jsqChecked, c, rho)/factor
 	}
+	var wait, split float64 // per visit at FCFS, per unit of demand at PS
 	if st.fcfs {
-		w := factor * n.fcfsWait(k, rho, whole, r*c)
-		sol.split[k] = n.fcfsWait(k, rho, ca2, c)
-		for i, cl := range n.classes {
-			if cl.open {
-				sol.R[i][k] = n.demand[i][k] + n.visits[i][k]*w
+		wait = factor * n.fcfsWait(k, rho, whole, r*c)
+		split = n.fcfsWait(k, rho, ca2, c)
+		sol.split[k] = split
+	} else {
+		wait = factor * queueing.GIMcWait(r*c, rho*float64(r*c), whole)
+		split = queueing.GIMcWait(c, rho*float64(c), ca2)
+		sol.split[k] = 1 + split
+	}
+	sol.beyond[k] = unchecked
+	if st.ofTwo {
+		share := queueing.OfTwoShare(r, rho)
+		blend := share * math.Max(split-wait, 0)
+		if wait+blend > 0 {
+			sol.beyond[k] = unchecked * wait / (wait + blend)
+			if c > 1 || r > jsqChecked {
+				sol.beyond[k] += blend / (wait + blend)
 			}
 		}
-		return
+		wait += blend
 	}
-	stretch := 1 + factor*queueing.GIMcWait(r*c, rho*float64(r*c), whole)
-	sol.split[k] = 1 + queueing.GIMcWait(c, rho*float64(c), ca2)
 	for i, cl := range n.classes {
-		if cl.open {
-			sol.R[i][k] = n.demand[i][k] * stretch
+		if !cl.open {
+			continue
+		}
+		if st.fcfs {
+			sol.R[i][k] = n.demand[i][k] + n.visits[i][k]*wait
+		} else {
+			sol.R[i][k] = n.demand[i][k] * (1 + wait)
 		}
 	}
 }

@@ -227,8 +227,11 @@ func perReplica(u float64, copies int) []float64 {
 func approximations(b *built) []string {
 	var out []string
 	for _, h := range b.m.Hosts {
-		if h.Replicas > 1 && h.Balancer == model.LeastBusy {
-			out = append(out, fmt.Sprintf("host %s: least-busy balancing is approximated: at stations and pools only open workloads visit, as one queue of all the replicas' servers with the exact excess of joining the shortest queue for Poisson arrivals and exponential service; elsewhere as a random split, which overestimates waits", h.Name))
+		switch byLoad, ofTwo := balancedByLoad(h); {
+		case ofTwo:
+			out = append(out, fmt.Sprintf("host %s: least-of-two balancing is approximated: at stations and pools only open workloads visit, as joining the shortest queue (one queue of all the replicas' servers with the exact excess of joining the shortest for Poisson arrivals and exponential service), then part of the way to a random split, as far as the exact chain of one-server replicas goes; elsewhere as a random split, which overestimates waits", h.Name))
+		case byLoad:
+			out = append(out, fmt.Sprintf("host %s: %s balancing is approximated: at stations and pools only open workloads visit, as one queue of all the replicas' servers with the exact excess of joining the shortest queue for Poisson arrivals and exponential service; elsewhere as a random split, which overestimates waits", h.Name, h.Balancer))
 		}
 	}
 	for _, ci := range b.classes {

@@ -488,8 +488,9 @@ func arrivalMisjudged(b *built, st *state) []string {
 
 // leastBusyMisjudged lists the workloads whose response time at a
 // replicated host balanced least-busy (each call to a replica with the
-// fewest operations in progress) rests by more than arrivalShare on how
-// the solver takes the balancer. Where only open classes visit one of the
+// fewest operations in progress) or least-of-two (to the lighter of two
+// drawn at random) rests by more than arrivalShare on how the solver
+// takes the balancer. Where only open classes visit one of the
 // host's stations (and no pool bounds the bursts there, which the
 // occupancy chain solves) or take one of its pools, the solver waits
 // there as the replicas join the shortest queue (network.joinShortest).
@@ -498,7 +499,9 @@ func arrivalMisjudged(b *built, st *state) []string {
 // the replicas past jsqChecked add to the factor (its growth with the
 // replicas is the exact chain's on two to four, extrapolated beyond:
 // sixteen replicas of one core at 90 % load waited 16 % too long against
-// the simulator), and, of what a random pick would have made more, the
+// the simulator) and, under least-of-two, the share of the way toward a
+// random pick's wait where it is not the exact chain's (network.joinShortest),
+// and, of what a random pick would have made more, the
 // share of the replicas' operations' time spent elsewhere, which the
 // balancer counts but this station or pool does not serve (a replica
 // busy with calls to others looks as loaded as one whose CPU is queued).
@@ -510,7 +513,7 @@ func arrivalMisjudged(b *built, st *state) []string {
 func leastBusyMisjudged(b *built, st *state) []string {
 	var reasons []string
 	for _, h := range b.m.Hosts {
-		if h.Replicas <= 1 || h.Balancer != model.LeastBusy {
+		if byLoad, _ := balancedByLoad(h); !byLoad {
 			continue
 		}
 		// The disks in index order, so that the waits sum alike on
@@ -539,7 +542,7 @@ func leastBusyMisjudged(b *built, st *state) []string {
 				continue
 			}
 			if !stable || !(st.R[c] > 0) {
-				reasons = append(reasons, fmt.Sprintf("workload %s: host %s's replicas are balanced least-busy, and without a stable solution its waits there could not be weighed", ci.w.Name, h.Name))
+				reasons = append(reasons, fmt.Sprintf("workload %s: host %s's replicas are balanced %s, and without a stable solution its waits there could not be weighed", ci.w.Name, h.Name, h.Balancer))
 				continue
 			}
 			var doubt float64
@@ -570,7 +573,7 @@ func leastBusyMisjudged(b *built, st *state) []string {
 				doubt += (leastBusySlack+st.poolBeyond[p])*wait + unheld[i]*ci.acq[p]*math.Max(random-st.wait[c][p], 0)
 			}
 			if doubt > arrivalShare*st.R[c] {
-				reasons = append(reasons, fmt.Sprintf("workload %s: host %s's replicas are balanced least-busy; %.3g ms of its %.3g ms response time rests on how the solver takes that (one queue of all the replicas' servers, as joining the shortest queue nearly is, at stations and pools only open workloads visit, bursts no pool bounds; elsewhere a random pick, whose replicas queue apart)", ci.w.Name, h.Name, 1e3*doubt, 1e3*st.R[c]))
+				reasons = append(reasons, fmt.Sprintf("workload %s: host %s's replicas are balanced %s; %.3g ms of its %.3g ms response time rests on how the solver takes that (one queue of all the replicas' servers, as joining the shortest queue nearly is, at stations and pools only open workloads visit, bursts no pool bounds; elsewhere a random pick, whose replicas queue apart)", ci.w.Name, h.Name, h.Balancer, 1e3*doubt, 1e3*st.R[c]))
 			}
 		}
 	}

@@ -716,6 +716,20 @@ func (e *engine) pickReplica(h int32) int32 {
 			}
 		}
 		return best
+	case model.LeastOfTwo:
+		// Two distinct replicas at random; the one with fewer in
+		// progress, a tie at random.
+		base := e.p.hostLoadBase[h]
+		a := int32(e.rng.IntN(int(n)))
+		b := int32(e.rng.IntN(int(n) - 1))
+		if b >= a {
+			b++
+		}
+		switch la, lb := e.hostLoad[base+a], e.hostLoad[base+b]; {
+		case lb < la, lb == la && e.rng.IntN(2) == 0:
+			return b
+		}
+		return a
 	}
 	r := e.rrNext[h]
 	e.rrNext[h] = (r + 1) % n
