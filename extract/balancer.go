@@ -49,8 +49,9 @@ const (
 // balancer that sends every call to a replica with the fewest executions
 // in progress (`least-busy`: nginx's least_conn, HAProxy's leastconn, a
 // queue its replicas' workers take messages from), or to the lighter of
-// two drawn at random (`least-of-two`: Envoy's and so Istio's
-// least_request, nginx's random two least_conn); see loadBalancerFrom.
+// two drawn at random (`least-of-two`: Envoy's least_request, in service
+// meshes' sidecars too, and nginx's random two least_conn); see
+// loadBalancerFrom.
 func (g *generator) inferBalancers() {
 	for _, h := range g.m.Hosts {
 		if h.Replicas < 2 || h.Balancer != model.RoundRobin {
@@ -99,7 +100,7 @@ func (g *generator) inferBalancers() {
 // calls look contested that were not, and the share falls toward a
 // random pick's (on four replicas of four cores, a hop whose delay varies
 // by 2 % of the work brought a balancer by load from all to 83 to 93 %,
-// the lighter of two from its 58 to 65 % to 56 to 62 %,
+// and the lighter of two sent 56 to 62 % where its share was 58 to 63 %,
 // TestChoicesTellLoadFromTurns). Where the replicas are taken again in
 // turn more than halfway from a random pick's 1/r to always, it is turns
 // whatever the load says.
@@ -141,10 +142,11 @@ func (g *generator) loadBalancerFrom(h *model.Host) model.Balancer {
 // lighter of two's; "" otherwise, and where a random pick's share is
 // within leastBusyMinZ standard errors, or the replicas are taken again
 // in turn more than halfway from 1/r to always. The lighter of two came
-// within 0.04 of its share in every case of TestChoicesTellLoadFromTurns
-// (a random pick's share to it, 0.9 to 1.1 of the way), callers each
-// taking turns of their own at most 0.53 of the way, and a balancer by
-// load at least 0.55 of the way from the lighter of two's share to all.
+// within 0.03 of its share in every case of TestChoicesTellLoadFromTurns
+// on three and four replicas (0.90 to 1.01 of the way from a random
+// pick's share to it), callers each taking turns of their own at most
+// 0.59 of the way, and a balancer by load at least 0.55 of the way from
+// the lighter of two's share to all.
 func (c choiceStats) byLoad(r int) model.Balancer {
 	if c.Contested < leastBusyMinContested || c.Turns == 0 || c.SameTurn/c.Turns >= (1+1/float64(r))/2 {
 		return ""

@@ -90,16 +90,10 @@ func (e choiceEnd) before(o choiceEnd) bool {
 // turns and one by load part; ContestedLeast and ContestedAtRandom are
 // Least and AtRandom over them, and ContestedOfTwo what the lighter of
 // two replicas drawn at random would have sent to a least loaded one.
-// ContestedHeaviest counts the contested choices that went to a most
-// loaded replica, which neither a balancer by load nor the lighter of two
-// ever picks while another is lighter, and ContestedHeaviestAtRandom what
-// a pick at random would have sent there.
 type choiceStats struct {
-	Uneven, Least, AtRandom                      float64
-	Turns, SameTurn                              float64
-	Contested, ContestedLeast, ContestedAtRandom float64
-	ContestedOfTwo                               float64
-	ContestedHeaviest, ContestedHeaviestAtRandom float64
+	Uneven, Least, AtRandom                                      float64
+	Turns, SameTurn                                              float64
+	Contested, ContestedLeast, ContestedAtRandom, ContestedOfTwo float64
 }
 
 func (c *choiceStats) add(o choiceStats) {
@@ -112,8 +106,6 @@ func (c *choiceStats) add(o choiceStats) {
 	c.ContestedLeast += o.ContestedLeast
 	c.ContestedAtRandom += o.ContestedAtRandom
 	c.ContestedOfTwo += o.ContestedOfTwo
-	c.ContestedHeaviest += o.ContestedHeaviest
-	c.ContestedHeaviestAtRandom += o.ContestedHeaviestAtRandom
 }
 
 func newChoiceSweep() *choiceSweep {
@@ -180,15 +172,10 @@ func (w *choiceSweep) judge(x choiceSpan) {
 	if live < 2 || live > choiceMaxReplicas {
 		return
 	}
-	ties, heaviest := 0, 0
+	ties := 0
 	for i, l := range w.load {
-		if w.live(int32(i), x) {
-			if l == least {
-				ties++
-			}
-			if l == most {
-				heaviest++
-			}
+		if l == least && w.live(int32(i), x) {
+			ties++
 		}
 	}
 	atLeast := w.load[x.replica] == least
@@ -213,12 +200,8 @@ func (w *choiceSweep) judge(x choiceSpan) {
 			// live − ties others.
 			others := float64(live - ties)
 			w.stats.ContestedOfTwo += 1 - others*(others-1)/float64(live*(live-1))
-			w.stats.ContestedHeaviestAtRandom += float64(heaviest) / float64(live)
 			if atLeast {
 				w.stats.ContestedLeast++
-			}
-			if w.load[x.replica] == most {
-				w.stats.ContestedHeaviest++
 			}
 		}
 	}
@@ -367,14 +350,13 @@ func (v *savedChoices) restore() (*choiceSweep, error) {
 	}
 	w.recent = v.Recent
 	st := v.Stats
-	for _, x := range []float64{st.Uneven, st.Least, st.AtRandom, st.Turns, st.SameTurn, st.Contested, st.ContestedLeast, st.ContestedAtRandom, st.ContestedOfTwo, st.ContestedHeaviest, st.ContestedHeaviestAtRandom} {
+	for _, x := range []float64{st.Uneven, st.Least, st.AtRandom, st.Turns, st.SameTurn, st.Contested, st.ContestedLeast, st.ContestedAtRandom, st.ContestedOfTwo} {
 		if !(x >= 0) || math.IsInf(x, 0) {
 			return nil, fmt.Errorf("counts %+v", st)
 		}
 	}
 	if st.Least > st.Uneven || st.AtRandom > st.Uneven || st.SameTurn > st.Turns || st.Contested > st.Turns ||
-		st.ContestedLeast > st.Contested || st.ContestedAtRandom > st.Contested || st.ContestedOfTwo > st.Contested ||
-		st.ContestedHeaviest > st.Contested || st.ContestedHeaviestAtRandom > st.Contested {
+		st.ContestedLeast > st.Contested || st.ContestedAtRandom > st.Contested || st.ContestedOfTwo > st.Contested {
 		return nil, fmt.Errorf("counts %+v do not hold together", st)
 	}
 	w.stats = st

@@ -500,9 +500,9 @@ func arrivalMisjudged(b *built, st *state) []string {
 // replicas is the exact chain's on two to four, extrapolated beyond:
 // sixteen replicas of one core at 90 % load waited 16 % too long against
 // the simulator) and, under least-of-two, the share of the way toward a
-// random pick's wait where it is not the exact chain's (network.joinShortest),
-// and, of what a random pick would have made more, the
-// share of the replicas' operations' time spent elsewhere, which the
+// random pick's wait where it is not the exact chain's
+// (network.joinShortest), and, of what a random pick would have made
+// more, the share of the replicas' operations' time spent elsewhere, which the
 // balancer counts but this station or pool does not serve (a replica
 // busy with calls to others looks as loaded as one whose CPU is queued).
 // The waits at its other stations and pools are taken as a random
