@@ -201,17 +201,9 @@ func JSQFactor(r, c int, rho float64) float64 {
 
 // jsqExcess is f(c, ρ) of JSQWait, from jsqTable.
 func jsqExcess(c int, rho float64) float64 {
-	at := func(row []float64) float64 {
-		x := rho / jsqStep
-		i := int(x)
-		if i >= len(row)-1 {
-			// Near ρ = 1 f falls as 1 − ρ (on two queues of one server,
-			// 0.0497 at 0.9 and 0.0249 at 0.95).
-			last := float64(len(row)-1) * jsqStep
-			return row[len(row)-1] * (1 - rho) / (1 - last)
-		}
-		return row[i] + (x-float64(i))*(row[i+1]-row[i])
-	}
+	// Near ρ = 1 f falls as 1 − ρ (on two queues of one server, 0.0497
+	// at 0.9 and 0.0249 at 0.95).
+	at := func(row []float64) float64 { return tableAt(row, jsqStep, rho) }
 	lc := math.Log(float64(c))
 	for i := 1; i < len(jsqServers); i++ {
 		if c <= jsqServers[i] {
@@ -264,17 +256,8 @@ func OfTwoShare(r int, rho float64) float64 {
 	if r <= 2 || !(rho > 0 && rho < 1) {
 		return 0
 	}
-	at := func(row []float64) float64 {
-		x := rho / ofTwoStep
-		i := int(x)
-		if i >= len(row)-1 {
-			last := float64(len(row)-1) * ofTwoStep
-			return row[len(row)-1] * (1 - rho) / (1 - last)
-		}
-		return row[i] + (x-float64(i))*(row[i+1]-row[i])
-	}
 	if r <= 4 {
-		return at(ofTwoTable[r-3])
+		return tableAt(ofTwoTable[r-3], ofTwoStep, rho)
 	}
 	// The limit's wait, in service times: Σ_{i≥2} ρ^(2^i − 2), over a
 	// random pick's ρ/(1 − ρ).
@@ -286,7 +269,20 @@ func OfTwoShare(r int, rho float64) float64 {
 			break
 		}
 	}
-	return math.Max(at(ofTwoTable[1]), w*(1-rho)/rho)
+	return math.Max(tableAt(ofTwoTable[1], ofTwoStep, rho), w*(1-rho)/rho)
+}
+
+// tableAt reads a row of values at loads 0, step, 2·step, … at rho in
+// [0, 1]: linearly between its points, and past its last falling as
+// 1 − ρ to 0 at full load.
+func tableAt(row []float64, step, rho float64) float64 {
+	x := rho / step
+	i := int(x)
+	if i >= len(row)-1 {
+		last := float64(len(row)-1) * step
+		return row[len(row)-1] * (1 - rho) / (1 - last)
+	}
+	return row[i] + (x-float64(i))*(row[i+1]-row[i])
 }
 
 // ofTwoStep is ofTwoTable's step in rho, from 0.

@@ -7,6 +7,18 @@ import (
 	"github.com/perfcast/perfcast/model"
 )
 
+// replicaSteps are the replicated operation's steps the balancer tests
+// solve: at the CPU, at a pool held off the CPU, at the CPU behind a
+// front end (which calls it), at a pool held over a CPU burst (a
+// process's CPU slots), and at such a slot taken again after a call.
+var replicaSteps = map[string]string{
+	"cpu":       "{cpu: exp(10ms)}",
+	"pool":      "{cpu: 0.5ms}, {hold: {resource: pool, steps: [{delay: exp(20ms)}]}}",
+	"behind":    "{cpu: exp(10ms)}",
+	"slot":      "{cpu: 0.2ms}, {hold: {resource: pool, steps: [{cpu: exp(10ms)}]}}",
+	"slot call": "{hold: {resource: pool, steps: [{cpu: exp(5ms)}]}}, {call: back/op}, {hold: {resource: pool, steps: [{cpu: exp(5ms)}]}}",
+}
+
 // TestReplicasInTurn sets the analytical solver against the simulator's
 // balancers: a host of two or four replicas of two cores each, Poisson
 // arrivals, 10 to 75 % busy, at a processor-sharing CPU with exponential
@@ -31,13 +43,6 @@ import (
 func TestReplicasInTurn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates the models it takes")
-	}
-	steps := map[string]string{
-		"cpu":       "{cpu: exp(10ms)}",
-		"pool":      "{cpu: 0.5ms}, {hold: {resource: pool, steps: [{delay: exp(20ms)}]}}",
-		"behind":    "{cpu: exp(10ms)}",
-		"slot":      "{cpu: 0.2ms}, {hold: {resource: pool, steps: [{cpu: exp(10ms)}]}}",
-		"slot call": "{hold: {resource: pool, steps: [{cpu: exp(5ms)}]}}, {call: back/op}, {hold: {resource: pool, steps: [{cpu: exp(5ms)}]}}",
 	}
 	type key struct {
 		where    string
@@ -69,7 +74,7 @@ components:
 passive: {pool: {capacity: 2, host: h}}
 workload:
   w: {open: {rate: %g}, steps: [{call: %s}]}
-`, replicas, balancer, steps[where], rate, entry)
+`, replicas, balancer, replicaSteps[where], rate, entry)
 					m, err := model.Parse([]byte(src), name+".yaml")
 					if err != nil {
 						t.Fatal(err)
@@ -114,11 +119,6 @@ func TestReplicasLeastOfTwoAgainstSim(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates the models it takes")
 	}
-	steps := map[string]string{
-		"cpu":    "{cpu: exp(10ms)}",
-		"pool":   "{cpu: 0.5ms}, {hold: {resource: pool, steps: [{delay: exp(20ms)}]}}",
-		"behind": "{cpu: exp(10ms)}",
-	}
 	for _, where := range []string{"cpu", "pool", "behind"} {
 		for _, replicas := range []int{3, 4} {
 			for _, load := range []float64{0.3, 0.7} {
@@ -139,7 +139,7 @@ components:
 passive: {pool: {capacity: 1, host: h}}
 workload:
   w: {open: {rate: %g}, steps: [{call: %s}]}
-`, replicas, steps[where], rate, entry)), name+".yaml")
+`, replicas, replicaSteps[where], rate, entry)), name+".yaml")
 				if err != nil {
 					t.Fatal(err)
 				}
