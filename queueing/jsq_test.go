@@ -89,13 +89,15 @@ func TestJSQWaitAgainstChain(t *testing.T) {
 
 // TestOfTwoTable prints ofTwoTable's rows from the chain, to standard
 // error, with PERFCAST_OF_TWO_TABLE set (to all, or to queues such as 3);
-// otherwise it checks a spread of its entries against the chain, and five
+// otherwise it checks a spread of its entries against the chain, five
 // queues' share (from the limit of many) against the chain where it is
-// quick to solve.
+// quick to solve, and the share for several servers, taken from one
+// server's, against the chain: never below it, and within a fifth of it
+// at half load.
 func TestOfTwoTable(t *testing.T) {
-	g := func(r int, rho float64) float64 {
-		jsq := JSQChainWait(r, 1, rho)
-		return (ChoicesChainWait(r, 1, 2, rho) - jsq) / (MMcWait(1, rho) - jsq)
+	g := func(r, c int, rho float64) float64 {
+		jsq := JSQChainWait(r, c, rho)
+		return (ChoicesChainWait(r, c, 2, rho) - jsq) / (MMcWait(c, rho*float64(c)) - jsq)
 	}
 	if rows := os.Getenv("PERFCAST_OF_TWO_TABLE"); rows != "" {
 		for i, row := range ofTwoTable {
@@ -106,7 +108,7 @@ func TestOfTwoTable(t *testing.T) {
 			var b strings.Builder
 			b.WriteString("\t{0")
 			for j := 1; j < len(row); j++ {
-				fmt.Fprintf(&b, ", %.4f", g(r, float64(j)*ofTwoStep))
+				fmt.Fprintf(&b, ", %.4f", g(r, 1, float64(j)*ofTwoStep))
 			}
 			fmt.Fprintf(&b, "}, // %d queues\n", r)
 			fmt.Fprint(os.Stderr, b.String())
@@ -115,25 +117,28 @@ func TestOfTwoTable(t *testing.T) {
 	}
 	for _, e := range []struct{ r, j int }{{3, 1}, {3, 5}, {4, 2}} {
 		rho := float64(e.j) * ofTwoStep
-		if got, want := ofTwoTable[e.r-3][e.j], g(e.r, rho); math.Abs(got-want) > 1e-4 {
+		if got, want := ofTwoTable[e.r-3][e.j], g(e.r, 1, rho); math.Abs(got-want) > 1e-4 {
 			t.Errorf("ofTwoTable r=%d rho=%g: %.4f, the chain %.5f", e.r, rho, got, want)
 		}
 	}
 	for _, tc := range []struct {
-		r   int
-		rho float64
-		tol float64
+		r, c    int
+		rho     float64
+		lo, tol float64 // got − want within [lo·want, tol·want]
 	}{
-		{5, 0.2, 0.05}, // from the limit of many queues
-		{5, 0.4, 0.05},
+		{5, 1, 0.2, -0.3, 0.3}, // from the limit of many queues
+		{5, 1, 0.4, -0.3, 0.3},
+		{3, 2, 0.5, 0, 0.2}, // from one server's
+		{3, 4, 0.5, 0, 0.2},
+		{3, 2, 0.3, 0, 1},
 	} {
-		got, want := OfTwoShare(tc.r, tc.rho), g(tc.r, tc.rho)
-		t.Logf("r=%d rho=%g: OfTwoShare %.4f, the chain %.4f", tc.r, tc.rho, got, want)
-		if math.Abs(got-want) > tc.tol {
-			t.Errorf("r=%d rho=%g: OfTwoShare %.4f, the chain %.4f", tc.r, tc.rho, got, want)
+		got, want := OfTwoShare(tc.r, tc.c, tc.rho), g(tc.r, tc.c, tc.rho)
+		t.Logf("r=%d c=%d rho=%g: OfTwoShare %.4f, the chain %.4f", tc.r, tc.c, tc.rho, got, want)
+		if d := got - want; d < tc.lo*want || d > tc.tol*want {
+			t.Errorf("r=%d c=%d rho=%g: OfTwoShare %.4f, the chain %.4f", tc.r, tc.c, tc.rho, got, want)
 		}
 	}
-	if OfTwoShare(2, 0.5) != 0 || OfTwoShare(3, 0) != 0 || OfTwoShare(4, 1) != 0 || OfTwoShare(64, math.NaN()) != 0 {
+	if OfTwoShare(2, 1, 0.5) != 0 || OfTwoShare(3, 1, 0) != 0 || OfTwoShare(4, 2, 1) != 0 || OfTwoShare(64, 1, math.NaN()) != 0 || OfTwoShare(3, 0, 0.5) != 0 {
 		t.Error("OfTwoShare at the ends of its range")
 	}
 }

@@ -107,39 +107,41 @@ workload:
 
 // TestReplicasLeastOfTwoAgainstSim sets the analytical solver's
 // least-of-two against the simulator's: three and four replicas of one
-// core, Poisson arrivals, 30 and 70 % busy, at the CPU (processor
-// sharing, exponential bursts), at a pool of one in each replica held
-// over 20 ms off the CPU, and at the CPU behind a front end of one
-// replica that calls it. The one-core stations and one-unit pools join
-// the shortest queue, then go the exact chain's share of the way to a
-// random pick's wait, and are taken at every load; where taken, the two
-// solvers' mean response times agree within arrivalShare beyond the
-// simulator's 95 % half-width.
+// core and three of two, Poisson arrivals, 30 and 70 % busy, at the CPU
+// (processor sharing, exponential bursts), at a pool of as many units as
+// cores in each replica held over 20 ms off the CPU, and at the CPU
+// behind a front end of one replica that calls it. The stations and
+// pools join the shortest queue, then go queueing.OfTwoShare of the way
+// to a random pick's wait (the exact chain's for one server, scaled by
+// the chance that all are busy for two), and are taken at every load;
+// the two solvers' mean response times agree within arrivalShare beyond
+// the simulator's 95 % half-width.
 func TestReplicasLeastOfTwoAgainstSim(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates the models it takes")
 	}
 	for _, where := range []string{"cpu", "pool", "behind"} {
-		for _, replicas := range []int{3, 4} {
+		for _, size := range []struct{ replicas, cores int }{{3, 1}, {4, 1}, {3, 2}} {
 			for _, load := range []float64{0.3, 0.7} {
-				name := fmt.Sprintf("%s replicas=%d load=%g", where, replicas, load)
-				rate := load / 0.01 * float64(replicas)
+				replicas, cores := size.replicas, size.cores
+				name := fmt.Sprintf("%s replicas=%d cores=%d load=%g", where, replicas, cores, load)
+				rate := load / 0.01 * float64(replicas*cores)
 				if where == "pool" {
-					rate = load / 0.02 * float64(replicas)
+					rate = load / 0.02 * float64(replicas*cores)
 				}
 				entry := "app/op"
 				if where == "behind" {
 					entry = "front/op"
 				}
 				m, err := model.Parse([]byte(fmt.Sprintf(`perfcast: 1
-hosts: {h: {replicas: %d, balancer: least-of-two, cpu: {cores: 1}}, f: {cpu: {cores: 4}}}
+hosts: {h: {replicas: %d, balancer: least-of-two, cpu: {cores: %d}}, f: {cpu: {cores: 4}}}
 components:
   app: {host: h, operations: {op: {steps: [%s]}}}
   front: {host: f, operations: {op: {steps: [{delay: 0.1ms}, {call: app/op}]}}}
-passive: {pool: {capacity: 1, host: h}}
+passive: {pool: {capacity: %d, host: h}}
 workload:
   w: {open: {rate: %g}, steps: [{call: %s}]}
-`, replicas, replicaSteps[where], rate, entry)), name+".yaml")
+`, replicas, cores, replicaSteps[where], cores, rate, entry)), name+".yaml")
 				if err != nil {
 					t.Fatal(err)
 				}
