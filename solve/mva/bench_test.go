@@ -150,3 +150,36 @@ func BenchmarkShopUsers(b *testing.B) {
 // one thread each on one core, whose occupancy chain gives the stretches,
 // connections around the catalog's slot, a fan-out of six).
 func BenchmarkSolveTestbed(b *testing.B) { benchSolve(b, "../testdata/testbed-reference.yaml") }
+
+// BenchmarkClosedReplicas is a whole Solve of two closed workloads of 200
+// users each on sixteen replicas of four cores, at the CPU and at a pool
+// of four in each replica, balanced random (each replica queues apart)
+// and least-busy (one queue of all of them and the excess of joining the
+// shortest as a delay, closedNet.solveJoined's fixed point).
+func BenchmarkClosedReplicas(b *testing.B) {
+	for _, balancer := range []model.Balancer{model.Random, model.LeastBusy} {
+		b.Run(string(balancer), func(b *testing.B) {
+			m, err := model.Parse([]byte(fmt.Sprintf(`perfcast: 1
+hosts: {h: {replicas: 16, balancer: %s, cpu: {cores: 4}}}
+components:
+  app: {host: h, operations: {op: {steps: [{cpu: exp(10ms)}, {hold: {resource: conn, steps: [{delay: exp(20ms)}]}}]}}}
+passive: {conn: {capacity: 4, host: h}}
+workload:
+  a: {closed: {users: 200, think: exp(50ms)}, steps: [{call: app/op}]}
+  b: {closed: {users: 200, think: exp(80ms)}, steps: [{call: app/op}]}
+`, balancer)), "bench.yaml")
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				r, err := New().Solve(context.Background(), m, solve.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if !r.MVA.Converged {
+					b.Fatalf("not converged: %+v", r.MVA)
+				}
+			}
+		})
+	}
+}

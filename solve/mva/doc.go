@@ -12,7 +12,11 @@
 // of all their servers (units) times queueing.JSQFactor (the exact
 // chain's excess for Poisson arrivals and exponential service), and
 // least-of-two replicas queueing.OfTwoShare of the way from there to a
-// random pick's wait; where closed classes visit, as a random pick, which
+// random pick's wait; at one only closed classes visit, the closed
+// network has one station of all their servers and the same excess as a
+// delay, at the load that holds their population (closedNet.solveJoined);
+// where open and closed classes meet, and in the layers of one closed
+// class that takes a pool alone (byThroughput), as a random pick, which
 // overestimates the waits, and Supports reports a workload where those
 // could move it by 5 %.
 //

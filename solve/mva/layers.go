@@ -61,6 +61,10 @@ type state struct {
 	// and poolBeyond[p] the share of the joined wait the copies past
 	// jsqChecked add; 0 elsewhere (see leastBusyMisjudged).
 	poolSplit, poolBeyond []float64
+	// poolJoined[p] is the excess the last solve of pool p's station
+	// found for its closed classes where its copies queue as one
+	// (network.joinedExcess), where the next one starts.
+	poolJoined [][][]float64
 	// innerOf[q] is the pool p whose holders queue for the one-unit pool
 	// q inside it as one flow-equivalent server (see nestedWaits), -1
 	// for none; innerWait[q] is then the wait for q of the holds made
@@ -121,7 +125,7 @@ func solveLayers(ctx context.Context, b *built, o layerOptions) (*state, error) 
 	C, K, P := len(b.classes), len(b.stations), len(b.pools)
 	st := &state{b: b, X: make([]float64, C), R: make([]float64, C), wait: matrix(C, P), hold: matrix(C, P), holdSq: matrix(C, P), batched: matrix(C, P),
 		again: make([]float64, P), meanHold: make([]float64, P), returned: matrix(C, P),
-		poolSplit: make([]float64, P), poolBeyond: make([]float64, P),
+		poolSplit: make([]float64, P), poolBeyond: make([]float64, P), poolJoined: make([][][]float64, P),
 		innerOf: make([]int, P), innerWait: make([]float64, P), innerHold: matrix(C, P), innerHoldSq: matrix(C, P),
 		stretch: matrix(C, K), extra: matrix(C, K), inStretch: make([][]float64, K), inSquare: make([][]float64, K), occ: make([]*occupancy, K)}
 	for q := range st.innerOf {
@@ -626,6 +630,8 @@ func (st *state) poolWaits(classes []class, o layerOptions, out [][]float64, thi
 		// Requests wait for a pool in line, whatever they hold it for.
 		stn := []station{{name: pl.name, servers: servers, copies: pl.copies, fcfs: true, leastBusy: pl.leastBusy, ofTwo: pl.ofTwo}}
 		pn := newNetwork(stn, sub)
+		pn.apart = thinkOf != nil // byThroughput's curves take the copies apart
+		pn.joinedExcess = st.poolJoined[p]
 		pn.ca2 = matrix(len(users), 1)
 		for i, c := range users {
 			pn.ca2[i][0] = st.acqSCV[c][p]
@@ -670,7 +676,7 @@ func (st *state) poolWaits(classes []class, o layerOptions, out [][]float64, thi
 			}
 			return err
 		}
-		st.poolSplit[p], st.poolBeyond[p] = ps.split[0], ps.beyond[0]
+		st.poolSplit[p], st.poolBeyond[p], st.poolJoined[p] = ps.split[0], ps.beyond[0], pn.joinedExcess
 		runs := 1.0
 		if open {
 			runs = st.runsFactor(p, o)

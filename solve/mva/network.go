@@ -28,9 +28,10 @@ type station struct {
 	limit float64
 	cores int
 	// leastBusy marks the station of a host whose copies take calls
-	// least-busy: where no closed class visits, its instances wait as one queue
-	// of copies·servers servers does, times queueing.JSQFactor (see
-	// network.solve). ofTwo marks, among them, one whose calls take the
+	// by load (least-busy or least-of-two): where only open or only
+	// closed classes visit, its instances wait as one queue of
+	// copies·servers servers does, times queueing.JSQFactor (see
+	// network.joinShortest and closedNet.solveJoined). ofTwo marks, among them, one whose calls take the
 	// lighter of two copies drawn at random (least-of-two on more than
 	// two copies), which waits queueing.OfTwoShare of the way from there
 	// to a random pick's wait.
@@ -59,6 +60,15 @@ type network struct {
 	// of the gaps between open class c's visits to one instance of
 	// station k (see arrivalSCVs); nil takes them as Poisson's.
 	ca2 [][]float64
+	// apart keeps the copies of stations balanced by load apart for
+	// closed classes (a random pick's), as the throughput curves of
+	// state.byThroughput, which solve the same layers, take them.
+	apart bool
+	// joinedExcess is the closed classes' excess at the joined stations
+	// the last solve found (closedNet.solveJoined), where the next one
+	// starts: the layered iteration solves the same network again and
+	// again with think times that change less and less.
+	joinedExcess [][]float64
 }
 
 // newNetwork returns a network with zero demands.
@@ -192,7 +202,15 @@ func (n *network) solve(o solveOptions) (*solution, error) {
 				cn.demand[i][k] = d
 			}
 		}
-		cs := cn.solve(o)
+		var cs *closedSolution
+		if joined := n.joinable(); len(joined) > 0 {
+			js := cn.solveJoined(joined, n.joinedExcess, o)
+			n.joinedExcess = js.excess
+			n.keepJoined(sol, joined, closedIdx, js)
+			cs = js.closedSolution
+		} else {
+			cs = cn.solve(o)
+		}
 		sol.method, sol.iterations, sol.converged = cs.method, cs.iterations, cs.converged
 		for i, c := range closedIdx {
 			sol.X[c] = cs.X[i]
@@ -343,10 +361,6 @@ func (n *network) joinShortest(sol *solution, k int, rho float64) {
 	ca2 := n.arrivalSCV(k)
 	whole := math.Max(float64(r)*(ca2-1)+1, 0)
 	factor := queueing.JSQFactor(r, c, rho)
-	var unchecked float64 // the part of the wait whose growth with r is extrapolated
-	if r > jsqChecked {
-		unchecked = 1 - queueing.JSQFactor(jsqChecked, c, rho)/factor
-	}
 	var wait, split float64 // per visit at FCFS, per unit of demand at PS
 	if st.fcfs {
 		wait = factor * n.fcfsWait(k, rho, whole, r*c)
@@ -357,21 +371,12 @@ func (n *network) joinShortest(sol *solution, k int, rho float64) {
 		split = queueing.GIMcWait(c, rho*float64(c), ca2)
 		sol.split[k] = 1 + split
 	}
-	sol.beyond[k] = unchecked
+	var blend float64
 	if st.ofTwo {
-		share := queueing.OfTwoShare(r, c, rho)
-		blend := share * math.Max(split-wait, 0)
-		if wait+blend > 0 {
-			sol.beyond[k] = unchecked * wait / (wait + blend)
-			switch {
-			case r > jsqChecked:
-				sol.beyond[k] += blend / (wait + blend)
-			case c > 1:
-				sol.beyond[k] += ofTwoServersDoubt * blend / (wait + blend)
-			}
-		}
-		wait += blend
+		blend = queueing.OfTwoShare(r, c, rho) * math.Max(split-wait, 0)
 	}
+	sol.beyond[k] = joinedBeyond(st, rho, wait, blend, false)
+	wait += blend
 	for i, cl := range n.classes {
 		if !cl.open {
 			continue

@@ -229,9 +229,9 @@ func approximations(b *built) []string {
 	for _, h := range b.m.Hosts {
 		switch byLoad, ofTwo := balancedByLoad(h); {
 		case ofTwo:
-			out = append(out, fmt.Sprintf("host %s: least-of-two balancing is approximated: at stations and pools only open workloads visit, as joining the shortest queue (one queue of all the replicas' servers with the exact excess of joining the shortest for Poisson arrivals and exponential service), then part of the way to a random split (the exact chain's share for one server per replica on three and four replicas, scaled by the chance that a replica's servers are all busy for more, the limit of many replicas' past four); elsewhere as a random split, which overestimates waits", h.Name))
+			out = append(out, fmt.Sprintf("host %s: least-of-two balancing is approximated: at stations and pools only open or only closed workloads visit, as joining the shortest queue (one queue of all the replicas' servers with the exact excess of joining the shortest for Poisson arrivals and exponential service), then part of the way to a random split (the exact chain's share for one server per replica on three and four replicas, scaled by the chance that a replica's servers are all busy for more, the limit of many replicas' past four; for closed workloads at the load that holds their population); elsewhere as a random split, which overestimates waits", h.Name))
 		case byLoad:
-			out = append(out, fmt.Sprintf("host %s: %s balancing is approximated: at stations and pools only open workloads visit, as one queue of all the replicas' servers with the exact excess of joining the shortest queue for Poisson arrivals and exponential service; elsewhere as a random split, which overestimates waits", h.Name, h.Balancer))
+			out = append(out, fmt.Sprintf("host %s: %s balancing is approximated: at stations and pools only open or only closed workloads visit, as one queue of all the replicas' servers with the exact excess of joining the shortest queue for Poisson arrivals and exponential service (for closed workloads at the load that holds their population); elsewhere as a random split, which overestimates waits", h.Name, h.Balancer))
 		}
 	}
 	for _, ci := range b.classes {

@@ -492,8 +492,10 @@ func arrivalMisjudged(b *built, st *state) []string {
 // drawn at random) rests by more than arrivalShare on how the solver
 // takes the balancer. Where only open classes visit one of the
 // host's stations (and no pool bounds the bursts there, which the
-// occupancy chain solves) or take one of its pools, the solver waits
-// there as the replicas join the shortest queue (network.joinShortest).
+// occupancy chain solves) or take one of its pools, or only closed ones
+// (but a closed class that takes a pool alone, whose layers are curves
+// solved apart, byThroughput), the solver waits there as the replicas
+// join the shortest queue (network.joinShortest, closedNet.solveJoined).
 // In doubt are leastBusySlack of those waits (the factor is exact only
 // for Poisson arrivals and exponential service), the share of them that
 // the replicas past jsqChecked add to the factor (its growth with the
@@ -573,7 +575,7 @@ func leastBusyMisjudged(b *built, st *state) []string {
 				doubt += (leastBusySlack+st.poolBeyond[p])*wait + unheld[i]*ci.acq[p]*math.Max(random-st.wait[c][p], 0)
 			}
 			if doubt > arrivalShare*st.R[c] {
-				reasons = append(reasons, fmt.Sprintf("workload %s: host %s's replicas are balanced %s; %.3g ms of its %.3g ms response time rests on how the solver takes that (one queue of all the replicas' servers, as joining the shortest queue nearly is, at stations and pools only open workloads visit, bursts no pool bounds; elsewhere a random pick, whose replicas queue apart)", ci.w.Name, h.Name, h.Balancer, 1e3*doubt, 1e3*st.R[c]))
+				reasons = append(reasons, fmt.Sprintf("workload %s: host %s's replicas are balanced %s; %.3g ms of its %.3g ms response time rests on how the solver takes that (one queue of all the replicas' servers, as joining the shortest queue nearly is, at stations and pools only open or only closed workloads visit, bursts no pool bounds; elsewhere a random pick, whose replicas queue apart)", ci.w.Name, h.Name, h.Balancer, 1e3*doubt, 1e3*st.R[c]))
 			}
 		}
 	}

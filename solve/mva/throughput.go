@@ -197,6 +197,7 @@ func (st *state) hardwareGroups(c int, capHw enclosure, N float64) []*hwGroup {
 			stations[i] = b.stations[k]
 		}
 		g.net = newNetwork(stations, append([]class(nil), st.net.classes...))
+		g.net.apart = true
 		for cc := range st.net.classes {
 			for i, k := range g.stations {
 				g.net.demand[cc][i] = st.net.demand[cc][k]
