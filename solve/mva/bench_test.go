@@ -152,22 +152,30 @@ func BenchmarkShopUsers(b *testing.B) {
 func BenchmarkSolveTestbed(b *testing.B) { benchSolve(b, "../testdata/testbed-reference.yaml") }
 
 // BenchmarkClosedReplicas is a whole Solve of two closed workloads of 200
-// users each on sixteen replicas of four cores, at the CPU and at a pool
+// users each (the damped iteration) or of the first alone (solved by its
+// throughput) on sixteen replicas of four cores, at the CPU and at a pool
 // of four in each replica, balanced random (each replica queues apart)
 // and least-busy (one queue of all of them and the excess of joining the
-// shortest as a delay, closedNet.solveJoined's fixed point).
+// shortest as a delay: closedNet.solveJoined's fixed point, or
+// state.joinedPool and the joined curves).
 func BenchmarkClosedReplicas(b *testing.B) {
-	for _, balancer := range []model.Balancer{model.Random, model.LeastBusy} {
-		b.Run(string(balancer), func(b *testing.B) {
+	for _, bc := range []struct {
+		balancer  model.Balancer
+		workloads int
+	}{{model.Random, 2}, {model.LeastBusy, 2}, {model.Random, 1}, {model.LeastBusy, 1}} {
+		second := "\n  b: {closed: {users: 200, think: exp(80ms)}, steps: [{call: app/op}]}"
+		if bc.workloads == 1 {
+			second = ""
+		}
+		b.Run(fmt.Sprintf("%s/workloads=%d", bc.balancer, bc.workloads), func(b *testing.B) {
 			m, err := model.Parse([]byte(fmt.Sprintf(`perfcast: 1
 hosts: {h: {replicas: 16, balancer: %s, cpu: {cores: 4}}}
 components:
   app: {host: h, operations: {op: {steps: [{cpu: exp(10ms)}, {hold: {resource: conn, steps: [{delay: exp(20ms)}]}}]}}}
 passive: {conn: {capacity: 4, host: h}}
 workload:
-  a: {closed: {users: 200, think: exp(50ms)}, steps: [{call: app/op}]}
-  b: {closed: {users: 200, think: exp(80ms)}, steps: [{call: app/op}]}
-`, balancer)), "bench.yaml")
+  a: {closed: {users: 200, think: exp(50ms)}, steps: [{call: app/op}]}%s
+`, bc.balancer, second)), "bench.yaml")
 			if err != nil {
 				b.Fatal(err)
 			}

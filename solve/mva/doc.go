@@ -14,9 +14,10 @@
 // least-of-two replicas queueing.OfTwoShare of the way from there to a
 // random pick's wait; at one only closed classes visit, the closed
 // network has one station of all their servers and the same excess as a
-// delay, at the load that holds their population (closedNet.solveJoined);
-// where open and closed classes meet, and in the layers of one closed
-// class that takes a pool alone (byThroughput), as a random pick, which
+// delay, at the load that holds their population (closedNet.solveJoined;
+// in the curves of byThroughput's layers, one center and the excess
+// added, state.joinedPool); where open and closed classes meet, as a
+// random pick, which
 // overestimates the waits, and Supports reports a workload where those
 // could move it by 5 %.
 //

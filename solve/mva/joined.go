@@ -21,11 +21,8 @@ const joinedTolerance = 1e-9
 // joinable reports the stations of the network whose copies take calls by
 // load and at which the closed classes queue as one: copies of a host
 // balanced least-busy or least-of-two that no open class visits and whose
-// CPU no limit binds; none where the network keeps them apart.
+// CPU no limit binds.
 func (n *network) joinable() []int {
-	if n.apart {
-		return nil
-	}
 	var out []int
 	for k, st := range n.stations {
 		if !st.leastBusy || st.copies < 2 || st.servers < 1 || st.limit > 0 {
@@ -72,36 +69,29 @@ type joinedWait struct {
 // from there to the wait a random pick leaves, which the network as it
 // is (each copy its own queue) gives. The two are found by a fixed point
 // on the excess, from start where it has the excess's shape (the last
-// solve's) and from none otherwise.
-func (n *closedNet) solveJoined(joined []int, start [][]float64, o solveOptions) joinedSolution {
+// solve's) and from none otherwise. With fixedThink the think times stay
+// as given (network.fixedThink): the joined network is solved once, and
+// only the excess and the load that holds the population are iterated.
+func (n *closedNet) solveJoined(joined []int, start [][]float64, fixedThink bool, o solveOptions) joinedSolution {
 	random := n.solve(o)
 	one := *n
-	one.stations = slices.Clone(n.stations)
 	one.think = slices.Clone(n.think)
-	one.demand = matrix(len(n.users), len(n.stations))
-	for i := range n.demand {
-		copy(one.demand[i], n.demand[i])
-	}
-	for _, k := range joined {
-		st := &one.stations[k]
-		r := float64(st.copies)
-		st.servers *= st.copies
-		st.copies = 1
-		for i := range one.demand {
-			one.demand[i][k] *= r
-		}
-	}
+	one.stations, one.demand = joinedView(n.stations, n.demand, joined)
 	excess := matrix(len(n.users), len(joined))
 	if len(start) == len(excess) && len(start[0]) == len(joined) {
 		for i := range excess {
 			copy(excess[i], start[i])
-			one.think[i] = n.think[i] + floats.Sum(excess[i])
+			if !fixedThink {
+				one.think[i] = n.think[i] + floats.Sum(excess[i])
+			}
 		}
 	}
 	waits := make([]joinedWait, len(joined))
 	var cs *closedSolution
 	for it := 1; ; it++ {
-		cs = one.solve(o)
+		if cs == nil || !fixedThink {
+			cs = one.solve(o)
+		}
 		clear(waits)
 		change := 0.0
 		for j, k := range joined {
@@ -124,7 +114,9 @@ func (n *closedNet) solveJoined(joined []int, start [][]float64, o solveOptions)
 				waits[j].wait += cs.X[i] * w.wait
 				waits[j].blend += cs.X[i] * w.blend
 			}
-			one.think[i] = n.think[i] + sum
+			if !fixedThink {
+				one.think[i] = n.think[i] + sum
+			}
 		}
 		if change <= joinedTolerance || it == maxJoinedIterations {
 			cs.iterations += it
@@ -138,6 +130,27 @@ func (n *closedNet) solveJoined(joined []int, start [][]float64, o solveOptions)
 		}
 	}
 	return joinedSolution{closedSolution: cs, random: random, waits: waits, excess: excess}
+}
+
+// joinedView returns copies of stations and of the classes' demands
+// (per instance of each station) in which each of the joined stations is
+// one instance of all its copies' servers, with all their demand.
+func joinedView(stations []station, demand [][]float64, joined []int) ([]station, [][]float64) {
+	sts := slices.Clone(stations)
+	d := matrix(len(demand), len(stations))
+	for i := range demand {
+		copy(d[i], demand[i])
+	}
+	for _, k := range joined {
+		st := &sts[k]
+		r := float64(st.copies)
+		st.servers *= st.copies
+		st.copies = 1
+		for i := range d {
+			d[i][k] *= r
+		}
+	}
+	return sts, d
 }
 
 // joinExcess is class i's wait at joined station k (see solveJoined),

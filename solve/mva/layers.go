@@ -630,7 +630,6 @@ func (st *state) poolWaits(classes []class, o layerOptions, out [][]float64, thi
 		// Requests wait for a pool in line, whatever they hold it for.
 		stn := []station{{name: pl.name, servers: servers, copies: pl.copies, fcfs: true, leastBusy: pl.leastBusy, ofTwo: pl.ofTwo}}
 		pn := newNetwork(stn, sub)
-		pn.apart = thinkOf != nil // byThroughput's curves take the copies apart
 		pn.joinedExcess = st.poolJoined[p]
 		pn.ca2 = matrix(len(users), 1)
 		for i, c := range users {

@@ -60,10 +60,12 @@ type network struct {
 	// of the gaps between open class c's visits to one instance of
 	// station k (see arrivalSCVs); nil takes them as Poisson's.
 	ca2 [][]float64
-	// apart keeps the copies of stations balanced by load apart for
-	// closed classes (a random pick's), as the throughput curves of
-	// state.byThroughput, which solve the same layers, take them.
-	apart bool
+	// fixedThink keeps the closed classes' think times as given where
+	// copies queue as one, the excess of joining the shortest queue added
+	// to their residence times only: byThroughput's hardware curves (of
+	// joinedView) find the think time at which the joined network carries
+	// a throughput, which then holds the excess already.
+	fixedThink bool
 	// joinedExcess is the closed classes' excess at the joined stations
 	// the last solve found (closedNet.solveJoined), where the next one
 	// starts: the layered iteration solves the same network again and
@@ -204,7 +206,7 @@ func (n *network) solve(o solveOptions) (*solution, error) {
 		}
 		var cs *closedSolution
 		if joined := n.joinable(); len(joined) > 0 {
-			js := cn.solveJoined(joined, n.joinedExcess, o)
+			js := cn.solveJoined(joined, n.joinedExcess, n.fixedThink, o)
 			n.joinedExcess = js.excess
 			n.keepJoined(sol, joined, closedIdx, js)
 			cs = js.closedSolution

@@ -159,23 +159,27 @@ workload:
 // simulator where closed users (think time exponential, 30 ms) reach
 // replicas balanced by load: two and four replicas of one core and two
 // of two, least-busy and least-of-two, at the CPU, at a pool held off
-// the CPU (taken by two workloads alike, or by one alone) and at the CPU
-// behind a front end, one, three and six users per server. The replicas
-// queue as one (network.joinable, closedNet.solveJoined); before they
-// did, they were a random pick's, 15 to 49 % too long on four replicas
-// of one core. Wherever Supports takes the model, the two solvers' mean
-// response times agree within arrivalShare beyond the simulator's 95 %
-// half-width; least-busy is taken at every population, but where one
-// workload takes the pool alone: its layers are solved by throughput,
-// whose curves keep the replicas apart (a random pick's wait, which
-// Supports weighs whole). Least-of-two's part past joining the shortest
-// queue is in doubt whole for closed workloads (6.5 and 7.1 % short at
-// the CPU on four replicas at three users per server).
+// the CPU (taken by two workloads alike, which the damped iteration
+// solves, or by one alone, solved by its throughput with the layers as
+// curves), at the CPU behind a front end, and at the CPU followed by a
+// call to a connection pool beyond the replicas (one workload: its
+// hardware layer a curve), one, three and six users per server. The
+// replicas queue as one (network.joinable, closedNet.solveJoined,
+// state.joinedPool); before they did, they were a random pick's, 15 to
+// 49 % too long on four replicas of one core. Wherever Supports takes
+// the model, the two solvers' mean response times agree within
+// arrivalShare beyond the simulator's 95 % half-width; least-busy is
+// taken at every population but where the call beyond leaves the
+// balancer counting time the CPU does not see (four replicas at three
+// users per server: 0.74 ms of 13.1 in doubt; mva −4.9 % by hand).
+// Least-of-two's part past joining the shortest queue is in doubt whole
+// for closed workloads (6.5 and 7.1 % short at the CPU on four replicas
+// at three users per server).
 func TestReplicasClosedAgainstSim(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates the models it takes")
 	}
-	for _, where := range []string{"cpu", "pool", "pool alone", "behind"} {
+	for _, where := range []string{"cpu", "pool", "pool alone", "behind", "cpu, pool beyond"} {
 		for _, size := range []struct{ replicas, cores int }{{2, 1}, {4, 1}, {2, 2}} {
 			for _, balancer := range []model.Balancer{model.LeastBusy, model.LeastOfTwo} {
 				if balancer == model.LeastOfTwo && size.replicas == 2 {
@@ -190,13 +194,16 @@ func TestReplicasClosedAgainstSim(t *testing.T) {
 						entry = "front/op"
 					}
 					// At the pool the users are two workloads alike, which
-					// the damped iteration solves; one that takes a pool
-					// alone is solved by its throughput, whose layers'
-					// curves take replicas apart.
+					// the damped iteration solves; one workload that takes
+					// a pool (the replicas' or one beyond them) is solved
+					// by its throughput, whose layers are curves.
 					steps := replicaSteps[where]
 					others, other := 0, ""
-					if where == "pool alone" {
+					switch where {
+					case "pool alone":
 						steps = replicaSteps["pool"]
+					case "cpu, pool beyond":
+						steps = replicaSteps["cpu"] + ", {call: db/q}"
 					}
 					if where == "pool" {
 						others = users / 2
@@ -207,7 +214,8 @@ hosts: {h: {replicas: %d, balancer: %s, cpu: {cores: %d}}, f: {cpu: {cores: 4}}}
 components:
   app: {host: h, operations: {op: {steps: [%s]}}}
   front: {host: f, operations: {op: {steps: [{delay: 0.1ms}, {call: app/op}]}}}
-passive: {pool: {capacity: %d, host: h}}
+  db: {host: f, operations: {q: {steps: [{hold: {resource: conn, steps: [{cpu: exp(1ms)}]}}]}}}
+passive: {pool: {capacity: %d, host: h}, conn: {capacity: 2, host: f}}
 workload:
   w: {closed: {users: %d, think: exp(30ms)}, steps: [{call: %s}]}
 %s`, replicas, balancer, cores, steps, cores, users-others, entry, other)), name+".yaml")
@@ -215,7 +223,7 @@ workload:
 						t.Fatal(err)
 					}
 					if ok, reasons := Supports(m); !ok {
-						if balancer == model.LeastBusy && where != "pool alone" {
+						if balancer == model.LeastBusy && where != "cpu, pool beyond" {
 							t.Errorf("%s: reported: %v", name, reasons)
 						} else {
 							t.Logf("%s: reported: %v", name, reasons)

@@ -492,10 +492,9 @@ func arrivalMisjudged(b *built, st *state) []string {
 // drawn at random) rests by more than arrivalShare on how the solver
 // takes the balancer. Where only open classes visit one of the
 // host's stations (and no pool bounds the bursts there, which the
-// occupancy chain solves) or take one of its pools, or only closed ones
-// (but a closed class that takes a pool alone, whose layers are curves
-// solved apart, byThroughput), the solver waits there as the replicas
-// join the shortest queue (network.joinShortest, closedNet.solveJoined).
+// occupancy chain solves) or take one of its pools, or only closed ones,
+// the solver waits there as the replicas join the shortest queue
+// (network.joinShortest, closedNet.solveJoined, state.joinedPool).
 // In doubt are leastBusySlack of those waits (the factor is exact only
 // for Poisson arrivals and exponential service), the share of them that
 // the replicas past jsqChecked add to the factor (its growth with the

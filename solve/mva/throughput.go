@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/perfcast/perfcast/model"
+	"github.com/perfcast/perfcast/queueing"
 )
 
 // byThroughput is the layered fixed point for models with one closed class
@@ -49,7 +50,7 @@ func (st *state) byThroughput(ctx context.Context, classes []class, c int, o lay
 	capHw, capPool := st.b.caps(b.classes[c])
 	groups := st.hardwareGroups(c, capHw, N)
 	// Pool curves at unit demand, scaled to the holding time of each pass.
-	poolCurves := map[int]*curve{}
+	poolCurves, joinedCurves := map[int]*curve{}, map[int]*curve{}
 	newWait := matrix(len(classes), len(b.pools))
 	thinkOf := func(p, cc int, pn *network, i int) (float64, float64, float64) {
 		n := math.Min(N, capPool[p].n)
@@ -64,7 +65,20 @@ func (st *state) byThroughput(ctx context.Context, classes []class, c int, o lay
 		}
 		cv.scale = d[0]
 		z, _ := cv.thinkFor(st.X[c])
-		return n, z, n/cv.at(z) - z
+		own := n/cv.at(z) - z
+		if len(pn.joinable()) == 0 || len(pn.classes) > 1 {
+			return n, z, own
+		}
+		// The pool's copies queue as one (closedNet.solveJoined).
+		jc := joinedCurves[p]
+		if jc == nil {
+			sts, unit := joinedView(pn.stations, [][]float64{{1}}, []int{0})
+			jc = newCurve(sts, unit[0], int(n))
+			joinedCurves[p] = jc
+		}
+		jc.scale = d[0]
+		zj, _ := jc.thinkFor(st.X[c])
+		return n, zj, st.joinedPool(p, pn.stations[0], st.X[c], b.classes[cc].acq[p], d[0], n/jc.at(zj)-zj, own)
 	}
 	// pools finds the pool waits for the current hardware solution, in
 	// passes until they settle (a pool's wait depends only on the waits
@@ -162,6 +176,41 @@ func (st *state) byThroughput(ctx context.Context, classes []class, c int, o lay
 	return nil
 }
 
+// joinedPool is the time per request of the one closed class at pool p,
+// whose station st's copies queue as one (closedNet.solveJoined), given
+// its demand d per copy, at the class's throughput x: joined, the time as
+// one queue of all the units, and apart, as each copy's own (a random
+// pick's), for acq acquisitions per request. It adds the excess of
+// joining the shortest queue (and least-of-two's share of the way to the
+// random pick's) at the load that holds the class's population there, and
+// records what Supports weighs in poolSplit and poolBeyond.
+func (st *state) joinedPool(p int, stn station, x, acq, d, joined, apart float64) float64 {
+	demand := d * float64(stn.copies)
+	wait := math.Max(joined-demand, 0)
+	random := math.Max(apart-demand, 0)
+	var w joinedWait
+	var excess float64
+	for range maxJoinedIterations {
+		w.rho = openLoadHolding(stn, x*(joined+excess))
+		w.wait = queueing.JSQFactor(stn.copies, stn.servers, w.rho) * wait
+		w.blend = 0
+		if stn.ofTwo {
+			w.blend = queueing.OfTwoShare(stn.copies, stn.servers, w.rho) * math.Max(random-w.wait, 0)
+		}
+		next := w.wait + w.blend - wait
+		done := math.Abs(next-excess) <= joinedTolerance*(joined+excess)
+		excess = next
+		if done {
+			break
+		}
+	}
+	if acq > 0 {
+		st.poolSplit[p] = random / acq
+	}
+	st.poolBeyond[p] = joinedBeyond(stn, w.rho, w.wait, w.blend, true)
+	return joined + excess
+}
+
 // errNotNumber says that a layer's solution left the floating-point range.
 var errNotNumber = errors.New("not a number")
 
@@ -197,7 +246,7 @@ func (st *state) hardwareGroups(c int, capHw enclosure, N float64) []*hwGroup {
 			stations[i] = b.stations[k]
 		}
 		g.net = newNetwork(stations, append([]class(nil), st.net.classes...))
-		g.net.apart = true
+		g.net.fixedThink = true
 		for cc := range st.net.classes {
 			for i, k := range g.stations {
 				g.net.demand[cc][i] = st.net.demand[cc][k]
@@ -207,7 +256,11 @@ func (st *state) hardwareGroups(c int, capHw enclosure, N float64) []*hwGroup {
 		}
 		g.net.classes[c].users = g.n
 		d, _ := g.net.closedDemands(c)
-		g.curve = newCurve(stations, d, int(g.n))
+		// Copies that queue as one are one center of the curve; the
+		// excess of joining the shortest queue is then in the think
+		// time the curve gives (network.fixedThink).
+		joinedStations, joinedDemand := joinedView(stations, [][]float64{d}, g.net.joinable())
+		g.curve = newCurve(joinedStations, joinedDemand[0], int(g.n))
 	}
 	return out
 }
