@@ -206,7 +206,8 @@ func joinedBeyond(st station, rho, wait, blend float64, closed bool) float64 {
 // what Supports weighs: in sol.split what the random pick made of a
 // visit, the stretch of its demand (processor sharing) or its wait
 // (FCFS), over the closed classes at their throughputs, and in
-// sol.beyond the share of the joined wait that rests on extrapolation. closedIdx maps the closed network's classes to n's.
+// sol.beyond the share of the joined wait that rests on extrapolation.
+// closedIdx maps the closed network's classes to n's.
 func (n *network) keepJoined(sol *solution, joined, closedIdx []int, js joinedSolution) {
 	random := js.random
 	for j, k := range joined {

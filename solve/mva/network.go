@@ -31,10 +31,10 @@ type station struct {
 	// by load (least-busy or least-of-two): where only open or only
 	// closed classes visit, its instances wait as one queue of
 	// copies·servers servers does, times queueing.JSQFactor (see
-	// network.joinShortest and closedNet.solveJoined). ofTwo marks, among them, one whose calls take the
-	// lighter of two copies drawn at random (least-of-two on more than
-	// two copies), which waits queueing.OfTwoShare of the way from there
-	// to a random pick's wait.
+	// network.joinShortest and closedNet.solveJoined). ofTwo marks,
+	// among them, one whose calls take the lighter of two copies drawn
+	// at random (least-of-two on more than two copies), which waits
+	// queueing.OfTwoShare of the way from there to a random pick's wait.
 	leastBusy, ofTwo bool
 }
 
