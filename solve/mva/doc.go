@@ -17,9 +17,8 @@
 // delay, at the load that holds their population (closedNet.solveJoined;
 // in the curves of byThroughput's layers, one center and the excess
 // added, state.joinedPool); where open and closed classes meet, as a
-// random pick, which
-// overestimates the waits, and Supports reports a workload where those
-// could move it by 5 %.
+// random pick, which overestimates the waits, and Supports reports a
+// workload where those could move it by 5 %.
 //
 // Open classes are solved by the M/M/c formulas (Erlang C), with the
 // Pollaczek–Khinchine / Allen–Cunneen correction for the service variability

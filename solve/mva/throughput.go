@@ -177,7 +177,7 @@ func (st *state) byThroughput(ctx context.Context, classes []class, c int, o lay
 }
 
 // joinedPool is the time per request of the one closed class at pool p,
-// whose station st's copies queue as one (closedNet.solveJoined), given
+// whose station stn's copies queue as one (closedNet.solveJoined), given
 // its demand d per copy, at the class's throughput x: joined, the time as
 // one queue of all the units, and apart, as each copy's own (a random
 // pick's), for acq acquisitions per request. It adds the excess of
