@@ -36,7 +36,9 @@
 // probabilities, computed from log-domain normalizing constants so that
 // N = 10 000 is stable), by exact multi-class MVA while the state space is
 // small, and by Schweitzer–Bard approximate MVA otherwise. Mixed networks
-// inflate closed demands by 1/(1 − U_open) at each station.
+// inflate closed demands by 1/(1 − U_open) at each station, exact for one
+// server; where open and closed classes share several servers, Supports
+// reports a workload that could move by 5 % (mixedMisjudged).
 //
 // Thread pools, locks and connection pools, and synchronous calls that hold
 // a caller's thread are solved by a layered fixed point (method of surrogate
