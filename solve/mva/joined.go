@@ -157,16 +157,24 @@ func joinedView(stations []station, demand [][]float64, joined []int) ([]station
 // given the solution cs of the joined network one and random of the
 // network with each copy apart.
 func (n *closedNet) joinExcess(one *closedNet, cs, random *closedSolution, i, k int, rho float64) joinedWait {
-	st := n.stations[k]
 	d := one.demand[i][k]
-	w := joinedWait{rho: rho}
 	if d <= 0 {
-		return w
+		return joinedWait{rho: rho}
 	}
-	w.wait = queueing.JSQFactor(st.copies, st.servers, w.rho) * math.Max(cs.R[i][k]-d, 0)
+	apart := float64(n.stations[k].copies)*random.R[i][k] - d
+	return waitJoined(n.stations[k], rho, cs.R[i][k]-d, apart)
+}
+
+// waitJoined is the wait at station st, whose copies closed classes join,
+// its servers busy rho as the population says (openLoadHolding), of a
+// class that waits wait in one queue of all the copies' servers and apart
+// where each copy is its own queue: wait times queueing.JSQFactor, and at
+// a station balanced least-of-two queueing.OfTwoShare of the way from
+// there to apart.
+func waitJoined(st station, rho, wait, apart float64) joinedWait {
+	w := joinedWait{rho: rho, wait: queueing.JSQFactor(st.copies, st.servers, rho) * math.Max(wait, 0)}
 	if st.ofTwo {
-		apart := math.Max(float64(st.copies)*random.R[i][k]-d, 0)
-		w.blend = queueing.OfTwoShare(st.copies, st.servers, w.rho) * math.Max(apart-w.wait, 0)
+		w.blend = queueing.OfTwoShare(st.copies, st.servers, rho) * math.Max(apart-w.wait, 0)
 	}
 	return w
 }

@@ -7,7 +7,6 @@ import (
 	"math"
 
 	"github.com/perfcast/perfcast/model"
-	"github.com/perfcast/perfcast/queueing"
 )
 
 // byThroughput is the layered fixed point for models with one closed class
@@ -191,12 +190,7 @@ func (st *state) joinedPool(p int, stn station, x, acq, d, joined, apart float64
 	var w joinedWait
 	var excess float64
 	for range maxJoinedIterations {
-		w.rho = openLoadHolding(stn, x*(joined+excess))
-		w.wait = queueing.JSQFactor(stn.copies, stn.servers, w.rho) * wait
-		w.blend = 0
-		if stn.ofTwo {
-			w.blend = queueing.OfTwoShare(stn.copies, stn.servers, w.rho) * math.Max(random-w.wait, 0)
-		}
+		w = waitJoined(stn, openLoadHolding(stn, x*(joined+excess)), wait, random)
 		next := w.wait + w.blend - wait
 		done := math.Abs(next-excess) <= joinedTolerance*(joined+excess)
 		excess = next
