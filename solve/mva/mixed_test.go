@@ -112,3 +112,35 @@ workload:
 		t.Logf("%s: reported, though within %.0f %%: %v", name, 100*arrivalShare, reasons)
 	}
 }
+
+// TestMixedExactOneServer checks mixedExact where the solver is exact: on
+// one server the closed workload's demand stretched by 1/(1 − U_open)
+// and the open one's by (1 + Q_closed)/(1 − U_open) are the product
+// form's means.
+func TestMixedExactOneServer(t *testing.T) {
+	for _, rate := range []float64{20, 50} {
+		for _, users := range []int{1, 4} {
+			m, err := model.Parse([]byte(fmt.Sprintf(`perfcast: 1
+hosts: {h: {cpu: {cores: 1}}}
+components:
+  app: {host: h, operations: {op: {steps: [{cpu: exp(10ms)}]}}}
+workload:
+  o: {open: {rate: %g}, steps: [{call: app/op}]}
+  w: {closed: {users: %d, think: exp(30ms)}, steps: [{call: app/op}]}
+`, rate, users)), "one.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Solver{}.Solve(context.Background(), m, solve.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			closed, open := mixedExact(1, users, 0.030, rate, 0.010)
+			for name, want := range map[string]float64{"w": closed, "o": open} {
+				if g := got.Workloads[name].ResponseTime.Mean; math.Abs(g-want) > 1e-6*want {
+					t.Errorf("rate=%g users=%d: workload %s %.9g ms, product form %.9g ms", rate, users, name, 1e3*g, 1e3*want)
+				}
+			}
+		}
+	}
+}
