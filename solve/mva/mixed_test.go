@@ -83,22 +83,7 @@ func TestMixedSharedServers(t *testing.T) {
 func mixedAgainstExact(t *testing.T, where, steps string, rate float64, users int) {
 	t.Helper()
 	name := fmt.Sprintf("%s rate=%g users=%d", where, rate, users)
-	m, err := model.Parse([]byte(fmt.Sprintf(`perfcast: 1
-hosts: {h: {cpu: {cores: 4}}}
-components:
-  app: {host: h, operations: {op: {steps: [%s]}}}
-passive: {pool: {capacity: 4}}
-workload:
-  o: {open: {rate: %g}, steps: [{call: app/op}]}
-  w: {closed: {users: %d, think: exp(30ms)}, steps: [{call: app/op}]}
-`, steps, rate, users)), name+".yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := Solver{}.Solve(context.Background(), m, solve.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, got := solveMixed(t, 4, steps, rate, users)
 	closed, open := mixedExact(4, users, 0.030, rate, 0.010)
 	offClosed := (got.Workloads["w"].ResponseTime.Mean - closed) / closed
 	offOpen := (got.Workloads["o"].ResponseTime.Mean - open) / open
@@ -120,21 +105,7 @@ workload:
 func TestMixedExactOneServer(t *testing.T) {
 	for _, rate := range []float64{20, 50} {
 		for _, users := range []int{1, 4} {
-			m, err := model.Parse([]byte(fmt.Sprintf(`perfcast: 1
-hosts: {h: {cpu: {cores: 1}}}
-components:
-  app: {host: h, operations: {op: {steps: [{cpu: exp(10ms)}]}}}
-workload:
-  o: {open: {rate: %g}, steps: [{call: app/op}]}
-  w: {closed: {users: %d, think: exp(30ms)}, steps: [{call: app/op}]}
-`, rate, users)), "one.yaml")
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := Solver{}.Solve(context.Background(), m, solve.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, got := solveMixed(t, 1, "{cpu: exp(10ms)}", rate, users)
 			closed, open := mixedExact(1, users, 0.030, rate, 0.010)
 			for name, want := range map[string]float64{"w": closed, "o": open} {
 				if g := got.Workloads[name].ResponseTime.Mean; math.Abs(g-want) > 1e-6*want {
@@ -143,4 +114,29 @@ workload:
 			}
 		}
 	}
+}
+
+// solveMixed solves, with the analytical solver, the model of the mixed
+// tests: an operation of the given steps on a host of the given cores
+// (beside a pool of four), called by an open workload o at rate and a
+// closed one w of users with think time exp(30 ms).
+func solveMixed(t *testing.T, cores int, steps string, rate float64, users int) (*model.Model, *solve.Result) {
+	t.Helper()
+	m, err := model.Parse([]byte(fmt.Sprintf(`perfcast: 1
+hosts: {h: {cpu: {cores: %d}}}
+components:
+  app: {host: h, operations: {op: {steps: [%s]}}}
+passive: {pool: {capacity: 4}}
+workload:
+  o: {open: {rate: %g}, steps: [{call: app/op}]}
+  w: {closed: {users: %d, think: exp(30ms)}, steps: [{call: app/op}]}
+`, cores, steps, rate, users)), "mixed.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Solver{}.Solve(context.Background(), m, solve.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, got
 }
