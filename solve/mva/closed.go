@@ -12,6 +12,10 @@ type closedNet struct {
 	users    []float64
 	think    []float64
 	demand   [][]float64
+	// rates[k], where not nil, is the rate b(0..s) of station k's s
+	// servers with j of the closed jobs present, which open requests
+	// share (sharedServers): b(j) in place of min(j, s), b(s) = s.
+	rates [][]float64
 }
 
 // closedSolution is the solution of a closed network.
@@ -21,6 +25,10 @@ type closedSolution struct {
 	method     string
 	iterations int
 	converged  bool
+	// P[k], at a station with rates, holds the probabilities of
+	// j = 0..s−1 closed jobs at one of its instances at the full
+	// population (exact) or as approximate MVA takes them.
+	P [][]float64
 }
 
 // Method names reported in results.
@@ -78,7 +86,7 @@ func (n *closedNet) withoutIdleServers() *closedNet {
 	}
 	var out *closedNet
 	for k, st := range n.stations {
-		if st.servers <= 1 || float64(st.servers) < math.Ceil(total) {
+		if st.servers <= 1 || float64(st.servers) < math.Ceil(total) || n.ratesAt(k) != nil {
 			continue
 		}
 		if out == nil {
@@ -99,8 +107,9 @@ func (n *closedNet) withoutIdleServers() *closedNet {
 // marginal probabilities p[0..s-2] of j jobs that an arriving job sees:
 // R = d·(1 + q) for one server; R = (d/s)·(1 + q + Σ_{j<s−1} (s−1−j)·p_j)
 // for s servers (exact load-dependent MVA for a station whose rate is
-// min(j, s)/S).
-func residence(st *station, d, q float64, p []float64) float64 {
+// min(j, s)/S). With rates b (sharedServers) in place of min(j, s),
+// R = d·(Σ_{j<s−1} (j+1)/b(j+1)·p_j + (1 + q − Σ_{j<s−1} (j+1)·p_j)/s).
+func residence(st *station, d, q float64, p, b []float64) float64 {
 	switch {
 	case d == 0:
 		return 0
@@ -110,11 +119,29 @@ func residence(st *station, d, q float64, p []float64) float64 {
 		return d * (1 + q)
 	}
 	s := st.servers
+	if b != nil {
+		var below, held float64
+		for j := 0; j <= s-2; j++ {
+			n := float64(j+1) * p[j]
+			below += n / b[j+1]
+			held += n
+		}
+		return d * (below + math.Max(1+q-held, 0)/float64(s))
+	}
 	extra := 0.0
 	for j := 0; j <= s-2; j++ {
 		extra += float64(s-1-j) * p[j]
 	}
 	return d / float64(s) * (1 + q + extra)
+}
+
+// ratesAt returns the rates of station k's servers (closedNet.rates), or
+// nil where they are min(j, s).
+func (n *closedNet) ratesAt(k int) []float64 {
+	if n.rates == nil {
+		return nil
+	}
+	return n.rates[k]
 }
 
 // exactSingle is exact MVA for one closed class. Single-server and delay
@@ -154,7 +181,7 @@ func (n *closedNet) exactSingle() *closedSolution {
 	for pop := 1; pop <= N; pop++ {
 		total := n.think[0]
 		for k := range n.stations {
-			r[k] = residence(&n.stations[k], d[k], q[k], p[k])
+			r[k] = residence(&n.stations[k], d[k], q[k], p[k], n.ratesAt(k))
 			total += float64(n.stations[k].copies) * r[k]
 		}
 		x = float64(pop) / total
@@ -166,24 +193,46 @@ func (n *closedNet) exactSingle() *closedSolution {
 		for k, st := range n.stations {
 			q[k] = x * r[k]
 			if st.servers > 1 && d[k] > 0 {
-				s := st.servers
+				s, b := st.servers, n.ratesAt(k)
 				for j := s - 1; j >= 1; j-- {
-					p[k][j] = x * d[k] / float64(j) * p[k][j-1]
+					rate := float64(j)
+					if b != nil {
+						rate = b[j]
+					}
+					p[k][j] = x * d[k] / rate * p[k][j-1]
 				}
 				p0 = p0Of[k]
 				p[k][0] = p0[pop]
 			}
 		}
 	}
-	return &closedSolution{X: []float64{x}, R: [][]float64{r}, method: methodExact, iterations: N, converged: true}
+	out := &closedSolution{X: []float64{x}, R: [][]float64{r}, method: methodExact, iterations: N, converged: true}
+	out.keepMarginals(n, func(k int) []float64 { return p[k] })
+	return out
+}
+
+// keepMarginals sets P at the stations with rates from marginals(k), the
+// probabilities of 0..s−1 jobs there.
+func (cs *closedSolution) keepMarginals(n *closedNet, marginals func(k int) []float64) {
+	for k := range n.stations {
+		if n.ratesAt(k) == nil {
+			continue
+		}
+		if cs.P == nil {
+			cs.P = make([][]float64, len(n.stations))
+		}
+		cs.P[k] = slices.Clone(marginals(k))
+	}
 }
 
 // center is one instance of a station with positive demand d, for the
-// normalizing constants: s servers (1 for a single server).
+// normalizing constants: s servers (1 for a single server), at the rates
+// b(0..s) where not nil (closedNet.rates) and min(j, s) otherwise.
 type center struct {
-	k int
-	s int
-	d float64
+	k     int
+	s     int
+	d     float64
+	rates []float64
 }
 
 // singleConstants computes, for one closed class, the throughput X(n) for
@@ -205,7 +254,7 @@ func (n *closedNet) singleConstants(N int) ([]float64, map[int][]float64) {
 			continue
 		}
 		for range st.copies {
-			c := center{k, st.servers, d[k]}
+			c := center{k, st.servers, d[k], n.ratesAt(k)}
 			if st.servers == 1 {
 				single = append(single, c)
 			} else {
@@ -295,7 +344,11 @@ func (cs *constants) add(c center) {
 		// network without it is empty.
 		cs.x = make([]float64, N+1)
 		for i := 1; i <= N; i++ {
-			cs.x[i] = float64(min(i, c.s)) / c.d
+			if c.rates != nil {
+				cs.x[i] = c.rates[min(i, c.s)] / c.d
+			} else {
+				cs.x[i] = float64(min(i, c.s)) / c.d
+			}
 		}
 		clear(cs.um)
 		clear(cs.ue)
@@ -305,7 +358,7 @@ func (cs *constants) add(c center) {
 	if len(cs.next) != N+1 {
 		cs.next = make([]float64, N+1)
 	}
-	convolveCenter(cs.x, c.s, c.d, cs.next, cs.um, cs.ue)
+	convolveCenter(cs.x, c.s, c.d, c.rates, cs.next, cs.um, cs.ue)
 	cs.x, cs.next = cs.next, cs.x
 }
 
@@ -319,7 +372,8 @@ func (cs *constants) probEmpty() []float64 {
 	return out
 }
 
-// convolveCenter adds a center with s servers and demand D to a network
+// convolveCenter adds a center with s servers and demand D (at rates b
+// where not nil: F(j) = D^j/Π_{i≤j} b(min(i, s))) to a network
 // whose throughputs are x (x[n] = G(n−1)/G(n)), writing the new network's
 // throughputs to xOut and u[n] = G(n)/G'(n) = um[n]·2^ue[n]. With the
 // center's factor F(j) = D^j/Π_{i≤j} min(i, s), G'(n) = Σ_j F(j)·G(n−j),
@@ -332,7 +386,7 @@ func (cs *constants) probEmpty() []float64 {
 // term is positive, so nothing cancels. The terms stay in range; their
 // factors need not for hundreds of servers (the product grows like s^j/j!
 // while u falls as fast), so both carry binary exponents. Cost O(N·s).
-func convolveCenter(x []float64, s int, D float64, xOut, um []float64, ue []int) {
+func convolveCenter(x []float64, s int, D float64, b, xOut, um []float64, ue []int) {
 	N := len(x) - 1
 	um[0], ue[0] = 1, 0
 	// a(i) = u(i−1)/x(i) = G(i)/G'(i−1), as a mantissa with exponent
@@ -355,18 +409,22 @@ func convolveCenter(x []float64, s int, D float64, xOut, um []float64, ue []int)
 		}
 		return
 	}
-	dj := make([]float64, s+1) // D/j
+	dj := make([]float64, s+1) // D/j, or D/b(j)
 	for j := 1; j <= s; j++ {
-		dj[j] = D / float64(j)
+		if b != nil {
+			dj[j] = D / b[j]
+		} else {
+			dj[j] = D / float64(j)
+		}
 	}
 	ds := dj[s]
 	var tau float64
 	for i := 1; i <= N; i++ {
 		am := um[i-1] / x[i]
 		a := math.Ldexp(am, ue[i-1])
-		sum := a + math.Ldexp(D*um[i-1], ue[i-1])
+		sum := a + math.Ldexp(dj[1]*um[i-1], ue[i-1])
 		// c·2^e is F(j)·G'(i−j)/G'(i−1).
-		c, e := D, 0
+		c, e := dj[1], 0
 		top := min(i, s-1)
 		for j := 2; j <= top; j++ {
 			c *= dj[j] * xOut[i-j+1]
@@ -450,7 +508,7 @@ func (n *closedNet) exactMulti() *closedSolution {
 				if st.servers > 1 {
 					p = prev[offP[k] : offP[k]+st.servers]
 				}
-				r[c][k] = residence(st, n.demand[c][k], prev[k], p)
+				r[c][k] = residence(st, n.demand[c][k], prev[k], p, n.ratesAt(k))
 				total += float64(st.copies) * r[c][k]
 			}
 			x[c] = float64(pop[c]) / total
@@ -462,7 +520,13 @@ func (n *closedNet) exactMulti() *closedSolution {
 			if st.servers <= 1 {
 				continue
 			}
-			s := st.servers
+			s, b := st.servers, n.ratesAt(k)
+			rate := func(j int) float64 {
+				if b != nil {
+					return b[j]
+				}
+				return float64(j)
+			}
 			p := cur[offP[k] : offP[k]+s]
 			busy := 0.0
 			for c := 0; c < C; c++ {
@@ -473,12 +537,13 @@ func (n *closedNet) exactMulti() *closedSolution {
 				busy += a
 				prev := store[(idx-stride[c])*width+offP[k]:]
 				for j := 1; j < s; j++ {
-					p[j] += a / float64(j) * prev[j-1]
+					p[j] += a / rate(j) * prev[j-1]
 				}
 			}
+			// Σ_j b(j)·p_j = busy, b(j) = s from j = s on.
 			sum := busy
 			for j := 1; j < s; j++ {
-				sum += float64(s-j) * p[j]
+				sum += (float64(s) - rate(j)) * p[j]
 			}
 			p[0] = math.Max(1-sum/float64(s), 0)
 		}
@@ -487,6 +552,8 @@ func (n *closedNet) exactMulti() *closedSolution {
 	for c := range r {
 		copy(out.R[c], r[c])
 	}
+	last := store[(states-1)*width:]
+	out.keepMarginals(n, func(k int) []float64 { return last[offP[k] : offP[k]+n.stations[k].servers] })
 	return out
 }
 
@@ -548,9 +615,9 @@ func (n *closedNet) schweitzer(tol float64, maxIter int) *closedSolution {
 				if st.servers > 1 && d > 0 {
 					a := busy[k] - x[c]*d*(1-keep)
 					pk = p[:st.servers]
-					marginalsAt(pk, st.servers, math.Max(a, 0))
+					marginalsAt(pk, st.servers, math.Max(a, 0), n.ratesAt(k))
 				}
-				r[c][k] = residence(st, d, seen, pk)
+				r[c][k] = residence(st, d, seen, pk, n.ratesAt(k))
 				total += float64(st.copies) * r[c][k]
 			}
 			x[c] = n.users[c] / total
@@ -570,5 +637,14 @@ func (n *closedNet) schweitzer(tol float64, maxIter int) *closedSolution {
 		}
 	}
 	out.X, out.R = x, r
+	out.keepMarginals(n, func(k int) []float64 {
+		var a float64
+		for c := range C {
+			a += x[c] * n.demand[c][k]
+		}
+		pk := p[:n.stations[k].servers]
+		marginalsAt(pk, len(pk), a, n.ratesAt(k))
+		return pk
+	})
 	return out
 }

@@ -23,11 +23,15 @@ type curve struct {
 	scale float64
 	// fixed is the delay stations' demand, added to every think time.
 	fixed float64
+	// open is the open load per server at the first station, which its
+	// rates were built for (network.closedRates), for a pool's curve.
+	open float64
 }
 
 // newCurve returns the throughput curve of a single-class closed network of
-// n users with demands d per instance of the stations.
-func newCurve(stations []station, d []float64, n int) *curve {
+// n users with demands d per instance of the stations, served at rates
+// where not nil (closedNet.rates).
+func newCurve(stations []station, d []float64, n int, rates [][]float64) *curve {
 	cv := &curve{n: n, scale: 1}
 	var single, multi []center
 	for k, st := range stations {
@@ -40,12 +44,21 @@ func newCurve(stations []station, d []float64, n int) *curve {
 		}
 		// n users never find more than n servers busy: a station with
 		// more is one with n, whose convolution costs no more than n.
+		// So is one whose rates, shared with open requests, are
+		// b(0..s) (those past n are never reached).
 		s := min(st.servers, max(n, 1))
+		var b []float64
+		if rates != nil && rates[k] != nil {
+			b = rates[k][:s+1]
+		}
 		for range st.copies {
-			if s == 1 {
-				single = append(single, center{k, 1, d[k]})
-			} else {
-				multi = append(multi, center{k, s, d[k]})
+			switch {
+			case s == 1 && b != nil:
+				single = append(single, center{k, 1, d[k] / b[1], nil})
+			case s == 1:
+				single = append(single, center{k, 1, d[k], nil})
+			default:
+				multi = append(multi, center{k, s, d[k], b})
 			}
 		}
 	}

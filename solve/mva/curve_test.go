@@ -16,7 +16,7 @@ func TestCurveMatchesExactMVA(t *testing.T) {
 	}
 	d := []float64{0.010, 0.030, 0.004, 0.050}
 	for _, N := range []int{1, 7, 60, 2000} {
-		cv := newCurve(stations, d, N)
+		cv := newCurve(stations, d, N, nil)
 		for _, z := range []float64{0, 0.2, 5, 100} {
 			cn := &closedNet{stations: stations, users: []float64{float64(N)}, think: []float64{z}, demand: [][]float64{d}}
 			want := cn.exactSingle().X[0]
@@ -41,7 +41,7 @@ func TestCurveMatchesExactMVA(t *testing.T) {
 		for k := range d {
 			scaled[k] = 3 * d[k]
 		}
-		cs := newCurve(stations, scaled, N)
+		cs := newCurve(stations, scaled, N, nil)
 		cv.scale = 3
 		cv.fixed *= 3
 		for _, z := range []float64{0, 0.7} {
@@ -76,7 +76,7 @@ func TestConstantsManyServers(t *testing.T) {
 				busy += p * float64(min(k, s))
 			}
 			want := busy / norm / D
-			cv := newCurve([]station{{servers: s, copies: 2}}, []float64{D}, N)
+			cv := newCurve([]station{{servers: s, copies: 2}}, []float64{D}, N, nil)
 			if e := relErr(cv.at(0), want); e > 1e-9 || math.IsNaN(cv.at(0)) {
 				t.Errorf("s=%d N=%d: X = %.12g, direct %.12g (rel. error %.2g)", s, N, cv.at(0), want, e)
 			}

@@ -37,8 +37,12 @@
 // N = 10 000 is stable), by exact multi-class MVA while the state space is
 // small, and by Schweitzer–Bard approximate MVA otherwise. Mixed networks
 // inflate closed demands by 1/(1 − U_open) at each station, exact for one
-// server; where open and closed classes share several servers, Supports
-// reports a workload that could move by 5 % (mixedMisjudged).
+// server; where open and closed classes share several servers, the closed
+// ones see the load-dependent rates of the product form and the open
+// ones queue as it says given the closed jobs there (sharedServers),
+// exact where every class has one exponential mean in line (any means at
+// processor sharing); with other means in line, Supports reports an open
+// workload whose wait there reaches 5 % (mixedMisjudged).
 //
 // Thread pools, locks and connection pools, and synchronous calls that hold
 // a caller's thread are solved by a layered fixed point (method of surrogate

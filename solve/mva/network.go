@@ -157,7 +157,10 @@ var errSaturated = errors.New("open workload exceeds a station's capacity")
 // solve computes the mean-value solution of a network: open classes by the
 // M/M/c (and, at FCFS stations, M/G/c) formulas, closed classes by exact or
 // approximate MVA on demands inflated by 1/(1 − U_open), the standard
-// treatment of mixed networks.
+// treatment of mixed networks, which is exact at one server. At a station
+// of several servers that both share, the closed classes see the rates of
+// the mixed network's product form (sharedServers) and the open requests
+// queue as it says given the closed jobs there.
 func (n *network) solve(o solveOptions) (*solution, error) {
 	K, C := len(n.stations), len(n.classes)
 	sol := newSolution(C, K)
@@ -191,14 +194,16 @@ func (n *network) solve(o solveOptions) (*solution, error) {
 	}
 	qClosed := make([]float64, K)
 	uClosed := make([]float64, K)
+	shared, roomyAt := n.sharing(uOpen)
+	var marginals [][]float64
 	if len(closedIdx) > 0 {
-		cn := &closedNet{stations: n.stations, think: make([]float64, len(closedIdx)), users: make([]float64, len(closedIdx)), demand: matrix(len(closedIdx), K)}
+		cn := &closedNet{stations: n.stations, think: make([]float64, len(closedIdx)), users: make([]float64, len(closedIdx)), demand: matrix(len(closedIdx), K), rates: ratesOf(shared)}
 		for i, c := range closedIdx {
 			cn.think[i] = n.classes[c].think
 			cn.users[i] = n.classes[c].users
 			for k, st := range n.stations {
 				d := n.demand[c][k]
-				if st.servers > 0 {
+				if st.servers > 0 && !roomyAt[k] {
 					d /= 1 - uOpen[k]
 				}
 				cn.demand[i][k] = d
@@ -214,6 +219,7 @@ func (n *network) solve(o solveOptions) (*solution, error) {
 			cs = cn.solve(o)
 		}
 		sol.method, sol.iterations, sol.converged = cs.method, cs.iterations, cs.converged
+		marginals = cs.P
 		for i, c := range closedIdx {
 			sol.X[c] = cs.X[i]
 			for k, st := range n.stations {
@@ -273,6 +279,19 @@ func (n *network) solve(o solveOptions) (*solution, error) {
 			stretch = 1 + queueing.GIMcWait(st.servers, uOpen[k]*s, ca2)
 		} else if st.servers == 1 {
 			stretch = (1 + qClosed[k]) / (1 - uOpen[k])
+		} else if sh := shared[k]; sh != nil && marginals != nil && marginals[k] != nil {
+			stretch = sh.openQueue(marginals[k], qClosed[k]) / (float64(st.servers) * uOpen[k])
+			if st.fcfs {
+				// In line every request waits alike: the product
+				// form's wait at the mean service of a visit.
+				w := (stretch - 1) * n.meanService(k, sol.X)
+				for c, cl := range n.classes {
+					if cl.open {
+						sol.R[c][k] = n.demand[c][k] + n.visits[c][k]*w
+					}
+				}
+				continue
+			}
 		} else {
 			rho := math.Min(uOpen[k]+uClosed[k], 1)
 			s := float64(st.servers)
@@ -285,6 +304,53 @@ func (n *network) solve(o solveOptions) (*solution, error) {
 		}
 	}
 	return sol, nil
+}
+
+// sharing returns, per station of several servers that open and closed
+// classes share, the closed classes' view of it (sharedServers), nil
+// elsewhere; and where the station is roomy (see roomy), which the closed
+// classes then take as a delay, without stretching their demands by the
+// open load.
+func (n *network) sharing(uOpen []float64) ([]*sharedServers, []bool) {
+	K := len(n.stations)
+	shared, roomyAt := make([]*sharedServers, K), make([]bool, K)
+	var users float64
+	for _, cl := range n.classes {
+		if !cl.open && cl.users > 0 {
+			users += cl.users
+		}
+	}
+	for k, st := range n.stations {
+		if st.servers < 2 || !(uOpen[k] > 0) || uOpen[k] >= 1 {
+			continue
+		}
+		closed := false
+		for c, cl := range n.classes {
+			closed = closed || (!cl.open && cl.users > 0 && n.demand[c][k] > 0)
+		}
+		switch {
+		case !closed:
+		case roomy(st.servers, uOpen[k], math.Ceil(users)):
+			roomyAt[k] = true
+		default:
+			shared[k] = newSharedServers(st.servers, uOpen[k])
+		}
+	}
+	return shared, roomyAt
+}
+
+// meanService is the mean service time of a visit to station k over
+// every class's visits, at throughputs x.
+func (n *network) meanService(k int, x []float64) float64 {
+	var work, visits float64
+	for c := range n.classes {
+		work += x[c] * n.demand[c][k]
+		visits += x[c] * n.visits[c][k]
+	}
+	if !(visits > 0) {
+		return 0
+	}
+	return work / visits
 }
 
 // arrivalSCV is the squared coefficient of variation of the gaps between

@@ -11,24 +11,32 @@ import (
 // marginalsAt fills p[0..c-1] with the probabilities of j = 0..c-1 jobs at
 // a c-server station carrying a = Σ X·D busy servers, as in an M/M/c queue:
 // p(j) = p(0)·a^j/j!, normalized so that the mean number of busy servers is
-// a. All zeros when a ≥ c.
-func marginalsAt(p []float64, c int, a float64) {
+// a. With rates b (closedNet.rates) the station serves at b(j) in place of
+// min(j, c): p(j) = p(0)·a^j/Π_{i≤j} b(i), and Σ_j b(j)·p(j) = a. All
+// zeros when a ≥ c.
+func marginalsAt(p []float64, c int, a float64, b []float64) {
 	for j := range p {
 		p[j] = 0
 	}
 	if a >= float64(c) {
 		return
 	}
-	// p0·[1 + (1/c)·Σ_{j=1}^{c-1} (c−j)·a^j/j!] = 1 − a/c
+	rate := func(j int) float64 {
+		if b != nil {
+			return b[j]
+		}
+		return float64(j)
+	}
+	// p0·[c + Σ_{j=1}^{c-1} (c−b(j))·a^j/Π b(i)] = c − a
 	term, sum := 1.0, 0.0
 	for j := 1; j < c && term > 0; j++ {
-		term *= a / float64(j)
-		sum += float64(c-j) * term
+		term *= a / rate(j)
+		sum += (float64(c) - rate(j)) * term
 	}
 	p0 := (1 - a/float64(c)) / (1 + sum/float64(c))
 	p[0] = p0
 	for j := 1; j < c && p[j-1] > 0; j++ {
-		p[j] = p[j-1] * a / float64(j)
+		p[j] = p[j-1] * a / rate(j)
 	}
 }
 

@@ -57,9 +57,12 @@ func (st *state) byThroughput(ctx context.Context, classes []class, c int, o lay
 		if err != nil || d[0] <= 0 {
 			return n, classes[cc].think, math.NaN() // an open overload, which pn.solve reports
 		}
+		// Open requests that share the pool's units change its rates
+		// with their load.
 		cv := poolCurves[p]
-		if cv == nil {
-			cv = newCurve(pn.stations, []float64{1}, int(n))
+		if open := pn.openUtilization()[0]; cv == nil || cv.open != open {
+			cv = newCurve(pn.stations, []float64{1}, int(n), pn.closedRates())
+			cv.open = open
 			poolCurves[p] = cv
 		}
 		cv.scale = d[0]
@@ -72,7 +75,7 @@ func (st *state) byThroughput(ctx context.Context, classes []class, c int, o lay
 		jc := joinedCurves[p]
 		if jc == nil {
 			sts, unit := joinedView(pn.stations, [][]float64{{1}}, []int{0})
-			jc = newCurve(sts, unit[0], int(n))
+			jc = newCurve(sts, unit[0], int(n), nil)
 			joinedCurves[p] = jc
 		}
 		jc.scale = d[0]
@@ -254,7 +257,7 @@ func (st *state) hardwareGroups(c int, capHw enclosure, N float64) []*hwGroup {
 		// excess of joining the shortest queue is then in the think
 		// time the curve gives (network.fixedThink).
 		joinedStations, joinedDemand := joinedView(stations, [][]float64{d}, g.net.joinable())
-		g.curve = newCurve(joinedStations, joinedDemand[0], int(g.n))
+		g.curve = newCurve(joinedStations, joinedDemand[0], int(g.n), g.net.closedRates())
 	}
 	return out
 }
@@ -426,10 +429,11 @@ func (st *state) poolUtilization(p int) float64 {
 // the open classes overload a station.
 func (n *network) closedDemands(c int) ([]float64, error) {
 	uOpen := n.openUtilization()
+	_, roomyAt := n.sharing(uOpen)
 	out := make([]float64, len(n.stations))
 	for k, st := range n.stations {
 		d := n.demand[c][k]
-		if st.servers > 0 {
+		if st.servers > 0 && !roomyAt[k] {
 			if uOpen[k] >= 1 {
 				return nil, errSaturated
 			}
@@ -438,6 +442,28 @@ func (n *network) closedDemands(c int) ([]float64, error) {
 		out[k] = d
 	}
 	return out, nil
+}
+
+// closedRates returns the rates at which the closed classes see each
+// station's servers (closedNet.rates), nil where no station's are shared.
+func (n *network) closedRates() [][]float64 {
+	shared, _ := n.sharing(n.openUtilization())
+	return ratesOf(shared)
+}
+
+// ratesOf returns the stations' rates (closedNet.rates) of their shared
+// servers, nil where none are.
+func ratesOf(shared []*sharedServers) [][]float64 {
+	var out [][]float64
+	for k, sh := range shared {
+		if sh != nil {
+			if out == nil {
+				out = make([][]float64, len(shared))
+			}
+			out[k] = sh.rates
+		}
+	}
+	return out
 }
 
 // openUtilization is the utilization of one server of each station by the
