@@ -191,3 +191,40 @@ workload:
 		})
 	}
 }
+
+// BenchmarkMixed is a whole Solve of an open workload (400 requests/s)
+// beside one closed workload of 40 users (solved by its throughput, the
+// pool's curve on the rates the open requests leave, sharedServers) or
+// two of 40 and 20 (the damped iteration), on sixteen cores and a pool
+// of eight that both kinds take.
+func BenchmarkMixed(b *testing.B) {
+	for _, workloads := range []int{1, 2} {
+		second := "\n  c: {closed: {users: 20, think: exp(80ms)}, steps: [{call: app/op}]}"
+		if workloads == 1 {
+			second = ""
+		}
+		b.Run(fmt.Sprintf("closed=%d", workloads), func(b *testing.B) {
+			m, err := model.Parse([]byte(fmt.Sprintf(`perfcast: 1
+hosts: {h: {cpu: {cores: 16}}}
+components:
+  app: {host: h, operations: {op: {steps: [{cpu: exp(10ms)}, {hold: {resource: conn, steps: [{delay: exp(10ms)}]}}]}}}
+passive: {conn: {capacity: 8}}
+workload:
+  o: {open: {rate: 400}, steps: [{call: app/op}]}
+  a: {closed: {users: 40, think: exp(50ms)}, steps: [{call: app/op}]}%s
+`, second)), "bench.yaml")
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				r, err := New().Solve(context.Background(), m, solve.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if !r.MVA.Converged {
+					b.Fatalf("not converged: %+v", r.MVA)
+				}
+			}
+		})
+	}
+}

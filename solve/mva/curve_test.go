@@ -6,7 +6,8 @@ import (
 )
 
 // TestCurveMatchesExactMVA: the throughput curve at a think time equals
-// exact MVA's throughput, and thinkFor inverts it.
+// exact MVA's throughput, at servers' own rates or at those open requests
+// share (sharedServers), and thinkFor inverts it.
 func TestCurveMatchesExactMVA(t *testing.T) {
 	stations := []station{
 		{servers: 1, copies: 1},
@@ -15,6 +16,20 @@ func TestCurveMatchesExactMVA(t *testing.T) {
 		{servers: 0, copies: 1},
 	}
 	d := []float64{0.010, 0.030, 0.004, 0.050}
+	// The same with open requests sharing the servers of two stations.
+	shared := [][]float64{nil, newSharedServers(4, 0.3).rates, newSharedServers(2, 0.5).rates, nil}
+	for _, rates := range [][][]float64{nil, shared} {
+		for _, N := range []int{1, 2, 7, 60} {
+			cv := newCurve(stations, d, N, rates)
+			for _, z := range []float64{0, 0.2, 5} {
+				cn := &closedNet{stations: stations, users: []float64{float64(N)}, think: []float64{z}, demand: [][]float64{d}, rates: rates}
+				want := cn.exactSingle().X[0]
+				if e := relErr(cv.at(z), want); e > 1e-11 {
+					t.Errorf("rates %v N=%d z=%g: curve %.15g, exact MVA %.15g (rel. error %.2g)", rates != nil, N, z, cv.at(z), want, e)
+				}
+			}
+		}
+	}
 	for _, N := range []int{1, 7, 60, 2000} {
 		cv := newCurve(stations, d, N, nil)
 		for _, z := range []float64{0, 0.2, 5, 100} {

@@ -71,6 +71,9 @@ type network struct {
 	// starts: the layered iteration solves the same network again and
 	// again with think times that change less and less.
 	joinedExcess [][]float64
+	// shared is what the last call of sharing found, where the next
+	// one reuses what has not changed.
+	shared []*sharedServers
 }
 
 // newNetwork returns a network with zero demands.
@@ -333,9 +336,20 @@ func (n *network) sharing(uOpen []float64) ([]*sharedServers, []bool) {
 		case roomy(st.servers, uOpen[k], math.Ceil(users)):
 			roomyAt[k] = true
 		default:
-			shared[k] = newSharedServers(st.servers, uOpen[k])
+			// The layered iteration solves the hardware again and
+			// again at one open load.
+			var last *sharedServers
+			if k < len(n.shared) {
+				last = n.shared[k]
+			}
+			if last != nil && last.r == uOpen[k] && len(last.rates) == st.servers+1 {
+				shared[k] = last
+			} else {
+				shared[k] = newSharedServers(st.servers, uOpen[k])
+			}
 		}
 	}
+	n.shared = shared
 	return shared, roomyAt
 }
 

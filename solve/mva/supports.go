@@ -499,8 +499,8 @@ func arrivalMisjudged(b *built, st *state) []string {
 // means on four cores and on a pool of four). In line with different
 // means it is not: on a pool of four held 20 ms by 8 closed users, open
 // requests holding it 5 ms (100 and 400 requests/s) and 40 ms (20 and
-// 60 requests/s) waited −49 to +18 % of the simulator's mean there
-// (TestMixedPoolAgainstSim), the closed users −2.4 to +3 %, as MVA
+// 60 requests/s) waited −48 to +19 % of the simulator's mean there
+// (TestMixedPoolAgainstSim), the closed users −2.1 to +3.5 %, as MVA
 // takes any FCFS station of several classes. In doubt is the open
 // workload's whole wait there.
 func mixedMisjudged(b *built, st *state) []string {
