@@ -30,10 +30,10 @@ type pool struct {
 	// beforeSpan is model.Passive.BeforeSpan.
 	beforeSpan bool
 	// leastBusy marks a pool of each replica of a host whose replicas
-	// take calls by load: where only open or only closed classes take
-	// it, its copies wait as one queue of all their units, times
-	// queueing.JSQFactor (as a station's, network.joinShortest and
-	// closedNet.solveJoined); ofTwo marks, among them, one
+	// take calls by load: its copies wait as one queue of all their
+	// units, times queueing.JSQFactor (as a station's,
+	// network.joinShortest and closedNet.solveJoined); ofTwo marks,
+	// among them, one
 	// on a host balanced least-of-two over more than two replicas.
 	leastBusy, ofTwo bool
 }

@@ -12,10 +12,10 @@ type closedNet struct {
 	users    []float64
 	think    []float64
 	demand   [][]float64
-	// rates[k], where not nil, is the rate b(0..s) of station k's s
-	// servers with j of the closed jobs present, which open requests
-	// share (sharedServers): b(j) in place of min(j, s), b(s) = s.
-	rates [][]float64
+	// shared[k], where not nil, is station k's servers as open
+	// requests share them (sharedServers), whose rates b(0..s) with j of
+	// the closed jobs present replace min(j, s), b(s) = s.
+	shared []*sharedServers
 }
 
 // closedSolution is the solution of a closed network.
@@ -135,13 +135,13 @@ func residence(st *station, d, q float64, p, b []float64) float64 {
 	return d / float64(s) * (1 + q + extra)
 }
 
-// ratesAt returns the rates of station k's servers (closedNet.rates), or
+// ratesAt returns the rates of station k's servers (closedNet.shared), or
 // nil where they are min(j, s).
 func (n *closedNet) ratesAt(k int) []float64 {
-	if n.rates == nil {
+	if n.shared == nil || n.shared[k] == nil {
 		return nil
 	}
-	return n.rates[k]
+	return n.shared[k].rates
 }
 
 // exactSingle is exact MVA for one closed class. Single-server and delay
@@ -227,7 +227,7 @@ func (cs *closedSolution) keepMarginals(n *closedNet, marginals func(k int) []fl
 
 // center is one instance of a station with positive demand d, for the
 // normalizing constants: s servers (1 for a single server), at the rates
-// b(0..s) where not nil (closedNet.rates) and min(j, s) otherwise.
+// b(0..s) where not nil (closedNet.shared) and min(j, s) otherwise.
 type center struct {
 	k     int
 	s     int

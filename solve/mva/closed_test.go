@@ -281,18 +281,18 @@ func TestSchweitzerError(t *testing.T) {
 	think := []float64{0.2, 0.1, 0.5}
 	worstX, worstR := 0.0, 0.0
 	// Also with open requests sharing the servers of b and d.
-	shared := [][]float64{nil, newSharedServers(4, 0.4).rates, nil, newSharedServers(2, 0.3).rates}
+	shared := []*sharedServers{nil, newSharedServers(4, 0.4), nil, newSharedServers(2, 0.3)}
 	for _, c := range []struct {
 		N      []int
 		shared bool
 	}{{[]int{1, 1, 1}, false}, {[]int{5, 5, 5}, false}, {[]int{10, 2, 8}, false}, {[]int{20, 20, 20}, false}, {[]int{40, 10, 30}, false}, {[]int{1, 5, 5}, true}, {[]int{20, 20, 20}, true}} {
 		N := c.N
-		var rates [][]float64
+		var rates []*sharedServers
 		if c.shared {
 			rates = shared
 		}
 		users := []float64{float64(N[0]), float64(N[1]), float64(N[2])}
-		cn := &closedNet{stations: stations, users: users, think: think, demand: d, rates: rates}
+		cn := &closedNet{stations: stations, users: users, think: think, demand: d, shared: rates}
 		ex := cn.exactMulti()
 		ap := cn.schweitzer(1e-12, 100000)
 		if !ap.converged {

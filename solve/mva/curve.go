@@ -30,7 +30,7 @@ type curve struct {
 
 // newCurve returns the throughput curve of a single-class closed network of
 // n users with demands d per instance of the stations, served at rates
-// where not nil (closedNet.rates).
+// where not nil (closedNet.shared).
 func newCurve(stations []station, d []float64, n int, rates [][]float64) *curve {
 	cv := &curve{n: n, scale: 1}
 	var single, multi []center

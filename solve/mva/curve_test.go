@@ -17,12 +17,13 @@ func TestCurveMatchesExactMVA(t *testing.T) {
 	}
 	d := []float64{0.010, 0.030, 0.004, 0.050}
 	// The same with open requests sharing the servers of two stations.
-	shared := [][]float64{nil, newSharedServers(4, 0.3).rates, newSharedServers(2, 0.5).rates, nil}
-	for _, rates := range [][][]float64{nil, shared} {
+	shared := []*sharedServers{nil, newSharedServers(4, 0.3), newSharedServers(2, 0.5), nil}
+	for _, sh := range [][]*sharedServers{nil, shared} {
+		rates := ratesOf(sh)
 		for _, N := range []int{1, 2, 7, 60} {
 			cv := newCurve(stations, d, N, rates)
 			for _, z := range []float64{0, 0.2, 5} {
-				cn := &closedNet{stations: stations, users: []float64{float64(N)}, think: []float64{z}, demand: [][]float64{d}, rates: rates}
+				cn := &closedNet{stations: stations, users: []float64{float64(N)}, think: []float64{z}, demand: [][]float64{d}, shared: sh}
 				want := cn.exactSingle().X[0]
 				if e := relErr(cv.at(z), want); e > 1e-11 {
 					t.Errorf("rates %v N=%d z=%g: curve %.15g, exact MVA %.15g (rel. error %.2g)", rates != nil, N, z, cv.at(z), want, e)

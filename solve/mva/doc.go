@@ -16,9 +16,13 @@
 // network has one station of all their servers and the same excess as a
 // delay, at the load that holds their population (closedNet.solveJoined;
 // in the curves of byThroughput's layers, one center and the excess
-// added, state.joinedPool); where open and closed classes meet, as a
-// random pick, which overestimates the waits, and Supports reports a
-// workload where those could move it by 5 %.
+// added, state.joinedPool); where open and closed classes meet, the
+// one station is shared as the mixed network's product form says
+// (sharedServers) and both take the excess at the load that holds both
+// (closedNet.openJoined). Under a binding CPU limit, and for bursts that
+// pools bound, the replicas are a random pick's, which overestimates the
+// waits, and Supports reports a workload where those could move it by
+// 5 %.
 //
 // Open classes are solved by the M/M/c formulas (Erlang C), with the
 // Pollaczek–Khinchine / Allen–Cunneen correction for the service variability

@@ -20,19 +20,22 @@ const joinedTolerance = 1e-9
 
 // joinable reports the stations of the network whose copies take calls by
 // load and at which the closed classes queue as one: copies of a host
-// balanced least-busy or least-of-two that no open class visits and whose
-// CPU no limit binds.
+// balanced least-busy or least-of-two whose CPU no limit binds, where no
+// open class visits or closed ones do too (open classes alone join the
+// shortest queue by network.joinShortest).
 func (n *network) joinable() []int {
 	var out []int
 	for k, st := range n.stations {
 		if !st.leastBusy || st.copies < 2 || st.servers < 1 || st.limit > 0 {
 			continue
 		}
-		open := false
+		open, closed := false, false
 		for c, cl := range n.classes {
-			open = open || cl.open && (n.demand[c][k] > 0 || n.visits[c][k] > 0)
+			visits := n.demand[c][k] > 0 || n.visits[c][k] > 0
+			open = open || cl.open && visits
+			closed = closed || !cl.open && cl.users > 0 && visits
 		}
-		if !open {
+		if !open || closed {
 			out = append(out, k)
 		}
 	}
@@ -49,14 +52,20 @@ type joinedSolution struct {
 	random *closedSolution
 	waits  []joinedWait
 	excess [][]float64
+	// shared[j] says whether open requests share the j-th joined
+	// station (waits[j].open holds their wait).
+	shared []bool
 }
 
 // joinedWait is what a joined station's closed classes wait per second
 // of the system's, at their throughputs: wait as one queue of all the
 // copies' servers times queueing.JSQFactor, blend the part least-of-two
-// adds toward a random pick's; rho is how busy its servers are.
+// adds toward a random pick's; rho is how busy its servers are. Where
+// open requests share the station, open is what they wait per second of
+// their demand there (processor sharing; at an FCFS station, per second
+// of the mean visit's), the same way.
 type joinedWait struct {
-	rho, wait, blend float64
+	rho, wait, blend, open float64
 }
 
 // solveJoined solves the closed network n, in which the stations joined
@@ -77,6 +86,17 @@ func (n *closedNet) solveJoined(joined []int, start [][]float64, fixedThink bool
 	one := *n
 	one.think = slices.Clone(n.think)
 	one.stations, one.demand = joinedView(n.stations, n.demand, joined)
+	// Open requests share the joined servers as they share each copy's.
+	whole := make([]*sharedServers, len(joined))
+	if n.shared != nil {
+		one.shared = slices.Clone(n.shared)
+		for j, k := range joined {
+			if sh := n.shared[k]; sh != nil {
+				whole[j] = newSharedServers(one.stations[k].servers, sh.r)
+				one.shared[k] = whole[j]
+			}
+		}
+	}
 	excess := matrix(len(n.users), len(joined))
 	if len(start) == len(excess) && len(start[0]) == len(joined) {
 		for i := range excess {
@@ -95,17 +115,25 @@ func (n *closedNet) solveJoined(joined []int, start [][]float64, fixedThink bool
 		clear(waits)
 		change := 0.0
 		for j, k := range joined {
-			var hold float64
+			var hold, held float64
 			for i := range n.users {
 				hold += cs.X[i] * (cs.R[i][k] + excess[i][j])
+				held += cs.X[i] * cs.R[i][k]
 			}
-			waits[j].rho = openLoadHolding(n.stations[k], hold)
+			var open float64
+			if whole[j] != nil {
+				open = whole[j].openQueue(cs.P[k], held)
+			}
+			waits[j].rho = openLoadHolding(n.stations[k], hold+open)
+			if whole[j] != nil {
+				waits[j].open = n.openJoined(k, whole[j], open, random, waits[j].rho)
+			}
 		}
 		for i := range n.users {
 			var sum float64
 			for j, k := range joined {
 				w := n.joinExcess(&one, cs, random, i, k, waits[j].rho)
-				e := w.wait + w.blend - (cs.R[i][k] - one.demand[i][k])
+				e := w.wait + w.blend - (cs.R[i][k] - one.served(i, k))
 				if cycle := one.think[i] + cs.R[i][k]; cycle > 0 {
 					change = math.Max(change, math.Abs(e-excess[i][j])/cycle)
 				}
@@ -129,7 +157,11 @@ func (n *closedNet) solveJoined(joined []int, start [][]float64, fixedThink bool
 			cs.R[i][k] = (cs.R[i][k] + excess[i][j]) / float64(n.stations[k].copies)
 		}
 	}
-	return joinedSolution{closedSolution: cs, random: random, waits: waits, excess: excess}
+	js := joinedSolution{closedSolution: cs, random: random, waits: waits, excess: excess, shared: make([]bool, len(joined))}
+	for j := range joined {
+		js.shared[j] = whole[j] != nil
+	}
+	return js
 }
 
 // joinedView returns copies of stations and of the classes' demands
@@ -157,12 +189,50 @@ func joinedView(stations []station, demand [][]float64, joined []int) ([]station
 // given the solution cs of the joined network one and random of the
 // network with each copy apart.
 func (n *closedNet) joinExcess(one *closedNet, cs, random *closedSolution, i, k int, rho float64) joinedWait {
-	d := one.demand[i][k]
+	d := one.served(i, k)
 	if d <= 0 {
 		return joinedWait{rho: rho}
 	}
 	apart := float64(n.stations[k].copies)*random.R[i][k] - d
 	return waitJoined(n.stations[k], rho, cs.R[i][k]-d, apart)
+}
+
+// served is class i's demand at station k as its servers serve it,
+// without the stretch by the open requests that share them
+// (closedNet.shared).
+func (n *closedNet) served(i, k int) float64 {
+	d := n.demand[i][k]
+	if n.shared != nil && n.shared[k] != nil {
+		d *= 1 - n.shared[k].r
+	}
+	return d
+}
+
+// openJoined is what open requests wait per second of their demand at
+// joined station k, which they share as whole says and where they number
+// open on average: the product form's wait there, times
+// queueing.JSQFactor at rho, and at a station balanced least-of-two
+// queueing.OfTwoShare of the way from there to the wait each copy of the
+// random pick's solution gives them.
+func (n *closedNet) openJoined(k int, whole *sharedServers, open float64, random *closedSolution, rho float64) float64 {
+	st := n.stations[k]
+	u := float64(st.copies*st.servers) * whole.r
+	wait := queueing.JSQFactor(st.copies, st.servers, rho) * math.Max(open/u-1, 0)
+	// The marginals of one server are none (openQueue's sum is then
+	// the M/M/1 queue's).
+	var p []float64
+	if random.P != nil {
+		p = random.P[k]
+	}
+	if st.ofTwo && (p != nil || st.servers == 1) {
+		var held float64
+		for i := range n.users {
+			held += random.X[i] * random.R[i][k]
+		}
+		apart := n.shared[k].openQueue(p, held)/(float64(st.servers)*whole.r) - 1
+		wait += queueing.OfTwoShare(st.copies, st.servers, rho) * math.Max(apart-wait, 0)
+	}
+	return wait
 }
 
 // waitJoined is the wait at station st, whose copies closed classes join,

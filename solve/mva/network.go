@@ -28,10 +28,10 @@ type station struct {
 	limit float64
 	cores int
 	// leastBusy marks the station of a host whose copies take calls
-	// by load (least-busy or least-of-two): where only open or only
-	// closed classes visit, its instances wait as one queue of
-	// copies·servers servers does, times queueing.JSQFactor (see
-	// network.joinShortest and closedNet.solveJoined). ofTwo marks,
+	// by load (least-busy or least-of-two): where no limit binds its
+	// CPU, its instances wait as one queue of copies·servers servers
+	// does, times queueing.JSQFactor (see network.joinShortest and
+	// closedNet.solveJoined). ofTwo marks,
 	// among them, one whose calls take the lighter of two copies drawn
 	// at random (least-of-two on more than two copies), which waits
 	// queueing.OfTwoShare of the way from there to a random pick's wait.
@@ -199,8 +199,15 @@ func (n *network) solve(o solveOptions) (*solution, error) {
 	uClosed := make([]float64, K)
 	shared, roomyAt := n.sharing(uOpen)
 	var marginals [][]float64
+	// joinedOpen[k] is, at a station whose copies queue as one and that
+	// open requests share with closed ones, what the open requests wait
+	// per second of their demand (closedNet.openJoined); -1 elsewhere.
+	joinedOpen := make([]float64, K)
+	for k := range joinedOpen {
+		joinedOpen[k] = -1
+	}
 	if len(closedIdx) > 0 {
-		cn := &closedNet{stations: n.stations, think: make([]float64, len(closedIdx)), users: make([]float64, len(closedIdx)), demand: matrix(len(closedIdx), K), rates: ratesOf(shared)}
+		cn := &closedNet{stations: n.stations, think: make([]float64, len(closedIdx)), users: make([]float64, len(closedIdx)), demand: matrix(len(closedIdx), K), shared: shared}
 		for i, c := range closedIdx {
 			cn.think[i] = n.classes[c].think
 			cn.users[i] = n.classes[c].users
@@ -218,6 +225,11 @@ func (n *network) solve(o solveOptions) (*solution, error) {
 			n.joinedExcess = js.excess
 			n.keepJoined(sol, joined, closedIdx, js)
 			cs = js.closedSolution
+			for j, k := range joined {
+				if js.shared[j] {
+					joinedOpen[k] = js.waits[j].open
+				}
+			}
 		} else {
 			cs = cn.solve(o)
 		}
@@ -267,6 +279,22 @@ func (n *network) solve(o solveOptions) (*solution, error) {
 			n.joinShortest(sol, k, uOpen[k])
 			continue
 		}
+		if w := joinedOpen[k]; w >= 0 {
+			if st.fcfs {
+				w *= n.meanService(k, sol.X)
+			}
+			for c, cl := range n.classes {
+				if !cl.open {
+					continue
+				}
+				if st.fcfs {
+					sol.R[c][k] = n.demand[c][k] + n.visits[c][k]*w
+				} else {
+					sol.R[c][k] = n.demand[c][k] * (1 + w)
+				}
+			}
+			continue
+		}
 		if st.fcfs && openOnly {
 			w := n.fcfsWait(k, uOpen[k], n.arrivalSCV(k), st.servers)
 			for c, cl := range n.classes {
@@ -309,11 +337,12 @@ func (n *network) solve(o solveOptions) (*solution, error) {
 	return sol, nil
 }
 
-// sharing returns, per station of several servers that open and closed
-// classes share, the closed classes' view of it (sharedServers), nil
-// elsewhere; and where the station is roomy (see roomy), which the closed
-// classes then take as a delay, without stretching their demands by the
-// open load.
+// sharing returns, per station that open and closed classes share, the
+// closed classes' view of it (sharedServers; at one server its rates are
+// the server's own, but the copies of a station may queue as one of
+// several, closedNet.solveJoined), nil elsewhere; and where the station is
+// roomy (see roomy), which the closed classes then take as a delay,
+// without stretching their demands by the open load.
 func (n *network) sharing(uOpen []float64) ([]*sharedServers, []bool) {
 	K := len(n.stations)
 	shared, roomyAt := make([]*sharedServers, K), make([]bool, K)
@@ -324,7 +353,7 @@ func (n *network) sharing(uOpen []float64) ([]*sharedServers, []bool) {
 		}
 	}
 	for k, st := range n.stations {
-		if st.servers < 2 || !(uOpen[k] > 0) || uOpen[k] >= 1 {
+		if st.servers < 1 || !(uOpen[k] > 0) || uOpen[k] >= 1 {
 			continue
 		}
 		closed := false

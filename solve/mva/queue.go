@@ -11,7 +11,7 @@ import (
 // marginalsAt fills p[0..c-1] with the probabilities of j = 0..c-1 jobs at
 // a c-server station carrying a = Σ X·D busy servers, as in an M/M/c queue:
 // p(j) = p(0)·a^j/j!, normalized so that the mean number of busy servers is
-// a. With rates b (closedNet.rates) the station serves at b(j) in place of
+// a. With rates b (closedNet.shared) the station serves at b(j) in place of
 // min(j, c): p(j) = p(0)·a^j/Π_{i≤j} b(i), and Σ_j b(j)·p(j) = a. All
 // zeros when a ≥ c.
 func marginalsAt(p []float64, c int, a float64, b []float64) {

@@ -572,11 +572,11 @@ const mixedSpread = 0.1
 // replicated host balanced least-busy (each call to a replica with the
 // fewest operations in progress) or least-of-two (to the lighter of two
 // drawn at random) rests by more than arrivalShare on how the solver
-// takes the balancer. Where only open classes visit one of the
-// host's stations (and no pool bounds the bursts there, which the
-// occupancy chain solves) or take one of its pools, or only closed ones,
-// the solver waits there as the replicas join the shortest queue
-// (network.joinShortest, closedNet.solveJoined, state.joinedPool).
+// takes the balancer. At the host's stations (where no pool bounds the
+// bursts, which the occupancy chain solves, and no CPU limit binds) and
+// pools the solver waits as the replicas join the shortest queue
+// (network.joinShortest, closedNet.solveJoined, state.joinedPool; open
+// and closed classes together, closedNet.openJoined).
 // In doubt are leastBusySlack of those waits (the factor is exact only
 // for Poisson arrivals and exponential service), the share of them that
 // the replicas past jsqChecked add to the factor (its growth with the
@@ -656,7 +656,7 @@ func leastBusyMisjudged(b *built, st *state) []string {
 				doubt += (leastBusySlack+st.poolBeyond[p])*wait + unheld[i]*ci.acq[p]*math.Max(random-st.wait[c][p], 0)
 			}
 			if doubt > arrivalShare*st.R[c] {
-				reasons = append(reasons, fmt.Sprintf("workload %s: host %s's replicas are balanced %s; %.3g ms of its %.3g ms response time rests on how the solver takes that (one queue of all the replicas' servers, as joining the shortest queue nearly is, at stations and pools only open or only closed workloads visit, bursts no pool bounds; elsewhere a random pick, whose replicas queue apart)", ci.w.Name, h.Name, h.Balancer, 1e3*doubt, 1e3*st.R[c]))
+				reasons = append(reasons, fmt.Sprintf("workload %s: host %s's replicas are balanced %s; %.3g ms of its %.3g ms response time rests on how the solver takes that (one queue of all the replicas' servers, as joining the shortest queue nearly is, at stations and pools where no CPU limit binds, bursts no pool bounds; elsewhere a random pick, whose replicas queue apart)", ci.w.Name, h.Name, h.Balancer, 1e3*doubt, 1e3*st.R[c]))
 			}
 		}
 	}

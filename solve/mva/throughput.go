@@ -58,28 +58,42 @@ func (st *state) byThroughput(ctx context.Context, classes []class, c int, o lay
 			return n, classes[cc].think, math.NaN() // an open overload, which pn.solve reports
 		}
 		// Open requests that share the pool's units change its rates
-		// with their load.
-		cv := poolCurves[p]
-		if open := pn.openUtilization()[0]; cv == nil || cv.open != open {
-			cv = newCurve(pn.stations, []float64{1}, int(n), pn.closedRates())
-			cv.open = open
-			poolCurves[p] = cv
-		}
-		cv.scale = d[0]
-		z, _ := cv.thinkFor(st.X[c])
-		own := n/cv.at(z) - z
-		if len(pn.joinable()) == 0 || len(pn.classes) > 1 {
-			return n, z, own
+		// with their load, so the curves are built again when it moves.
+		open := pn.openUtilization()[0]
+		joinable := len(pn.joinable()) > 0
+		var own float64
+		if !joinable || len(pn.classes) == 1 {
+			cv := poolCurves[p]
+			if cv == nil || cv.open != open {
+				cv = newCurve(pn.stations, []float64{1}, int(n), pn.closedRates(pn.stations))
+				cv.open = open
+				poolCurves[p] = cv
+			}
+			cv.scale = d[0]
+			z, _ := cv.thinkFor(st.X[c])
+			own = n/cv.at(z) - z
+			if !joinable {
+				return n, z, own
+			}
 		}
 		// The pool's copies queue as one (closedNet.solveJoined).
 		jc := joinedCurves[p]
-		if jc == nil {
+		if jc == nil || jc.open != open {
 			sts, unit := joinedView(pn.stations, [][]float64{{1}}, []int{0})
-			jc = newCurve(sts, unit[0], int(n), nil)
+			jc = newCurve(sts, unit[0], int(n), pn.closedRates(sts))
+			jc.open = open
 			joinedCurves[p] = jc
 		}
 		jc.scale = d[0]
 		zj, _ := jc.thinkFor(st.X[c])
+		if len(pn.classes) > 1 {
+			// Open requests share them: the pool's network keeps the
+			// think time at which the joined queue carries the
+			// throughput and adds the excess of joining the shortest
+			// queue to the residence (network.fixedThink).
+			pn.fixedThink = true
+			return n, zj, math.NaN()
+		}
 		return n, zj, st.joinedPool(p, pn.stations[0], st.X[c], b.classes[cc].acq[p], d[0], n/jc.at(zj)-zj, own)
 	}
 	// pools finds the pool waits for the current hardware solution, in
@@ -257,7 +271,7 @@ func (st *state) hardwareGroups(c int, capHw enclosure, N float64) []*hwGroup {
 		// excess of joining the shortest queue is then in the think
 		// time the curve gives (network.fixedThink).
 		joinedStations, joinedDemand := joinedView(stations, [][]float64{d}, g.net.joinable())
-		g.curve = newCurve(joinedStations, joinedDemand[0], int(g.n), g.net.closedRates())
+		g.curve = newCurve(joinedStations, joinedDemand[0], int(g.n), g.net.closedRates(joinedStations))
 	}
 	return out
 }
@@ -444,14 +458,23 @@ func (n *network) closedDemands(c int) ([]float64, error) {
 	return out, nil
 }
 
-// closedRates returns the rates at which the closed classes see each
-// station's servers (closedNet.rates), nil where no station's are shared.
-func (n *network) closedRates() [][]float64 {
-	shared, _ := n.sharing(n.openUtilization())
-	return ratesOf(shared)
+// closedRates returns the rates at which the closed classes see the
+// servers of each of stations, n's or a view of them whose copies queue
+// as one (joinedView), where open requests share them
+// (closedNet.shared); nil where no station's are shared.
+func (n *network) closedRates(stations []station) [][]float64 {
+	uOpen := n.openUtilization()
+	shared, _ := n.sharing(uOpen)
+	out := ratesOf(shared)
+	for k, sh := range shared {
+		if sh != nil && stations[k].servers != n.stations[k].servers {
+			out[k] = newSharedServers(stations[k].servers, uOpen[k]).rates
+		}
+	}
+	return out
 }
 
-// ratesOf returns the stations' rates (closedNet.rates) of their shared
+// ratesOf returns the stations' rates (closedNet.shared) of their shared
 // servers, nil where none are.
 func ratesOf(shared []*sharedServers) [][]float64 {
 	var out [][]float64
