@@ -490,7 +490,8 @@ func arrivalMisjudged(b *built, st *state) []string {
 
 // mixedMisjudged lists the open workloads whose response time rests by
 // more than arrivalShare on a wait in line, at an FCFS station of several
-// servers or a pool of several units, that they share with closed
+// servers or a pool of several units (or of replicas that queue as one,
+// closedNet.solveJoined), that they share with closed
 // workloads whose visits there are served (or the pool held) for a mean
 // that differs from theirs by more than mixedSpread. The solver takes
 // the closed workloads' view and the open requests' queue from the mixed
@@ -528,7 +529,8 @@ func mixedMisjudged(b *built, st *state) []string {
 		return open && closed && hi > lo*(1+mixedSpread)
 	}
 	for k, s := range b.stations {
-		if !s.fcfs || s.servers < 2 || !st.closedAt[k] {
+		joined := s.leastBusy && s.copies > 1 && s.limit == 0
+		if !s.fcfs || (s.servers < 2 && !joined) || !st.closedAt[k] {
 			continue
 		}
 		if !spread(func(c int) float64 { return b.classes[c].demand[k] }, func(c int) float64 { return b.classes[c].visits[k] }) {
@@ -542,7 +544,7 @@ func mixedMisjudged(b *built, st *state) []string {
 		}
 	}
 	for p, pl := range b.pools {
-		if !pl.limited() || pl.capacity < 2 {
+		if !pl.limited() || (pl.capacity < 2 && !(pl.leastBusy && pl.copies > 1)) {
 			continue
 		}
 		if !spread(func(c int) float64 { return b.classes[c].acq[p] * st.hold[c][p] }, func(c int) float64 { return b.classes[c].acq[p] }) {
