@@ -283,25 +283,11 @@ func (n *network) solve(o solveOptions) (*solution, error) {
 			if st.fcfs {
 				w *= n.meanService(k, sol.X)
 			}
-			for c, cl := range n.classes {
-				if !cl.open {
-					continue
-				}
-				if st.fcfs {
-					sol.R[c][k] = n.demand[c][k] + n.visits[c][k]*w
-				} else {
-					sol.R[c][k] = n.demand[c][k] * (1 + w)
-				}
-			}
+			n.setOpenWait(sol, k, w)
 			continue
 		}
 		if st.fcfs && openOnly {
-			w := n.fcfsWait(k, uOpen[k], n.arrivalSCV(k), st.servers)
-			for c, cl := range n.classes {
-				if cl.open {
-					sol.R[c][k] = n.demand[c][k] + n.visits[c][k]*w
-				}
-			}
+			n.setOpenWait(sol, k, n.fcfsWait(k, uOpen[k], n.arrivalSCV(k), st.servers))
 			continue
 		}
 		var stretch float64
@@ -315,12 +301,7 @@ func (n *network) solve(o solveOptions) (*solution, error) {
 			if st.fcfs {
 				// In line every request waits alike: the product
 				// form's wait at the mean service of a visit.
-				w := (stretch - 1) * n.meanService(k, sol.X)
-				for c, cl := range n.classes {
-					if cl.open {
-						sol.R[c][k] = n.demand[c][k] + n.visits[c][k]*w
-					}
-				}
+				n.setOpenWait(sol, k, (stretch-1)*n.meanService(k, sol.X))
 				continue
 			}
 		} else {
@@ -487,15 +468,21 @@ func (n *network) joinShortest(sol *solution, k int, rho float64) {
 		blend = queueing.OfTwoShare(r, c, rho) * math.Max(split-wait, 0)
 	}
 	sol.beyond[k] = joinedBeyond(st, rho, wait, blend, false)
-	wait += blend
-	for i, cl := range n.classes {
-		if !cl.open {
-			continue
-		}
-		if st.fcfs {
-			sol.R[i][k] = n.demand[i][k] + n.visits[i][k]*wait
-		} else {
-			sol.R[i][k] = n.demand[i][k] * (1 + wait)
+	n.setOpenWait(sol, k, wait+blend)
+}
+
+// setOpenWait sets the open classes' residence times at station k from
+// their wait there: w per visit at an FCFS station, w per second of
+// demand (a stretch of 1 + w) at a processor-sharing one.
+func (n *network) setOpenWait(sol *solution, k int, w float64) {
+	fcfs := n.stations[k].fcfs
+	for c, cl := range n.classes {
+		switch {
+		case !cl.open:
+		case fcfs:
+			sol.R[c][k] = n.demand[c][k] + n.visits[c][k]*w
+		default:
+			sol.R[c][k] = n.demand[c][k] * (1 + w)
 		}
 	}
 }
