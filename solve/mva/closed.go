@@ -135,6 +135,15 @@ func residence(st *station, d, q float64, p, b []float64) float64 {
 	return d / float64(s) * (1 + q + extra)
 }
 
+// rateAt is the rate of a station's servers with j jobs present, j below
+// its servers: b(j) where rates b are given (closedNet.shared), else j.
+func rateAt(b []float64, j int) float64 {
+	if b != nil {
+		return b[j]
+	}
+	return float64(j)
+}
+
 // ratesAt returns the rates of station k's servers (closedNet.shared), or
 // nil where they are min(j, s).
 func (n *closedNet) ratesAt(k int) []float64 {
@@ -195,11 +204,7 @@ func (n *closedNet) exactSingle() *closedSolution {
 			if st.servers > 1 && d[k] > 0 {
 				s, b := st.servers, n.ratesAt(k)
 				for j := s - 1; j >= 1; j-- {
-					rate := float64(j)
-					if b != nil {
-						rate = b[j]
-					}
-					p[k][j] = x * d[k] / rate * p[k][j-1]
+					p[k][j] = x * d[k] / rateAt(b, j) * p[k][j-1]
 				}
 				p0 = p0Of[k]
 				p[k][0] = p0[pop]
@@ -521,12 +526,6 @@ func (n *closedNet) exactMulti() *closedSolution {
 				continue
 			}
 			s, b := st.servers, n.ratesAt(k)
-			rate := func(j int) float64 {
-				if b != nil {
-					return b[j]
-				}
-				return float64(j)
-			}
 			p := cur[offP[k] : offP[k]+s]
 			busy := 0.0
 			for c := 0; c < C; c++ {
@@ -537,13 +536,13 @@ func (n *closedNet) exactMulti() *closedSolution {
 				busy += a
 				prev := store[(idx-stride[c])*width+offP[k]:]
 				for j := 1; j < s; j++ {
-					p[j] += a / rate(j) * prev[j-1]
+					p[j] += a / rateAt(b, j) * prev[j-1]
 				}
 			}
 			// Σ_j b(j)·p_j = busy, b(j) = s from j = s on.
 			sum := busy
 			for j := 1; j < s; j++ {
-				sum += (float64(s) - rate(j)) * p[j]
+				sum += (float64(s) - rateAt(b, j)) * p[j]
 			}
 			p[0] = math.Max(1-sum/float64(s), 0)
 		}

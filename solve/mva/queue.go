@@ -21,22 +21,16 @@ func marginalsAt(p []float64, c int, a float64, b []float64) {
 	if a >= float64(c) {
 		return
 	}
-	rate := func(j int) float64 {
-		if b != nil {
-			return b[j]
-		}
-		return float64(j)
-	}
 	// p0·[c + Σ_{j=1}^{c-1} (c−b(j))·a^j/Π b(i)] = c − a
 	term, sum := 1.0, 0.0
 	for j := 1; j < c && term > 0; j++ {
-		term *= a / rate(j)
-		sum += (float64(c) - rate(j)) * term
+		term *= a / rateAt(b, j)
+		sum += (float64(c) - rateAt(b, j)) * term
 	}
 	p0 := (1 - a/float64(c)) / (1 + sum/float64(c))
 	p[0] = p0
 	for j := 1; j < c && p[j-1] > 0; j++ {
-		p[j] = p[j-1] * a / rate(j)
+		p[j] = p[j-1] * a / rateAt(b, j)
 	}
 }
 
