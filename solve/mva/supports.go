@@ -557,10 +557,17 @@ func mixedMisjudged(b *built, st *state) []string {
 			}
 		}
 	}
+	return doubtReasons(b, st, doubt, where, "workload %s: it waits in line at %s, of several servers or units, beside closed workloads served there for another mean, where the solver's product form is not exact; %.3g ms of its %.3g ms response time rests on that")
+}
+
+// doubtReasons lists the workloads whose doubt, at the places where
+// names, reaches arrivalShare of their response time, each by format
+// (the workload, the places, the doubt and the response time in ms).
+func doubtReasons(b *built, st *state, doubt []float64, where [][]string, format string) []string {
 	var reasons []string
 	for c, ci := range b.classes {
 		if st.R[c] > 0 && doubt[c] > arrivalShare*st.R[c] {
-			reasons = append(reasons, fmt.Sprintf("workload %s: it waits in line at %s, of several servers or units, beside closed workloads served there for another mean, where the solver's product form is not exact; %.3g ms of its %.3g ms response time rests on that", ci.w.Name, strings.Join(where[c], ", "), 1e3*doubt[c], 1e3*st.R[c]))
+			reasons = append(reasons, fmt.Sprintf(format, ci.w.Name, strings.Join(where[c], ", "), 1e3*doubt[c], 1e3*st.R[c]))
 		}
 	}
 	return reasons
@@ -646,13 +653,7 @@ func mixedArrivalsMisjudged(b *built, st *state) []string {
 			}
 		}
 	}
-	var reasons []string
-	for c, ci := range b.classes {
-		if st.R[c] > 0 && doubt[c] > arrivalShare*st.R[c] {
-			reasons = append(reasons, fmt.Sprintf("workload %s: open requests whose arrivals are not Poisson's share %s with closed workloads, where the solver takes them as Poisson; %.3g ms of its %.3g ms response time rests on that", ci.w.Name, strings.Join(where[c], ", "), 1e3*doubt[c], 1e3*st.R[c]))
-		}
-	}
-	return reasons
+	return doubtReasons(b, st, doubt, where, "workload %s: open requests whose arrivals are not Poisson's share %s with closed workloads, where the solver takes them as Poisson; %.3g ms of its %.3g ms response time rests on that")
 }
 
 // mixedSpread is how far the mean service times of open and closed
