@@ -69,10 +69,10 @@ workload:
 }
 
 // againstSim solves m, which Supports takes, with both solvers, and fails
-// t where their mean response times of workload w differ by more than
-// arrivalShare of the simulator's beyond its 95 % half-width (simulated to
-// gridPrecision).
-func againstSim(t *testing.T, name string, m *model.Model) {
+// t where their mean response times of workload w (or of the workloads
+// named) differ by more than arrivalShare of the simulator's beyond its
+// 95 % half-width (simulated to gridPrecision).
+func againstSim(t *testing.T, name string, m *model.Model, workloads ...string) {
 	t.Helper()
 	got, err := Solver{}.Solve(context.Background(), m, solve.Options{})
 	if err != nil {
@@ -82,12 +82,17 @@ func againstSim(t *testing.T, name string, m *model.Model) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := got.Workloads["w"].ResponseTime.Mean
-	mean, half := simMean(want, "w")
-	off := (g - mean) / mean
-	t.Logf("%s: taken: mva %.4g ms, sim %.4g ± %.2g ms (%+.1f %%)", name, 1e3*g, 1e3*mean, 1e3*half, 100*off)
-	if math.Abs(g-mean) > arrivalShare*mean+half {
-		t.Errorf("%s: Supports takes it, but mva gives %.4g ms against the simulator's %.4g ± %.2g ms (%+.1f %%)", name, 1e3*g, 1e3*mean, 1e3*half, 100*off)
+	if len(workloads) == 0 {
+		workloads = []string{"w"}
+	}
+	for _, w := range workloads {
+		g := got.Workloads[w].ResponseTime.Mean
+		mean, half := simMean(want, w)
+		off := (g - mean) / mean
+		t.Logf("%s: taken: workload %s: mva %.4g ms, sim %.4g ± %.2g ms (%+.1f %%)", name, w, 1e3*g, 1e3*mean, 1e3*half, 100*off)
+		if math.Abs(g-mean) > arrivalShare*mean+half {
+			t.Errorf("%s: Supports takes it, but mva gives workload %s %.4g ms against the simulator's %.4g ± %.2g ms (%+.1f %%)", name, w, 1e3*g, 1e3*mean, 1e3*half, 100*off)
+		}
 	}
 }
 

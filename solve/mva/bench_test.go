@@ -168,26 +168,14 @@ func BenchmarkClosedReplicas(b *testing.B) {
 			second = ""
 		}
 		b.Run(fmt.Sprintf("%s/workloads=%d", bc.balancer, bc.workloads), func(b *testing.B) {
-			m, err := model.Parse([]byte(fmt.Sprintf(`perfcast: 1
+			benchConverged(b, fmt.Sprintf(`perfcast: 1
 hosts: {h: {replicas: 16, balancer: %s, cpu: {cores: 4}}}
 components:
   app: {host: h, operations: {op: {steps: [{cpu: exp(10ms)}, {hold: {resource: conn, steps: [{delay: exp(20ms)}]}}]}}}
 passive: {conn: {capacity: 4, host: h}}
 workload:
   a: {closed: {users: 200, think: exp(50ms)}, steps: [{call: app/op}]}%s
-`, bc.balancer, second)), "bench.yaml")
-			if err != nil {
-				b.Fatal(err)
-			}
-			for b.Loop() {
-				r, err := New().Solve(context.Background(), m, solve.Options{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if !r.MVA.Converged {
-					b.Fatalf("not converged: %+v", r.MVA)
-				}
-			}
+`, bc.balancer, second))
 		})
 	}
 }
@@ -204,7 +192,7 @@ func BenchmarkMixed(b *testing.B) {
 			second = ""
 		}
 		b.Run(fmt.Sprintf("closed=%d", workloads), func(b *testing.B) {
-			m, err := model.Parse([]byte(fmt.Sprintf(`perfcast: 1
+			benchConverged(b, fmt.Sprintf(`perfcast: 1
 hosts: {h: {cpu: {cores: 16}}}
 components:
   app: {host: h, operations: {op: {steps: [{cpu: exp(10ms)}, {hold: {resource: conn, steps: [{delay: exp(10ms)}]}}]}}}
@@ -212,19 +200,24 @@ passive: {conn: {capacity: 8}}
 workload:
   o: {open: {rate: 400}, steps: [{call: app/op}]}
   a: {closed: {users: 40, think: exp(50ms)}, steps: [{call: app/op}]}%s
-`, second)), "bench.yaml")
-			if err != nil {
-				b.Fatal(err)
-			}
-			for b.Loop() {
-				r, err := New().Solve(context.Background(), m, solve.Options{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if !r.MVA.Converged {
-					b.Fatalf("not converged: %+v", r.MVA)
-				}
-			}
+`, second))
 		})
+	}
+}
+
+// benchConverged is a whole Solve of the model src, which must converge.
+func benchConverged(b *testing.B, src string) {
+	m, err := model.Parse([]byte(src), "bench.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		r, err := New().Solve(context.Background(), m, solve.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !r.MVA.Converged {
+			b.Fatalf("not converged: %+v", r.MVA)
+		}
 	}
 }

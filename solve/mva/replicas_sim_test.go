@@ -1,14 +1,10 @@
 package mva
 
 import (
-	"context"
 	"fmt"
-	"math"
 	"testing"
 
 	"github.com/perfcast/perfcast/model"
-	"github.com/perfcast/perfcast/solve"
-	"github.com/perfcast/perfcast/solve/sim"
 )
 
 // replicaSteps are the replicated operation's steps the balancer tests
@@ -297,22 +293,7 @@ workload:
 					}
 					continue
 				}
-				got, err := Solver{}.Solve(context.Background(), m, solve.Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				want, err := sim.New().Solve(context.Background(), m, solve.Options{Seed: 1, Precision: gridPrecision})
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, w := range []string{"o", "w"} {
-					g := got.Workloads[w].ResponseTime.Mean
-					mean, half := simMean(want, w)
-					t.Logf("%s: workload %s: mva %.4g ms, sim %.4g ± %.2g ms (%+.1f %%)", name, w, 1e3*g, 1e3*mean, 1e3*half, 100*(g-mean)/mean)
-					if math.Abs(g-mean) > arrivalShare*mean+half {
-						t.Errorf("%s: workload %s: taken, but mva gives %.4g ms against the simulator's %.4g ± %.2g ms", name, w, 1e3*g, 1e3*mean, 1e3*half)
-					}
-				}
+				againstSim(t, name, m, "o", "w")
 			}
 		}
 	}
