@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
@@ -117,20 +118,20 @@ func (kf Kalman) Estimate(p *Problem, use []int) (*Fit, error) {
 		krk.Outer(rw, &kg, &kg)
 		P.Add(&tmp2, &krk)
 	}
+	// The filter's covariance is rescaled by how far the residuals'
+	// variance is from the assumed noise.
+	ratio := residualRatio(ws, x, meanLen, r)
+	note := ""
+	if seB := math.Sqrt(math.Max(P.At(k, k), 0) * ratio); x[k] > 0 && !significantT(x[k], seB, len(ws)-n) {
+		// As the regression does: a background the data cannot tell from
+		// zero is taken as zero, the demands conditioned on it.
+		note = fmt.Sprintf("background %.3g ± %.2g cores not told from zero at 95 %%: taken as zero", x[k], seB)
+		x, P = conditionLast(x, P)
+		ratio = residualRatio(ws, x, meanLen, r)
+	}
 	x = project(x, P)
 	copy(f.Demands, x[:k])
 	f.Background = x[k]
-	// Standard errors: the filter's covariance, rescaled by how far the
-	// residuals' variance is from the assumed noise.
-	var sq float64
-	for _, w := range ws {
-		res := w.Busy/w.Length - f.Background
-		for i := 0; i < k; i++ {
-			res -= w.Count[i] / w.Length * f.Demands[i]
-		}
-		sq += res * res * w.Length / meanLen
-	}
-	ratio := sq / float64(len(ws)) / r
 	free := make([]bool, n)
 	for i := 0; i < k; i++ {
 		if count[i] > 0 {
@@ -141,7 +142,52 @@ func (kf Kalman) Estimate(p *Problem, use []int) (*Fit, error) {
 	a, _ := design(ws, k)
 	sc, _ := scaleColumns(a)
 	f.Identified, f.Note = identified(f, p.Ops, ws, sc, free)
+	if f.Identified {
+		f.Note = note
+	}
 	return f, nil
+}
+
+// residualRatio is the mean squared residual of the state x over the
+// windows (weighted by length) divided by the assumed noise variance r.
+func residualRatio(ws []*Window, x []float64, meanLen, r float64) float64 {
+	k := len(x) - 1
+	var sq float64
+	for _, w := range ws {
+		res := w.Busy/w.Length - x[k]
+		for i := 0; i < k; i++ {
+			res -= w.Count[i] / w.Length * x[i]
+		}
+		sq += res * res * w.Length / meanLen
+	}
+	return sq / float64(len(ws)) / r
+}
+
+// conditionLast returns the Gaussian state (x, P) conditioned on its last
+// component being zero: the others move by their covariance with it, and
+// their covariance loses its part. The last component's variance is kept
+// (tiny against the others' would make project's factorization fail), its
+// covariances cleared.
+func conditionLast(x []float64, p *mat.Dense) ([]float64, *mat.Dense) {
+	n := len(x)
+	l := n - 1
+	vl := p.At(l, l)
+	out := slices.Clone(x)
+	q := mat.DenseCopyOf(p)
+	if !(vl > 0) {
+		out[l] = 0
+		return out, q
+	}
+	for i := 0; i < l; i++ {
+		out[i] -= p.At(i, l) / vl * x[l]
+		for j := 0; j < l; j++ {
+			q.Set(i, j, p.At(i, j)-p.At(i, l)*p.At(j, l)/vl)
+		}
+		q.Set(i, l, 0)
+		q.Set(l, i, 0)
+	}
+	out[l] = 0
+	return out, q
 }
 
 // noiseVariance estimates the variance of the noise in the windows' busy

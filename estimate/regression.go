@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // Identification thresholds.
@@ -29,8 +30,13 @@ func MinWindows(ops int) int { return max(10, 3*(ops+1)) }
 // Regression fits busy = Δ·B + Σ completions·D by non-negative least
 // squares (Lawson–Hanson), each window weighted by the inverse of its
 // length. The background B is a coefficient of its own, estimated and
-// reported, not spread over the operations. Operations that never
-// completed in the windows get demand 0 and are left out of the checks.
+// reported, not spread over the operations. When its 95 % interval
+// (Student's t) holds zero, the data cannot tell it from no background:
+// a load that hardly varies makes it trade off against the demands, and
+// kept, it would stay put as the load grows while the demands it took
+// from the operations do not. The fit is then made again without it.
+// Operations that never completed in the windows get demand 0 and are
+// left out of the checks.
 type Regression struct{}
 
 // Name returns "regression".
@@ -48,6 +54,17 @@ func (Regression) Estimate(p *Problem, use []int) (*Fit, error) {
 		return nil, err
 	}
 	se, _ := standardErrors(sc, b, x, free)
+	note := ""
+	if free[k] && !significantT(x[k], se[k], len(b)-countTrue(free)) {
+		note = fmt.Sprintf("background %.3g ± %.2g cores not told from zero at 95 %%: taken as zero", x[k]/scales[k], se[k]/scales[k])
+		for i := 0; i < sc.RawMatrix().Rows; i++ {
+			sc.Set(i, k, 0)
+		}
+		if x, free, err = NNLS(sc, b); err != nil {
+			return nil, err
+		}
+		se, _ = standardErrors(sc, b, x, free)
+	}
 	for j := 0; j < k; j++ {
 		if scales[j] > 0 {
 			f.Demands[j] = x[j] / scales[j]
@@ -56,7 +73,32 @@ func (Regression) Estimate(p *Problem, use []int) (*Fit, error) {
 	}
 	f.Background = x[k] / scales[k]
 	f.Identified, f.Note = identified(f, p.Ops, ws, sc, free)
+	if f.Identified {
+		f.Note = note
+	}
 	return f, nil
+}
+
+// significantT tells whether a coefficient with standard error se differs
+// from zero at 95 % by Student's t with dof degrees of freedom. A
+// coefficient without a standard error, or a fit without residual degrees
+// of freedom, counts as significant: nothing says otherwise.
+func significantT(coef, se float64, dof int) bool {
+	if dof <= 0 || math.IsNaN(se) {
+		return true
+	}
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(dof)}.Quantile(0.975)
+	return coef > t*se
+}
+
+func countTrue(v []bool) int {
+	n := 0
+	for _, b := range v {
+		if b {
+			n++
+		}
+	}
+	return n
 }
 
 // design builds the regression's matrix and right-hand side: one row per

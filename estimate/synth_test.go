@@ -202,3 +202,45 @@ func TestApportionSteadyLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestSteadyLoadNoBackground fits windows of a host without background
+// whose operations arrive at steady rates, as in a capture at one load.
+// There the background trades off against the demands: kept whenever the
+// fit finds one, it took from the demands what it added as a constant, and
+// the busy time at twice the load came out short (by up to 11 % on a
+// two-service trace). Its 95 % interval holds zero in all but about one
+// seed in twenty: at most three of twenty may keep it, and the busy time
+// the fit predicts at twice the load must be within 3 % of the truth on
+// average over the seeds (the spread of one seed's estimate is about 2 %),
+// for the regression and the Kalman filter alike.
+func TestSteadyLoadNoBackground(t *testing.T) {
+	ops := []synthOp{
+		{demand: 0.005, wait: 0.001, rate: 60, period: 1e12},
+		{demand: 0.020, wait: 0.010, rate: 15, period: 1e12},
+	}
+	want := 2 * (60*0.005 + 15*0.020)
+	for _, e := range []Estimator{Regression{}, Kalman{}} {
+		kept := 0
+		var sum float64
+		const seeds = 20
+		for seed := range uint64(seeds) {
+			p := synth(100+seed, 600, 2, 0, 0.01, ops)
+			f, err := e.Estimate(p, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := 2*(60*f.Demands[0]+15*f.Demands[1]) + f.Background
+			sum += got / want
+			if f.Background > 0 {
+				kept++
+			}
+			t.Logf("%s seed %d: demands %.5f %.5f s, background %.4f (%s); busy at twice the load %+.1f %%", e.Name(), seed, f.Demands[0], f.Demands[1], f.Background, f.Note, 100*(got/want-1))
+		}
+		if kept > 3 {
+			t.Errorf("%s kept a background in %d of %d seeds", e.Name(), kept, seeds)
+		}
+		if mean := sum/seeds - 1; math.Abs(mean) > 0.03 {
+			t.Errorf("%s: busy time at twice the load %+.1f %% off on average", e.Name(), 100*mean)
+		}
+	}
+}

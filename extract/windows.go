@@ -770,6 +770,9 @@ func (r *DemandReport) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "  picked %s\n", h.Choice.Why)
 		fmt.Fprintf(&b, "  background %.3g cores (not attributed to operations)\n", h.Background)
+		if f := h.Choice.Fit; f != nil && f.Note != "" {
+			fmt.Fprintf(&b, "  %s: %s\n", h.Choice.Picked, f.Note)
+		}
 		for _, f := range d.Flags {
 			fmt.Fprintf(&b, "  ! %s: %s\n", f.Kind, f.Message)
 		}
