@@ -221,3 +221,24 @@ func benchConverged(b *testing.B, src string) {
 		}
 	}
 }
+
+// BenchmarkSharedPool solves an open workload through a thread pool whose
+// holders share fewer cores than it has threads, 80 % of what the pool
+// can serve: the pool's chain (sharedWait) at 8 and 24 threads, its
+// flow-equivalent server at 48.
+func BenchmarkSharedPool(b *testing.B) {
+	for _, tc := range []struct{ threads, cores int }{{8, 2}, {24, 6}, {48, 12}} {
+		b.Run(fmt.Sprintf("threads=%d/cores=%d", tc.threads, tc.cores), func(b *testing.B) {
+			// 5 ms of CPU and 5 ms off it per request: the cores bound
+			// the rate at cores/5 ms, under what the threads allow.
+			rate := 0.8 * float64(tc.cores) / 0.005
+			benchConverged(b, fmt.Sprintf(`perfcast: 1
+hosts: {h: {cpu: {cores: %d}}}
+components:
+  api: {host: h, threads: %d, operations: {op: {steps: [{cpu: exp(5ms)}, {delay: exp(5ms)}]}}}
+workload:
+  w: {open: {rate: %g}, steps: [{call: api/op}]}
+`, tc.cores, tc.threads, rate))
+		})
+	}
+}

@@ -227,12 +227,14 @@ func build(m *model.Model) *built {
 const unseen = -2
 
 // sawHold records in burstAt a hold or acquisition of pool p: a hold
-// (acquire false) of one unit whose body is one CPU step, made at station
-// k, keeps p a burst pool if every other one was such a hold at k.
-func (b *built) sawHold(p int, s *model.Step, c *model.Component, acquire bool) {
+// (acquire false) of one unit whose body is one CPU step of component c,
+// made at station k, keeps p a burst pool if every other one was such a
+// hold at k. A call holds one of its target component's threads for the
+// operation's steps as body.
+func (b *built) sawHold(p, units int, body []model.Step, c *model.Component, acquire bool) {
 	k := -1
-	if !acquire && s != nil && s.Units <= 1 && len(s.Steps) == 1 && s.Steps[0].Kind == model.StepCPU {
-		k, _ = b.stationOf(&s.Steps[0], c)
+	if !acquire && units <= 1 && len(body) == 1 && body[0].Kind == model.StepCPU && c != nil {
+		k, _ = b.stationOf(&body[0], c)
 	}
 	if b.burstAt[p] == unseen || b.burstAt[p] == k {
 		b.burstAt[p] = k
@@ -312,7 +314,7 @@ func (v *visitWalk) steps(steps []model.Step, c *model.Component, weight float64
 				continue
 			}
 			tp := v.b.poolIdx[model.ThreadsResource(op.Component)]
-			v.b.sawHold(tp, nil, nil, false)
+			v.b.sawHold(tp, 1, op.Steps, v.b.m.Component(op.Component), false)
 			v.ci.acq[tp] += weight
 			v.ci.units[tp] += weight
 			outer, holding := v.held, v.holding
@@ -353,7 +355,7 @@ func (v *visitWalk) steps(steps []model.Step, c *model.Component, weight float64
 			if p, ok := v.b.poolIdx[s.Resource]; ok {
 				v.ci.acq[p] += weight
 				v.ci.units[p] += weight * float64(max(s.Units, 1))
-				v.b.sawHold(p, s, c, s.Kind == model.StepAcquire)
+				v.b.sawHold(p, s.Units, s.Steps, c, s.Kind == model.StepAcquire)
 				if s.Kind == model.StepHold {
 					v.hold(p, weight)
 					v.held = v.b.within(v.held, p)

@@ -76,7 +76,13 @@
 // A pool of several units whose holders queue for a one-unit pool inside
 // it is, with open workloads, one flow-equivalent server: mean-value
 // analysis of the holders inside gives its throughput per number held, and
-// a birth–death chain the wait for it.
+// a birth–death chain the wait for it. A pool of more units than the
+// cores its holders run their CPU work on, with open workloads, waits as
+// the Markov chain of its requests and of its holders at the CPU says
+// (exponential bursts and a delay for the rest of the holding time, a
+// quasi-birth–death process solved by logarithmic reduction; above 24
+// units a flow-equivalent server): as independent servers, its units
+// served faster than holders that slow each other down (sharedWait).
 // A hold that takes a pool its request has just let go, with only delays
 // in between, finds the holder it let in just begun rather than part way
 // through, and waits the difference more (see reentry.go).

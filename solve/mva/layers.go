@@ -667,6 +667,19 @@ func (st *state) poolWaits(classes []class, o layerOptions, out [][]float64, thi
 				continue
 			}
 		}
+		if open {
+			if w, ok := st.sharedWait(p, users, classes); ok {
+				if math.IsInf(w, 1) {
+					st.saturated = pl.name
+					return fmt.Errorf("%s: %w", pl.name, errUnstable)
+				}
+				more := st.returnedWaits(p, servers, users, pn, 1)
+				for _, c := range users {
+					out[c][p] = w + more
+				}
+				continue
+			}
+		}
 		ps, err := pn.solve(o.net)
 		if err != nil {
 			if errors.Is(err, errSaturated) {

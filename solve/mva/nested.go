@@ -220,22 +220,5 @@ func (f *flowEquivalent) solve() (inside, wait float64, ok bool) {
 		queue = x[n] * r
 		util = math.Min(x[n]*f.visits*f.service, 1)
 	}
-	if f.rate >= x[c] {
-		return 0, 0, false
-	}
-	// Birth–death: π(n) = π(n−1)·λ/X(n) up to c (π(0) = 1, unnormalized),
-	// then geometric with ratio r = λ/X(c), in closed form.
-	pi, sum, held := 1.0, 1.0, 0.0
-	for n := 1; n <= c; n++ {
-		pi *= f.rate / x[n]
-		sum += pi
-		held += float64(n) * pi
-	}
-	r := f.rate / x[c]
-	tail := pi * r / (1 - r) // Σ_{j≥1} π(c+j)
-	sum += tail
-	held += float64(c) * tail
-	// A request that finds c + j (j ≥ 0) waits for j + 1 departures.
-	waiting := pi / ((1 - r) * (1 - r)) // Σ_{j≥0} π(c+j)·(j+1)
-	return held / sum / f.rate, waiting / sum / x[c], true
+	return birthDeath(f.rate, x)
 }
