@@ -94,7 +94,10 @@ type state struct {
 	// occupancyStretch), the start of the next solution.
 	occ []*occupancy
 	// closedAt[k]: a closed class with users makes demand at station k.
-	closedAt   []bool
+	closedAt []bool
+	// chains holds the pool chains solved so far (see sharedWait): the
+	// damped iteration asks for the same ones again and again.
+	chains     map[chainKey]chainResult
 	iterations int
 	converged  bool
 	residual   float64

@@ -124,13 +124,34 @@ func (st *state) sharedWait(p int, users []int, classes []class) (float64, bool)
 	if !(rate < x[c]) {
 		return math.Inf(1), true
 	}
-	wait, ok := poolWait(rate, demand, z, c, m, x)
+	key := chainKey{rate, demand, z, c, m}
+	res, seen := st.chains[key]
+	if !seen {
+		res.wait, res.ok = poolWait(rate, demand, z, c, m, x)
+		if st.chains == nil {
+			st.chains = make(map[chainKey]chainResult)
+		}
+		st.chains[key] = res
+	}
+	wait, ok := res.wait, res.ok
 	if !ok {
 		return math.Inf(1), true
 	}
 	// Arrivals other than Poisson's scale the wait as Kingman's law
 	// does, (c_a² + 1)/2.
 	return wait * (ca2/rate + 1) / 2, true
+}
+
+// chainKey is what poolWait's answer depends on, and chainResult that
+// answer.
+type chainKey struct {
+	rate, demand, z float64
+	units, servers  int
+}
+
+type chainResult struct {
+	wait float64
+	ok   bool
 }
 
 // poolWait is the wait for a unit of a pool of c units whose holders run
