@@ -82,7 +82,9 @@
 // (exponential bursts and a delay for the rest of the holding time, a
 // quasi-birth–death process solved by logarithmic reduction; above 24
 // units a flow-equivalent server): as independent servers, its units
-// served faster than holders that slow each other down (sharedWait).
+// served faster than holders that slow each other down (sharedWait). The
+// chain also gives the holders' time at the CPU. One closed class alone
+// at such a pool sees it as a flow-equivalent server of its holders.
 // A hold that takes a pool its request has just let go, with only delays
 // in between, finds the holder it let in just begun rather than part way
 // through, and waits the difference more (see reentry.go).

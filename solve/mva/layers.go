@@ -95,6 +95,12 @@ type state struct {
 	occ []*occupancy
 	// closedAt[k]: a closed class with users makes demand at station k.
 	closedAt []bool
+	// sharedAt[p] is the processor-sharing station where pool p's holders
+	// share fewer cores than p has units (-1 where they do not, or p is
+	// solved otherwise), and sharedStretch[p] the stretch of their visits
+	// there by p's holders' network (see sharedWait).
+	sharedAt      []int
+	sharedStretch []float64
 	// chains holds the pool chains solved so far (see sharedWait): the
 	// damped iteration asks for the same ones again and again.
 	chains     map[chainKey]chainResult
@@ -130,7 +136,11 @@ func solveLayers(ctx context.Context, b *built, o layerOptions) (*state, error) 
 		again: make([]float64, P), meanHold: make([]float64, P), returned: matrix(C, P),
 		poolSplit: make([]float64, P), poolBeyond: make([]float64, P), poolJoined: make([][][]float64, P),
 		innerOf: make([]int, P), innerWait: make([]float64, P), innerHold: matrix(C, P), innerHoldSq: matrix(C, P),
-		stretch: matrix(C, K), extra: matrix(C, K), inStretch: make([][]float64, K), inSquare: make([][]float64, K), occ: make([]*occupancy, K)}
+		stretch: matrix(C, K), extra: matrix(C, K), inStretch: make([][]float64, K), inSquare: make([][]float64, K), occ: make([]*occupancy, K),
+		sharedAt: make([]int, P), sharedStretch: make([]float64, P)}
+	for p := range st.sharedAt {
+		st.sharedAt[p] = -1
+	}
 	for q := range st.innerOf {
 		st.innerOf[q] = -1
 	}
@@ -349,6 +359,9 @@ func (st *state) setVisitTimes() {
 		if st.inStretch[k] == nil && st.closedAt[k] {
 			st.inStretch[k], st.inSquare[k] = st.boundedStretch(k, st.hw.X)
 		}
+	}
+	for p := range st.sharedAt {
+		st.applySharedStretch(p)
 	}
 	for c := range st.b.classes {
 		for k, s := range st.b.stations {
@@ -604,6 +617,7 @@ func (st *state) poolWaits(classes []class, o layerOptions, out [][]float64, thi
 			out[c][p] = 0
 		}
 		st.poolSplit[p], st.poolBeyond[p] = 0, 0
+		st.sharedAt[p] = -1
 		if _, ok := nested[p]; ok || !pl.limited() {
 			continue
 		}

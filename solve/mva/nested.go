@@ -220,5 +220,6 @@ func (f *flowEquivalent) solve() (inside, wait float64, ok bool) {
 		queue = x[n] * r
 		util = math.Min(x[n]*f.visits*f.service, 1)
 	}
-	return birthDeath(f.rate, x)
+	inside, wait, _, ok = birthDeath(f.rate, x, nil)
+	return inside, wait, ok
 }

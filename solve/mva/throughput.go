@@ -63,6 +63,25 @@ func (st *state) byThroughput(ctx context.Context, classes []class, c int, o lay
 		joinable := len(pn.joinable()) > 0
 		var own float64
 		if !joinable || len(pn.classes) == 1 {
+			if len(pn.classes) == 1 && !joinable {
+				if h, ok := st.sharedHolders(p, []int{cc}); ok {
+					// Its holders share fewer cores than it has units:
+					// a flow-equivalent server of the holders' network.
+					a := b.classes[cc].acq[p]
+					x, at := innerThroughputs(h.units, h.servers, h.demand, h.z)
+					rates := make([]float64, len(x))
+					for j := range x {
+						rates[j] = x[j] * d[0] / a
+					}
+					cv := newCurve(pn.stations, []float64{1}, int(n), [][]float64{rates})
+					cv.scale = d[0]
+					z, _ := cv.thinkFor(st.X[c])
+					if busy, ok := closedBusy(int(n), z, x, at, a); ok {
+						st.setSharedStretch(p, h.station, busy/h.load)
+					}
+					return n, z, n/cv.at(z) - z
+				}
+			}
 			cv := poolCurves[p]
 			if cv == nil || cv.open != open {
 				cv = newCurve(pn.stations, []float64{1}, int(n), pn.closedRates(pn.stations))
