@@ -107,6 +107,24 @@ func sharedPoolChain(lambda, d, z float64, c, m, levels int) float64 {
 	return mean / sum / lambda
 }
 
+// sharedPoolModel is a host of the given cores and a component of the
+// given threads whose operation is an exp(5ms) CPU burst and, when z > 0,
+// an exponential delay of mean z, called by workload w of the given kind
+// (its open or closed clause).
+func sharedPoolModel(cores, threads int, z float64, kind string) string {
+	steps := "[{cpu: exp(5ms)}]"
+	if z > 0 {
+		steps = fmt.Sprintf("[{cpu: exp(5ms)}, {delay: exp(%gms)}]", 1000*z)
+	}
+	return fmt.Sprintf(`perfcast: 1
+hosts: {h: {cpu: {cores: %d}}}
+components:
+  api: {host: h, threads: %d, operations: {op: {steps: %s}}}
+workload:
+  w: {%s, steps: [{call: api/op}]}
+`, cores, threads, steps, kind)
+}
+
 // TestSharedPoolChainIsMM1: with one server and no delay the chain is an
 // M/M/1 queue whatever the units, the check of the chain itself.
 func TestSharedPoolChainIsMM1(t *testing.T) {
@@ -144,17 +162,7 @@ func TestSharedPoolAgainstChain(t *testing.T) {
 		name := fmt.Sprintf("%d-threads/%d-cores/delay-%gms/load-%g", tc.threads, tc.cores, 1000*tc.z, tc.load)
 		t.Run(name, func(t *testing.T) {
 			rate := tc.load * float64(tc.cores) / d
-			steps := "[{cpu: exp(5ms)}]"
-			if tc.z > 0 {
-				steps = fmt.Sprintf("[{cpu: exp(5ms)}, {delay: exp(%gms)}]", 1000*tc.z)
-			}
-			src := fmt.Sprintf(`perfcast: 1
-hosts: {h: {cpu: {cores: %d}}}
-components:
-  api: {host: h, threads: %d, operations: {op: {steps: %s}}}
-workload:
-  w: {open: {rate: %g}, steps: [{call: api/op}]}
-`, tc.cores, tc.threads, steps, rate)
+			src := sharedPoolModel(tc.cores, tc.threads, tc.z, fmt.Sprintf("open: {rate: %g}", rate))
 			got := solveStable(t, src).Workloads["w"].ResponseTime.Mean
 			want := sharedPoolChain(rate, d, tc.z, tc.threads, tc.cores, 600)
 			rel := got/want - 1
@@ -271,17 +279,7 @@ func TestSharedPoolClosed(t *testing.T) {
 		name := fmt.Sprintf("%d-threads/%d-cores/%d-users/delay-%gms", tc.threads, tc.cores, tc.users, 1000*tc.z)
 		t.Run(name, func(t *testing.T) {
 			const d, think = 0.005, 0.020
-			steps := "[{cpu: exp(5ms)}]"
-			if tc.z > 0 {
-				steps = fmt.Sprintf("[{cpu: exp(5ms)}, {delay: exp(%gms)}]", 1000*tc.z)
-			}
-			src := fmt.Sprintf(`perfcast: 1
-hosts: {h: {cpu: {cores: %d}}}
-components:
-  api: {host: h, threads: %d, operations: {op: {steps: %s}}}
-workload:
-  w: {closed: {users: %d, think: exp(20ms)}, steps: [{call: api/op}]}
-`, tc.cores, tc.threads, steps, tc.users)
+			src := sharedPoolModel(tc.cores, tc.threads, tc.z, fmt.Sprintf("closed: {users: %d, think: exp(20ms)}", tc.users))
 			res := solveStable(t, src)
 			x := res.Workloads["w"].Throughput
 			want, held := sharedPoolClosed(tc.users, think, d, tc.z, tc.threads, tc.cores)
