@@ -62,8 +62,8 @@ const maxChainUnits = 24
 // exponential service.
 //
 // It applies to a pool of one copy of at least two units that open
-// classes alone take (sharedHolders: any classes), one unit at a time, and that holds no other
-// limited pool, where the demand made inside it is mostly at one
+// classes alone take (sharedHolders, for closed classes too), one unit
+// at a time, and that holds no other limited pool, where the demand made inside it is mostly at one
 // processor-sharing station of one copy with fewer servers than the
 // pool's units. A pool of CPU bursts alone is the occupancy chain's
 // (runsFactor).
@@ -355,8 +355,9 @@ func birthDeath(rate float64, x, f []float64) (held, wait, mean float64, ok bool
 // Poisson arrivals of the given rate, whose holders each run an
 // exponential burst of mean demand at a processor-sharing station of m
 // servers (rate min(k, m)/demand with k bursts there) and then an
-// exponential delay of mean z before they let the unit go; false when the
-// chain cannot be solved (the arrivals at or beyond the pool's capacity).
+// exponential delay of mean z before they let the unit go, and the mean
+// number of holders at the station; false when the chain cannot be
+// solved (the arrivals at or beyond the pool's capacity).
 //
 // The chain's levels are the requests present, its phases the holders at
 // the station. From level c on the levels repeat (a quasi-birth–death
@@ -364,7 +365,8 @@ func birthDeath(rate float64, x, f []float64) (held, wait, mean float64, ok bool
 // of A0 + R·A1 + R²·A2 = 0, from G (A2 + A1·G + A0·G² = 0) by Latouche and
 // Ramaswami's logarithmic reduction. The levels below c are reduced onto
 // level 0 one by one. The wait is the mean queue π_c·R·(I − R)⁻²·1 over
-// the rate (Little).
+// the rate (Little); the holders at the station are Σ_l π_l·k below c
+// and π_c·(I − R)⁻¹·k from c on.
 func poolChainWait(rate, demand, z float64, c, m int) (wait, busy float64, ok bool) {
 	mu, nu := 1/demand, 1/z
 	n := c + 1
