@@ -232,13 +232,7 @@ func BenchmarkSharedPool(b *testing.B) {
 			// 5 ms of CPU and 5 ms off it per request: the cores bound
 			// the rate at cores/5 ms, under what the threads allow.
 			rate := 0.8 * float64(tc.cores) / 0.005
-			benchConverged(b, fmt.Sprintf(`perfcast: 1
-hosts: {h: {cpu: {cores: %d}}}
-components:
-  api: {host: h, threads: %d, operations: {op: {steps: [{cpu: exp(5ms)}, {delay: exp(5ms)}]}}}
-workload:
-  w: {open: {rate: %g}, steps: [{call: api/op}]}
-`, tc.cores, tc.threads, rate))
+			benchConverged(b, sharedPoolModel(tc.cores, tc.threads, 0.005, fmt.Sprintf("open: {rate: %g}", rate)))
 		})
 	}
 }
