@@ -3,9 +3,12 @@ package mva
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/perfcast/perfcast/model"
 )
 
 // sharedPoolChain is the exact mean response time of requests arriving at
@@ -288,6 +291,38 @@ func TestSharedPoolClosed(t *testing.T) {
 			near(t, "response time", res.Workloads["w"].ResponseTime.Mean, float64(tc.users)/want-think, tc.tol[1])
 			busy := res.Resources["api.threads"].Utilization
 			near(t, "threads' utilization", busy, held/float64(tc.threads), tc.tol[2])
+		})
+	}
+}
+
+// TestSharedPoolMixedReported: a pool whose holders share fewer cores than
+// it has units is solved by its chain for open workloads alone and as a
+// flow-equivalent server for one closed workload alone; with two closed
+// workloads, or a closed and an open one, it is solved as independent
+// servers, and Supports reports it where its waits matter.
+func TestSharedPoolMixedReported(t *testing.T) {
+	const second = "  v: {closed: {users: 4, think: exp(20ms)}, steps: [{call: api/op}]}\n"
+	for _, tc := range []struct {
+		name, src string
+		reported  bool
+	}{
+		{"open", sharedPoolModel(1, 2, 0.005, "open: {rate: 130}"), false},
+		{"one-closed", sharedPoolModel(1, 2, 0.005, "closed: {users: 8, think: exp(20ms)}"), false},
+		{"two-closed", sharedPoolModel(1, 2, 0.005, "closed: {users: 4, think: exp(20ms)}") + second, true},
+		{"closed-and-open", sharedPoolModel(1, 2, 0.005, "open: {rate: 60}") + second, true},
+		// Two threads on two cores: each holder has a core of its own.
+		{"two-closed-own-cores", sharedPoolModel(2, 2, 0.005, "closed: {users: 4, think: exp(20ms)}") + second, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := model.Parse([]byte(tc.src), tc.name+".yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, reasons := Supports(m)
+			got := strings.Contains(strings.Join(reasons, "\n"), "independent servers")
+			if got != tc.reported {
+				t.Errorf("reported %v, want %v: %q", got, tc.reported, reasons)
+			}
 		})
 	}
 }
