@@ -236,3 +236,20 @@ func BenchmarkSharedPool(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSharedPoolClosed solves one closed workload through a thread
+// pool whose holders share fewer cores than it has threads: the pool is a
+// flow-equivalent server of its holders in the workload's layer, whose
+// curve and marginal (closedBusy) are built again at every throughput the
+// root search tries, in O(users · threads). The think time puts the cores
+// near 80 % busy at the larger populations.
+func BenchmarkSharedPoolClosed(b *testing.B) {
+	for _, tc := range []struct{ threads, cores, users int }{{8, 2, 40}, {24, 6, 500}, {200, 50, 5000}} {
+		b.Run(fmt.Sprintf("threads=%d/cores=%d/users=%d", tc.threads, tc.cores, tc.users), func(b *testing.B) {
+			// 5 ms of CPU and 5 ms off it per request; users/think is
+			// about the cores' capacity, cores/5 ms.
+			think := float64(tc.users) * 0.005 / float64(tc.cores) * 1000
+			benchConverged(b, sharedPoolModel(tc.cores, tc.threads, 0.005, fmt.Sprintf("closed: {users: %d, think: exp(%gms)}", tc.users, think)))
+		})
+	}
+}

@@ -72,6 +72,14 @@ type options struct {
 	// processor sharing), sliceFrom where its default came from.
 	slice     time.Duration
 	sliceFrom string
+	// speedWindow has extraction simulate the CPU's speed variation as a
+	// speed redrawn every window it was measured over (speed_window).
+	speedWindow bool
+}
+
+// extraction is what of the options extractModel takes.
+func (o options) extraction() extraction {
+	return extraction{outside: o.outside, slice: o.slice, speedWindow: o.speedWindow}
 }
 
 func run() error {
@@ -87,6 +95,7 @@ func run() error {
 	flag.StringVar(&o.pool, "pool", "", "instead of running, predict again the runs in these work `dirs` (comma-separated; each as -reuse would, its report written into it as accuracy.md) and report the errors pooled over them")
 	flag.BoolVar(&o.reuse, "reuse", false, "with -work, take the runs already there instead of running them again (to try another extraction on the same measurements)")
 	flag.BoolVar(&o.clientGap, "client-gap", true, "add each class's time outside the gateway's root span (the load generator's latency less the span's, in the reference's steady phase) to the model's workload as a fixed delay")
+	flag.BoolVar(&o.speedWindow, "speed-window", false, "have extraction simulate the CPU's speed variation as a speed redrawn every second (the extraction configuration's speed_window) instead of five speeds each held until the queues settle")
 	flag.StringVar(&o.outside, "outside-spans", extract.OutsideBackground, "where extraction puts the CPU time outside spans: inline or background (the extraction configuration's outside_spans)")
 	flag.IntVar(&o.rounds, "rounds", 6, "run every configuration in this many segments, one per round, the rounds one after the other, so that the machine's drift over the invocation falls alike on all configurations (-quick: 2)")
 	flag.BoolVar(&o.steps, "steps", true, "extract the model from the reference and load steps at 25 % and 75 % of the saturation rate (fresh processes, a segment of each per round), from which extraction can fit a CPU speed curve")
@@ -377,7 +386,7 @@ func (e *env) experiment(ctx context.Context, o options) (*report, error) {
 	// The coarse lock saturates before the CPU when orders are frequent
 	// enough: keep the two-core run below 70 % of the lock, by a model of
 	// the first segment.
-	firstX, err := extractModel(ctx, refDirs[:1], ref, o.outside, o.slice, true)
+	firstX, err := extractModel(ctx, refDirs[:1], ref, o.extraction(), true)
 	if err != nil {
 		return nil, err
 	}
@@ -526,7 +535,7 @@ func (e *env) experiment(ctx context.Context, o options) (*report, error) {
 		stepM = append(stepM, m)
 		refDirs = append(slices.Clip(refDirs), m.Dirs...)
 	}
-	refX, err := extractModel(ctx, refDirs, ref, o.outside, o.slice, true)
+	refX, err := extractModel(ctx, refDirs, ref, o.extraction(), true)
 	if err != nil {
 		return nil, err
 	}
@@ -589,12 +598,12 @@ func (e *env) experiment(ctx context.Context, o options) (*report, error) {
 	ncIdx := slices.IndexFunc(rows, func(r row) bool { return r.s.Name == "span-cpu-off" })
 	heavy := slices.IndexFunc(rows, func(r row) bool { return r.s.Name == "load-80" })
 	if ncIdx >= 0 && heavy >= 0 {
-		ncX, err := extractModel(ctx, rows[ncIdx].m.Dirs, rows[ncIdx].s, o.outside, o.slice, true)
+		ncX, err := extractModel(ctx, rows[ncIdx].m.Dirs, rows[ncIdx].s, o.extraction(), true)
 		if err != nil {
 			return nil, err
 		}
 		// And from its traces alone, as a user without metrics has it.
-		ncT, err := extractModel(ctx, rows[ncIdx].m.Dirs, rows[ncIdx].s, o.outside, o.slice, false)
+		ncT, err := extractModel(ctx, rows[ncIdx].m.Dirs, rows[ncIdx].s, o.extraction(), false)
 		if err != nil {
 			return nil, err
 		}

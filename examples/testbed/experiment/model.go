@@ -40,15 +40,25 @@ const (
 	generator = "load-generator"
 )
 
+// extraction holds extractModel's choices: where the CPU time outside
+// spans goes (the configuration's outside_spans), the host CPU's
+// round-robin quantum (0: processor sharing), and whether the CPU's speed
+// variation is redrawn every window (speed_window).
+type extraction struct {
+	outside     string
+	slice       time.Duration
+	speedWindow bool
+}
+
 // extractModel extracts a model from the traces of a setup's segments in
 // dirs and the services' processes' CPU time (once a second), with the
 // host's cores and every service's GOMAXPROCS as its CPU slots. The
 // segments' metrics go into one file in the first segment's parent. With
-// slice > 0 the host's CPU is round-robin with that quantum (see
+// x.slice > 0 the host's CPU is round-robin with that quantum (see
 // hostConfig). Without metrics the traces alone are read: where their
 // spans carry no CPU time, extraction splits their own times by how they
 // grow with the load.
-func extractModel(ctx context.Context, dirs []string, s setup, outside string, slice time.Duration, metrics bool) (*extract.Result, error) {
+func extractModel(ctx context.Context, dirs []string, s setup, x extraction, metrics bool) (*extract.Result, error) {
 	var files []string
 	for _, dir := range dirs {
 		f, err := filepath.Glob(filepath.Join(dir, "*.otlp.jsonl"))
@@ -76,10 +86,11 @@ func extractModel(ctx context.Context, dirs []string, s setup, outside string, s
 		passive[lockResource] = extract.PassiveConfig{Capacity: 1, Calls: []string{lockTarget}}
 	}
 	return extract.Run(ctx, files, "testbed", &extract.Config{
-		Hosts:        map[string]extract.HostConfig{hostName: hostConfig(s, slice)},
+		Hosts:        map[string]extract.HostConfig{hostName: hostConfig(s, x.slice)},
 		CPUSlots:     map[string]int{"*": s.GOMAXPROCS},
 		Metrics:      cpu,
-		OutsideSpans: outside,
+		OutsideSpans: x.outside,
+		SpeedWindow:  x.speedWindow,
 		Passive:      passive,
 		Simulator:    sim.Solver{},
 	})
