@@ -104,7 +104,10 @@ func stratum(i, j int) int { return strata[i%len(strata)][j] }
 // system settles at it, so the mixture is that of the steady states.
 // When timed is true, one follows a speed over time itself (a simulator):
 // hosts with a speed window (model.CPU.SpeedWindow) are then left to it
-// with their variation, and only the others are mixed.
+// with their variation, and only the others are mixed; where the mixture
+// is unstable (the load more than the slowest speed can serve), those are
+// given FallbackSpeedWindow and left to one as well, and the result is
+// one's when it is stable.
 // one is also told the scenario's index and the number of scenarios, for
 // progress reports.
 func SolveVaried(ctx context.Context, m *model.Model, timed bool, one func(ctx context.Context, m *model.Model, scenario, of int) (*Result, error)) (*Result, error) {
@@ -144,11 +147,38 @@ func SolveVaried(ctx context.Context, m *model.Model, timed bool, one func(ctx c
 	speeds := fmt.Sprintf("%d equally likely CPU speeds of %s, each taken to last long enough for the system to settle", SpeedScenarios, strings.Join(parts, ", "))
 	if out.Stable {
 		out.Warnings = append(out.Warnings, "averaged over "+speeds)
-	} else {
-		out.Warnings = append(out.Warnings, "unstable at the slowest of "+speeds+"; with a speed_window the simulator follows the speed over time instead, and a backlog built while a host is slow drains when it is fast")
+		return out, nil
 	}
+	if timed {
+		// A speed at which the system cannot settle cannot hold until it
+		// does: follow the speeds over time instead, a new one every
+		// FallbackSpeedWindow, where a backlog built while a host is slow
+		// drains when it is fast.
+		c, err := m.Clone()
+		if err != nil {
+			return nil, fmt.Errorf("speed variation: %w", err)
+		}
+		for _, v := range hosts {
+			c.Host(v.host).CPU.SpeedWindow = FallbackSpeedWindow
+		}
+		res, err := one(ctx, c, 0, 1)
+		if err != nil {
+			return nil, err
+		}
+		if res.Stable {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("unstable at the slowest of %s; simulated instead as a speed redrawn every %s (speed_window), so that a backlog built while a host is slow drains when it is fast", speeds, model.FormatDuration(FallbackSpeedWindow)))
+			return res, nil
+		}
+	}
+	out.Warnings = append(out.Warnings, "unstable at the slowest of "+speeds+"; with a speed_window the simulator follows the speed over time instead, and a backlog built while a host is slow drains when it is fast")
 	return out, nil
 }
+
+// FallbackSpeedWindow is how long one speed holds, in seconds, where a
+// timed solver follows a host's speed variation over time because the
+// system cannot settle at its slowest speed (SolveVaried): the windows of
+// one second over which extraction measures the variation.
+const FallbackSpeedWindow = 1.0
 
 // Mix combines the results of equally likely steady states of one model
 // (the scenarios of SolveVaried) into one: throughputs, utilizations,

@@ -105,22 +105,55 @@ func TestSpeedVariationMM1(t *testing.T) {
 
 // TestSpeedVariationUnstable: at 85 % of the mean speed's capacity the
 // slowest stratum (×1.38 the CPU time at a variation of 0.25) is
-// overloaded, and both solvers say the mixture is unstable.
+// overloaded. The analytical solver says the mixture is unstable; the
+// simulator follows the speed over time instead, a new one every second,
+// and gives what the model with that speed_window gives, with a warning
+// that says so. At 110 % of it, beyond what even the mean of the speeds
+// (1 + 0.25² times the speed) can serve, both say unstable.
 func TestSpeedVariationUnstable(t *testing.T) {
-	m, err := model.Parse([]byte(strings.Replace(variedModel, "60/s", "85/s", 1)), "varied.yaml")
-	if err != nil {
-		t.Fatal(err)
+	parse := func(src string) *model.Model {
+		t.Helper()
+		m, err := model.Parse([]byte(src), "varied.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
 	}
+	m := parse(strings.Replace(variedModel, "60/s", "85/s", 1))
 	if f := solve.SpeedMultipliers(0.25); !(0.85*f[len(f)-1] > 1) {
 		t.Fatalf("slowest factor %g does not overload the case", f[len(f)-1])
 	}
+	opts := solve.Options{Seed: 1}
+	res, err := mva.New().Solve(context.Background(), m, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stable || res.Bottleneck != "app.cpu" || !hasWarning(res, "unstable at the slowest of 5") {
+		t.Errorf("mva: stable %v, bottleneck %q, warnings %q", res.Stable, res.Bottleneck, res.Warnings)
+	}
+	res, err = sim.New().Solve(context.Background(), m, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Stable || !hasWarning(res, "unstable at the slowest of 5") || !hasWarning(res, "redrawn every 1s") {
+		t.Fatalf("sim: stable %v, warnings %q", res.Stable, res.Warnings)
+	}
+	windowed := parse(strings.Replace(strings.Replace(variedModel, "60/s", "85/s", 1), "speed_variation: 0.25,", "speed_variation: 0.25, speed_window: 1s,", 1))
+	want, err := sim.New().Solve(context.Background(), windowed, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, w := res.Workloads["w"].ResponseTime.Mean, want.Workloads["w"].ResponseTime.Mean; got != w {
+		t.Errorf("sim: mean response %g, the model with speed_window 1s %g", got, w)
+	}
+	over := parse(strings.Replace(variedModel, "60/s", "110/s", 1))
 	for _, s := range []solve.Solver{mva.New(), sim.New()} {
-		res, err := s.Solve(context.Background(), m, solve.Options{Seed: 1})
+		res, err := s.Solve(context.Background(), over, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if res.Stable || res.Bottleneck != "app.cpu" || !hasWarning(res, "unstable at the slowest of 5") {
-			t.Errorf("%s: stable %v, bottleneck %q, warnings %q", s.Name(), res.Stable, res.Bottleneck, res.Warnings)
+			t.Errorf("%s at 110/s: stable %v, bottleneck %q, warnings %q", s.Name(), res.Stable, res.Bottleneck, res.Warnings)
 		}
 	}
 }

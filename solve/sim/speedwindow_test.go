@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/stat/distuv"
@@ -82,15 +83,20 @@ func TestSpeedWindowSlow(t *testing.T) {
 // TestSpeedWindowSolvers: the simulator follows a host's speed over time
 // when it has a window, and says so; without one it mixes steady states.
 // A load that the slowest of those saturates is unstable for the mixture
-// and stable over time.
+// and stable over time, so there the simulator follows the speed over
+// time too, a new one every second, and says why.
 func TestSpeedWindowSolvers(t *testing.T) {
 	const src = `{cpu: {scheduling: fcfs, speed_variation: 0.3%s}}`
 	mixed, err := New().Solve(t.Context(), parse(t, singleQueue(fmt.Sprintf(src, ""), "", `[{cpu: exp(10ms)}]`, 75)), solve.Options{Seed: 7, Precision: 0.05})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if mixed.Stable {
-		t.Errorf("mixture of steady states at 75 %% load with a slowest speed ×%.3g: stable", 1/solve.SpeedMultipliers(0.3)[solve.SpeedScenarios-1])
+	fell := false
+	for _, w := range mixed.Warnings {
+		fell = fell || strings.Contains(w, "unstable at the slowest of 5") && strings.Contains(w, "redrawn every 1s")
+	}
+	if !mixed.Stable || !fell {
+		t.Errorf("75 %% load with a slowest speed ×%.3g: stable %v, warnings %q; want the speed followed over time", 1/solve.SpeedMultipliers(0.3)[solve.SpeedScenarios-1], mixed.Stable, mixed.Warnings)
 	}
 	r := run(t, singleQueue(fmt.Sprintf(src, ", speed_window: 1s"), "", `[{cpu: exp(10ms)}]`, 75), 200000)
 	found := false
