@@ -84,7 +84,9 @@
 // units a flow-equivalent server): as independent servers, its units
 // served faster than holders that slow each other down (sharedWait). The
 // chain also gives the holders' time at the CPU. One closed class alone
-// at such a pool sees it as a flow-equivalent server of its holders.
+// at such a pool of up to 24 units sees it as a flow-equivalent server of
+// its holders; other closed or mixed workloads there take it as
+// independent servers, which Supports reports where its waits matter.
 // A hold that takes a pool its request has just let go, with only delays
 // in between, finds the holder it let in just begun rather than part way
 // through, and waits the difference more (see reentry.go).
