@@ -905,9 +905,8 @@ func inTurn(m *model.Model, w *model.Workload) (string, int) {
 // workloads of four users each at two threads on one core (each request
 // 5 ms of CPU, then 5 ms off it) are 14 % long against the simulator
 // (30.5 ms), where one workload of their eight users is within 1.3 %. A
-// workload is
-// listed where its wait there is at least togetherShare of its response
-// time.
+// workload is listed where its wait there is at least togetherShare of
+// its response time.
 func sharedPoolMisjudged(b *built, st *state) []string {
 	if st == nil || st.hw == nil || st.saturated != "" {
 		return nil
