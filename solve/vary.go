@@ -120,8 +120,19 @@ func SolveVaried(ctx context.Context, m *model.Model, timed bool, one func(ctx c
 	if len(hosts) == 0 {
 		return one(ctx, m, 0, 1)
 	}
-	results := make([]*Result, SpeedScenarios)
+	// The scenario in which the first varied host is at its slowest goes
+	// first: where it is unstable the mixture is too, and the others
+	// need not be solved.
+	order := make([]int, 0, SpeedScenarios)
 	for j := range SpeedScenarios {
+		if stratum(0, j) == SpeedScenarios-1 {
+			order = append([]int{j}, order...)
+		} else {
+			order = append(order, j)
+		}
+	}
+	results := make([]*Result, SpeedScenarios)
+	for k, j := range order {
 		c, err := m.Clone()
 		if err != nil {
 			return nil, fmt.Errorf("speed variation: %w", err)
@@ -131,9 +142,13 @@ func SolveVaried(ctx context.Context, m *model.Model, timed bool, one func(ctx c
 			h.CPU.Speed = v.speed / v.mult[stratum(i, j)]
 			h.CPU.SpeedVariation = 0
 		}
-		res, err := one(ctx, c, j, SpeedScenarios)
+		res, err := one(ctx, c, k, SpeedScenarios)
 		if err != nil {
 			return nil, err
+		}
+		if !res.Stable {
+			results = []*Result{res}
+			break
 		}
 		results[j] = res
 	}

@@ -173,3 +173,57 @@ func fmtp(p *float64) any {
 	}
 	return *p
 }
+
+// TestSolveVariedStopsAtUnstable: SolveVaried solves the scenario with the
+// host at its slowest speed first, and where that one is unstable it
+// solves no other (a timed solver once more, with the fallback window);
+// where it is stable, all five, each once.
+func TestSolveVariedStopsAtUnstable(t *testing.T) {
+	slowest := func() float64 {
+		f := solve.SpeedMultipliers(0.25)
+		return 1 / f[len(f)-1]
+	}()
+	for _, tc := range []struct {
+		rate  string
+		timed bool
+		calls int
+	}{
+		{"60/s", false, 5},
+		{"60/s", true, 5},
+		{"85/s", false, 1},
+		{"85/s", true, 2},
+	} {
+		m, err := model.Parse([]byte(strings.Replace(variedModel, "60/s", tc.rate, 1)), "varied.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var speeds, windows []float64
+		seen := map[int]bool{}
+		res, err := solve.SolveVaried(context.Background(), m, tc.timed, func(ctx context.Context, c *model.Model, j, of int) (*solve.Result, error) {
+			cpu := c.Host("app").CPU
+			speeds, windows = append(speeds, cpu.Speed), append(windows, cpu.SpeedWindow)
+			seen[j] = true
+			if cpu.VariesOverTime() {
+				// The fallback: stable when followed over time.
+				return &solve.Result{Stable: true}, nil
+			}
+			return mva.New().Solve(ctx, c, solve.Options{})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(speeds) != tc.calls || math.Abs(speeds[0]-slowest) > 1e-12 {
+			t.Errorf("%s timed %v: speeds solved %v, want %d calls starting at %g", tc.rate, tc.timed, speeds, tc.calls, slowest)
+			continue
+		}
+		if tc.calls == 5 && len(seen) != 5 {
+			t.Errorf("%s timed %v: scenario indices %v, want 0 to 4 once each", tc.rate, tc.timed, seen)
+		}
+		if want := tc.rate == "60/s" || tc.timed; res.Stable != want {
+			t.Errorf("%s timed %v: stable %v, want %v", tc.rate, tc.timed, res.Stable, want)
+		}
+		if tc.timed && tc.rate == "85/s" && windows[1] != solve.FallbackSpeedWindow {
+			t.Errorf("85/s timed: the second solve's window %g, want %g", windows[1], solve.FallbackSpeedWindow)
+		}
+	}
+}
