@@ -895,9 +895,8 @@ func inTurn(m *model.Model, w *model.Workload) (string, int) {
 // sharedPoolMisjudged lists the workloads that wait for a pool whose
 // holders do their CPU work on fewer cores than it has units (see
 // sharedHolders) where neither its chain (open workloads alone, see
-// sharedWait) nor its flow-equivalent server (one closed workload alone,
-// up to maxClosedSharedUnits units) solved it: several closed workloads,
-// closed and open ones together, or one closed workload at a larger pool.
+// sharedWait) nor its flow-equivalent server (one closed workload alone)
+// solved it: several closed workloads, or closed and open ones together.
 // The pool is then solved as independent servers, which each holder would
 // be only on a core of its own: one closed workload so was 8 to 16 % long
 // against an exact chain (TestSharedPoolClosed's cases), open ones 20 %
@@ -935,8 +934,8 @@ func sharedPoolMisjudged(b *built, st *state) []string {
 			if h.servers == 1 {
 				cores = "one core"
 			}
-			reasons = append(reasons, fmt.Sprintf("workload %s: waits for %s (%.3g ms per acquisition, %.0f %% of its response time), whose %d units' holders share %s at %s; with several closed workloads, closed and open ones, or one closed workload at more than %d units, the pool is solved as %d independent servers, as if each holder had a core of its own (two closed workloads of four users at two threads on one core: response time 14 %% long against the simulator)",
-				b.classes[c].w.Name, pl.name, 1e3*w, 100*w/r, pl.capacity, cores, b.stations[h.station].name, maxClosedSharedUnits, pl.capacity))
+			reasons = append(reasons, fmt.Sprintf("workload %s: waits for %s (%.3g ms per acquisition, %.0f %% of its response time), whose %d units' holders share %s at %s; with several closed workloads, or closed and open ones, the pool is solved as %d independent servers, as if each holder had a core of its own (two closed workloads of four users at two threads on one core: response time 14 %% long against the simulator)",
+				b.classes[c].w.Name, pl.name, 1e3*w, 100*w/r, pl.capacity, cores, b.stations[h.station].name, pl.capacity))
 		}
 	}
 	return reasons

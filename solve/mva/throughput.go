@@ -64,7 +64,7 @@ func (st *state) byThroughput(ctx context.Context, classes []class, c int, o lay
 		var own float64
 		if !joinable || len(pn.classes) == 1 {
 			if len(pn.classes) == 1 && !joinable {
-				if h, ok := st.sharedHolders(p, []int{cc}); ok && h.units <= maxClosedSharedUnits {
+				if h, ok := st.sharedHolders(p, []int{cc}); ok {
 					// Its holders share fewer cores than it has units:
 					// a flow-equivalent server of the holders' network.
 					a := b.classes[cc].acq[p]
