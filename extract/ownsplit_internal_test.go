@@ -3,6 +3,7 @@ package extract
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/perfcast/perfcast/ingest"
@@ -111,5 +112,62 @@ func TestShareOf(t *testing.T) {
 		if math.Abs(p.mean-tc.mean) > tc.slack || math.Abs(p.lo-tc.lo) > tc.slack || math.Abs(p.hi-tc.hi) > tc.slack {
 			t.Errorf("se %g: mean %.4f, 95 %% %.3f to %.3f; want %.3f, %.3f to %.3f (± %.2f)", tc.se, p.mean, p.lo, p.hi, tc.mean, tc.lo, tc.hi, tc.slack)
 		}
+	}
+}
+
+// testbedOps are the operations of the testbed's host as the split saw
+// them in a run without span CPU times (2026-12-02 05:39, the run
+// span-cpu-off; milliseconds and executions per second): each service
+// one CPU slot on one core. The catalog's listing, most of the host's
+// CPU, grew 3.3 ms where processor sharing at the others' load makes
+// 1.3; the payments' charge, 0.4 ms of CPU around a 10 ms sleep, grew
+// 0.16.
+var testbedOps = []splitOp{
+	{id: "catalog/GET /products", comp: "catalog", rate: 27.9, own: 13.13, ownSE: 0.16, within: 9.867, withinSE: 0.049, n: 737},
+	{id: "catalog/GET /products/{id}", comp: "catalog", rate: 57.5, own: 0.364, ownSE: 0.024, within: 0.2228, withinSE: 0.0041, n: 4773},
+	{id: "gateway/GET /catalog/{category}", comp: "gateway", rate: 27.9, own: 1.21, ownSE: 0.019, within: 0.6448, withinSE: 0.003, n: 287},
+	{id: "gateway/GET /recommend/{user}", comp: "gateway", rate: 9.58, own: 0.5885, ownSE: 0.035, within: 0.5051, withinSE: 0.0052, n: 404},
+	{id: "gateway/POST /orders", comp: "gateway", rate: 9.7, own: 0.1053, ownSE: 0.0065, within: 0.09131, withinSE: 0.0021, n: 356},
+	{id: "orders/POST /orders", comp: "orders", rate: 9.7, own: 1.606, ownSE: 0.083, within: 0.7681, withinSE: 0.01, n: 296},
+	{id: "orders/order-confirmations process", comp: "orders", rate: 9.7, own: 0.1616, ownSE: 0.0094, within: 0.1502, withinSE: 0.0088, n: 520},
+	{id: "payments/POST /charge", comp: "payments", rate: 9.7, own: 10.61, ownSE: 0.025, within: 10.45, withinSE: 0.012, n: 274},
+}
+
+// TestSingleSplit: on the testbed's figures the host's own times, pooled,
+// grow as if all CPU, so solveSplit leaves the pooled split to
+// singleSplit, which splits the charge alone: its CPU comes out under a
+// tenth of its own time (0.4 ms of 10.6; all CPU less its wait, 6.5 ms).
+// The gateway's short bursts, which grew a third as much as processor
+// sharing says, are not split: their first slice is spared. With the
+// charge's growth as all CPU makes it, nothing is split.
+func TestSingleSplit(t *testing.T) {
+	host := func(ops []splitOp) *splitHost {
+		p := &splitHost{ops: ops, c: 1, scv: 1, slice: 1.5e-3, amComp: map[string]float64{},
+			slots: map[string]int{"catalog": 1, "gateway": 1, "orders": 1, "payments": 1}}
+		for i := range p.ops {
+			o := &p.ops[i]
+			o.own, o.ownSE, o.within, o.withinSE = o.own*1e-3, o.ownSE*1e-3, o.within*1e-3, o.withinSE*1e-3
+		}
+		return p
+	}
+	p := host(slices.Clone(testbedOps))
+	hs, ok := solveSplit(p)
+	if !ok || hs.only == nil {
+		t.Fatalf("split %v, only %v: want the charge split alone", ok, hs.only)
+	}
+	for i, o := range p.ops {
+		charge := o.id == "payments/POST /charge"
+		if hs.only[i] != charge {
+			t.Errorf("%s: split %v", o.id, hs.only[i])
+		}
+		if charge && !(hs.demand[i] > 0 && hs.demand[i] < 0.1*o.own) {
+			t.Errorf("the charge's CPU %.3g ms, want under a tenth of %.3g", 1e3*hs.demand[i], 1e3*o.own)
+		}
+	}
+	cpu := slices.Clone(testbedOps)
+	last := &cpu[len(cpu)-1]
+	last.within = last.own - 4.1 // as much as all CPU grows
+	if hs, ok := solveSplit(host(cpu)); ok {
+		t.Errorf("the charge grown as all CPU: split %v", hs.only)
 	}
 }
