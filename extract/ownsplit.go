@@ -492,13 +492,6 @@ func solveSplit(p *splitHost) (hostSplit, bool) {
 		}
 		return math.Min(pooled/x, 1)
 	}
-	// root is an operation's demand from its own difference at wait w.
-	root := func(o splitOp, w float64) float64 {
-		if w > 0 {
-			return math.Min(math.Max(o.own-o.within, 0)/w, o.within)
-		}
-		return o.within
-	}
 	post, weighed := shareOf(p, pooled, math.Sqrt(pooledVar))
 	if len(p.slots) > 0 {
 		if !weighed {
@@ -508,7 +501,7 @@ func solveSplit(p *splitHost) (hostSplit, bool) {
 	}
 	_, waits, ok := p.busyAt(func(i int, w float64) float64 {
 		if ops[i].seen() {
-			return root(ops[i], w)
+			return splitRoot(ops[i], w)
 		}
 		return 0 // set below, from the share the others make
 	})
@@ -520,7 +513,7 @@ func solveSplit(p *splitHost) (hostSplit, bool) {
 	share = pooledShare(waits)
 	a, waits, ok := p.busyAt(func(i int, w float64) float64 {
 		if ops[i].seen() {
-			return root(ops[i], w)
+			return splitRoot(ops[i], w)
 		}
 		return share * ops[i].own / (1 + share*w)
 	})
@@ -542,7 +535,7 @@ func solveSplit(p *splitHost) (hostSplit, bool) {
 	// its share, the others' demands held at their roots; else the mean of
 	// what that difference allows. The rest take the pooled share.
 	for i, o := range ops {
-		d[i] = root(o, waits[i])
+		d[i] = splitRoot(o, waits[i])
 		if !o.seen() {
 			d[i] = share * o.own / (1 + share*waits[i])
 		}
@@ -555,18 +548,13 @@ func solveSplit(p *splitHost) (hostSplit, bool) {
 			continue
 		}
 		q := opShare(o, p.waitBeside(i, a, d))
-		if told(q, root(o, waits[i])/o.within) {
+		if told(q, splitRoot(o, waits[i])/o.within) {
 			fixed[i], own[i], hs.mean[i] = math.NaN(), true, false
 			continue
 		}
 		fixed[i], hs.mean[i] = q.mean, true
 	}
-	demand := func(i int, w float64) float64 {
-		if s := fixed[i]; !math.IsNaN(s) {
-			return s * ops[i].own / (1 + s*w)
-		}
-		return root(ops[i], w)
-	}
+	demand := fixedDemand(ops, fixed)
 	if a, waits, ok = p.busyAt(demand); !ok {
 		return hostSplit{}, false
 	}
@@ -641,12 +629,6 @@ func (p *splitHost) singleSplit(a float64, waits []float64) (hostSplit, bool) {
 	for i, o := range ops {
 		d[i] = o.own / (1 + waits[i])
 	}
-	root := func(o splitOp, w float64) float64 {
-		if w > 0 {
-			return math.Min(math.Max(o.own-o.within, 0)/w, o.within)
-		}
-		return o.within
-	}
 	hs := hostSplit{own: make([]bool, len(ops)), mean: make([]bool, len(ops)), only: only}
 	fixed := make([]float64, len(ops)) // the share an operation takes; NaN: its root
 	for i, o := range ops {
@@ -658,18 +640,13 @@ func (p *splitHost) singleSplit(a float64, waits []float64) (hostSplit, bool) {
 		if math.IsNaN(q.mean) {
 			return hostSplit{}, false
 		}
-		if told(q, root(o, waits[i])/o.within) {
+		if told(q, splitRoot(o, waits[i])/o.within) {
 			fixed[i], hs.own[i] = math.NaN(), true
 			continue
 		}
 		fixed[i], hs.mean[i] = q.mean, true
 	}
-	demand := func(i int, w float64) float64 {
-		if s := fixed[i]; !math.IsNaN(s) {
-			return s * ops[i].own / (1 + s*w)
-		}
-		return root(ops[i], w)
-	}
+	demand := fixedDemand(ops, fixed)
 	a, waits, ok := p.busyAt(demand)
 	if !ok {
 		return hostSplit{}, false
@@ -687,6 +664,26 @@ func (p *splitHost) singleSplit(a float64, waits []float64) (hostSplit, bool) {
 		hs.share = cpu / without
 	}
 	return hs, true
+}
+
+// splitRoot is an operation's demand from its own difference at wait
+// factor w, between no CPU and its own time without waits.
+func splitRoot(o splitOp, w float64) float64 {
+	if w > 0 {
+		return math.Min(math.Max(o.own-o.within, 0)/w, o.within)
+	}
+	return o.within
+}
+
+// fixedDemand returns the demand of operation i at wait factor w where
+// each takes the share fixed gives it (NaN: its root, splitRoot).
+func fixedDemand(ops []splitOp, fixed []float64) func(i int, w float64) float64 {
+	return func(i int, w float64) float64 {
+		if s := fixed[i]; !math.IsNaN(s) {
+			return s * ops[i].own / (1 + s*w)
+		}
+		return splitRoot(ops[i], w)
+	}
 }
 
 // told says whether a posterior tells a share: its central 95 % is no
