@@ -107,9 +107,10 @@ func stratum(i, j int) int { return strata[i%len(strata)][j] }
 // with their variation, and only the others are mixed; where the mixture
 // is unstable (the load more than the slowest speed can serve), those are
 // given FallbackSpeedWindow and left to one as well, and the result is
-// one's when it is stable.
-// one is also told the scenario's index and the number of scenarios, for
-// progress reports.
+// one's when it is stable. The scenario with the first varied host at its
+// slowest is solved first, and an unstable scenario ends the others (the
+// mixture is unstable then). one is also told how many scenarios it
+// solved before and their number, for progress reports.
 func SolveVaried(ctx context.Context, m *model.Model, timed bool, one func(ctx context.Context, m *model.Model, scenario, of int) (*Result, error)) (*Result, error) {
 	var hosts []varied
 	for _, h := range m.Hosts {
