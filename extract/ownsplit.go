@@ -213,7 +213,7 @@ func withinMean(op *opStats, calm *sample, level int) (mean, se, n float64) {
 	if e <= 0 {
 		return mean, se, n
 	}
-	cover, coverSE := sw/e, math.Sqrt(sw2)/e
+	cover := sw / e
 	if cover >= 1 {
 		return mean, se, n
 	}
@@ -240,8 +240,18 @@ func withinMean(op *opStats, calm *sample, level int) (mean, se, n float64) {
 			excess = over / overN
 		}
 	}
+	// The estimate is Σw·(x − tail)/E + tail, so its variance, as a
+	// weighted sum's, is Σw²·(x − tail)²/E² (the tail's own noise left
+	// out). Taking the cover's noise as moving the tail's whole length,
+	// not its distance from the mean of those within, made the standard
+	// error 2.3 to 2.5 times the spread of estimates over seeds
+	// (TestWithinMean).
 	tail := xc + excess
-	return swx/e + m*tail, math.Hypot(math.Sqrt(v)/e, coverSE*tail), n
+	var vt float64
+	for _, b := range bins {
+		vt += b.c * b.w * b.w * (b.x - tail) * (b.x - tail)
+	}
+	return swx/e + m*tail, math.Sqrt(vt) / e, n
 }
 
 // splitLevel is the highest level of soloLevels an execution on c cores
