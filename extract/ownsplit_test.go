@@ -379,20 +379,20 @@ components:
       work: {steps: [{cpu: exp(3ms)}]}
 workload:
   list: {open: {rate: 60/s}, steps: [{call: api/list}]}
-  charge: {open: {rate: 15/s}, steps: [{call: api/charge}]}
+  charge: {open: {rate: 3/s}, steps: [{call: api/charge}]}
   work: {open: {rate: 120/s}, steps: [{call: batch/work}]}
 `
 
 // TestOwnTimeSplitSingle: with 36 % of the core busy with load that no
 // span shows, the listing's own time grows more than processor sharing
-// at the traced load makes CPU grow, and on some seeds the host's
-// operations, pooled, look all CPU (seeds 4 and 6 of 2 to 7). There the
-// charge by itself grows far less than that reading says even with its
-// first slice free of waits, and it alone is split (1.7 ms of CPU, the
-// hidden load making its wait look short); elsewhere the pooled split
-// takes it (0.4 to 1.8 ms). Either way its CPU comes out under a fifth of
-// its own time, 0.4 ms of 10.4, where taken as CPU less the wait that
-// implies it was 6 to 8 ms.
+// at the traced load makes CPU grow, and where the charge is rare the
+// host's operations, pooled, look all CPU (seeds 2, 3 and 4 of 2 to 5).
+// There the charge by itself grows far less than that reading says even
+// with its first slice free of waits, and it alone is split (0.6 to
+// 1.0 ms of CPU, the hidden load making its wait look short); elsewhere
+// the pooled split takes it (0.7 ms). Either way its CPU comes out under
+// a fifth of its own time, 0.4 ms of 10.4, where taken as CPU less the
+// wait that implies it was 6 to 8 ms.
 func TestOwnTimeSplitSingle(t *testing.T) {
 	m, err := model.Parse([]byte(hiddenLoadModel), "hidden.yaml")
 	if err != nil {
@@ -400,9 +400,9 @@ func TestOwnTimeSplitSingle(t *testing.T) {
 	}
 	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"app": {Cores: 1}}}
 	singles := 0
-	for _, seed := range seedList(3) {
+	for _, seed := range seedList(4) {
 		path := filepath.Join(t.TempDir(), "traces.jsonl")
-		recordWith(t, path, m, tracegen.Options{Seed: seed, NoCPUTime: true}, 40000, func(s *sim.Span) bool { return s.Component != "batch" })
+		recordWith(t, path, m, tracegen.Options{Seed: seed, NoCPUTime: true}, 100000, func(s *sim.Span) bool { return s.Component != "batch" })
 		x, err := extractRun(context.Background(), []string{path}, "hidden", cfg)
 		if err != nil {
 			t.Fatal(err)
