@@ -47,6 +47,7 @@ func (s *State) Merge(o *State) {
 	// otherwise count some shared executions as alone.
 	o.finishSolo()
 	mergeEach(s.calm, o.calm)
+	mergeEach(s.occupied, o.occupied)
 	mergeEach(s.starts, o.starts)
 	mergeEach(s.choices, o.choices)
 	for id, op := range o.ops {

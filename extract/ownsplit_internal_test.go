@@ -99,7 +99,7 @@ func TestShareOf(t *testing.T) {
 	w := func(a float64) float64 { return burstyWaitFactor(1, a, 1) }
 	// The growth of a at s = 0.3: the busy cores solved by hand.
 	const s = 0.3
-	a, ok := busyRoot(0, 1, func(a float64) float64 {
+	a, ok := busyRoot(0, loadCap, func(a float64) float64 {
 		return 100*s*2e-3/(1+s*w(a)) + 50*s*4e-3/(1+s*w(a))
 	})
 	if !ok {

@@ -145,6 +145,10 @@ type savedState struct {
 	// sample per level of soloLevels; absent in states saved before it
 	// was kept.
 	Calm map[string][]*savedSample `json:"calm_found,omitempty"`
+	// Occupied holds per host the seconds its own times competed for
+	// its cores, by how many (occupancy); absent in states saved before
+	// it was kept.
+	Occupied map[string][]float64 `json:"occupied,omitempty"`
 	// Starts are the server spans' start times sampled per component
 	// replica; absent in states saved before they were kept.
 	Starts map[string][]*savedArrivalBlock `json:"starts,omitempty"`
@@ -325,6 +329,8 @@ type savedSolo struct {
 	Seq       int64            `json:"seq"`
 	NextSweep int              `json:"next_sweep"`
 	Overflow  int64            `json:"overflow,omitempty"`
+	// OccAt is when the sweep last recorded its occupancy.
+	OccAt int64 `json:"occupancy_at,omitempty"`
 	// Open lists per level the executions whose calm is still timed.
 	Open [][]int `json:"open,omitempty"`
 }
@@ -506,6 +512,12 @@ func (s *State) snapshot() *savedState {
 			for _, sm := range c {
 				v.Calm[h] = append(v.Calm[h], saveSample(sm))
 			}
+		}
+	}
+	if len(s.occupied) > 0 {
+		v.Occupied = map[string][]float64{}
+		for h, o := range s.occupied {
+			v.Occupied[h] = slices.Clone(o.seconds)
 		}
 	}
 	if len(s.soleReplica) > 0 {
@@ -708,7 +720,7 @@ func saveHostWindows(h *hostWindows) *savedHostWindows {
 // saveSolo numbers the executions the sweep's intervals point to, in the
 // order the intervals are listed.
 func saveSolo(w *soloSweep, opID func(*opStats) string) *savedSolo {
-	v := &savedSolo{Latest: w.latest, Seq: w.seq, NextSweep: w.nextSweep, Overflow: w.overflow}
+	v := &savedSolo{Latest: w.latest, Seq: w.seq, NextSweep: w.nextSweep, Overflow: w.overflow, OccAt: w.occAt}
 	index := map[*soloExec]int{}
 	exec := func(x *soloExec) int {
 		if i, ok := index[x]; ok {
@@ -893,11 +905,19 @@ func (v *savedState) restore() (*State, error) {
 		}
 		s.calm[h] = c
 	}
+	for _, h := range slices.Sorted(maps.Keys(v.Occupied)) {
+		secs := v.Occupied[h]
+		if len(secs) > occupancyMax+1 || slices.ContainsFunc(secs, func(x float64) bool { return !(x >= 0) || math.IsInf(x, 0) }) {
+			return nil, fmt.Errorf("occupancy of host %q: %d counts, not all finite and not negative", h, len(secs))
+		}
+		s.occupiedOn(h).seconds = slices.Clone(secs)
+	}
 	for _, h := range slices.Sorted(maps.Keys(v.Solo)) {
 		w, err := v.Solo[h].restore(s.ops, h, s.calm)
 		if err != nil {
 			return nil, fmt.Errorf("executions alone on host %q: %w", h, err)
 		}
+		w.occ = s.occupiedOn(h)
 		s.solo[h] = w
 	}
 	for _, sys := range slices.Sorted(maps.Keys(v.Peers)) {
@@ -1339,7 +1359,7 @@ func (v *savedSolo) restore(ops map[string]*opStats, host string, calms map[stri
 		return nil, errors.New("missing")
 	}
 	w := newSoloSweep(host, calms)
-	w.latest, w.seq, w.overflow = v.Latest, v.Seq, v.Overflow
+	w.latest, w.seq, w.overflow, w.occAt = v.Latest, v.Seq, v.Overflow, v.OccAt
 	w.nextSweep = max(v.NextSweep, sweepBatch)
 	if n := len(v.Open); n != 0 && n != soloLevelCount {
 		return nil, fmt.Errorf("executions timing their calm at %d levels, want %d", n, soloLevelCount)

@@ -93,6 +93,57 @@ type soloSweep struct {
 	// (soloExec.first), whose parallel calls begin beside each other
 	// and are alike in cost where the request is.
 	traces map[ingest.TraceID]int32
+	// occ records how long the host had each number of own times
+	// competing for its cores (eff), and occAt when it last changed.
+	occ   *occupancy
+	occAt int64
+}
+
+// occupancyMax is the most own times competing for the cores that
+// occupancy tells apart: more count as that many.
+const occupancyMax = 256
+
+// occupancy is how long, in seconds, a host had k own times competing for
+// its cores (soloSweep.eff: every component's active own times, each
+// capped at its CPU slots), at index k. On c cores the CPU is busy at
+// most min(k, c) then, since a thread runs on the CPU only within its
+// execution's own time; so the time average of min(k, c) bounds the busy
+// cores that the operations' CPU makes, whatever the scheduling, and
+// equals it where the own times are all CPU and their waits (see
+// splitHost.bound).
+type occupancy struct {
+	seconds []float64
+}
+
+func (o *occupancy) merge(x *occupancy) {
+	if len(x.seconds) > len(o.seconds) {
+		o.seconds = append(o.seconds, make([]float64, len(x.seconds)-len(o.seconds))...)
+	}
+	for k, v := range x.seconds {
+		o.seconds[k] += v
+	}
+}
+
+// busy returns the time integral of min(k, c): core-seconds at most busy.
+func (o *occupancy) busy(c int) float64 {
+	var sum float64
+	for k, v := range o.seconds {
+		sum += v * float64(min(k, c))
+	}
+	return sum
+}
+
+// tick records the time since the sweep's last event, at t, at the
+// number of own times competing now.
+func (w *soloSweep) tick(t int64) {
+	if w.occAt > 0 && t > w.occAt && w.eff > 0 {
+		k := min(w.eff, occupancyMax)
+		if len(w.occ.seconds) <= k {
+			w.occ.seconds = append(w.occ.seconds, make([]float64, k+1-len(w.occ.seconds))...)
+		}
+		w.occ.seconds[k] += float64(t-w.occAt) / 1e9
+	}
+	w.occAt = max(w.occAt, t)
 }
 
 // soloComp is one component in a sweep: its CPU slots and its own times
@@ -247,7 +298,7 @@ type soloInterval struct {
 // newSoloSweep returns the sweep of host, which records the calm its
 // executions find in calms (State.calm).
 func newSoloSweep(host string, calms map[string]*calmStats) *soloSweep {
-	return &soloSweep{nextSweep: sweepBatch, host: host, calms: calms, traces: map[ingest.TraceID]int32{}}
+	return &soloSweep{nextSweep: sweepBatch, host: host, calms: calms, traces: map[ingest.TraceID]int32{}, occ: &occupancy{}}
 }
 
 // add records an execution of op, of a component with slots CPU slots (0:
@@ -348,6 +399,7 @@ func (w *soloSweep) sweep(upTo int64) {
 		}
 		w.advance(iv.start)
 		others := w.others(iv.x)
+		w.tick(iv.start)
 		iv.x.active = true
 		w.setActive(iv.x.comp, 1)
 		w.endCalm(iv.start)
@@ -430,6 +482,7 @@ func (w *soloSweep) advance(t int64) {
 	for len(w.active) > 0 && w.active[0].end <= t {
 		iv := w.active.pop()
 		x := iv.x
+		w.tick(iv.end)
 		x.active = false
 		w.setActive(x.comp, -1)
 		if w.traces[x.trace]--; w.traces[x.trace] <= 0 {

@@ -139,6 +139,9 @@ type State struct {
 	// call and kept to the request's end is held.
 	toEnd, toEndOwn map[string]*sample
 	calm            map[string]*calmStats
+	// occupied holds, per host, how long its own times competed for its
+	// cores, by how many (see occupancy).
+	occupied map[string]*occupancy
 	// ownBuf and callBuf are scratch space for an execution's own
 	// intervals and its calls' (see ownIntervals).
 	ownBuf, callBuf []interval
@@ -232,6 +235,7 @@ func NewState() *State {
 		toEnd:       map[string]*sample{},
 		toEndOwn:    map[string]*sample{},
 		calm:        map[string]*calmStats{},
+		occupied:    map[string]*occupancy{},
 	}
 }
 
@@ -246,11 +250,22 @@ func (op *opStats) initWithin() {
 	}
 }
 
+// occupiedOn returns host's occupancy record, adding it.
+func (s *State) occupiedOn(host string) *occupancy {
+	o := s.occupied[host]
+	if o == nil {
+		o = &occupancy{}
+		s.occupied[host] = o
+	}
+	return o
+}
+
 // soloOn returns the sweep of host's executions.
 func (s *State) soloOn(host string) *soloSweep {
 	w := s.solo[host]
 	if w == nil {
 		w = newSoloSweep(host, s.calm)
+		w.occ = s.occupiedOn(host)
 		s.solo[host] = w
 	}
 	return w
