@@ -429,10 +429,11 @@ func TestOwnTimeSplitSingle(t *testing.T) {
 }
 
 // runQueueModel is two Go services on one core, each with GOMAXPROCS 1.
-// The listing runs 2 ms of CPU, waits 3 ms for I/O, and runs 2 ms more,
-// taking its service's one slot again inside its span, as a goroutine
-// that blocked does: its own time holds waits for the slot while the
-// service's other listings run.
+// The listing runs 2 ms of CPU, waits 0.5 ms for I/O, and runs 2 ms more,
+// and waits for its service's one slot inside its span both times, as
+// goroutines that block and wake do: its own time holds waits for the
+// slot while the service's other listings run. The lookup waits for its
+// slot before its span.
 const runQueueModel = `perfcast: 1
 name: runqueue
 hosts:
