@@ -340,8 +340,14 @@ func (p *splitHost) groupOps() [][]int {
 // component where that has k CPU slots (with one, a Go service with
 // GOMAXPROCS 1, its other requests wait for the slot, before their spans,
 // not beside it on the cores). demand must not rise with the wait; ok is
-// false when even at loadCap·c the demands ask for more.
+// false when even at the most the host allows (most) the demands ask for
+// more.
 func (p *splitHost) busyAt(demand func(i int, w float64) float64) (a float64, waits []float64, ok bool) {
+	return p.busyBelow(demand, p.most())
+}
+
+// busyBelow is busyAt with top in place of the most the host allows.
+func (p *splitHost) busyBelow(demand func(i int, w float64) float64, top float64) (a float64, waits []float64, ok bool) {
 	waits = make([]float64, len(p.ops))
 	w := func(a float64) float64 { return burstyWaitFactor(p.c, math.Max(a, 0), p.scv) }
 	groups := p.groupOps()
@@ -381,7 +387,7 @@ func (p *splitHost) busyAt(demand func(i int, w float64) float64) (a float64, wa
 		}
 		return total
 	}
-	a, ok = busyRoot(p.am, p.most(), busy)
+	a, ok = busyRoot(p.am, top, busy)
 	if ok {
 		busy(a)
 	}
@@ -553,17 +559,14 @@ func solveSplit(p *splitHost) (hostSplit, bool) {
 // would keep the cores busier than the own times' occupancy allows
 // (splitHost.most) but no busier than loadCap of them.
 func (p *splitHost) boundCuts(s float64) bool {
-	demand := func(i int, w float64) float64 { return s * p.ops[i].own / (1 + s*w) }
 	if p.bound <= 0 {
 		return false
 	}
+	demand := func(i int, w float64) float64 { return s * p.ops[i].own / (1 + s*w) }
 	if _, _, ok := p.busyAt(demand); ok {
 		return false
 	}
-	b := p.bound
-	p.bound = 0
-	_, _, ok := p.busyAt(demand)
-	p.bound = b
+	_, _, ok := p.busyBelow(demand, loadCap*float64(p.c))
 	return ok
 }
 
@@ -1029,7 +1032,9 @@ func (g *generator) splitOwnTimes() {
 	// have kept busy at most (occupancy.busy).
 	occupied := map[*model.Host]float64{}
 	for _, host := range slices.Sorted(maps.Keys(g.s.occupied)) {
-		if h := modelHost(host); h != nil {
+		// Beyond occupancyMax cores the record does not tell how many
+		// competed: no bound.
+		if h := modelHost(host); h != nil && h.CPU.Cores <= occupancyMax {
 			occupied[h] += g.s.occupied[host].busy(h.CPU.Cores)
 		}
 	}
