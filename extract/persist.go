@@ -908,7 +908,7 @@ func (v *savedState) restore() (*State, error) {
 	for _, h := range slices.Sorted(maps.Keys(v.Occupied)) {
 		secs := v.Occupied[h]
 		if len(secs) > occupancyMax+1 || slices.ContainsFunc(secs, func(x float64) bool { return !(x >= 0) || math.IsInf(x, 0) }) {
-			return nil, fmt.Errorf("occupancy of host %q: %d counts, not all finite and not negative", h, len(secs))
+			return nil, fmt.Errorf("occupancy of host %q: want at most %d counts, each finite and not negative; have %d", h, occupancyMax+1, len(secs))
 		}
 		s.occupiedOn(h).seconds = slices.Clone(secs)
 	}

@@ -134,9 +134,11 @@ func (o *occupancy) busy(c int) float64 {
 }
 
 // tick records the time since the sweep's last event, at t, at the
-// number of own times competing now.
+// number of own times competing now. Every change of eff is preceded by
+// a tick at its time, so while eff is positive occAt is the last event's
+// time, whatever its value (the epoch included).
 func (w *soloSweep) tick(t int64) {
-	if w.occAt > 0 && t > w.occAt && w.eff > 0 {
+	if t > w.occAt && w.eff > 0 {
 		k := min(w.eff, occupancyMax)
 		if len(w.occ.seconds) <= k {
 			w.occ.seconds = append(w.occ.seconds, make([]float64, k+1-len(w.occ.seconds))...)

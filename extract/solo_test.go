@@ -274,3 +274,30 @@ func TestOwnAtStartLeavesOutItsRequest(t *testing.T) {
 		t.Errorf("requests still counted active: %v", w.traces)
 	}
 }
+
+// TestOccupancy checks the record of how long the host had each number
+// of own times competing for its cores, from the epoch on: a component of
+// one CPU slot counts at most one, one without slots every own time.
+func TestOccupancy(t *testing.T) {
+	w := newSoloSweep("h", map[string]*calmStats{})
+	a := &opStats{component: "a", solo: newSample()}
+	b := &opStats{component: "b", solo: newSample()}
+	a.initWithin()
+	b.initWithin()
+	const s = int64(1e9)
+	w.add(a, "a", 1, 4, []interval{{0, 4 * s}}, soloLevelCount, ingest.TraceID{1})
+	w.add(a, "a", 1, 2, []interval{{1 * s, 3 * s}}, soloLevelCount, ingest.TraceID{2})
+	w.add(b, "b", 0, 4, []interval{{2 * s, 6 * s}}, soloLevelCount, ingest.TraceID{3})
+	w.finish()
+	// 0–2 s: a alone, capped at one; 2–4 s: a and b; 4–6 s: b.
+	want := []float64{0, 4, 2}
+	if !slices.Equal(w.occ.seconds, want) {
+		t.Errorf("occupancy %v, want %v", w.occ.seconds, want)
+	}
+	if got := w.occ.busy(1); got != 6 {
+		t.Errorf("busy on one core %g, want 6", got)
+	}
+	if got := w.occ.busy(4); got != 8 {
+		t.Errorf("busy on four cores %g, want 8", got)
+	}
+}
