@@ -497,3 +497,81 @@ func TestOwnTimeSplitBound(t *testing.T) {
 		}
 	}
 }
+
+// runQueueChargeModel is runQueueModel at a lighter load with a third
+// Go service, whose charge runs 0.2 ms of CPU on either side of a 10 ms
+// sleep, as the testbed's payments do.
+const runQueueChargeModel = `perfcast: 1
+name: runqueue-charge
+hosts:
+  app: {cpu: {cores: 1}}
+components:
+  a:
+    host: app
+    operations:
+      item:
+        steps:
+          - hold: {resource: a-slots, steps: [{cpu: exp(2ms)}]}
+  b:
+    host: app
+    operations:
+      list:
+        steps:
+          - hold: {resource: b-slots, steps: [{cpu: exp(2ms)}]}
+          - delay: exp(0.5ms)
+          - hold: {resource: b-slots, steps: [{cpu: exp(2ms)}]}
+  c:
+    host: app
+    operations:
+      charge:
+        steps:
+          - hold: {resource: c-slots, steps: [{cpu: exp(0.2ms)}]}
+          - delay: 10ms
+          - hold: {resource: c-slots, steps: [{cpu: exp(0.2ms)}]}
+passive:
+  a-slots: {capacity: 1, before_span: true}
+  b-slots: {capacity: 1}
+  c-slots: {capacity: 1}
+workload:
+  item: {open: {rate: 40/s}, steps: [{call: a/item}]}
+  list: {open: {rate: 100/s}, steps: [{call: b/list}]}
+  charge: {open: {rate: 20/s}, steps: [{call: c/charge}]}
+`
+
+// TestOwnTimeSplitApart: where the bound holds the host's split
+// (TestOwnTimeSplitBound), the charge, 0.4 ms of CPU around a 10 ms
+// sleep, grows by itself far less than all-CPU own times would and is
+// split apart from the rest, whose CPU its sleep, left out of the
+// occupancy, no longer lets grow. Before, the pooled split gave the
+// charge 0.38, 1.78 and 2.54 ms on seeds 2 to 4 (2026-12-02); now 0.19
+// to 0.45 ms over seeds 2 to 7, short because its bursts, 0.2 ms each,
+// wait less than processor sharing says (singleSplit's first slice), so
+// the test allows a factor of 2.5 either way. The host's busy cores may
+// exceed the truth by what the listing's I/O (0.5 ms at 100/s) adds to
+// the rest's bound, and the bound's margin; over six seeds they came out
+// 0.489 to 0.532 for 0.488.
+func TestOwnTimeSplitApart(t *testing.T) {
+	const truth = 100*4e-3 + 40*2e-3 + 20*0.4e-3 // busy cores
+	cfg := &extract.Config{Hosts: map[string]extract.HostConfig{"app": {Cores: 1}}, CPUSlots: map[string]int{"*": 1}}
+	seeds := seedList(3)
+	for k, x := range extractSeeds(t, runQueueChargeModel, cfg, seeds, 60000) {
+		s := hostSplit(t, x, seeds[k])
+		list, item, charge := opCPU(x.Model, "b/list"), opCPU(x.Model, "a/item"), opCPU(x.Model, "c/charge")
+		busy := 100*list + 40*item + 20*charge
+		t.Logf("seed %d: list %.3g ms, item %.3g ms, charge %.3g ms: %.3f cores busy; bound %.3f, bounded %v, apart %q",
+			seeds[k], 1e3*list, 1e3*item, 1e3*charge, busy, s.Bound, s.Bounded, s.Apart)
+		if !slices.Equal(s.Apart, []string{"c/charge"}) {
+			t.Errorf("seed %d: split apart %q, want the charge", seeds[k], s.Apart)
+		}
+		if charge < 0.4e-3/2.5 || charge > 0.4e-3*2.5 {
+			t.Errorf("seed %d: the charge's CPU %.3g ms, truth 0.4", seeds[k], 1e3*charge)
+		}
+		if tol := 100*0.5e-3 + boundMargin*(truth+100*0.5e-3); math.Abs(busy-truth) > tol {
+			t.Errorf("seed %d: %.3f cores busy for a truth of %.3f, beyond %.3f", seeds[k], busy, truth, tol)
+		}
+	}
+}
+
+// boundMargin is the margin the split allows beyond the bound (the
+// extraction's boundSlack).
+const boundMargin = 0.05

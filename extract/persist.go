@@ -149,6 +149,11 @@ type savedState struct {
 	// its cores, by how many (occupancy); absent in states saved before
 	// it was kept.
 	Occupied map[string][]float64 `json:"occupied,omitempty"`
+	// OccupiedParts holds per host and per key of its components'
+	// CPU slots the seconds that key's own times were active, by how
+	// many competed with them and without (occupancyPart); absent in
+	// states saved before it was kept.
+	OccupiedParts map[string]map[string]*savedOccupancyPart `json:"occupied_parts,omitempty"`
 	// Starts are the server spans' start times sampled per component
 	// replica; absent in states saved before they were kept.
 	Starts map[string][]*savedArrivalBlock `json:"starts,omitempty"`
@@ -518,6 +523,16 @@ func (s *State) snapshot() *savedState {
 		v.Occupied = map[string][]float64{}
 		for h, o := range s.occupied {
 			v.Occupied[h] = slices.Clone(o.seconds)
+			if len(o.parts) == 0 {
+				continue
+			}
+			if v.OccupiedParts == nil {
+				v.OccupiedParts = map[string]map[string]*savedOccupancyPart{}
+			}
+			v.OccupiedParts[h] = map[string]*savedOccupancyPart{}
+			for key, p := range o.parts {
+				v.OccupiedParts[h][key] = &savedOccupancyPart{With: slices.Clone(p.with), Without: slices.Clone(p.without)}
+			}
 		}
 	}
 	if len(s.soleReplica) > 0 {
@@ -906,11 +921,25 @@ func (v *savedState) restore() (*State, error) {
 		s.calm[h] = c
 	}
 	for _, h := range slices.Sorted(maps.Keys(v.Occupied)) {
-		secs := v.Occupied[h]
-		if len(secs) > occupancyMax+1 || slices.ContainsFunc(secs, func(x float64) bool { return !(x >= 0) || math.IsInf(x, 0) }) {
-			return nil, fmt.Errorf("occupancy of host %q: want at most %d counts, each finite and not negative; have %d", h, occupancyMax+1, len(secs))
+		if err := checkSeconds(v.Occupied[h]); err != nil {
+			return nil, fmt.Errorf("occupancy of host %q: %w", h, err)
 		}
-		s.occupiedOn(h).seconds = slices.Clone(secs)
+		s.occupiedOn(h).seconds = slices.Clone(v.Occupied[h])
+	}
+	for _, h := range slices.Sorted(maps.Keys(v.OccupiedParts)) {
+		for _, key := range slices.Sorted(maps.Keys(v.OccupiedParts[h])) {
+			sp := v.OccupiedParts[h][key]
+			if sp == nil {
+				return nil, fmt.Errorf("occupancy of host %q, key %q: empty", h, key)
+			}
+			for _, secs := range [][]float64{sp.With, sp.Without} {
+				if err := checkSeconds(secs); err != nil {
+					return nil, fmt.Errorf("occupancy of host %q, key %q: %w", h, key, err)
+				}
+			}
+			p := s.occupiedOn(h).part(key)
+			p.with, p.without = slices.Clone(sp.With), slices.Clone(sp.Without)
+		}
 	}
 	for _, h := range slices.Sorted(maps.Keys(v.Solo)) {
 		w, err := v.Solo[h].restore(s.ops, h, s.calm)
@@ -1493,6 +1522,21 @@ func (op *opStats) restoreWithin(v *savedOp) error {
 		}
 	default:
 		return fmt.Errorf("%d levels of own times at start, want %d", len(v.OwnAtStart), soloLevelCount+1)
+	}
+	return nil
+}
+
+// savedOccupancyPart is an occupancyPart as saved.
+type savedOccupancyPart struct {
+	With    []float64 `json:"with"`
+	Without []float64 `json:"without"`
+}
+
+// checkSeconds says what is wrong with a saved record of seconds by
+// count (occupancy), if anything.
+func checkSeconds(secs []float64) error {
+	if len(secs) > occupancyMax+1 || slices.ContainsFunc(secs, func(x float64) bool { return !(x >= 0) || math.IsInf(x, 0) }) {
+		return fmt.Errorf("want at most %d counts, each finite and not negative; have %d", occupancyMax+1, len(secs))
 	}
 	return nil
 }

@@ -97,6 +97,8 @@ type soloSweep struct {
 	// competing for its cores (eff), and occAt when it last changed.
 	occ   *occupancy
 	occAt int64
+	// parts holds each component's record in occ, as comps.
+	parts []*occupancyPart
 }
 
 // occupancyMax is the most own times competing for the cores that
@@ -113,37 +115,109 @@ const occupancyMax = 256
 // splitHost.bound).
 type occupancy struct {
 	seconds []float64
+	// parts holds, per key of the sweep's components (soloSweep.keys),
+	// the same record over the time its own times were active, and
+	// another with them left out (occupancyPart).
+	parts map[string]*occupancyPart
+}
+
+// occupancyPart is a component's share of a host's occupancy: how long
+// its own times were active with k own times competing in all (with) and
+// with k competing besides its own (without). Leaving its own times out
+// of the host's record lowers the bound by busy(with) − busy(without)
+// (occupancy.leftOut).
+type occupancyPart struct {
+	with, without []float64
+}
+
+// part returns the record of key, adding it.
+func (o *occupancy) part(key string) *occupancyPart {
+	p := o.parts[key]
+	if p == nil {
+		if o.parts == nil {
+			o.parts = map[string]*occupancyPart{}
+		}
+		p = &occupancyPart{}
+		o.parts[key] = p
+	}
+	return p
 }
 
 func (o *occupancy) merge(x *occupancy) {
-	if len(x.seconds) > len(o.seconds) {
-		o.seconds = append(o.seconds, make([]float64, len(x.seconds)-len(o.seconds))...)
-	}
-	for k, v := range x.seconds {
-		o.seconds[k] += v
+	addSeconds(&o.seconds, x.seconds)
+	for key, xp := range x.parts {
+		p := o.part(key)
+		addSeconds(&p.with, xp.with)
+		addSeconds(&p.without, xp.without)
 	}
 }
 
+// addSeconds adds the seconds of x to those of dst, count by count.
+func addSeconds(dst *[]float64, x []float64) {
+	if len(x) > len(*dst) {
+		*dst = append(*dst, make([]float64, len(x)-len(*dst))...)
+	}
+	for k, v := range x {
+		(*dst)[k] += v
+	}
+}
+
+// addAt adds d seconds at count k of secs.
+func addAt(secs *[]float64, k int, d float64) {
+	if len(*secs) <= k {
+		*secs = append(*secs, make([]float64, k+1-len(*secs))...)
+	}
+	(*secs)[k] += d
+}
+
 // busy returns the time integral of min(k, c): core-seconds at most busy.
-func (o *occupancy) busy(c int) float64 {
+func (o *occupancy) busy(c int) float64 { return busyOf(o.seconds, c) }
+
+// busyOf is the time integral of min(k, c) over a record of seconds by
+// count k.
+func busyOf(secs []float64, c int) float64 {
 	var sum float64
-	for k, v := range o.seconds {
+	for k, v := range secs {
 		sum += v * float64(min(k, c))
 	}
 	return sum
 }
 
+// leftOut returns the core-seconds by which the bound on c cores falls
+// with the own times of key left out of the record. For several keys
+// left out, the sum of theirs falls short of what leaving them all out
+// at once takes off (min(k, c) is concave in k), so the bound it leaves
+// is looser than the exact one, never tighter.
+func (o *occupancy) leftOut(key string, c int) float64 {
+	p := o.parts[key]
+	if p == nil {
+		return 0
+	}
+	return busyOf(p.with, c) - busyOf(p.without, c)
+}
+
 // tick records the time since the sweep's last event, at t, at the
-// number of own times competing now. Every change of eff is preceded by
-// a tick at its time, so while eff is positive occAt is the last event's
-// time, whatever its value (the epoch included).
+// number of own times competing now, and for each component with own
+// times active, at that number with and without its own. Every change
+// of eff is preceded by a tick at its time, so while eff is positive
+// occAt is the last event's time, whatever its value (the epoch
+// included).
 func (w *soloSweep) tick(t int64) {
 	if t > w.occAt && w.eff > 0 {
+		d := float64(t-w.occAt) / 1e9
 		k := min(w.eff, occupancyMax)
-		if len(w.occ.seconds) <= k {
-			w.occ.seconds = append(w.occ.seconds, make([]float64, k+1-len(w.occ.seconds))...)
+		addAt(&w.occ.seconds, k, d)
+		for len(w.parts) < len(w.comps) {
+			w.parts = append(w.parts, w.occ.part(w.keys[len(w.parts)]))
 		}
-		w.occ.seconds[k] += float64(t-w.occAt) / 1e9
+		for i, c := range w.comps {
+			if c.active == 0 {
+				continue
+			}
+			p := w.parts[i]
+			addAt(&p.with, k, d)
+			addAt(&p.without, min(w.eff-c.capped(c.active), occupancyMax), d)
+		}
 	}
 	w.occAt = max(w.occAt, t)
 }

@@ -277,7 +277,8 @@ func TestOwnAtStartLeavesOutItsRequest(t *testing.T) {
 
 // TestOccupancy checks the record of how long the host had each number
 // of own times competing for its cores, from the epoch on: a component of
-// one CPU slot counts at most one, one without slots every own time.
+// one CPU slot counts at most one, one without slots every own time; and
+// each component's part in it.
 func TestOccupancy(t *testing.T) {
 	w := newSoloSweep("h", map[string]*calmStats{})
 	a := &opStats{component: "a", solo: newSample()}
@@ -299,5 +300,17 @@ func TestOccupancy(t *testing.T) {
 	}
 	if got := w.occ.busy(4); got != 8 {
 		t.Errorf("busy on four cores %g, want 8", got)
+	}
+	// Each component's own times active: a from 0 to 4 s, b from 2 to
+	// 6 s; without a, b alone keeps one core busy for 4 s, and without b,
+	// a does.
+	for key, want := range map[string]occupancyPart{"a": {with: []float64{0, 2, 2}, without: []float64{2, 2}}, "b": {with: []float64{0, 2, 2}, without: []float64{2, 2}}} {
+		p := w.occ.parts[key]
+		if p == nil || !slices.Equal(p.with, want.with) || !slices.Equal(p.without, want.without) {
+			t.Errorf("%s: record %+v, want %+v", key, p, want)
+		}
+		if got := w.occ.busy(1) - w.occ.leftOut(key, 1); got != 4 {
+			t.Errorf("without %s, busy on one core %g, want 4", key, got)
+		}
 	}
 }
