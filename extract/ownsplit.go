@@ -683,6 +683,9 @@ func (p *splitHost) apartSplit(hs hostSplit) (hostSplit, bool) {
 		for _, comp := range whole {
 			sub.bound += sub.amComp[comp] - p.cut[comp]
 		}
+		if sub.bound <= 0 {
+			return hostSplit{}, false // 0 would read as no bound
+		}
 		if rest, ok = solveSplit(sub); !ok {
 			// The rest grow as if all CPU and keep within the bound.
 			rest, ok = sub.allCPU()
@@ -1380,7 +1383,7 @@ func (g *generator) splitOwnTimes() {
 			continue
 		}
 		if len(x.Apart) > 0 {
-			g.rep.evidencef("host %s: its own times taken as CPU would keep its cores busier than the %.3g at most that they allow (a thread runs only within its execution's own time), and %s by themselves grow less than all-CPU own times would even there, with their first %s free of waits: each split by its own growth, the others as below, with the CPU of these counted as measured and the own times of components all of whose operations are among them left out of the bound",
+			g.rep.evidencef("host %s: its own times taken as CPU would keep its cores busier than the %.3g at most that they allow (a thread runs only within its execution's own time), and %s by themselves grow less than all-CPU own times would at the waits of the pooled split, even with their first %s free of waits: each split by its own growth, the others as below, with the CPU of these counted as measured and the own times of components all of whose operations are among them left out of the bound",
 				h.Name, p.bound, textout.Abbreviate(x.Apart, 6), model.FormatDuration(p.slice))
 		}
 		how := "the pooled share told"
