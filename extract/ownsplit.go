@@ -91,10 +91,10 @@ type OwnTimeSplit struct {
 	Bound   float64 `json:"bound,omitempty"`
 	Bounded bool    `json:"bounded,omitempty"`
 	// Apart, when not empty, names the operations split by themselves
-	// where the bound rejected all-CPU own times: by themselves they
-	// grow less than all-CPU own times would at the busiest the bound
-	// allows. Share, Low and High are then those of the others, whose
-	// own times, pooled, are split within what the apart ones leave.
+	// where the bound held the split: by themselves they grow less than
+	// all-CPU own times would at the waits of the pooled split. Share,
+	// Low and High are then those of the others, whose own times, pooled,
+	// are split within what the apart ones leave.
 	Apart []string `json:"apart,omitempty"`
 }
 
@@ -319,7 +319,7 @@ type splitHost struct {
 	// groups holds, per component with slots, its operations' indices,
 	// found once (groupOps).
 	groups [][]int
-	// cut holds, per component, how much lower bound would be with its
+	// cut holds, per component, how much lower bound is with its
 	// own times left out of the occupancy (occupancy.leftOut), per
 	// replica.
 	cut map[string]float64
@@ -604,33 +604,11 @@ func (p *splitHost) apartSplit(hs hostSplit) (hostSplit, bool) {
 	if !ok {
 		return hostSplit{}, false
 	}
-	tested := 0
-	for _, o := range ops {
-		if o.seen() {
-			tested++
-		}
-	}
-	z := distuv.UnitNormal.Quantile(1 - 0.025/float64(tested))
-	apart := make([]bool, len(ops))
-	rejected := false
-	for i, o := range ops {
-		if !o.seen() {
-			continue
-		}
-		// One that carries much of the host's CPU leans the others'
-		// waits, and its own growth tells its share only through theirs
-		// (solveCoupled): it stays in the pool.
-		if o.rate*d[i] > apartMost*(a-p.am) {
-			continue
-		}
-		w := waits[i]
-		least := math.Max(o.own-p.slice, 0) * w / (1 + w)
-		se := math.Max(math.Hypot(o.ownSE, o.withinSE), 1e-9*o.own)
-		if least-(o.own-o.within) > z*se {
-			apart[i], rejected = true, true
-		}
-	}
-	if !rejected || !slices.Contains(apart, false) {
+	// One that carries much of the host's CPU leans the others' waits,
+	// and its own growth tells its share only through theirs
+	// (solveCoupled): it stays in the pool.
+	apart := p.rejectAllCPU(waits, func(i int) bool { return ops[i].rate*d[i] <= apartMost*(a-p.am) })
+	if apart == nil || !slices.Contains(apart, false) {
 		return hostSplit{}, false
 	}
 	mixed := map[string]bool{} // components with an operation not apart
@@ -698,23 +676,18 @@ func (p *splitHost) apartSplit(hs hostSplit) (hostSplit, bool) {
 		}
 		a = rest.busy
 	}
-	if rest.only != nil {
-		// The rest, pooled, grew as if all CPU and some of them
-		// by themselves did not: those are apart too.
-		for k, i := range index {
-			apart[i] = apart[i] || rest.only[k]
-		}
-	}
 	out := hostSplit{share: rest.share, lo: rest.lo, hi: rest.hi, identified: rest.identified, bounded: rest.bounded,
 		demand: d, own: make([]bool, len(ops)), mean: make([]bool, len(ops)), apart: apart}
-	k := 0
 	for i := range ops {
 		if apart[i] {
 			out.own[i], out.mean[i] = byOwn[i], !byOwn[i]
-			continue
 		}
+	}
+	for k, i := range index {
 		out.own[i], out.mean[i] = rest.own[k], rest.mean[k]
-		k++
+		// The rest, pooled, grew as if all CPU and some of them by
+		// themselves did not: those are apart too.
+		apart[i] = rest.only != nil && rest.only[k]
 	}
 	a, waits, ok = p.busyAt(func(i int, w float64) float64 { return d[i] })
 	if !ok {
@@ -912,29 +885,8 @@ const defaultSlice = 3e-3
 // as 6.5 ms of CPU.
 func (p *splitHost) singleSplit(a float64, waits []float64) (hostSplit, bool) {
 	ops := p.ops
-	tested := 0
-	for _, o := range ops {
-		if o.seen() {
-			tested++
-		}
-	}
-	if tested == 0 {
-		return hostSplit{}, false
-	}
-	z := distuv.UnitNormal.Quantile(1 - 0.025/float64(tested))
-	only := make([]bool, len(ops))
-	rejected := false
-	for i, o := range ops {
-		if !o.seen() {
-			continue
-		}
-		least := math.Max(o.own-p.slice, 0) * waits[i] / (1 + waits[i])
-		se := math.Max(math.Hypot(o.ownSE, o.withinSE), 1e-9*o.own)
-		if least-(o.own-o.within) > z*se {
-			only[i], rejected = true, true
-		}
-	}
-	if !rejected {
+	only := p.rejectAllCPU(waits, func(int) bool { return true })
+	if only == nil {
 		return hostSplit{}, false
 	}
 	d := make([]float64, len(ops))
@@ -976,6 +928,41 @@ func (p *splitHost) singleSplit(a float64, waits []float64) (hostSplit, bool) {
 		hs.share = cpu / without
 	}
 	return hs, true
+}
+
+// rejectAllCPU tests each operation seen that consider allows by itself
+// against all-CPU own times at the wait factors waits, as singleSplit
+// says: its difference must fall short of what they would grow by at the
+// least by more than z standard errors, z for a one-sided 2.5 % spread
+// over the operations seen (Bonferroni's). It returns which it rejects,
+// nil for none.
+func (p *splitHost) rejectAllCPU(waits []float64, consider func(i int) bool) []bool {
+	tested := 0
+	for _, o := range p.ops {
+		if o.seen() {
+			tested++
+		}
+	}
+	if tested == 0 {
+		return nil
+	}
+	z := distuv.UnitNormal.Quantile(1 - 0.025/float64(tested))
+	rejected := make([]bool, len(p.ops))
+	found := false
+	for i, o := range p.ops {
+		if !o.seen() || !consider(i) {
+			continue
+		}
+		least := math.Max(o.own-p.slice, 0) * waits[i] / (1 + waits[i])
+		se := math.Max(math.Hypot(o.ownSE, o.withinSE), 1e-9*o.own)
+		if least-(o.own-o.within) > z*se {
+			rejected[i], found = true, true
+		}
+	}
+	if !found {
+		return nil
+	}
+	return rejected
 }
 
 // splitRoot is an operation's demand from its own difference at wait
@@ -1227,9 +1214,9 @@ func (g *generator) splitOwnTimes() {
 		return nil
 	}
 	// occupied is, per model host, the core-seconds its own times could
-	// have kept busy at most (occupancy.busy).
-	// leftOut is, per model host and component, how much lower that
-	// would be with the component's own times left out (occupancy.leftOut).
+	// have kept busy at most (occupancy.busy); leftOut, per model host and
+	// component, how much lower that is with the component's own times
+	// left out (occupancy.leftOut).
 	occupied := map[*model.Host]float64{}
 	leftOut := map[*model.Host]map[string]float64{}
 	for _, host := range slices.Sorted(maps.Keys(g.s.occupied)) {
