@@ -180,3 +180,49 @@ func TestSingleSplit(t *testing.T) {
 		t.Errorf("the charge grown as all CPU: split %v", hs.only)
 	}
 }
+
+// TestApartSplitRestSingles: on one core whose own times' occupancy
+// held the pooled split, the charge (c) grows far less than all-CPU own
+// times would and is set apart; the listing (b) carries too much of the
+// CPU to be tested then (apartMost), but among the rest, split again
+// without the charge, it alone grows less than all-CPU own times would
+// (singleSplit), so it is apart too. The lookup (a) grows more than
+// all-CPU own times would and stays all CPU, flagged neither told nor
+// loose; the listing's flags come before it in the operations, where
+// adding it to the apart ones once shifted them onto the lookup.
+func TestApartSplitRestSingles(t *testing.T) {
+	op := func(id string, rate, own, diff, se float64) splitOp {
+		return splitOp{id: id, comp: id, rate: rate, own: own, ownSE: se, within: own - diff, withinSE: se, n: 1000}
+	}
+	p := &splitHost{
+		ops: []splitOp{
+			op("b", 30, 8e-3, 1e-3, 0.07e-3),
+			op("a", 50, 10e-3, 6e-3, 0.2e-3),
+			op("c", 10, 10e-3, 0.1e-3, 0.02e-3),
+		},
+		amComp: map[string]float64{}, slots: map[string]int{}, c: 1, scv: 1, slice: defaultSlice,
+		bound: 0.43, cut: map[string]float64{"c": 0.02},
+	}
+	if _, ok := p.allCPU(); ok {
+		t.Fatal("all-CPU own times keep within the bound: the test needs them beyond it")
+	}
+	hs := hostSplit{demand: []float64{4.4e-3, 5.5e-3, 4e-3}, bounded: true}
+	out, ok := p.apartSplit(hs)
+	if !ok {
+		t.Fatal("no operation set apart")
+	}
+	t.Logf("demands %.3g s, apart %v, told %v, loose %v, busy %.3f", out.demand, out.apart, out.own, out.mean, out.busy)
+	if !slices.Equal(out.apart, []bool{true, false, true}) {
+		t.Errorf("apart %v, want the listing and the charge", out.apart)
+	}
+	if out.own[1] || out.mean[1] {
+		t.Errorf("the lookup flagged told %v, loose %v: it is all CPU", out.own[1], out.mean[1])
+	}
+	w := burstyWaitFactor(1, out.busy, 1)
+	if got, want := out.demand[1], 10e-3/(1+w); math.Abs(got-want) > 1e-6 {
+		t.Errorf("the lookup's demand %.4g ms, want all of its own time less the wait, %.4g", 1e3*got, 1e3*want)
+	}
+	if out.demand[2] > 1e-3 {
+		t.Errorf("the charge's demand %.3g ms, want about its growth over the wait", 1e3*out.demand[2])
+	}
+}
