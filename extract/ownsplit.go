@@ -699,9 +699,10 @@ func (p *splitHost) apartSplit(hs hostSplit) (hostSplit, bool) {
 
 // apartMost is the most of the CPU the host's split operations make at
 // the pooled split that an operation may carry to be set apart. On
-// TestOwnTimeSplitSlots' traces the listing, 36 % of it, was set apart
-// on two seeds of six (its own time is 57 % CPU, the pool's share 43 %),
-// and the lookup, split alone, took 5.3 to 5.9 ms of CPU for 3; on
+// TestOwnTimeSplitSlots' traces the listing, about a third of it, was
+// set apart on two seeds of six (its own time is 57 % CPU, the pool's
+// share 43 %), and the lookup, split alone, took 5.9 and 7.0 ms of CPU
+// for 3, the host 0.56 and 0.61 busy for 0.48; on
 // TestOwnTimeSplitApart's, the charge carries 2 to 11 %.
 const apartMost = 0.25
 
