@@ -2,6 +2,7 @@ package extract_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -428,14 +429,17 @@ func TestOwnTimeSplitSingle(t *testing.T) {
 	}
 }
 
-// runQueueModel is two Go services on one core, each with GOMAXPROCS 1.
-// The listing runs 2 ms of CPU, waits 0.5 ms for I/O, and runs 2 ms more,
-// and waits for its service's one slot inside its span both times, as
-// goroutines that block and wake do: its own time holds waits for the
-// slot while the service's other listings run. The lookup waits for its
-// slot before its span.
-const runQueueModel = `perfcast: 1
-name: runqueue
+// runQueueYAML is two Go services on one core, each with GOMAXPROCS 1,
+// at the rates given, with the extra components, passive resources and
+// workload lines given after theirs (already indented). The listing runs
+// 2 ms of CPU, waits 0.5 ms for I/O, and runs 2 ms more, and waits for
+// its service's one slot inside its span both times, as goroutines that
+// block and wake do: its own time holds waits for the slot while the
+// service's other listings run. The lookup waits for its slot before its
+// span.
+func runQueueYAML(name string, itemRate, listRate int, components, passive, workload string) string {
+	return fmt.Sprintf(`perfcast: 1
+name: %s
 hosts:
   app: {cpu: {cores: 1}}
 components:
@@ -453,13 +457,18 @@ components:
           - hold: {resource: b-slots, steps: [{cpu: exp(2ms)}]}
           - delay: exp(0.5ms)
           - hold: {resource: b-slots, steps: [{cpu: exp(2ms)}]}
-passive:
+%spassive:
   a-slots: {capacity: 1, before_span: true}
   b-slots: {capacity: 1}
-workload:
-  item: {open: {rate: 80/s}, steps: [{call: a/item}]}
-  list: {open: {rate: 120/s}, steps: [{call: b/list}]}
-`
+%sworkload:
+  item: {open: {rate: %d/s}, steps: [{call: a/item}]}
+  list: {open: {rate: %d/s}, steps: [{call: b/list}]}
+%s`, name, components, passive, itemRate, listRate, workload)
+}
+
+// runQueueModel is runQueueYAML's two services, 80 lookups and 120
+// listings a second.
+var runQueueModel = runQueueYAML("runqueue", 80, 120, "", "", "")
 
 // TestOwnTimeSplitBound: the listing's second burst waits for its
 // service's slot inside its span while the service's other listings run,
@@ -501,26 +510,7 @@ func TestOwnTimeSplitBound(t *testing.T) {
 // runQueueChargeModel is runQueueModel at a lighter load with a third
 // Go service, whose charge runs 0.2 ms of CPU on either side of a 10 ms
 // sleep, as the testbed's payments do.
-const runQueueChargeModel = `perfcast: 1
-name: runqueue-charge
-hosts:
-  app: {cpu: {cores: 1}}
-components:
-  a:
-    host: app
-    operations:
-      item:
-        steps:
-          - hold: {resource: a-slots, steps: [{cpu: exp(2ms)}]}
-  b:
-    host: app
-    operations:
-      list:
-        steps:
-          - hold: {resource: b-slots, steps: [{cpu: exp(2ms)}]}
-          - delay: exp(0.5ms)
-          - hold: {resource: b-slots, steps: [{cpu: exp(2ms)}]}
-  c:
+var runQueueChargeModel = runQueueYAML("runqueue-charge", 40, 100, `  c:
     host: app
     operations:
       charge:
@@ -528,15 +518,9 @@ components:
           - hold: {resource: c-slots, steps: [{cpu: exp(0.2ms)}]}
           - delay: 10ms
           - hold: {resource: c-slots, steps: [{cpu: exp(0.2ms)}]}
-passive:
-  a-slots: {capacity: 1, before_span: true}
-  b-slots: {capacity: 1}
-  c-slots: {capacity: 1}
-workload:
-  item: {open: {rate: 40/s}, steps: [{call: a/item}]}
-  list: {open: {rate: 100/s}, steps: [{call: b/list}]}
-  charge: {open: {rate: 20/s}, steps: [{call: c/charge}]}
-`
+`, `  c-slots: {capacity: 1}
+`, `  charge: {open: {rate: 20/s}, steps: [{call: c/charge}]}
+`)
 
 // TestOwnTimeSplitApart: where the bound holds the host's split
 // (TestOwnTimeSplitBound), the charge, 0.4 ms of CPU around a 10 ms
