@@ -55,8 +55,9 @@ workload:
       - call: gateway/GET /recommend/{user}
 `
 
-// heldModel is an extracted model with the reference's pool and lock, as
-// extraction wraps the declared calls.
+// heldModel is an extracted model with the reference's pool, lock and
+// database connections, as extraction wraps the declared calls and
+// operations.
 const heldModel = `perfcast: 1
 hosts:
   testbed: {}
@@ -72,7 +73,7 @@ components:
   catalog:
     host: testbed
     operations:
-      GET /products/{id}: {steps: [{cpu: 1ms}]}
+      GET /products/{id}: {steps: [{hold: {resource: catalog-db, steps: [{cpu: 1ms}]}}]}
   orders:
     host: testbed
     operations:
@@ -88,6 +89,7 @@ components:
 passive:
   gateway-pool: {capacity: 8}
   stock-lock: {capacity: 1}
+  catalog-db: {capacity: 4}
 workload:
   recommend:
     open: {rate: 1}
@@ -98,7 +100,8 @@ workload:
 `
 
 // A configuration's pool size replaces the reference's; without the coarse
-// lock its holds give way to the steps they held, and the resource goes.
+// lock its holds give way to the steps they held, and the resource goes;
+// the database connections stay as extraction made them.
 func TestDeclare(t *testing.T) {
 	for _, lock := range []bool{true, false} {
 		m, err := model.Parse([]byte(heldModel), "held.yaml")
@@ -113,6 +116,13 @@ func TestDeclare(t *testing.T) {
 		}
 		if p := m.PassiveResource(poolResource); p == nil || p.Capacity != 2 {
 			t.Fatalf("pool %+v, want capacity 2", p)
+		}
+		if p := m.PassiveResource(dbResource); p == nil || p.Capacity != dbConns {
+			t.Fatalf("database connections %+v, want capacity %d", p, dbConns)
+		}
+		if steps := m.Component(dbComponent).Operation("GET /products/{id}").Steps; len(steps) != 1 || steps[0].Kind != model.StepHold ||
+			steps[0].Resource != dbResource || len(steps[0].Steps) != 1 || steps[0].Steps[0].Kind != model.StepCPU {
+			t.Fatalf("the lookup's steps %+v, want the CPU held in %s once", steps, dbResource)
 		}
 		holds := 0
 		steps := m.Component("orders").Operation("POST /orders").Steps
@@ -143,30 +153,34 @@ func TestDeclare(t *testing.T) {
 	if err := declare(m, setup{Name: "t", Pool: 2, CoarseLock: true}); err == nil {
 		t.Fatal("declared on a model without the pool")
 	}
+	// Nor is one without the database connections.
+	if _, err = model.Parse([]byte(strings.Replace(heldModel, "  catalog-db: {capacity: 4}\n", "", 1)), "held.yaml"); err == nil {
+		t.Fatal("a hold of an undeclared resource parsed")
+	}
+	m, err = model.Parse([]byte(strings.NewReplacer("  catalog-db: {capacity: 4}\n", "",
+		"{hold: {resource: catalog-db, steps: [{cpu: 1ms}]}}", "{cpu: 1ms}").Replace(heldModel)), "held.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := declare(m, setup{Name: "t", Pool: 2, CoarseLock: true}); err == nil || !strings.Contains(err.Error(), dbResource) {
+		t.Fatalf("declared on a model without the database connections: %v", err)
+	}
 }
 
-// The declared catalog connections wrap every catalog operation but the
-// work outside spans; the load
-// generator, where it shares the CPUs, loads the host, and servicesCPU
-// takes its share out again.
+// The load generator, where it shares the CPUs, loads the host, and
+// servicesCPU takes its share out again.
 func TestDeclareGenerator(t *testing.T) {
 	m, err := model.Parse([]byte(testModel), "test.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := setup{Name: "t", Rate: 100, ModelCores: 1, Pool: 8, GeneratorCPU: 0.002}
-	m.Passive = append(m.Passive, &model.Passive{Name: poolResource, Capacity: 8})
+	m.Passive = append(m.Passive, &model.Passive{Name: poolResource, Capacity: 8}, &model.Passive{Name: dbResource, Capacity: dbConns})
 	if err := declare(m, s); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Validate(); err != nil {
 		t.Fatal(err)
-	}
-	for _, op := range m.Component(dbComponent).Operations {
-		held := len(op.Steps) == 1 && op.Steps[0].Kind == model.StepHold && op.Steps[0].Resource == dbResource
-		if want := op.Name != extract.OutsideSpansOperation; held != want {
-			t.Fatalf("%s held in %s: %v, want %v: %+v", op.Name, dbResource, held, want, op.Steps)
-		}
 	}
 	res, err := mva.New().Solve(context.Background(), m, solve.Options{})
 	if err != nil {
@@ -745,9 +759,11 @@ func TestRemoveDatabases(t *testing.T) {
 }
 
 // slottedGatewayModel is a gateway with one CPU slot, taken before its
-// span, alone on four cores: at 500 requests/s its 1 ms bursts keep the
-// slot half busy, and a request waits for it before the span starts as
-// an M/D/1 queue does, ρS/(2(1 − ρ)) = 0.5 ms.
+// span, alone on four cores, and a catalog holding one of its database
+// connections for 1 ms (four of them, half of one busy on average: they
+// hardly ever run out): at 500 requests/s its 1 ms bursts keep the slot
+// half busy, and a request waits for it before the span starts as an
+// M/D/1 queue does, ρS/(2(1 − ρ)) = 0.5 ms.
 const slottedGatewayModel = `perfcast: 1
 hosts:
   testbed: {cpu: {cores: 4}}
@@ -762,11 +778,12 @@ components:
   catalog:
     host: testbed
     operations:
-      GET /products/{id}: {steps: [{delay: 1ms}]}
+      GET /products/{id}: {steps: [{hold: {resource: catalog-db, steps: [{delay: 1ms}]}}]}
 passive:
   gateway-pool: {capacity: 8}
   gateway-cpu-slots: {capacity: 1, before_span: true}
   catalog-cpu-slots: {capacity: 1, before_span: true}
+  catalog-db: {capacity: 4}
 workload:
   recommend:
     open: {rate: 1}
