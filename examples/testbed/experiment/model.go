@@ -24,8 +24,8 @@ import (
 )
 
 // Passive resources the testbed declares: extraction does not infer pools
-// and locks from traces, so the experiment adds them to the extracted
-// model where the code has them.
+// and locks from traces at these loads, so the experiment declares them
+// to it where the code has them.
 const (
 	poolResource = "gateway-pool" // the recommendation fan-out's workers
 	lockResource = "stock-lock"   // the orders service's stock mutex
@@ -90,7 +90,9 @@ func extractModel(ctx context.Context, dirs []string, s setup, x extraction, met
 	}
 	// The pool and the lock are declared to extraction, which then takes
 	// their waits out of the callers' time off the CPU (the model makes
-	// them again) and wraps the calls in them.
+	// them again) and wraps the calls in them; the database connections
+	// likewise around the catalog's operations, their waits inside the
+	// spans out of those operations' time off the CPU.
 	passive := map[string]extract.PassiveConfig{
 		poolResource: {Capacity: s.Pool, Calls: []string{poolTarget}},
 		dbResource:   {Capacity: dbConns, Operations: dbHolders},
