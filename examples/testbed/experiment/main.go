@@ -516,6 +516,9 @@ func (e *env) experiment(ctx context.Context, o options) (*report, error) {
 		if err != nil {
 			return nil, err
 		}
+		if m.Calls, err = callTimes(ctx, m.Dirs, m.Parts); err != nil {
+			return nil, err
+		}
 		rows[i].m = m
 		// Runs reused from an invocation whose rates were set otherwise
 		// are predicted at the rate they ran at.

@@ -399,6 +399,7 @@ func (r *report) write(w io.Writer, args []string) {
 	r.writeNoise(w)
 	r.writeSteal(w)
 	r.writeWaits(w)
+	r.writeCalls(w)
 	r.writeAnalytical(w)
 	r.writeAdjusted(w)
 	fmt.Fprintf(w, "### Known sources of error\n\n"+

@@ -92,6 +92,9 @@ type measured struct {
 	// processors held over the steady phases of the segments with
 	// processor samples.
 	ServiceProcs map[string]float64
+	// Calls is, per operation called over the network, what the traces
+	// measured of its calls (callTimes).
+	Calls map[string]*callTime
 }
 
 // env is what every run shares.
