@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -465,20 +464,13 @@ func TestClientGaps(t *testing.T) {
 	dir := t.TempDir()
 	steady := time.Unix(1_700_000_000, 0)
 	span := func(id, parent string, start time.Time, d time.Duration) string {
-		p := ""
-		if parent != "" {
-			p = `"parentSpanId":"` + parent + `",`
-		}
-		return `{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"gateway"}}]},"scopeSpans":[{"spans":[{` +
-			`"traceId":"5b8efff798038103d269b633813fc6` + id + `","spanId":"eee19b7ec3c1b1` + id + `",` + p +
-			`"name":"GET /recommend/{user}","kind":2,"startTimeUnixNano":"` + strconv.FormatInt(start.UnixNano(), 10) +
-			`","endTimeUnixNano":"` + strconv.FormatInt(start.Add(d).UnixNano(), 10) + `"}]}]}]}`
+		return otlpSpan("gateway", id, id, parent, "GET /recommend/{user}", 2, start, d)
 	}
 	lines := []string{
 		span("01", "", steady.Add(-time.Second), 50*time.Millisecond), // before the steady phase
 		span("02", "", steady.Add(time.Second), 4*time.Millisecond),
 		span("03", "", steady.Add(2*time.Second), 6*time.Millisecond),
-		span("04", "eee19b7ec3c1b102", steady.Add(time.Second), 40*time.Millisecond), // not a root
+		span("04", "02", steady.Add(time.Second), 40*time.Millisecond), // not a root
 	}
 	if err := os.WriteFile(filepath.Join(dir, "gateway.otlp.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
