@@ -43,11 +43,12 @@ const (
 // dbHolders are the catalog's operations, each of which takes one of its
 // database connections for its queries (the work outside spans takes
 // none). Declared to extraction, which places the wait for one before
-// or inside their spans as the spans' overlap says and takes the waits
-// it saw inside out of their time off the CPU; wrapped around the
-// operations after extraction (until 2026-12-03), a connection was held
-// from before the catalog's slot was taken to the end of the span, and
-// a wait for one inside a span counted twice.
+// or inside their spans as the spans' overlap says, inside after the
+// first burst of CPU (a goroutine takes a connection once it runs), and
+// takes the waits it saw inside out of their time off the CPU; wrapped
+// around the operations after extraction (until 2026-12-03), a
+// connection was held from before the catalog's slot was taken to the
+// end of the span, and a wait for one inside a span counted twice.
 var dbHolders = []string{dbComponent + "/GET /products", poolTarget}
 
 // extraction holds extractModel's choices: where the CPU time outside
