@@ -116,8 +116,8 @@ func (r *report) writeCalls(w io.Writer) {
 		"the loopback network, the callee's wait for a thread and its CPU slot), the server span's duration, and\n"+
 		"the two together. The model's operation is timed from the request's arrival at the callee: before its\n"+
 		"span are the waits for what it takes before spans start (its first CPU slot), and a wait for what it\n"+
-		"holds around that (the catalog's database connections) is in its span; the network is in the caller's\n"+
-		"fixed delays, not here. Compare the totals.\n\n")
+		"takes inside (the catalog's database connections, after its first burst of CPU) is in its span; the\n"+
+		"network is in the caller's fixed delays, not here. Compare the totals.\n\n")
 	fmt.Fprintf(w, "| configuration | operation | calls | measured before | measured span | measured total | predicted before | predicted span | predicted total | error |\n")
 	fmt.Fprintf(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, row := range rows {
