@@ -307,9 +307,10 @@ type generator struct {
 	busy map[*model.Host]float64
 	// est holds demands estimated from utilization metrics.
 	est *Estimates
-	// unattributed holds, per component, the CPU time per execution that
-	// utilization metrics measured beyond the spans' CPU times.
-	unattributed map[string]float64
+	// unattributed holds, per component, the CPU time that utilization
+	// metrics measured beyond the spans' CPU times, as each execution
+	// gets it (outsideShare).
+	unattributed map[string]outsideShare
 	// ownBusy holds, per host, the busy cores that own times taken as CPU
 	// would make (over all replicas), and scales the resulting ownScale.
 	ownBusy map[*model.Host]float64
@@ -1229,7 +1230,7 @@ func (g *generator) operations() {
 	shared := g.sharedServers()
 	g.placeQueues()
 	comps := map[string]*model.Component{}
-	sendsOutside := map[string]bool{} // components whose executions send CPU outside spans
+	sendsOutside := map[string]map[string]float64{} // by component, the operations that receive CPU outside spans, and its demand
 	ids := slices.Sorted(maps.Keys(g.s.ops))
 	noCPU := []string{}
 	for _, id := range ids {
@@ -1369,8 +1370,12 @@ func (g *generator) operations() {
 				// the component's CPU slot ahead of the execution's own
 				// CPU and delay it, which background work must not do
 				// to the execution that sends it.
-				o.Steps = append(o.Steps, model.Step{Kind: model.StepSend, Target: op.component + "/" + OutsideSpansOperation})
-				sendsOutside[op.component] = true
+				name := g.outsideOperation(op)
+				o.Steps = append(o.Steps, model.Step{Kind: model.StepSend, Target: op.component + "/" + name})
+				if sendsOutside[op.component] == nil {
+					sendsOutside[op.component] = map[string]float64{}
+				}
+				sendsOutside[op.component][name] = d
 			} else {
 				o.Steps = append([]model.Step{{Kind: model.StepCPU, Demand: model.Exp(d)}}, o.Steps...)
 			}
@@ -2625,7 +2630,7 @@ func (g *generator) computeSlotBursts(comp string) (mean, cs2, a float64, ok boo
 		op := g.s.ops[id]
 		return op != nil && op.component == comp && op.cpu.n == op.count && op.count > 0
 	}
-	u := g.unattributed[comp]
+	share := g.unattributed[comp]
 	var n, sum, sq float64
 	for _, id := range slices.Sorted(maps.Keys(g.s.ops)) {
 		op := g.s.ops[id]
@@ -2637,10 +2642,11 @@ func (g *generator) computeSlotBursts(comp string) (mean, cs2, a float64, ok boo
 		// the first 1 − share of it: their squares sum to the CPU's less
 		// (1 − F) of its mean's, F the sum of the shares' squares
 		// (splitResumes).
-		r, share := g.rawResumeSplit(op)
-		lead := 1 - share
+		r, resumed := g.rawResumeSplit(op)
+		lead := 1 - resumed
 		n, sum = n+c*(1+r), sum+op.cpu.sum
-		sq += op.cpu.sq - (1-burstSquares(r, share))*op.cpu.sum*op.cpu.sum/c
+		sq += op.cpu.sq - (1-burstSquares(r, resumed))*op.cpu.sum*op.cpu.sum/c
+		u := share.of(op.cpu.mean())
 		switch {
 		case u <= 0:
 		case g.cfg.background():

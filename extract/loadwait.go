@@ -169,7 +169,7 @@ func (g *generator) meanDemand(id string) float64 {
 		return 0
 	}
 	d, _ := g.cpuTotal(op)
-	return d/float64(op.count)*g.ownScale(op) + g.unattributed[op.component]
+	return d/float64(op.count)*g.ownScale(op) + g.unattributed[op.component].of(op.cpu.mean())
 }
 
 // meanOverWindows is the mean of f(a) over the executions in wins, a being

@@ -60,7 +60,7 @@ func (s *State) Measured(m *model.Model) *solve.Result {
 	// adds to every execution whose spans carry CPU times.
 	for _, id := range ids {
 		op := s.ops[id]
-		d := s.unattributed[op.component]
+		d := s.unattributed[op.component].of(op.cpu.mean())
 		c := m.Component(op.component)
 		if d <= 0 || c == nil || op.cpu.n != op.count {
 			continue

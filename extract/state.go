@@ -43,10 +43,10 @@ type State struct {
 	weights float64
 	// weight is that of the trace being folded.
 	weight float64
-	// unattributed is, per component, the CPU time per execution outside
-	// the spans that the last model generated added (see unattributedCPU);
-	// Measured counts it.
-	unattributed map[string]float64
+	// unattributed is, per component, the CPU time outside the spans that
+	// the last model generated added to each execution (see
+	// unattributedCPU and outsideShare); Measured counts it.
+	unattributed map[string]outsideShare
 	// First and Last are the earliest and latest request arrival, in Unix
 	// nanoseconds.
 	First, Last int64

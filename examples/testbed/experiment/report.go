@@ -827,11 +827,13 @@ func outsideText(how string) string {
 // CPU time outside spans (how, as outsideText takes it).
 func outsideSource(how string) string {
 	if how == extract.OutsideInline {
-		return "- CPU outside spans: each service's share is spread evenly over its executions and runs at\n" +
+		return "- CPU outside spans: each service's share is spread over its executions (per execution or in\n" +
+			"  proportion to their CPU time, as the metrics' windows follow best) and runs at\n" +
 			"  the start of each, on the request's path, though part of it (the runtime's monitor thread,\n" +
 			"  garbage collection, span export) is on no request's path.\n"
 	}
-	return "- CPU outside spans: each service's share is spread evenly over its executions and runs as\n" +
+	return "- CPU outside spans: each service's share is spread over its executions (per execution or in\n" +
+		"  proportion to their CPU time, as the metrics' windows follow best) and runs as\n" +
 		"  background work that delays requests only by queueing; the part a request waits for itself\n" +
 		"  (its callee reading it before the span starts) stays in its callers' time outside the span,\n" +
 		"  in the low end that extraction keeps as the network where the callee has CPU slots, or, at\n" +
