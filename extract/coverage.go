@@ -331,9 +331,12 @@ func (g *generator) unattributedCPU(span float64) {
 			hostShare[c.Host] = o
 		}
 	}
-	// Per component, the CPU time its executions on each compared host
-	// add.
-	added := map[string]float64{}
+	// Per component, over the compared hosts its executions ran on, the
+	// time per execution weighted by executions and the time per second
+	// of CPU by CPU time, so that together they add what each host's
+	// share adds to its executions.
+	type sums struct{ n, perExec, cpu, perCPU float64 }
+	byComp := map[string]*sums{}
 	for _, host := range g.s.Windows.Hosts() {
 		h := g.s.Windows.hosts[host]
 		// In window order: sums in a fixed order, the same output every run.
@@ -341,23 +344,37 @@ func (g *generator) unattributedCPU(span float64) {
 			for i, cl := range h.cells[idx] {
 				comp, _, _ := strings.Cut(h.ops[i], "/")
 				o, ok := hostShare[host]
-				if byComp, found := compShare[host]; found {
-					o, ok = byComp[comp]
+				if shares, found := compShare[host]; found {
+					o, ok = shares[comp]
 				}
 				if !ok || !o.any() {
 					continue
 				}
-				added[comp] += cl.n*o.perExec + o.perCPU*cl.cpu
-				// A component on several hosts takes the last host's
-				// share; the hosts of one component's replicas are
-				// measured alike.
-				g.unattributed[comp] = o
+				sm := byComp[comp]
+				if sm == nil {
+					sm = &sums{}
+					byComp[comp] = sm
+				}
+				sm.n, sm.perExec = sm.n+cl.n, sm.perExec+cl.n*o.perExec
+				sm.cpu, sm.perCPU = sm.cpu+cl.cpu, sm.perCPU+cl.cpu*o.perCPU
 			}
 		}
 	}
-	for _, comp := range slices.Sorted(maps.Keys(added)) {
-		if h := g.hostOf[comp]; h != nil && added[comp] > 0 {
-			g.busy[h] += added[comp] / g.s.covered() // the windows count what sampled traces stand for
+	for _, comp := range slices.Sorted(maps.Keys(byComp)) {
+		sm := byComp[comp]
+		var o outsideShare
+		if sm.n > 0 {
+			o.perExec = round(sm.perExec/sm.n, 4)
+		}
+		if sm.cpu > 0 {
+			o.perCPU = round(sm.perCPU/sm.cpu, 4)
+		}
+		if !o.any() {
+			continue
+		}
+		g.unattributed[comp] = o
+		if h := g.hostOf[comp]; h != nil {
+			g.busy[h] += (sm.perExec + sm.perCPU) / g.s.covered() // the windows count what sampled traces stand for
 		}
 	}
 }
