@@ -221,7 +221,7 @@ func TestCPUSeries(t *testing.T) {
 		t.Fatal("a time after the samples was interpolated")
 	}
 	out := filepath.Join(dir, "services.csv")
-	if err := serviceMetrics(out, dir); err != nil {
+	if err := serviceMetrics(out, nil, dir); err != nil {
 		t.Fatal(err)
 	}
 	set, err := metrics.ReadFile(out)

@@ -75,11 +75,14 @@ type options struct {
 	// speedWindow has extraction simulate the CPU's speed variation as a
 	// speed redrawn every window it was measured over (speed_window).
 	speedWindow bool
+	// steadyOnly has extraction read the segments' steady phases alone
+	// (see steadyTraces).
+	steadyOnly bool
 }
 
 // extraction is what of the options extractModel takes.
 func (o options) extraction() extraction {
-	return extraction{outside: o.outside, slice: o.slice, speedWindow: o.speedWindow}
+	return extraction{outside: o.outside, slice: o.slice, speedWindow: o.speedWindow, steadyOnly: o.steadyOnly}
 }
 
 func run() error {
@@ -98,6 +101,7 @@ func run() error {
 	flag.BoolVar(&o.speedWindow, "speed-window", false, "have extraction simulate the CPU's speed variation as a speed redrawn every second (the extraction configuration's speed_window) instead of five speeds each held until the queues settle")
 	flag.StringVar(&o.outside, "outside-spans", extract.OutsideBackground, "where extraction puts the CPU time outside spans: inline or background (the extraction configuration's outside_spans)")
 	flag.IntVar(&o.rounds, "rounds", 6, "run every configuration in this many segments, one per round, the rounds one after the other, so that the machine's drift over the invocation falls alike on all configurations (-quick: 2)")
+	flag.BoolVar(&o.steadyOnly, "steady-only", false, "extract from the segments' steady phases alone (each widened by a second), leaving out the ramps, where fresh processes warm up")
 	flag.BoolVar(&o.steps, "steps", true, "extract the model from the reference and load steps at 25 % and 75 % of the saturation rate (fresh processes, a segment of each per round), from which extraction can fit a CPU speed curve")
 	flag.DurationVar(&o.rampUp, "ramp-up", 5*time.Second, "each segment's ramp-up (fresh processes warm up in it)")
 	slice, sliceFrom := schedulerSlice()
@@ -801,7 +805,7 @@ func (e *env) makeDataset(ctx context.Context, dir string, o options) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := serviceMetrics(filepath.Join(dir, "testbed-metrics.csv"), m.Dirs...); err != nil {
+	if err := serviceMetrics(filepath.Join(dir, "testbed-metrics.csv"), nil, m.Dirs...); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "testbed-config.yaml"), []byte(datasetConfig), 0o644); err != nil {
@@ -814,17 +818,24 @@ func (e *env) makeDataset(ctx context.Context, dir string, o options) error {
 // serviceMetrics writes the services' CPU time in the segments in dirs as
 // one metrics CSV with a service column: each process's cumulative CPU
 // seconds, once a second, as its sampler read them (a new process starts
-// again from 0: a counter restart).
-func serviceMetrics(path string, dirs ...string) error {
+// again from 0: a counter restart). With steady (the segments' load
+// generator results, in the order of dirs), only the samples of each
+// segment's steady phase (steadyPhase) are written.
+func serviceMetrics(path string, steady []*loadgen.Result, dirs ...string) error {
 	var b strings.Builder
 	b.WriteString("timestamp,host,service,cpu_seconds\n")
 	for _, svc := range services {
-		for _, dir := range dirs {
+		for k, dir := range dirs {
 			s, err := readCPU(filepath.Join(dir, svc+".csv"))
 			if err != nil {
 				return err
 			}
 			for i := range s.t {
+				if steady != nil {
+					if from, to := steadyPhase(steady[k]); s.t[i].Before(from) || s.t[i].After(to) {
+						continue
+					}
+				}
 				fmt.Fprintf(&b, "%s,%s,%s,%.6f\n", s.t[i].UTC().Format(time.RFC3339Nano), s.host, svc, s.cpu[i])
 			}
 		}

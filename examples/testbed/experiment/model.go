@@ -54,11 +54,13 @@ var dbHolders = []string{dbComponent + "/GET /products", poolTarget}
 // extraction holds extractModel's choices: where the CPU time outside
 // spans goes (the configuration's outside_spans), the host CPU's
 // round-robin quantum (0: processor sharing), and whether the CPU's speed
-// variation is redrawn every window (speed_window).
+// variation is redrawn every window (speed_window), and whether it reads
+// the segments' steady phases alone (steadyTraces).
 type extraction struct {
 	outside     string
 	slice       time.Duration
 	speedWindow bool
+	steadyOnly  bool
 }
 
 // extractModel extracts a model from the traces of a setup's segments in
@@ -66,17 +68,46 @@ type extraction struct {
 // host's cores and every service's GOMAXPROCS as its CPU slots. The
 // segments' metrics go into one file in the first segment's parent. With
 // x.slice > 0 the host's CPU is round-robin with that quantum (see
-// hostConfig). Without metrics the traces alone are read: where their
-// spans carry no CPU time, extraction splits their own times by how they
-// grow with the load.
+// hostConfig). With x.steadyOnly it reads the segments' steady phases
+// alone (steadyTraces), else the whole segments, ramps included. Without
+// metrics the traces alone are read: where their spans carry no CPU time,
+// extraction splits their own times by how they grow with the load.
 func extractModel(ctx context.Context, dirs []string, s setup, x extraction, metrics bool) (*extract.Result, error) {
-	var files []string
-	for _, dir := range dirs {
-		f, err := filepath.Glob(filepath.Join(dir, "*.otlp.jsonl"))
-		if err != nil || len(f) == 0 {
-			return nil, fmt.Errorf("no traces in %s", dir)
+	var (
+		files []string
+		loads []*loadgen.Result
+	)
+	tmp := ""
+	if x.steadyOnly {
+		// The steady phases alone, their traces in a scratch directory.
+		var err error
+		if tmp, err = os.MkdirTemp("", "perfcast-steady-"); err != nil {
+			return nil, err
 		}
-		files = append(files, f...)
+		defer os.RemoveAll(tmp)
+	}
+	for i, dir := range dirs {
+		if !x.steadyOnly {
+			f, err := filepath.Glob(filepath.Join(dir, "*.otlp.jsonl"))
+			if err != nil || len(f) == 0 {
+				return nil, fmt.Errorf("no traces in %s", dir)
+			}
+			files = append(files, f...)
+			continue
+		}
+		load, err := readLoad(filepath.Join(dir, "load.json"))
+		if err != nil {
+			return nil, err
+		}
+		out := filepath.Join(tmp, strconv.Itoa(i))
+		if err := os.Mkdir(out, 0o755); err != nil {
+			return nil, err
+		}
+		f, err := steadyTraces(ctx, dir, out, load)
+		if err != nil {
+			return nil, err
+		}
+		files, loads = append(files, f...), append(loads, load)
 	}
 	var cpu []string
 	if metrics {
@@ -84,7 +115,7 @@ func extractModel(ctx context.Context, dirs []string, s setup, x extraction, met
 		if len(dirs) > 1 {
 			f = filepath.Join(filepath.Dir(dirs[0]), fmt.Sprintf("services-cpu-%d.csv", len(dirs)))
 		}
-		if err := serviceMetrics(f, dirs...); err != nil {
+		if err := serviceMetrics(f, loads, dirs...); err != nil {
 			return nil, err
 		}
 		cpu = []string{f}
