@@ -318,14 +318,23 @@ func TestUnattributedCPUPerCPUSecond(t *testing.T) {
 				if got := outsideCPU(t, res.Model, id, OutsideBackground); math.Abs(got-want) > 0.05*want {
 					t.Errorf("%s sends %.4g s of CPU to the background, want %.4g", id, got, want)
 				}
-				op := res.Model.Operation(id)
-				targets[op.Steps[len(op.Steps)-1].Target] = true
+				targets[innermostLast(res.Model.Operation(id).Steps).Target] = true
 			}
 			if len(targets) != 2 {
 				t.Errorf("the front end's operations send to %v, want a background operation each", targets)
 			}
 		})
 	}
+}
+
+// innermostLast is the last of steps (not empty), inside the holds that
+// end them.
+func innermostLast(steps []model.Step) model.Step {
+	last := steps[len(steps)-1]
+	for last.Kind == model.StepHold && len(last.Steps) > 0 {
+		last = last.Steps[len(last.Steps)-1]
+	}
+	return last
 }
 
 // outsideCPU is the mean CPU time outside spans that operation id of m
@@ -344,10 +353,7 @@ func outsideCPU(t *testing.T, m *model.Model, id, how string) float64 {
 	}
 	// In the background the execution sends it when it ends, inside the
 	// holds that wrap the whole execution.
-	last := op.Steps[len(op.Steps)-1]
-	for last.Kind == model.StepHold && len(last.Steps) > 0 {
-		last = last.Steps[len(last.Steps)-1]
-	}
+	last := innermostLast(op.Steps)
 	if how == OutsideBackground && last.Kind == model.StepSend && strings.HasPrefix(last.Target, op.Component+"/"+OutsideSpansOperation) {
 		bg := m.Operation(last.Target)
 		if bg == nil {
