@@ -419,9 +419,27 @@ func (g *generator) outsideOperation(op *opStats) string {
 // time outside spans to the background (Config.OutsideSpans) the
 // operations that receive it (sends: by component, the operations' names
 // and their demands): that CPU time, exponential, in one of the
-// component's CPU slots when it has them.
+// component's CPU slots when it has them. Where a single operation of the
+// component sends, its background operation takes the plain name
+// (OutsideSpansOperation), since no other's demand differs from it.
 func (g *generator) outsideOperations(comps map[string]*model.Component, sends map[string]map[string]float64) {
 	for _, name := range slices.Sorted(maps.Keys(sends)) {
+		if len(sends[name]) == 1 {
+			for own, d := range sends[name] {
+				if own == OutsideSpansOperation {
+					break
+				}
+				from, to := name+"/"+own, name+"/"+OutsideSpansOperation
+				for _, op := range comps[name].Operations {
+					model.Walk(op.Steps, func(s *model.Step) {
+						if s.Kind == model.StepSend && s.Target == from {
+							s.Target = to
+						}
+					})
+				}
+				sends[name] = map[string]float64{OutsideSpansOperation: d}
+			}
+		}
 		for _, opName := range slices.Sorted(maps.Keys(sends[name])) {
 			d := sends[name][opName]
 			steps := []model.Step{{Kind: model.StepCPU, Demand: model.Exp(round(d, 4))}}

@@ -266,7 +266,9 @@ func TestUnattributedCPUPerService(t *testing.T) {
 // exponential), so its windows tell the laws apart (splitOutside): the
 // first is taken per second of CPU, each operation sending its own share
 // (0.25 and 0.5 ms) to a background operation of its own; the second as
-// both. The charges are exact, so that only the windows' edges (a span's
+// both. The worker's host is charged a quarter of its one operation's CPU
+// time: that operation sends its share to the plain outside spans. The
+// charges are exact, so that only the windows' edges (a span's
 // charge falls where it ended, the metrics' samples are spread over their
 // seconds) could blur them: the coefficients come out within 2 % (they
 // came out within 0.01 %).
@@ -276,9 +278,13 @@ func TestUnattributedCPUPerCPUSecond(t *testing.T) {
 	mean := map[string]float64{}
 	count := map[string]float64{}
 	for _, s := range spans {
-		if s.Host == "web" && s.Kind == ingest.KindServer {
+		switch {
+		case s.Host == "web" && s.Kind == ingest.KindServer:
 			mean[s.Name] += s.CPUTime
 			count[s.Name]++
+		case s.Host == "wk" && s.Kind == ingest.KindConsumer:
+			mean["worker/"+s.Name] += s.CPUTime
+			count["worker/"+s.Name]++
 		}
 	}
 	for name := range mean {
@@ -294,8 +300,11 @@ func TestUnattributedCPUPerCPUSecond(t *testing.T) {
 	} {
 		t.Run(c.split, func(t *testing.T) {
 			csv := cpuSecondsCSV(spans, func(s *ingest.Span) float64 {
-				if s.Host == "web" && s.Kind == ingest.KindServer {
+				switch {
+				case s.Host == "web" && s.Kind == ingest.KindServer:
 					return c.perExec + c.perCPU*s.CPUTime
+				case s.Host == "wk" && s.Kind == ingest.KindConsumer:
+					return perCPU * s.CPUTime
 				}
 				return 0
 			})
@@ -322,6 +331,15 @@ func TestUnattributedCPUPerCPUSecond(t *testing.T) {
 			}
 			if len(targets) != 2 {
 				t.Errorf("the front end's operations send to %v, want a background operation each", targets)
+			}
+			// The worker's one operation sends its share to the plain
+			// name: no other's differs from it.
+			id := "worker/process"
+			if got, want := outsideCPU(t, res.Model, id, OutsideBackground), perCPU*mean[id]; math.Abs(got-want) > 0.05*want {
+				t.Errorf("%s sends %.4g s of CPU to the background, want %.4g", id, got, want)
+			}
+			if to := innermostLast(res.Model.Operation(id).Steps).Target; to != "worker/"+OutsideSpansOperation {
+				t.Errorf("%s sends to %s, want worker/%s", id, to, OutsideSpansOperation)
 			}
 		})
 	}
