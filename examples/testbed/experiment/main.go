@@ -663,7 +663,7 @@ func (e *env) experiment(ctx context.Context, o options) (*report, error) {
 		loadBefore: loadBefore, loadAfter: loadAfter, busyBefore: busyBefore, pinned: e.pin,
 		phases: e.phases, mix: e.mix, saturation: saturation, firstSaturation: firstSaturation, warmSaturation: warmSaturation, perRequest: perRequest, spanShare: spanShare,
 		warnings: refX.Report.Warnings, order: order, steps: stepM, curves: refX.Report.SpeedCurves, ref: refX.Model,
-		gaps: gaps, fixedGaps: fixedGaps, outside: o.outside, slice: o.slice, sliceFrom: o.sliceFrom, refMean: refM.Load.All.Mean, rounds: e.rounds,
+		gaps: gaps, fixedGaps: fixedGaps, outside: o.outside, steadyOnly: o.steadyOnly, slice: o.slice, sliceFrom: o.sliceFrom, refMean: refM.Load.All.Mean, rounds: e.rounds,
 	}
 	for _, r := range append(rows, extra...) {
 		rep.rows = append(rep.rows, reportRow{setup: r.s, measured: r.m, predicted: r.pred, adjusted: r.adjusted, speed: r.speed})

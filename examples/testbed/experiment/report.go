@@ -104,6 +104,9 @@ type report struct {
 	// outside is where extraction put the CPU outside spans
 	// (extract.Config.OutsideSpans).
 	outside string
+	// steadyOnly is set when extraction read the segments' steady phases
+	// alone (-steady-only).
+	steadyOnly bool
 	// slice is the models' round-robin quantum on the host's CPU (0:
 	// processor sharing), sliceFrom where it came from.
 	slice     time.Duration
@@ -299,6 +302,9 @@ func (r *report) write(w io.Writer, args []string) {
 		fmt.Fprint(w, "- The reference ran at one rate (no `-steps`): extraction sees one load, so no CPU cost that changes with it.")
 		r.writeCurves(w)
 		fmt.Fprint(w, "\n\n")
+	}
+	if r.steadyOnly {
+		fmt.Fprint(w, "- Steady phases only (`-steady-only`): extraction read each segment's steady phase, widened by a second on each side (a trace when its first span started there, the metrics' samples there), not its ramps.\n\n")
 	}
 	if len(r.gaps) > 0 {
 		var gs, fs []string
