@@ -101,7 +101,7 @@ func run() error {
 	flag.BoolVar(&o.speedWindow, "speed-window", false, "have extraction simulate the CPU's speed variation as a speed redrawn every second (the extraction configuration's speed_window) instead of five speeds each held until the queues settle")
 	flag.StringVar(&o.outside, "outside-spans", extract.OutsideBackground, "where extraction puts the CPU time outside spans: inline or background (the extraction configuration's outside_spans)")
 	flag.IntVar(&o.rounds, "rounds", 6, "run every configuration in this many segments, one per round, the rounds one after the other, so that the machine's drift over the invocation falls alike on all configurations (-quick: 2)")
-	flag.BoolVar(&o.steadyOnly, "steady-only", false, "extract from the segments' steady phases alone (each widened by a second), leaving out the ramps, where fresh processes warm up")
+	flag.BoolVar(&o.steadyOnly, "steady-only", true, "extract from the segments' steady phases alone (each widened by a second), leaving out the ramps, where fresh processes warm up; false: the whole segments")
 	flag.BoolVar(&o.steps, "steps", true, "extract the model from the reference and load steps at 25 % and 75 % of the saturation rate (fresh processes, a segment of each per round), from which extraction can fit a CPU speed curve")
 	flag.DurationVar(&o.rampUp, "ramp-up", 5*time.Second, "each segment's ramp-up (fresh processes warm up in it)")
 	slice, sliceFrom := schedulerSlice()

@@ -304,7 +304,9 @@ func (r *report) write(w io.Writer, args []string) {
 		fmt.Fprint(w, "\n\n")
 	}
 	if r.steadyOnly {
-		fmt.Fprint(w, "- Steady phases only (`-steady-only`): extraction read each segment's steady phase, widened by a second on each side (a trace when its first span started there, the metrics' samples there), not its ramps.\n\n")
+		fmt.Fprint(w, "- Steady phases only (`-steady-only`, the default): extraction read each segment's steady phase, widened by a second on each side (a trace when its first span started there, the metrics' samples there), not its ramps, where fresh processes warm up.\n\n")
+	} else {
+		fmt.Fprint(w, "- Whole segments (`-steady-only=false`): extraction read each segment's ramps as well as its steady phase, the fresh processes' warm-up in the ramp-up included.\n\n")
 	}
 	if len(r.gaps) > 0 {
 		var gs, fs []string
