@@ -102,8 +102,9 @@ type SpeedCurve struct {
 	Variation *SpeedVariation `json:"variation,omitempty"`
 }
 
-// curveWin is one window's measured and expected CPU time.
-type curveWin struct{ busy, work float64 }
+// curveWin is one window's measured and expected CPU time, and the
+// seconds of it the metrics covered (0 where the CPU time is the spans').
+type curveWin struct{ busy, work, covered float64 }
 
 // EstimateSpeedCurves looks, per host of w, for a CPU speed that depends
 // on the load. The CPU time per window is the metrics' (summed over the
@@ -129,10 +130,10 @@ func EstimateSpeedCurves(w *Windows, set *metrics.Set, component func(service st
 			continue
 		}
 		wins := map[int64]curveWin{}
-		add := func(start int64, busy, work float64) {
+		add := func(start int64, busy, work, covered float64) {
 			g := floorDiv(start, curveWindow*1e9)
 			cw := wins[g]
-			cw.busy, cw.work = cw.busy+busy, cw.work+work
+			cw.busy, cw.work, cw.covered = cw.busy+busy, cw.work+work, cw.covered+covered
 			wins[g] = cw
 		}
 		n := float64(max(1, cores[host]))
@@ -153,7 +154,7 @@ func EstimateSpeedCurves(w *Windows, set *metrics.Set, component func(service st
 						for i, cl := range win.cells {
 							work += cl.n * mean[cw.ops[i]]
 						}
-						add(win.start, win.busy, work)
+						add(win.start, win.busy, work, cw.length/float64(len(scs)))
 					}
 				}
 			}
@@ -166,7 +167,7 @@ func EstimateSpeedCurves(w *Windows, set *metrics.Set, component func(service st
 					busy += cl.cpu
 					work += cl.n * mean[h.ops[op]]
 				}
-				add(idx*h.width, busy, work)
+				add(idx*h.width, busy, work, 0)
 			}
 		}
 		if c.Source == "" {
@@ -429,14 +430,22 @@ func differenceRegression(x, t, y []float64) (fit diffFit, ok bool) {
 }
 
 // curveSegments cuts the windows with work into segments at pauses of
-// curveGap windows or more, drops each segment's first and last window and
-// the segments left shorter than minLen, and returns the windows' indices
-// per segment, in time order.
+// curveGap windows or more, drops each segment's partly covered windows
+// and the segments left shorter than minLen, and returns the windows'
+// indices per segment, in time order. Where the metrics' coverage is known
+// (covered), a window is partly covered when they covered less than
+// minCoverage of it; else its first and last are taken as partly covered.
+// Dropped blindly where the metrics already left the partly covered
+// windows out, they cost a load test's steady phase of 15 s, widened by a
+// second on each side, one of its three whole windows, and a third of
+// such segments fell below two.
 func curveSegments(wins map[int64]curveWin, minLen int) [][]int64 {
 	var segs [][]int64
 	var cur []int64
 	flush := func() {
-		if len(cur) > 2 {
+		if slices.ContainsFunc(cur, func(k int64) bool { return wins[k].covered > 0 }) {
+			cur = slices.DeleteFunc(cur, func(k int64) bool { return wins[k].covered < minCoverage*curveWindow })
+		} else if len(cur) > 2 {
 			cur = cur[1 : len(cur)-1]
 		} else {
 			cur = nil // partly covered windows only

@@ -3,6 +3,7 @@ package extract
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/stat/distuv"
@@ -101,7 +102,8 @@ func TestTrendRegressionSegments(t *testing.T) {
 }
 
 // Pauses of curveGap windows or more cut the windows into segments, each
-// without its first and last window; short segments are left out.
+// without its partly covered windows (its first and last where the
+// metrics' coverage is not known); short segments are left out.
 func TestCurveSegments(t *testing.T) {
 	wins := map[int64]curveWin{}
 	add := func(from, to int64) {
@@ -114,8 +116,18 @@ func TestCurveSegments(t *testing.T) {
 	add(24, 28)                           // after three missing windows: 25..26, too short
 	add(40, 50)                           // 41..48
 	wins[45] = curveWin{busy: 0, work: 1} // no CPU time: not a window of work
-	if short := curveSegments(map[int64]curveWin{3: {1, 1}, 4: {1, 1}}, 1); len(short) != 0 {
+	if short := curveSegments(map[int64]curveWin{3: {busy: 1, work: 1}, 4: {busy: 1, work: 1}}, 1); len(short) != 0 {
 		t.Errorf("two partly covered windows kept: %v", short)
+	}
+	// Where the metrics' coverage is known, the whole windows stay, the
+	// first and last too, and the partly covered ones go, wherever they
+	// are.
+	covered := map[int64]curveWin{}
+	for k, c := range map[int64]float64{10: 5, 11: 5, 12: curveWindow * minCoverage, 13: 1, 14: 5} {
+		covered[k] = curveWin{busy: 1, work: 1, covered: c}
+	}
+	if got := curveSegments(covered, 2); len(got) != 1 || !slices.Equal(got[0], []int64{10, 11, 12, 14}) {
+		t.Errorf("by the metrics' coverage: %v, want [[10 11 12 14]]", got)
 	}
 	got := curveSegments(wins, curveMinSegment)
 	want := [][2]int64{{1, 18}, {41, 48}}
