@@ -27,9 +27,10 @@ import (
 // reference came out +1 to +8 % busy. The cost: the fixed delays fitted
 // at no load (extract's loadFreeDelay) lose the ramps' lightest windows
 // and come out shorter (a lookup's 148 µs became 62 µs on the runs of
-// 2026-12-03 10:09). Over eight invocations' runs, 119 rows of 204 came
-// within 15 % against 120 with the ramps, and 35 utilizations of 68
-// within 5 % against 29 (docs/accuracy.md).
+// 2026-12-03 10:09). Over eight invocations' runs, with the code of
+// f16f01d (before the speed curve's segments kept their whole windows),
+// 119 rows of 204 came within 15 % against 120 with the ramps, and 35
+// utilizations of 68 within 5 % against 29 (docs/accuracy.md).
 func steadyTraces(ctx context.Context, dir, out string, load *loadgen.Result) ([]string, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.otlp.jsonl"))
 	if err != nil || len(files) == 0 {
