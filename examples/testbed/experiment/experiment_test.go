@@ -815,3 +815,31 @@ func TestLessModeled(t *testing.T) {
 		t.Errorf("a gap shorter than the slot's wait keeps %.3g ms, want none", g*1e3)
 	}
 }
+
+// The steal paragraph gives correlations only where steal varied between
+// the segments; constant steal (a machine without it) is said plainly
+// rather than as r = NaN.
+func TestWriteSteal(t *testing.T) {
+	seg := func(mean float64) *loadgen.Result {
+		return &loadgen.Result{All: &loadgen.Summary{Mean: mean, Throughput: 10}}
+	}
+	rep := func(steal []float64) string {
+		m := &measured{
+			Load:           seg(0.02),
+			CPUSeconds:     0.1,
+			Parts:          []*loadgen.Result{seg(0.018), seg(0.020), seg(0.025)},
+			PartPerRequest: []float64{0.009, 0.010, 0.012},
+			PartSteal:      steal,
+		}
+		r := &report{rows: []reportRow{{setup: setup{Name: "reference", GOMAXPROCS: 1, SpanCPU: true, ModelCores: 1}, measured: m}}}
+		var b strings.Builder
+		r.writeSteal(&b)
+		return b.String()
+	}
+	if got := rep([]float64{0, 0, 0}); strings.Contains(got, "NaN") || !strings.Contains(got, "did not vary") {
+		t.Errorf("constant steal: %q", got)
+	}
+	if got := rep([]float64{0.001, 0.002, 0.004}); !strings.Contains(got, "(r = 1.00)") || strings.Contains(got, "did not vary") {
+		t.Errorf("varying steal: %q", got)
+	}
+}

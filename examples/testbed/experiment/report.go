@@ -591,10 +591,17 @@ func (r *report) writeSteal(w io.Writer) {
 		return
 	}
 	fmt.Fprintf(w, "Time stolen by the hypervisor from the services' CPU (/proc/stat's steal, sampled once a second) over the %d segments of those runs: "+
-		"%.2f %% of the steady phases on average, %.2f %% in the worst segment. A segment's steal correlates with its CPU time per request "+
+		"%.2f %% of the steady phases on average, %.2f %% in the worst segment. ",
+		len(st), 100*stat.Mean(st, nil), 100*most)
+	if _, sd := stat.MeanStdDev(st, nil); !(sd > 0) {
+		// A correlation needs steal that varies; without it, r is 0/0.
+		fmt.Fprint(w, "It did not vary between the segments, so nothing correlates with it.\n\n")
+		return
+	}
+	fmt.Fprintf(w, "A segment's steal correlates with its CPU time per request "+
 		"(r = %.2f) and with its mean response time (r = %.2f), each relative to its configuration's: the processes are not charged for "+
 		"stolen time, but their requests wait through it.\n\n",
-		len(st), 100*stat.Mean(st, nil), 100*most, stat.Correlation(st, cpu, nil), stat.Correlation(st, rt, nil))
+		stat.Correlation(st, cpu, nil), stat.Correlation(st, rt, nil))
 }
 
 // writeWaits reports, per configuration and service, the CPU time, the
